@@ -1,0 +1,109 @@
+"""Reading and writing the data files of a table: Parquet base files, log files, and the
+partition metadata file, each written in one go so a reader never sees half a file."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tms.hudi.avro_schema import arrow_schema_from_avro, avro_records_to_table
+from tms.hudi.filenames import PARTITION_METADATA
+from tms.hudi.log_format import (
+    DeleteRecord,
+    LogBlock,
+    encode_avro_data_block,
+    encode_delete_block,
+    read_log_blocks,
+)
+from tms.hudi.storage import Storage
+
+META_COLUMNS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
+AVRO_SCHEMA_KEY = b"parquet.avro.schema"
+
+
+def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None = None) -> pa.Table:
+    with storage.fs.open(storage.full_path(path), "rb") as handle:
+        return pq.read_table(handle, columns=list(columns) if columns else None)
+
+
+def write_base_file(
+    storage: Storage, path: str, rows: pa.Table, avro_schema: dict[str, Any] | None = None
+) -> int:
+    """Write a Parquet base file; returns its size in bytes.
+
+    The footer carries what Hudi's readers look for: the record key range, and the Avro
+    schema when one is given.
+    """
+    metadata = dict(rows.schema.metadata or {})
+    if rows.num_rows and "_hoodie_record_key" in rows.column_names:
+        record_keys = rows.column("_hoodie_record_key")
+        metadata[b"hoodie_min_record_key"] = str(pc.min(record_keys).as_py()).encode()
+        metadata[b"hoodie_max_record_key"] = str(pc.max(record_keys).as_py()).encode()
+    if avro_schema is not None:
+        metadata[AVRO_SCHEMA_KEY] = json.dumps(avro_schema).encode()
+    rows = rows.replace_schema_metadata(metadata)
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer, compression="snappy")
+    data = buffer.getvalue()
+    storage.write_bytes(path, data)
+    return len(data)
+
+
+def write_log_file(
+    storage: Storage,
+    path: str,
+    instant_time: str,
+    avro_schema: dict[str, Any],
+    *,
+    records: pa.Table | None = None,
+    deletes: Sequence[DeleteRecord] = (),
+    ordering_field: str | None = None,
+) -> int:
+    """Write a new log file holding a data block and/or a delete block; returns its size."""
+    data = b""
+    if records is not None and records.num_rows:
+        data += encode_avro_data_block(instant_time, avro_schema, records.to_pylist())
+    if deletes:
+        data += encode_delete_block(
+            instant_time, avro_schema, list(deletes), ordering_field=ordering_field
+        )
+    storage.write_bytes(path, data)
+    return len(data)
+
+
+def read_log_file(storage: Storage, path: str) -> list[LogBlock]:
+    return read_log_blocks(storage.read_bytes(path))
+
+
+def block_records(block: LogBlock, schema: pa.Schema | None = None) -> pa.Table:
+    """The records of a data block as a table (of the block's own schema by default)."""
+    block_schema = block.schema
+    if schema is None:
+        if block_schema is None:
+            raise ValueError(f"data block of {block.instant_time} has no schema")
+        schema = arrow_schema_from_avro(block_schema)
+    return avro_records_to_table(block.records, schema)
+
+
+def write_partition_metadata(storage: Storage, partition: str, instant_time: str) -> None:
+    """`.hoodie_partition_metadata`: marks a folder as a partition, as Hudi does on first write."""
+    path = f"{partition}/{PARTITION_METADATA}" if partition else PARTITION_METADATA
+    if storage.exists(path):
+        return
+    depth = len([p for p in partition.split("/") if p]) if partition else 0
+    stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
+    text = f"#partition metadata\n#{stamp}\ncommitTime={instant_time}\npartitionDepth={depth}\n"
+    storage.write_bytes(path, text.encode("utf-8"))

@@ -1,0 +1,159 @@
+"""Instants: one action at one instant time, in one state, and their file names.
+
+Layout 1 (table versions 6 and 7) keeps every instant file directly in `.hoodie/`; layout 2
+(versions 8 and 9) keeps them in `.hoodie/timeline/` and names a completed instant by its
+requested and completion times.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+
+class State(enum.IntEnum):
+    """Ordered so that the furthest state of an instant is the maximum."""
+
+    REQUESTED = 0
+    INFLIGHT = 1
+    COMPLETED = 2
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+
+class Action(enum.StrEnum):
+    COMMIT = "commit"
+    DELTA_COMMIT = "deltacommit"
+    COMPACTION = "compaction"
+    LOG_COMPACTION = "logcompaction"
+    REPLACE_COMMIT = "replacecommit"
+    CLUSTERING = "clustering"
+    CLEAN = "clean"
+    ROLLBACK = "rollback"
+    SAVEPOINT = "savepoint"
+    RESTORE = "restore"
+    INDEXING = "indexing"
+    SCHEMA_COMMIT = "schemacommit"
+
+
+WRITE_ACTIONS = frozenset(
+    {
+        Action.COMMIT,
+        Action.DELTA_COMMIT,
+        Action.REPLACE_COMMIT,
+        Action.COMPACTION,
+        Action.LOG_COMPACTION,
+        Action.CLUSTERING,
+    }
+)
+"""Actions that write data files."""
+
+COMPLETED_ACTION = {
+    Action.COMPACTION: Action.COMMIT,
+    Action.LOG_COMPACTION: Action.DELTA_COMMIT,
+    Action.CLUSTERING: Action.REPLACE_COMMIT,
+}
+"""Pending actions whose completed instant carries another action's name."""
+
+INSTANT_TIME_FORMAT = "%Y%m%d%H%M%S"
+_INSTANT_TIME = re.compile(r"^\d{14}(\d{3})?$")
+_LAYOUT1 = re.compile(r"^(\d{14,17})\.?(.*)$")
+_LAYOUT2_COMPLETED = re.compile(r"^(\d{14,17})_(\d{14,17})\.([a-z]+)$")
+
+
+def is_instant_time(value: str) -> bool:
+    return bool(_INSTANT_TIME.match(value))
+
+
+def format_instant_time(moment: datetime) -> str:
+    """`yyyyMMddHHmmssSSS` in UTC."""
+    moment = moment.astimezone(UTC)
+    return moment.strftime(INSTANT_TIME_FORMAT) + f"{moment.microsecond // 1000:03d}"
+
+
+def parse_instant_time(value: str) -> datetime:
+    base = datetime.strptime(value[:14], INSTANT_TIME_FORMAT).replace(tzinfo=UTC)
+    millis = int(value[14:17] or 0)
+    return base.replace(microsecond=millis * 1000)
+
+
+@dataclass(frozen=True, order=True)
+class Instant:
+    """One instant of the timeline, in its furthest state."""
+
+    requested_time: str
+    action: Action
+    state: State
+    completion_time: str | None = None
+
+    @property
+    def is_completed(self) -> bool:
+        return self.state is State.COMPLETED
+
+    @property
+    def is_pending(self) -> bool:
+        return self.state is not State.COMPLETED
+
+    def with_state(self, state: State, completion_time: str | None = None) -> Instant:
+        """This instant moved to another state (a completed one takes its completed action)."""
+        action = (
+            COMPLETED_ACTION.get(self.action, self.action)
+            if state is State.COMPLETED
+            else (self.action)
+        )
+        return Instant(self.requested_time, action, state, completion_time)
+
+    def file_name(self, layout_version: int = 1) -> str:
+        """The instant file that records this state."""
+        ts, action = self.requested_time, self.action.value
+        if self.state is State.REQUESTED:
+            return f"{ts}.{action}.requested"
+        if self.state is State.INFLIGHT:
+            return f"{ts}.inflight" if self.action is Action.COMMIT else f"{ts}.{action}.inflight"
+        if layout_version >= 2:
+            if self.completion_time is None:
+                raise ValueError(f"completed instant {ts} needs a completion time in layout 2")
+            return f"{ts}_{self.completion_time}.{action}"
+        return f"{ts}.{action}"
+
+    def __str__(self) -> str:
+        done = f" completed {self.completion_time}" if self.completion_time else ""
+        return f"[{self.requested_time}__{self.action.value}__{self.state.name}{done}]"
+
+
+def parse_instant_file(name: str) -> Instant | None:
+    """The instant an instant file records, or None for anything else in the folder."""
+    match = _LAYOUT2_COMPLETED.match(name)
+    if match:
+        action = _action(match.group(3))
+        if action is None:
+            return None
+        return Instant(match.group(1), action, State.COMPLETED, match.group(2))
+    match = _LAYOUT1.match(name)
+    if not match:
+        return None
+    ts, rest = match.group(1), match.group(2)
+    if rest == "inflight":
+        return Instant(ts, Action.COMMIT, State.INFLIGHT)
+    parts = rest.split(".")
+    if len(parts) == 1:
+        action = _action(parts[0])
+        return Instant(ts, action, State.COMPLETED) if action else None
+    if len(parts) == 2 and parts[1] in ("requested", "inflight"):
+        action = _action(parts[0])
+        if action is None:
+            return None
+        state = State.REQUESTED if parts[1] == "requested" else State.INFLIGHT
+        return Instant(ts, action, state)
+    return None
+
+
+def _action(value: str) -> Action | None:
+    try:
+        return Action(value)
+    except ValueError:
+        return None

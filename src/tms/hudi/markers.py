@@ -1,0 +1,65 @@
+"""Markers: one empty file per data file a write creates, so a crashed write can be undone.
+
+`.hoodie/.temp/<instant>/<partition>/<dataFileName>.marker.<CREATE|MERGE|APPEND>`
+"""
+
+from __future__ import annotations
+
+import enum
+import posixpath
+from dataclasses import dataclass
+
+from tms.hudi.storage import Storage
+
+TEMP_FOLDER = ".hoodie/.temp"
+
+
+class MarkerType(enum.StrEnum):
+    CREATE = "CREATE"
+    MERGE = "MERGE"
+    APPEND = "APPEND"
+
+
+@dataclass(frozen=True)
+class Marker:
+    partition_path: str
+    file_name: str
+    marker_type: MarkerType
+
+    @property
+    def data_file_path(self) -> str:
+        """The data file this marker stands for, relative to the base path."""
+        if self.partition_path:
+            return posixpath.join(self.partition_path, self.file_name)
+        return self.file_name
+
+
+def marker_dir(instant_time: str) -> str:
+    return f"{TEMP_FOLDER}/{instant_time}"
+
+
+def create_marker(storage: Storage, instant_time: str, marker: Marker) -> None:
+    """Write the marker before the data file, so every file a crash leaves has one."""
+    name = f"{marker.file_name}.marker.{marker.marker_type.value}"
+    storage.write_bytes(posixpath.join(marker_dir(instant_time), marker.partition_path, name), b"")
+
+
+def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
+    root = marker_dir(instant_time)
+    markers: list[Marker] = []
+    for entry in storage.walk_files(root):
+        name = entry.name
+        if ".marker." not in name:
+            continue
+        file_name, _, kind = name.rpartition(".marker.")
+        partition = posixpath.relpath(posixpath.dirname(entry.path), root)
+        partition = "" if partition == "." else partition
+        try:
+            markers.append(Marker(partition, file_name, MarkerType(kind)))
+        except ValueError:
+            continue
+    return markers
+
+
+def delete_markers(storage: Storage, instant_time: str) -> None:
+    storage.delete_dir(marker_dir(instant_time))

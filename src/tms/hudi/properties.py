@@ -1,0 +1,186 @@
+"""`hoodie.properties`: the table's configuration, a Java properties file with a checksum."""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tms.hudi.storage import Storage
+
+PROPERTIES_PATH = ".hoodie/hoodie.properties"
+
+TABLE_NAME = "hoodie.table.name"
+TABLE_TYPE = "hoodie.table.type"
+TABLE_VERSION = "hoodie.table.version"
+TIMELINE_LAYOUT_VERSION = "hoodie.timeline.layout.version"
+TIMELINE_PATH = "hoodie.timeline.path"
+RECORD_KEY_FIELDS = "hoodie.table.recordkey.fields"
+PRECOMBINE_FIELD = "hoodie.table.precombine.field"
+ORDERING_FIELDS = "hoodie.table.ordering.fields"
+PARTITION_FIELDS = "hoodie.table.partition.fields"
+HIVE_STYLE_PARTITIONING = "hoodie.datasource.write.hive_style_partitioning"
+KEY_GENERATOR_CLASS = "hoodie.table.keygenerator.class"
+BASE_FILE_FORMAT = "hoodie.table.base.file.format"
+METADATA_PARTITIONS = "hoodie.table.metadata.partitions"
+METADATA_PARTITIONS_INFLIGHT = "hoodie.table.metadata.partitions.inflight"
+CHECKSUM = "hoodie.table.checksum"
+ARCHIVELOG_FOLDER = "hoodie.archivelog.folder"
+BOOTSTRAP_BASE_PATH = "hoodie.bootstrap.base.path"
+POPULATE_META_FIELDS = "hoodie.populate.meta.fields"
+CREATE_SCHEMA = "hoodie.table.create.schema"
+
+COPY_ON_WRITE = "COPY_ON_WRITE"
+MERGE_ON_READ = "MERGE_ON_READ"
+
+
+def _unescape(value: str) -> str:
+    out: list[str] = []
+    chars = iter(value)
+    for char in chars:
+        if char != "\\":
+            out.append(char)
+            continue
+        nxt = next(chars, "")
+        out.append({"n": "\n", "t": "\t", "r": "\r", "f": "\f"}.get(nxt, nxt))
+    return "".join(out)
+
+
+def _escape(value: str, is_key: bool) -> str:
+    out = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+    out = out.replace("\r", "\\r").replace("=", "\\=").replace(":", "\\:")
+    if is_key:
+        out = out.replace(" ", "\\ ")
+    return out.replace("#", "\\#").replace("!", "\\!")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java properties text (comments, `=`/`:` separators, escapes, continuations)."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        backslashes = len(line) - len(line.rstrip("\\"))
+        if backslashes % 2 == 1:
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = _split_pair(logical)
+        props[_unescape(key)] = _unescape(value)
+        logical = ""
+    if logical:
+        key, value = _split_pair(logical)
+        props[_unescape(key)] = _unescape(value)
+    return props
+
+
+def _split_pair(line: str) -> tuple[str, str]:
+    escaped = False
+    for index, char in enumerate(line):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char in "=: \t":
+            rest = line[index:].lstrip(" \t")
+            if (rest[:1] in ("=", ":") and char in " \t") or char in "=:":
+                rest = rest[1:] if rest[:1] in ("=", ":") else rest
+            return line[:index], rest.lstrip(" \t")
+    return line, ""
+
+
+def table_checksum(table_name: str) -> int:
+    """Hudi's checksum of `hoodie.properties`: CRC32 over the table name's bytes."""
+    return zlib.crc32(table_name.encode("utf-8")) & 0xFFFFFFFF
+
+
+def format_properties(props: Mapping[str, str]) -> str:
+    """Serialize like `java.util.Properties.store`, keys sorted so diffs stay readable."""
+    lines = ["#Updated at " + time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())]
+    lines += [f"{_escape(k, True)}={_escape(v, False)}" for k, v in sorted(props.items())]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """The typed view of `hoodie.properties` that the rest of `tms.hudi` needs."""
+
+    props: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, storage: Storage) -> TableConfig:
+        return cls(parse_properties(storage.read_bytes(PROPERTIES_PATH).decode("utf-8")))
+
+    def save(self, storage: Storage) -> None:
+        props = dict(self.props)
+        props[CHECKSUM] = str(table_checksum(self.table_name))
+        storage.write_bytes(PROPERTIES_PATH, format_properties(props).encode("utf-8"))
+
+    def get(self, key: str, default: str = "") -> str:
+        return self.props.get(key, default)
+
+    @property
+    def table_name(self) -> str:
+        return self.get(TABLE_NAME)
+
+    @property
+    def table_type(self) -> str:
+        return self.get(TABLE_TYPE, COPY_ON_WRITE).upper()
+
+    @property
+    def is_merge_on_read(self) -> bool:
+        return self.table_type == MERGE_ON_READ
+
+    @property
+    def table_version(self) -> int:
+        return int(self.get(TABLE_VERSION, "0") or 0)
+
+    @property
+    def timeline_layout_version(self) -> int:
+        value = self.get(TIMELINE_LAYOUT_VERSION)
+        if value:
+            return int(value)
+        return 2 if self.table_version >= 8 else 1
+
+    @property
+    def timeline_path(self) -> str:
+        """Where instants live, relative to the base path."""
+        if self.timeline_layout_version >= 2:
+            return ".hoodie/" + (self.get(TIMELINE_PATH) or "timeline")
+        return ".hoodie"
+
+    @property
+    def record_key_fields(self) -> list[str]:
+        return _split_list(self.get(RECORD_KEY_FIELDS))
+
+    @property
+    def ordering_fields(self) -> list[str]:
+        return _split_list(self.get(PRECOMBINE_FIELD) or self.get(ORDERING_FIELDS))
+
+    @property
+    def partition_fields(self) -> list[str]:
+        """Partition fields; a key generator may append `:type` to a field, which is dropped."""
+        return [f.split(":")[0] for f in _split_list(self.get(PARTITION_FIELDS))]
+
+    @property
+    def hive_style_partitioning(self) -> bool:
+        return self.get(HIVE_STYLE_PARTITIONING, "false").lower() == "true"
+
+    @property
+    def base_file_format(self) -> str:
+        return self.get(BASE_FILE_FORMAT, "PARQUET").upper()
+
+    @property
+    def metadata_partitions(self) -> list[str]:
+        return _split_list(self.get(METADATA_PARTITIONS))
+
+    @property
+    def populate_meta_fields(self) -> bool:
+        return self.get(POPULATE_META_FIELDS, "true").lower() == "true"
+
+
+def _split_list(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]

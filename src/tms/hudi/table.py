@@ -1,0 +1,106 @@
+"""A Hudi table on storage: its configuration, timeline and file-system view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tms.hudi.fs_view import FileSystemView
+from tms.hudi.instant import Action
+from tms.hudi.properties import (
+    BOOTSTRAP_BASE_PATH,
+    METADATA_PARTITIONS_INFLIGHT,
+    PROPERTIES_PATH,
+    TableConfig,
+)
+from tms.hudi.storage import Storage
+from tms.hudi.timeline import Timeline
+
+WRITABLE_TABLE_VERSIONS = (6, 7)
+READABLE_TABLE_VERSIONS = (6, 7, 8, 9)
+BOOTSTRAP_INDEX_FOLDER = ".hoodie/.aux/.bootstrap"
+
+
+class HudiError(Exception):
+    """Base of the errors `tms.hudi` raises about a table."""
+
+
+class TableNotFoundError(HudiError):
+    """No `hoodie.properties` under the base path."""
+
+
+class UnsupportedTableError(HudiError):
+    """The table uses a feature we do not handle; nothing was written."""
+
+
+@dataclass(frozen=True)
+class HudiTable:
+    storage: Storage
+    config: TableConfig
+
+    @classmethod
+    def open(cls, base_path: str) -> HudiTable:
+        storage = Storage(base_path)
+        if not storage.exists(PROPERTIES_PATH):
+            raise TableNotFoundError(f"no Hudi table at {base_path}: {PROPERTIES_PATH} is missing")
+        config = TableConfig.load(storage)
+        if config.table_version not in READABLE_TABLE_VERSIONS:
+            raise UnsupportedTableError(
+                f"table version {config.table_version} is not supported; "
+                f"readable versions are {', '.join(map(str, READABLE_TABLE_VERSIONS))}"
+            )
+        return cls(storage, config)
+
+    @property
+    def base_path(self) -> str:
+        return self.storage.base_path
+
+    @property
+    def name(self) -> str:
+        return self.config.table_name
+
+    def timeline(self) -> Timeline:
+        return Timeline.load(self.storage, self.config)
+
+    def file_system_view(self, timeline: Timeline | None = None) -> FileSystemView:
+        return FileSystemView.build(self.storage, timeline or self.timeline())
+
+    def unsupported_features(self, timeline: Timeline | None = None) -> list[str]:
+        """Why our table services must not touch this table; empty when they may."""
+        config = self.config
+        reasons: list[str] = []
+        if config.table_version not in WRITABLE_TABLE_VERSIONS:
+            reasons.append(
+                f"table version {config.table_version} (timeline layout "
+                f"{config.timeline_layout_version}) is read-only here; services run on versions "
+                f"{', '.join(map(str, WRITABLE_TABLE_VERSIONS))}"
+            )
+        if config.metadata_partitions or config.get(METADATA_PARTITIONS_INFLIGHT):
+            partitions = config.get("hoodie.table.metadata.partitions")
+            reasons.append(
+                f"the table has a metadata table (hoodie.table.metadata.partitions={partitions!r});"
+                " services would leave it stale"
+            )
+        if config.get(BOOTSTRAP_BASE_PATH) or self._has_bootstrap_index():
+            reasons.append("the table is bootstrapped from another table; bootstrap is not handled")
+        if config.base_file_format != "PARQUET":
+            reasons.append(f"base file format {config.base_file_format} is not handled")
+        if not config.populate_meta_fields:
+            reasons.append("hoodie.populate.meta.fields=false (virtual keys) is not handled")
+        timeline = timeline or self.timeline()
+        if any(timeline.origin_action(i) is Action.LOG_COMPACTION for i in timeline.instants):
+            reasons.append(
+                "the timeline has log compaction instants; log compaction is not handled"
+            )
+        return reasons
+
+    def _has_bootstrap_index(self) -> bool:
+        """Hudi creates the bootstrap index folders in every table; only files count."""
+        return any(True for _ in self.storage.walk_files(BOOTSTRAP_INDEX_FOLDER))
+
+    def ensure_supported(self, timeline: Timeline | None = None) -> None:
+        """Refuse, before anything is written, a table our services would damage."""
+        reasons = self.unsupported_features(timeline)
+        if reasons:
+            raise UnsupportedTableError(
+                f"cannot run table services on {self.base_path}: " + "; ".join(reasons)
+            )

@@ -1,0 +1,1 @@
+"""Table services over a SparkSession and a Hudi table: compaction, clustering, clean."""

@@ -1,0 +1,112 @@
+"""Rolling back what a failed or crashed instant left: files named by its markers.
+
+A pending compaction or clustering goes back to requested (its plan is kept and can run
+again); a pending write is removed from the timeline. Either way a completed rollback
+instant records what was deleted, as Hudi does. An instant whose heartbeat is alive belongs
+to a running job and is left alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from tms.hudi import avro_codec, heartbeat
+from tms.hudi.instant import Action, Instant, State
+from tms.hudi.markers import delete_markers, list_markers
+from tms.hudi.table import HudiError, HudiTable
+from tms.hudi.timeline import Timeline
+from tms.hudi.transitions import (
+    delete_pending,
+    new_instant_time,
+    request,
+    revert_to_requested,
+    transition,
+)
+
+TABLE_SERVICE_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT)
+
+
+class InstantInFlightError(HudiError):
+    """The instant's heartbeat is alive: another job is running it."""
+
+
+@dataclass(frozen=True)
+class RollbackResult:
+    rollback_instant: str
+    rolled_back: str
+    deleted_files: tuple[str, ...]
+
+
+def rollback_inflight(
+    table: HudiTable,
+    instant: Instant,
+    *,
+    heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
+    tolerable_misses: int = heartbeat.DEFAULT_TOLERABLE_MISSES,
+    timeline: Timeline | None = None,
+) -> RollbackResult:
+    """Undo an inflight instant; table services go back to requested, writes disappear."""
+    storage, config = table.storage, table.config
+    ts = instant.requested_time
+    if heartbeat.is_alive(storage, ts, heartbeat_interval, tolerable_misses):
+        raise InstantInFlightError(
+            f"instant {ts} has a live heartbeat (a job is running it); not rolling back"
+        )
+    timeline = timeline or table.timeline()
+    started = time.time()
+    rollback_time = new_instant_time(timeline.instants)
+    markers = list_markers(storage, ts)
+    by_partition: dict[str, list[str]] = defaultdict(list)
+    for marker in markers:
+        by_partition[marker.partition_path].append(marker.data_file_path)
+    plan = {
+        "instantToRollback": {"commitTime": ts, "action": instant.action.value},
+        "RollbackRequests": [
+            {"partitionPath": partition, "filesToBeDeleted": [storage.uri(p) for p in paths]}
+            for partition, paths in sorted(by_partition.items())
+        ],
+        "version": 1,
+    }
+    pending = request(
+        storage,
+        config,
+        rollback_time,
+        Action.ROLLBACK,
+        avro_codec.encode("HoodieRollbackPlan", plan),
+    )
+    pending = transition(storage, config, pending, State.INFLIGHT)
+    deleted: list[str] = []
+    partition_metadata = {}
+    for partition, paths in sorted(by_partition.items()):
+        done = [p for p in paths if storage.delete(p) or not storage.exists(p)]
+        deleted += done
+        partition_metadata[partition] = {
+            "partitionPath": partition,
+            "successDeleteFiles": [storage.uri(p) for p in done],
+            "failedDeleteFiles": [storage.uri(p) for p in paths if p not in done],
+        }
+    if timeline.origin_action(instant) in TABLE_SERVICE_ACTIONS:
+        revert_to_requested(storage, config, instant)
+    else:
+        delete_pending(storage, config, instant)
+    metadata = {
+        "startRollbackTime": rollback_time,
+        "timeTakenInMillis": int((time.time() - started) * 1000),
+        "totalFilesDeleted": len(deleted),
+        "commitsRollback": [ts],
+        "partitionMetadata": partition_metadata,
+        "version": 1,
+        "instantsRollback": [{"commitTime": ts, "action": instant.action.value}],
+    }
+    transition(
+        storage,
+        config,
+        pending,
+        State.COMPLETED,
+        avro_codec.encode("HoodieRollbackMetadata", metadata),
+    )
+    delete_markers(storage, ts)
+    heartbeat.stop_heartbeat(storage, ts)
+    return RollbackResult(rollback_time, ts, tuple(deleted))

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local SparkSession shared by every Spark test (starting one takes seconds)."""
+    from tms.services.spark import get_spark
+
+    session = get_spark("local[2]", app_name="tms-tests")
+    yield session
+    session.stop()
