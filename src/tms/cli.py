@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Annotated, Any
 
@@ -72,6 +73,75 @@ def files(base_path: BasePath, as_json: AsJson = False) -> None:
         )
         return
     _print_rows(rows, ["partition", "file_id", "base_instant", "base_file", "log_files"])
+
+
+class Service(enum.StrEnum):
+    compaction = "compaction"
+    clustering = "clustering"
+    clean = "clean"
+
+
+@app.command()
+def run(
+    service: Annotated[Service, typer.Argument(help="The table service to run.")],
+    base_path: BasePath,
+    instant: Annotated[
+        str | None, typer.Option(help="Execute this pending plan; without it, schedule one.")
+    ] = None,
+    master: Annotated[str, typer.Option(help="Spark master.")] = "local[*]",
+    parallelism: Annotated[int | None, typer.Option(help="Spark tasks at most at once.")] = None,
+    strategy: Annotated[
+        str, typer.Option(help="Compaction plan strategy: all | log-size.")
+    ] = "all",
+    target_file_size: Annotated[
+        int, typer.Option(help="Clustering: target size of a file group, in bytes.")
+    ] = 128 * 1024 * 1024,
+    small_file_limit: Annotated[
+        int, typer.Option(help="Clustering: file groups below this size are clustered.")
+    ] = 100 * 1024 * 1024,
+    sort_columns: Annotated[
+        str, typer.Option(help="Clustering: comma-separated columns to sort rows by.")
+    ] = "",
+    policy: Annotated[
+        str, typer.Option(help="Clean: KEEP_LATEST_COMMITS | KEEP_LATEST_FILE_VERSIONS.")
+    ] = "KEEP_LATEST_COMMITS",
+    retain: Annotated[int, typer.Option(help="Clean: commits or file versions to keep.")] = 10,
+    heartbeat_interval: Annotated[
+        float, typer.Option(help="Seconds between heartbeats of the running instant.")
+    ] = 60.0,
+    as_json: AsJson = False,
+) -> None:
+    """Schedule (unless --instant is given) and execute a table service on Spark."""
+    from tms.services import runner
+
+    table = _open(base_path)
+    request = runner.ServiceRequest(
+        service=service.value,
+        instant=instant,
+        master=master,
+        parallelism=parallelism,
+        strategy=strategy,
+        target_file_size=target_file_size,
+        small_file_limit=small_file_limit,
+        sort_columns=[c.strip() for c in sort_columns.split(",") if c.strip()],
+        policy=policy,
+        retain=retain,
+        heartbeat_interval=heartbeat_interval,
+    )
+    try:
+        result = runner.run_service(table, request)
+    except (HudiError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if result is None:
+        message = {"service": service.value, "state": "NOTHING_TO_DO"}
+        typer.echo(json.dumps(message) if as_json else f"{service.value}: nothing to schedule")
+        return
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    for key, value in result.to_dict().items():
+        typer.echo(f"{key:>22}: {_cell(value)}")
 
 
 def main() -> None:

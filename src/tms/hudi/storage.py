@@ -132,7 +132,9 @@ class Storage:
     def _info(self, entry: dict[str, Any]) -> FileInfo:
         name = str(entry["name"]).rstrip("/")
         rel = posixpath.relpath(name, self.root) if name != self.root else ""
-        modified: Any = entry.get("mtime") or entry.get("LastModified") or entry.get("last_modified")
+        modified: Any = (
+            entry.get("mtime") or entry.get("LastModified") or entry.get("last_modified")
+        )
         if modified is not None and hasattr(modified, "timestamp"):
             modified = modified.timestamp()
         return FileInfo(

@@ -194,6 +194,14 @@ class Timeline:
             raise ValueError(f"clean {instant.requested_time} has empty metadata")
         return metadata
 
+    def latest_schema(self) -> str | None:
+        """The writer schema (Avro JSON) of the latest commit that recorded one."""
+        for instant in reversed(self.commits()):
+            schema = self.commit_metadata(instant).extra_metadata.get("schema")
+            if schema:
+                return schema
+        return None
+
     def savepointed_times(self) -> list[str]:
         return [i.requested_time for i in self.completed((Action.SAVEPOINT,))]
 

@@ -418,12 +418,10 @@ class HudiWriter:
 
     def _avro_schema(self, rows: pa.Table) -> dict[str, Any]:
         """The table's record schema: the latest commit's, else this batch's."""
-        timeline = self.table.timeline()
-        for instant in reversed(timeline.commits()):
-            schema_json = timeline.commit_metadata(instant).extra_metadata.get("schema")
-            if schema_json:
-                schema: dict[str, Any] = json.loads(schema_json)
-                return schema
+        schema_json = self.table.timeline().latest_schema()
+        if schema_json:
+            schema: dict[str, Any] = json.loads(schema_json)
+            return schema
         return avro_record_schema(self.config.table_name, rows.schema)
 
 

