@@ -5,6 +5,8 @@ from typing import Any
 
 import pytest
 
+pytest_plugins = ["tests.db_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:

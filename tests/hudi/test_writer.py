@@ -136,3 +136,12 @@ def test_bad_batches_are_refused_before_anything_is_written(tmp_path: Path) -> N
     assert HudiTable.open(base).timeline().instants == ()
     with pytest.raises(FileExistsError):
         create_table(base, "t", record_key_fields=["id"], ordering_field="ts")
+
+
+def test_a_delete_as_latest_commit_keeps_the_table_readable(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    table = create_table(base, "t", record_key_fields=["id"], ordering_field="ts")
+    writer = HudiWriter(table)
+    writer.insert(batch(range(10), ts=1))
+    writer.delete(batch([3, 4], ts=2).select(["id", "city"]))
+    assert sorted(oracle.rows_by_key(base)) == [f"k{i:04d}" for i in range(10) if i not in (3, 4)]

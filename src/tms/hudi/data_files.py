@@ -58,7 +58,7 @@ def write_base_file(
     buffer = io.BytesIO()
     pq.write_table(rows, buffer, compression="snappy")
     data = buffer.getvalue()
-    storage.write_bytes(path, data)
+    storage.write_bytes(path, data, atomic=False)
     return len(data)
 
 
@@ -80,7 +80,7 @@ def write_log_file(
         data += encode_delete_block(
             instant_time, avro_schema, list(deletes), ordering_field=ordering_field
         )
-    storage.write_bytes(path, data)
+    storage.write_bytes(path, data, atomic=False)
     return len(data)
 
 

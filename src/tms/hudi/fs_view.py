@@ -2,19 +2,26 @@
 
 A base file counts once its instant completed; log files count when the slice they name is
 committed or belongs to a pending compaction (writers append to the compaction's new slice);
-file groups replaced by a completed replacecommit are gone.
+file groups replaced by a completed replacecommit are gone. A file group that a pending
+compaction plans to compact gets a new, empty slice at the compaction instant, as in Hudi, so
+writers append to it instead of to the slice being compacted.
+
+Timeline layout 2 (table version 8+) names a log file by the delta commit that wrote it, not by
+its slice: a completed log file belongs to the latest slice whose base instant is at or before
+its delta commit's completion time (Hudi 1.x `HoodieFileGroup.getBaseInstantTime`).
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from tms.hudi.commit_metadata import ReplaceCommitMetadata
 from tms.hudi.filenames import PARTITION_METADATA, BaseFileName, LogFileName
-from tms.hudi.instant import Action
+from tms.hudi.instant import Action, State
 from tms.hudi.storage import FileInfo, Storage
 from tms.hudi.timeline import Timeline
 
@@ -114,10 +121,22 @@ class FileSystemView:
                 return bool(earliest) and ts < earliest  # archived long ago
             return instant.is_completed
 
+        pending_slices = _pending_compaction_slices(timeline)
+        slice_of_log = (
+            _slice_by_completion_time(timeline)
+            if timeline.config.timeline_layout_version >= 2
+            else _slice_named_by_log
+        )
         groups: list[FileGroup] = []
         for partition in partitions:
             groups += _partition_file_groups(
-                storage, partition, committed, pending_compaction, replaced
+                storage,
+                partition,
+                committed,
+                pending_compaction,
+                replaced,
+                pending_slices,
+                slice_of_log,
             )
         return cls(timeline, partitions, tuple(groups), frozenset(replaced))
 
@@ -173,7 +192,7 @@ def list_partitions(storage: Storage) -> list[str]:
 
     def visit(path: str) -> None:
         entries = storage.list_dir(path)
-        if any(e.name == PARTITION_METADATA for e in entries):
+        if any(_is_partition_metadata(e.name) for e in entries):
             found.append(path)
         for entry in entries:
             if entry.is_dir and not entry.name.startswith("."):
@@ -181,6 +200,54 @@ def list_partitions(storage: Storage) -> list[str]:
 
     visit("")
     return found
+
+
+def _is_partition_metadata(name: str) -> bool:
+    """`.hoodie_partition_metadata`, or `.hoodie_partition_metadata.parquet|.orc` when Hudi
+    writes it in the base file format (`hoodie.partition.metafile.use.base.format`)."""
+    return name == PARTITION_METADATA or name in (
+        f"{PARTITION_METADATA}.parquet",
+        f"{PARTITION_METADATA}.orc",
+    )
+
+
+def _pending_compaction_slices(timeline: Timeline) -> dict[tuple[str, str], str]:
+    """(partition, file id) of every file group a pending compaction plans, to its instant."""
+    slices: dict[tuple[str, str], str] = {}
+    for instant in timeline.pending_compactions():
+        plan = timeline.avro_details(instant, State.REQUESTED) or {}
+        for op in plan.get("operations") or []:
+            if op.get("fileId"):
+                slices[(op.get("partitionPath") or "", op["fileId"])] = instant.requested_time
+    return slices
+
+
+SliceOfLog = Callable[[str, Collection[str]], str]
+"""(instant in a log file's name, base instants of its file group) -> its slice's instant."""
+
+
+def _slice_named_by_log(log_instant: str, slice_instants: Collection[str]) -> str:
+    """Layout 1: a log file names the base instant of its slice."""
+    return log_instant
+
+
+def _slice_by_completion_time(timeline: Timeline) -> SliceOfLog:
+    """Layout 2: a log file names its delta commit; it belongs to the latest slice that starts
+    at or before that delta commit's completion time (a pending one to the latest slice)."""
+
+    def slice_of(delta_commit: str, slice_instants: Collection[str]) -> str:
+        if not slice_instants:
+            return delta_commit
+        instant = timeline.get(delta_commit)
+        if instant is not None and instant.is_pending:
+            return max(slice_instants)
+        # Archived or legacy instants have no completion time here: their requested time is
+        # the closest lower bound we know.
+        completed = (instant.completion_time if instant else None) or delta_commit
+        earlier = [ts for ts in slice_instants if ts <= completed]
+        return max(earlier) if earlier else delta_commit
+
+    return slice_of
 
 
 def replaced_file_groups(timeline: Timeline) -> set[tuple[str, str]]:
@@ -200,6 +267,8 @@ def _partition_file_groups(
     committed: Any,
     pending_compaction: set[str],
     replaced: set[tuple[str, str]],
+    pending_slices: dict[tuple[str, str], str],
+    slice_of_log: SliceOfLog,
 ) -> list[FileGroup]:
     bases: dict[str, dict[str, BaseFile]] = defaultdict(dict)
     logs: dict[str, dict[str, list[LogFile]]] = defaultdict(lambda: defaultdict(list))
@@ -211,19 +280,30 @@ def _partition_file_groups(
     for file_id in sorted(set(bases) | set(logs)):
         if (partition, file_id) in replaced:
             continue
-        instants = sorted(set(bases[file_id]) | set(logs[file_id]))
+        starts = set(bases[file_id])
+        pending_at = pending_slices.get((partition, file_id))
+        if pending_at is not None:
+            starts.add(pending_at)
+        slice_logs: dict[str, list[LogFile]] = defaultdict(list)
+        for log_instant in sorted(logs[file_id]):
+            slice_logs[slice_of_log(log_instant, starts)] += logs[file_id][log_instant]
         slices = tuple(
             FileSlice(
                 partition,
                 file_id,
                 ts,
                 bases[file_id].get(ts),
-                tuple(sorted(logs[file_id].get(ts, []), key=lambda log: log.name.sort_key)),
+                tuple(sorted(slice_logs.get(ts, []), key=_log_order)),
             )
-            for ts in instants
+            for ts in sorted(starts | set(slice_logs))
         )
         groups.append(FileGroup(partition, file_id, slices))
     return groups
+
+
+def _log_order(log: LogFile) -> tuple[str, tuple[int, str]]:
+    """Write order: by the instant in the name (layout 2 mixes delta commits), version, token."""
+    return (log.name.base_instant_time, log.name.sort_key)
 
 
 def _classify(

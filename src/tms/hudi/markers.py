@@ -61,5 +61,15 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
     return markers
 
 
+def delete_unreported_files(storage: Storage, instant_time: str, reported: set[str]) -> None:
+    """Delete files a failed task attempt wrote: a marker names them, no write stat does.
+
+    What Hudi's reconciliation against markers does before an instant completes.
+    """
+    for marker in list_markers(storage, instant_time):
+        if marker.data_file_path not in reported:
+            storage.delete(marker.data_file_path)
+
+
 def delete_markers(storage: Storage, instant_time: str) -> None:
     storage.delete_dir(marker_dir(instant_time))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import zlib
 from collections.abc import Mapping
@@ -12,6 +13,7 @@ from tms.hudi.storage import Storage
 PROPERTIES_PATH = ".hoodie/hoodie.properties"
 
 TABLE_NAME = "hoodie.table.name"
+DATABASE_NAME = "hoodie.database.name"
 TABLE_TYPE = "hoodie.table.type"
 TABLE_VERSION = "hoodie.table.version"
 TIMELINE_LAYOUT_VERSION = "hoodie.timeline.layout.version"
@@ -37,30 +39,61 @@ MERGE_ON_READ = "MERGE_ON_READ"
 
 def _unescape(value: str) -> str:
     out: list[str] = []
-    chars = iter(value)
-    for char in chars:
+    index = 0
+    while index < len(value):
+        char = value[index]
+        index += 1
         if char != "\\":
             out.append(char)
             continue
-        nxt = next(chars, "")
+        nxt = value[index : index + 1]
+        index += 1
+        if nxt == "u" and _is_hex4(value[index : index + 4]):
+            out.append(chr(int(value[index : index + 4], 16)))
+            index += 4
+            continue
         out.append({"n": "\n", "t": "\t", "r": "\r", "f": "\f"}.get(nxt, nxt))
-    return "".join(out)
+    # `\uXXXX` escapes of a surrogate pair (characters beyond the BMP) make one character.
+    text = "".join(out)
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def _is_hex4(text: str) -> bool:
+    return len(text) == 4 and all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+_ESCAPES = {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}
 
 
 def _escape(value: str, is_key: bool) -> str:
-    out = value.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
-    out = out.replace("\r", "\\r").replace("=", "\\=").replace(":", "\\:")
-    if is_key:
-        out = out.replace(" ", "\\ ")
-    return out.replace("#", "\\#").replace("!", "\\!")
+    """As `java.util.Properties.store(OutputStream)` writes a key or value: the file is ASCII,
+    anything outside printable ASCII becomes `\\uXXXX` (Hudi reads it back as ISO-8859-1)."""
+    out: list[str] = []
+    for index, char in enumerate(value):
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char in "=:#!":
+            out.append("\\" + char)
+        elif char == " ":
+            out.append("\\ " if is_key or index == 0 else " ")
+        elif " " < char <= "~":
+            out.append(char)
+        else:
+            units = char.encode("utf-16-be", "surrogatepass")
+            out += [f"\\u{units[i]:02X}{units[i + 1]:02X}" for i in range(0, len(units), 2)]
+    return "".join(out)
+
+
+_WHITESPACE = " \t\f"
+"""Whitespace of Java properties files (not Python's wider notion)."""
 
 
 def parse_properties(text: str) -> dict[str, str]:
     """Parse Java properties text (comments, `=`/`:` separators, escapes, continuations)."""
     props: dict[str, str] = {}
     logical = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()
+    for raw in re.split(r"\r\n|\r|\n", text):
+        line = raw.lstrip(_WHITESPACE)
         if not logical and (not line or line[0] in "#!"):
             continue
         backslashes = len(line) - len(line.rstrip("\\"))
@@ -84,17 +117,19 @@ def _split_pair(line: str) -> tuple[str, str]:
             escaped = False
         elif char == "\\":
             escaped = True
-        elif char in "=: \t":
-            rest = line[index:].lstrip(" \t")
-            if (rest[:1] in ("=", ":") and char in " \t") or char in "=:":
-                rest = rest[1:] if rest[:1] in ("=", ":") else rest
-            return line[:index], rest.lstrip(" \t")
+        elif char in "=:" or char in _WHITESPACE:
+            rest = line[index:].lstrip(_WHITESPACE)
+            if rest[:1] in ("=", ":"):
+                rest = rest[1:]
+            return line[:index], rest.lstrip(_WHITESPACE)
     return line, ""
 
 
-def table_checksum(table_name: str) -> int:
-    """Hudi's checksum of `hoodie.properties`: CRC32 over the table name's bytes."""
-    return zlib.crc32(table_name.encode("utf-8")) & 0xFFFFFFFF
+def table_checksum(table_name: str, database_name: str = "") -> int:
+    """Hudi's checksum of `hoodie.properties`: CRC32 of `<database>.<table>` in UTF-8
+    (`HoodieTableConfig.generateChecksum`; the database is `hoodie.database.name`, often empty).
+    Hudi refuses to load a `hoodie.properties` whose checksum does not match."""
+    return zlib.crc32(f"{database_name}.{table_name}".encode()) & 0xFFFFFFFF
 
 
 def format_properties(props: Mapping[str, str]) -> str:
@@ -112,11 +147,16 @@ class TableConfig:
 
     @classmethod
     def load(cls, storage: Storage) -> TableConfig:
-        return cls(parse_properties(storage.read_bytes(PROPERTIES_PATH).decode("utf-8")))
+        data = storage.read_bytes(PROPERTIES_PATH)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:  # Java writes ISO-8859-1 (non-ASCII is \\u-escaped anyway)
+            text = data.decode("iso-8859-1")
+        return cls(parse_properties(text))
 
     def save(self, storage: Storage) -> None:
         props = dict(self.props)
-        props[CHECKSUM] = str(table_checksum(self.table_name))
+        props[CHECKSUM] = str(table_checksum(self.table_name, self.get(DATABASE_NAME)))
         storage.write_bytes(PROPERTIES_PATH, format_properties(props).encode("utf-8"))
 
     def get(self, key: str, default: str = "") -> str:

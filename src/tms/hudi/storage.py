@@ -58,11 +58,16 @@ class Storage:
         data: bytes = self.fs.cat_file(self.full_path(path))
         return data
 
-    def write_bytes(self, path: str, data: bytes) -> None:
-        """Write a whole file at once: readers see either nothing or all of it."""
+    def write_bytes(self, path: str, data: bytes, *, atomic: bool = True) -> None:
+        """Write a whole file at once.
+
+        Atomic (the default, for timeline files): readers see either nothing or all of it.
+        Data files are written in place instead: a marker names each one before it is
+        written, so a crash leaves nothing a rollback cannot find.
+        """
         full = self.full_path(path)
         self.fs.makedirs(posixpath.dirname(full), exist_ok=True)
-        if self._is_local:
+        if atomic and self._is_local:
             tmp = f"{full}.{uuid.uuid4().hex}.tmp"
             with self.fs.open(tmp, "wb") as out:
                 out.write(data)

@@ -39,13 +39,23 @@ class HudiTable:
 
     @classmethod
     def open(cls, base_path: str) -> HudiTable:
-        storage = Storage(base_path)
-        if not storage.exists(PROPERTIES_PATH):
+        try:
+            storage = Storage(base_path)
+            found = storage.exists(PROPERTIES_PATH)
+            config = TableConfig.load(storage) if found else None
+        except (ImportError, ValueError, OSError) as exc:  # unknown scheme, no access…
+            raise TableNotFoundError(f"cannot read a Hudi table at {base_path}: {exc}") from exc
+        if config is None:
             raise TableNotFoundError(f"no Hudi table at {base_path}: {PROPERTIES_PATH} is missing")
-        config = TableConfig.load(storage)
-        if config.table_version not in READABLE_TABLE_VERSIONS:
+        try:
+            version = config.table_version
+        except ValueError as exc:
             raise UnsupportedTableError(
-                f"table version {config.table_version} is not supported; "
+                f"hoodie.table.version={config.get('hoodie.table.version')!r} is not a version"
+            ) from exc
+        if version not in READABLE_TABLE_VERSIONS:
+            raise UnsupportedTableError(
+                f"table version {version} is not supported; "
                 f"readable versions are {', '.join(map(str, READABLE_TABLE_VERSIONS))}"
             )
         return cls(storage, config)

@@ -215,8 +215,9 @@ class HudiWriter:
         return latest_by_key(tagged, ordering)
 
     def _schema_json(self, tagged: pa.Table, operation: WriteOperation) -> str | None:
+        """The schema the commit records; a delete records the table's, as Hudi does."""
         if operation is WriteOperation.DELETE:
-            return None
+            return self.table.timeline().latest_schema()
         return json.dumps(avro_record_schema(self.config.table_name, tagged.schema))
 
     def _write_files(

@@ -1,0 +1,81 @@
+"""Dependencies shared by the routers, as `Annotated` aliases (FastAPI template style).
+
+Sessions come without an open transaction; a route that writes calls `session.commit()`
+before it builds its response, so a 2xx always means the rows are committed. Whatever a
+route leaves uncommitted (an error, a refused request) is rolled back when the session
+closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, Any
+
+from fastapi import Depends, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session, sessionmaker
+
+from tms.api.auth import authorize, unauthorized
+from tms.api.schemas.common import MAX_ID
+from tms.config import Role, Settings
+from tms.store.attempts import attempt_for_token
+from tms.store.models import Attempt
+
+__all__ = [
+    "BearerDep",
+    "JobAttemptDep",
+    "SessionDep",
+    "SettingsDep",
+    "require",
+]
+
+
+def _settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def _session(request: Request) -> Iterator[Session]:
+    factory: sessionmaker[Session] = request.app.state.session_factory
+    with factory() as session:
+        yield session
+
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="A role token from TMS_AUTH_TOKENS, or on /v1/jobs the attempt's job token.",
+)
+
+SettingsDep = Annotated[Settings, Depends(_settings)]
+SessionDep = Annotated[Session, Depends(_session)]
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def require(role: Role) -> Any:
+    """A route dependency admitting callers whose token grants at least `role`."""
+
+    def check(settings: SettingsDep, credentials: BearerDep) -> Role:
+        return authorize(settings, credentials.credentials if credentials else None, role)
+
+    return Depends(check)
+
+
+def _job_attempt(
+    attempt_id: Annotated[int, Path(ge=1, le=MAX_ID)],
+    credentials: BearerDep,
+    session: SessionDep,
+) -> Attempt:
+    """The attempt in the path, if the bearer token is the one issued to it (else 401).
+
+    Finished attempts are found too, so a repeated result is answered, not refused; each
+    route checks whether the attempt still holds the operation's lease (else 409).
+    """
+    if credentials is None or not credentials.credentials:
+        raise unauthorized("the attempt's job token is required (Authorization: Bearer …)")
+    attempt = attempt_for_token(session, credentials.credentials, running_only=False)
+    if attempt is None or attempt.id != attempt_id:
+        raise unauthorized(f"the token is not the job token of attempt {attempt_id}")
+    return attempt
+
+
+JobAttemptDep = Annotated[Attempt, Depends(_job_attempt)]

@@ -1,0 +1,190 @@
+"""One error format for every failure, and the mapping of lower-layer errors to it.
+
+Every error response is `{"error": {"code", "message", "field"}}` (validation errors add
+`errors`, one entry per problem). Status codes:
+
+    401 unauthorized         no or unknown bearer token / callback key
+    403 forbidden            the token's role may not do this
+    404 not_found            unknown id, table, instant or route
+    405 method_not_allowed
+    409 conflict …           the request clashes with stored state (table_conflict,
+                             table_busy, operation_conflict, transition_refused, lease_lost)
+    422 validation_error     the request itself is wrong; `field` names where
+    503 database_unavailable the database does not answer (retry later)
+    500 internal_error       a bug; details are logged, never sent
+
+Store errors (`tms.store.errors`) and database data errors are translated here, at the
+boundary, so routes raise what they mean and never build error bodies themselves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tms.store.errors import (
+    NotFound,
+    OperationConflict,
+    StoreError,
+    TableBusy,
+    TableConflict,
+    TransitionRefused,
+)
+
+__all__ = ["ApiError", "Responses", "error_body", "install_error_handlers"]
+
+Responses = dict[int | str, dict[str, Any]]
+"""OpenAPI `responses=` documentation of a route."""
+
+log = logging.getLogger(__name__)
+
+_MAX_SHOWN_INPUT = 80
+_STATUS_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    422: "validation_error",
+    503: "unavailable",
+}
+_STORE_ERRORS: dict[type[StoreError], tuple[int, str]] = {
+    NotFound: (404, "not_found"),
+    TableConflict: (409, "table_conflict"),
+    TableBusy: (409, "table_busy"),
+    OperationConflict: (409, "operation_conflict"),
+    TransitionRefused: (409, "transition_refused"),
+}
+
+
+class ApiError(Exception):
+    """An error the API returns on purpose: status, stable code, message, offending field."""
+
+    def __init__(
+        self,
+        status_code: int,
+        code: str,
+        message: str,
+        *,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.code = code
+        self.message = message
+        self.field = field
+        self.headers = headers
+
+    @classmethod
+    def invalid(cls, field: str, message: str) -> ApiError:
+        return cls(422, "validation_error", f"{field}: {message}", field=field)
+
+    @classmethod
+    def not_found(cls, message: str) -> ApiError:
+        return cls(404, "not_found", message)
+
+    @classmethod
+    def conflict(cls, code: str, message: str) -> ApiError:
+        return cls(409, code, message)
+
+
+def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "field": field, **extra}}
+
+
+def _json(
+    status: int,
+    code: str,
+    message: str,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    return JSONResponse(error_body(code, message, field, **extra), status, headers=headers)
+
+
+def _field(loc: Sequence[int | str]) -> str:
+    return ".".join(str(part) for part in loc) or "body"
+
+
+def _problem(error: Any) -> dict[str, Any]:
+    """One pydantic/FastAPI error as `{field, message, type}`, with short inputs shown."""
+    loc = error.get("loc", ())
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    given = error.get("input")
+    if isinstance(given, str | int | float | bool) and error.get("type") != "missing":
+        shown = repr(given)
+        if len(shown) <= _MAX_SHOWN_INPUT:
+            message = f"{message} (got {shown})"
+    return {"field": _field(loc), "message": message, "type": error.get("type", "invalid")}
+
+
+async def _validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    problems = [_problem(e) for e in exc.errors()]
+    first = problems[0] if problems else {"field": "body", "message": "invalid request"}
+    message = f"{first['field']}: {first['message']}"
+    if len(problems) > 1:
+        message += f" (and {len(problems) - 1} more)"
+    return _json(422, "validation_error", message, first["field"], errors=problems)
+
+
+async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return _json(exc.status_code, exc.code, exc.message, exc.field, exc.headers)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _STATUS_CODES.get(exc.status_code, "error")
+    message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+    return _json(exc.status_code, code, message, headers=dict(exc.headers or {}))
+
+
+async def _store_error(request: Request, exc: Exception) -> JSONResponse:
+    for kind, (status, code) in _STORE_ERRORS.items():
+        if isinstance(exc, kind):
+            return _json(status, code, str(exc))
+    return _json(409, "conflict", str(exc))
+
+
+async def _database_error(request: Request, exc: Exception) -> JSONResponse:
+    """Input PostgreSQL refuses (out-of-range numbers, NUL bytes) is the client's fault;
+    a database that does not answer is temporary; anything else is a bug."""
+    assert isinstance(exc, DBAPIError)
+    orig = exc.orig
+    if isinstance(orig, psycopg.errors.DataError):
+        detail = str(orig).splitlines()[0] if str(orig) else "invalid value"
+        return _json(422, "validation_error", f"a value is out of range or invalid: {detail}")
+    if isinstance(orig, psycopg.OperationalError | psycopg.InterfaceError) or (
+        exc.connection_invalidated
+    ):
+        log.warning("database unavailable: %s", orig)
+        return _json(503, "database_unavailable", "the database is unavailable; retry later")
+    return await _internal(request, exc)
+
+
+async def _internal(request: Request, exc: Exception) -> JSONResponse:
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _json(500, "internal_error", "internal error; the server log has the details")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(StoreError, _store_error)
+    app.add_exception_handler(DBAPIError, _database_error)
+    app.add_exception_handler(Exception, _internal)

@@ -1,0 +1,284 @@
+"""RFC-43's JSON endpoints and the GET calls of Hudi's table-service-manager client.
+
+Both are idempotent: the same submit returns the same operation (201 the first time, 200
+after, with `created`), and the client, which retries on I/O errors, gets the same
+operations back for the same instants.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+from sqlalchemy.orm import Session
+
+from tms.api import observe
+from tms.api.deps import SessionDep, SettingsDep, require
+from tms.api.errors import ApiError, Responses
+from tms.api.probe import TableProbe
+from tms.api.registration import DEFAULT_DB_NAME, register, register_body
+from tms.api.schemas import (
+    ClientOut,
+    ClientQuery,
+    OperationOut,
+    RegisterIn,
+    RemoveIn,
+    SubmitIn,
+    SubmitOut,
+    TableOut,
+)
+from tms.api.views import table_out
+from tms.config import Role, Settings
+from tms.store.errors import TransitionRefused
+from tms.store.models import Action, Operation, OperationStatus, TableType, Tbl
+from tms.store.operations import find_operation, remove_operation, submit_operation
+from tms.store.tables import find_table, find_table_by_base_path
+from tms.store.transitions import cancel_operation
+
+router = APIRouter(prefix="/v1/hoodie/service", tags=["hudi writers"])
+
+SERVICES = {"compact": Action.COMPACTION, "cluster": Action.CLUSTERING, "clean": Action.CLEAN}
+_WRITER = [require(Role.WRITER)]
+_CONFLICTS: Responses = {409: {"description": "clashes with a registered table or operation"}}
+
+
+@router.post(
+    "/register",
+    response_model=TableOut,
+    status_code=201,
+    dependencies=_WRITER,
+    summary="RFC-43 register a table",
+    responses={200: {"description": "already registered (unchanged)"}, **_CONFLICTS},
+)
+def register_table_route(
+    body: RegisterIn, response: Response, session: SessionDep, settings: SettingsDep
+) -> TableOut:
+    """201 when created, 200 when this name and base path were registered already."""
+    result = register_body(session, body)
+    session.commit()
+    response.status_code = 201 if result.created else 200
+    return table_out(result.table, settings, created=result.created)
+
+
+def _table(session: Session, db_name: str, table_name: str) -> Tbl:
+    table = find_table(session, db_name=db_name, table_name=table_name)
+    if table is None:
+        raise ApiError.not_found(f"table {db_name}.{table_name} is not registered")
+    return table
+
+
+def _submit(
+    action: Action, body: SubmitIn, response: Response, session: Session, settings: Settings
+) -> SubmitOut:
+    table = _table(session, body.db_name, body.table_name)
+    if action is Action.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
+        raise ApiError.conflict(
+            "unsupported_action", f"{table.qualified_name} is COPY_ON_WRITE: nothing to compact"
+        )
+    submitted = submit_operation(
+        session,
+        tbl_id=table.id,
+        action=action,
+        instant=body.instant,
+        engine=body.execution_engine,
+        owner=body.owner,
+        queue=body.queue,
+        priority=body.priority,
+        resource=body.resource,
+        parallelism=body.parallelism,
+        extra_params=body.extra_params,
+        retry_on_error=body.retry_on_error,
+        max_retries=body.max_retries
+        if body.max_retries is not None
+        else settings.default_max_retries,
+        reason="submitted",
+    )
+    session.commit()
+    if submitted.created:
+        observe.operations_created([submitted.operation], "submit")
+    response.status_code = 201 if submitted.created else 200
+    out: SubmitOut = SubmitOut.build(submitted.operation, table, created=submitted.created)
+    return out
+
+
+def _remove(action: Action, body: RemoveIn, session: Session) -> OperationOut:
+    table = _table(session, body.db_name, body.table_name)
+    operation = find_operation(session, tbl_id=table.id, action=action, instant=body.instant)
+    if operation is None:
+        raise ApiError.not_found(
+            f"no {action} operation for {table.qualified_name} at instant {body.instant}"
+        )
+    before = operation.status
+    removed = remove_operation(session, operation.id, reason="removed by RFC-43 remove")
+    session.commit()
+    if removed.status != before:
+        observe.transitioned(removed)
+    out: OperationOut = OperationOut.build(removed, table)
+    return out
+
+
+def _client(action: Action, query: ClientQuery, session: Session, settings: Settings) -> ClientOut:
+    table = _client_table(query, session, settings)
+    created_table = table is None
+    if table is None:
+        table = _register_for_client(query, session)
+    operations: list[SubmitOut] = []
+    missing: list[str] = []
+    created: list[Operation] = []
+    changed: list[Operation] = []
+    if query.action == "REQUEST":
+        for instant in query.instants:
+            submitted = submit_operation(
+                session,
+                tbl_id=table.id,
+                action=action,
+                instant=instant,
+                engine=query.engine,
+                owner=query.username,
+                queue=query.queue,
+                resource=query.resource,
+                parallelism=query.parallelism,
+                extra_params=query.params,
+                max_retries=settings.default_max_retries,
+                reason="requested by the Hudi table-service-manager client",
+            )
+            if submitted.created:
+                created.append(submitted.operation)
+            operations.append(
+                SubmitOut.build(submitted.operation, table, created=submitted.created)
+            )
+    elif query.action == "CANCEL":
+        for instant in query.instants:
+            found = find_operation(session, tbl_id=table.id, action=action, instant=instant)
+            if found is None:
+                missing.append(instant)
+                continue
+            cancelled = _cancel(session, found)
+            if cancelled is not None:
+                changed.append(cancelled)
+                found = cancelled
+            operations.append(SubmitOut.build(found, table, created=False))
+    session.commit()
+    observe.operations_created(created, "client")
+    for operation in changed:
+        observe.transitioned(operation)
+    return ClientOut(
+        action=query.action,
+        table_id=table.id,
+        table_created=created_table,
+        operations=operations,
+        missing_instants=missing,
+    )
+
+
+def _cancel(session: Session, operation: Operation) -> Operation | None:
+    """Cancel, or request cancellation of, a pending operation; None if already done."""
+    if operation.status is OperationStatus.CANCELLED:
+        return None
+    if operation.status is OperationStatus.RUNNING and operation.cancel_requested:
+        return None
+    try:
+        return cancel_operation(session, operation.id, reason="cancelled by the Hudi client")
+    except TransitionRefused as exc:
+        raise ApiError.conflict("transition_refused", str(exc)) from exc
+
+
+def _client_table(query: ClientQuery, session: Session, settings: Settings) -> Tbl | None:
+    table = None
+    if query.basepath:
+        table = find_table_by_base_path(session, query.basepath)
+    if table is None and query.db_name and query.table_name:
+        table = find_table(session, db_name=query.db_name, table_name=query.table_name)
+    if table is not None:
+        return table
+    name = query.basepath or f"{query.db_name}.{query.table_name}"
+    if query.action == "CANCEL":
+        raise ApiError.not_found(f"no table is registered at {name}")
+    if query.action == "REQUEST" and not settings.auto_register:
+        raise ApiError.not_found(f"no table is registered at {name} and auto-registration is off")
+    if not query.basepath:
+        raise ApiError.invalid("query.basepath", "required to register an unknown table")
+    return None
+
+
+def _register_for_client(query: ClientQuery, session: Session) -> Tbl:
+    assert query.basepath is not None
+    probe = TableProbe(query.basepath)
+    info = probe.info()
+    db_name = query.db_name or (info.database_name if info else "") or DEFAULT_DB_NAME
+    table_name = (
+        query.table_name
+        or (info.table_name if info else "")
+        or posixpath.basename(query.basepath.rstrip("/"))
+    )
+    return register(
+        session,
+        db_name=db_name,
+        table_name=table_name,
+        base_path=query.basepath,
+        probe=probe,
+        owner=query.username,
+    ).table
+
+
+def _routes(segment: str, action: Action) -> None:
+    """Submit, remove and the client GET for one RFC-43 path word (compact, cluster, clean)."""
+
+    def submit(
+        body: SubmitIn, response: Response, session: SessionDep, settings: SettingsDep
+    ) -> SubmitOut:
+        return _submit(action, body, response, session, settings)
+
+    def remove(body: RemoveIn, session: SessionDep) -> OperationOut:
+        return _remove(action, body, session)
+
+    def client(
+        query: Annotated[ClientQuery, Query()], session: SessionDep, settings: SettingsDep
+    ) -> ClientOut:
+        return _client(action, query, session, settings)
+
+    add: Callable[..., Any] = router.add_api_route
+    add(
+        f"/{segment}/submit",
+        submit,
+        methods=["POST"],
+        response_model=SubmitOut,
+        status_code=201,
+        dependencies=_WRITER,
+        summary=f"RFC-43 submit a {action} operation",
+        description="201 with `created: true` when new; 200 with `created: false` when this "
+        "table, action and instant (or the pending plan-less one) exist already.",
+        responses={200: {"description": "already submitted"}, **_CONFLICTS},
+        operation_id=f"submit_{action}",
+    )
+    add(
+        f"/{segment}/remove",
+        remove,
+        methods=["POST"],
+        response_model=OperationOut,
+        dependencies=_WRITER,
+        summary=f"RFC-43 remove a {action} operation",
+        description="Hides the operation; a scheduled one is cancelled, a running one is "
+        "refused (409: cancel it first). Removing twice is a no-op.",
+        responses=_CONFLICTS,
+        operation_id=f"remove_{action}",
+    )
+    add(
+        f"/{segment}",
+        client,
+        methods=["GET"],
+        response_model=ClientOut,
+        dependencies=_WRITER,
+        summary=f"Hudi table-service-manager client: {action}",
+        description="`action=REQUEST` creates one operation per instant in `instant` "
+        "(comma-separated; idempotent), `CANCEL` cancels them, `REGISTER` registers the "
+        "table by `basepath` (reading hoodie.properties when it can).",
+        responses=_CONFLICTS,
+        operation_id=f"client_{action}",
+    )
+
+
+for _segment, _action in SERVICES.items():
+    _routes(_segment, _action)

@@ -1,0 +1,216 @@
+"""The job side: what a launched job calls, authenticated by its attempt's token.
+
+Contract (shared with the scheduler and `tms.jobs`): 401 when the token is not the one
+issued to the attempt in the path; 409 when that attempt no longer holds the operation's
+lease (it was reaped, or the operation finished) and the job must stop. A result is
+idempotent: sending the same outcome again answers 200 with `duplicate: true`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from fastapi import APIRouter
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tms.api import observe
+from tms.api.deps import JobAttemptDep, SessionDep, SettingsDep
+from tms.api.errors import ApiError
+from tms.api.schemas import (
+    HeartbeatIn,
+    HeartbeatOut,
+    InstantIn,
+    InstantOut,
+    JobOutcome,
+    ResultIn,
+    ResultOut,
+    SpecOut,
+)
+from tms.api.schemas.jobs import MAX_ERROR_CHARS
+from tms.store.attempts import record_launch
+from tms.store.claiming import extend_lease
+from tms.store.models import Attempt, AttemptOutcome, Operation, OperationStatus, Tbl
+from tms.store.operations import set_operation_instant
+from tms.store.retry import Backoff
+from tms.store.transitions import (
+    complete_operation,
+    fail_attempt,
+    finish_cancelled,
+    invalidate_operation,
+)
+
+router = APIRouter(prefix="/v1/jobs/attempts/{attempt_id}", tags=["jobs"])
+
+_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"description": "not this attempt's job token"},
+    409: {"description": "the attempt lost its lease: stop"},
+}
+# The attempt outcome each reported outcome leaves behind (an invalid plan fails the attempt).
+_ATTEMPT_OUTCOME = {
+    JobOutcome.SUCCEEDED: AttemptOutcome.SUCCEEDED,
+    JobOutcome.FAILED: AttemptOutcome.FAILED,
+    JobOutcome.CANCELLED: AttemptOutcome.CANCELLED,
+    JobOutcome.INVALID: AttemptOutcome.FAILED,
+}
+
+
+def _lease_lost(attempt: Attempt, operation: Operation) -> ApiError:
+    return ApiError.conflict(
+        "lease_lost",
+        f"attempt {attempt.id} no longer holds operation {operation.id} "
+        f"(attempt {attempt.outcome}, operation {operation.status}); stop",
+    )
+
+
+def _locked_operation(session: Session, attempt: Attempt) -> Operation:
+    """The attempt's operation, locked, with the attempt re-read under that lock: the reaper
+    changes both in one statement, so what we see next is consistent."""
+    operation = session.scalars(
+        select(Operation)
+        .where(Operation.id == attempt.operation_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).one()
+    session.refresh(attempt)
+    return operation
+
+
+def _holds_lease(attempt: Attempt, operation: Operation) -> bool:
+    return (
+        attempt.outcome is AttemptOutcome.RUNNING
+        and operation.status is OperationStatus.RUNNING
+        and operation.current_attempt_id == attempt.id
+    )
+
+
+@router.get("/spec", response_model=SpecOut, responses=_RESPONSES)
+def spec(attempt: JobAttemptDep, session: SessionDep, settings: SettingsDep) -> SpecOut:
+    """What to run: the operation, its table and its Spark settings."""
+    operation = session.get(Operation, attempt.operation_id)
+    assert operation is not None  # attempts reference operations (no deletes while running)
+    if not _holds_lease(attempt, operation):
+        raise _lease_lost(attempt, operation)
+    table = session.get(Tbl, operation.tbl_id)
+    assert table is not None
+    return SpecOut(
+        attempt_id=attempt.id,
+        operation_id=operation.id,
+        action=operation.action.value,
+        instant=operation.instant,
+        base_path=table.base_path,
+        db_name=table.db_name,
+        table_name=table.table_name,
+        parallelism=operation.parallelism,
+        resource=operation.resource,
+        extra_params=dict(operation.extra_params or {}),
+        heartbeat_interval_seconds=settings.heartbeat_interval_seconds,
+        cancel_requested=operation.cancel_requested,
+    )
+
+
+@router.post("/heartbeat", response_model=HeartbeatOut, responses=_RESPONSES)
+def heartbeat(
+    attempt: JobAttemptDep,
+    session: SessionDep,
+    settings: SettingsDep,
+    body: HeartbeatIn | None = None,
+) -> HeartbeatOut:
+    """Extend the lease by `lease_seconds`; `cancel_requested` tells the job to stop and
+    roll back."""
+    operation = extend_lease(session, attempt, lease_seconds=settings.lease_seconds)
+    if operation is None or operation.lease_expires_at is None:
+        current = session.get(Operation, attempt.operation_id)
+        assert current is not None
+        raise _lease_lost(attempt, current)
+    session.commit()
+    return HeartbeatOut(
+        lease_expires_at=operation.lease_expires_at, cancel_requested=operation.cancel_requested
+    )
+
+
+@router.post("/instant", response_model=InstantOut, responses=_RESPONSES)
+def report_instant(attempt: JobAttemptDep, body: InstantIn, session: SessionDep) -> InstantOut:
+    """The job scheduled the plan itself at this instant (operations submitted without one)."""
+    operation = _locked_operation(session, attempt)
+    if not _holds_lease(attempt, operation):
+        raise _lease_lost(attempt, operation)
+    operation = set_operation_instant(session, operation.id, body.instant)
+    session.commit()
+    assert operation.instant is not None
+    return InstantOut(operation_id=operation.id, instant=operation.instant)
+
+
+def _scrub(value: Any) -> Any:
+    """PostgreSQL text and JSONB refuse NUL characters; a job's output may contain them."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\\0")
+    if isinstance(value, dict):
+        return {_scrub(str(k)): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
+
+
+@router.post("/result", response_model=ResultOut, responses=_RESPONSES)
+def report_result(
+    attempt: JobAttemptDep, body: ResultIn, session: SessionDep, settings: SettingsDep
+) -> ResultOut:
+    """Finish the attempt. SUCCEEDED completes the operation; FAILED retries it after a
+    backoff when `retryable`, the operation retries on error and has retries left, else
+    fails it; CANCELLED cancels it; INVALID (the plan vanished) invalidates it."""
+    operation = _locked_operation(session, attempt)
+    expected = _ATTEMPT_OUTCOME[body.outcome]
+    if not _holds_lease(attempt, operation):
+        if attempt.outcome is expected:
+            return _result_out(attempt, operation, duplicate=True)
+        raise _lease_lost(attempt, operation)
+
+    error = _scrub(body.error[:MAX_ERROR_CHARS]) if body.error else None
+    figures = _scrub(body.figures)
+    if body.spark_app_id:
+        record_launch(session, attempt, spark_app_id=_scrub(body.spark_app_id))
+    if body.outcome is JobOutcome.SUCCEEDED:
+        operation = complete_operation(
+            session, attempt, result=figures or None, figures=figures, exit_code=None
+        )
+    elif body.outcome is JobOutcome.FAILED:
+        delay = Backoff.from_settings(settings).delay(operation.run_times)
+        operation = fail_attempt(
+            session,
+            attempt,
+            error=error or "the job failed without an error message",
+            figures=figures,
+            retry_at=timedelta(seconds=delay) if body.retryable else None,
+        )
+    elif body.outcome is JobOutcome.CANCELLED:
+        operation = finish_cancelled(session, attempt, error=error)
+    else:
+        operation = invalidate_operation(
+            session, operation.id, reason=error or "the plan vanished from the timeline"
+        )
+    session.commit()
+
+    ended = operation.updated_at  # the transaction's clock: the attempt's finish time
+    observe.attempt_finished(operation.action, expected.value, attempt.started_at, ended)
+    observe.transitioned(operation)
+    return _result_out(attempt, operation, duplicate=False, outcome=expected)
+
+
+def _result_out(
+    attempt: Attempt,
+    operation: Operation,
+    *,
+    duplicate: bool,
+    outcome: AttemptOutcome | None = None,
+) -> ResultOut:
+    scheduled = operation.status is OperationStatus.SCHEDULED
+    return ResultOut(
+        operation_id=operation.id,
+        attempt_id=attempt.id,
+        operation_status=operation.status.value,
+        attempt_outcome=(outcome or attempt.outcome).value,
+        next_run_at=operation.next_run_at if scheduled else None,
+        duplicate=duplicate,
+    )

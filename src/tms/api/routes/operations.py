@@ -1,0 +1,137 @@
+"""Operator resource: operations (list, show, cancel, retry) and their attempts."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from tms.api import observe
+from tms.api.deps import SessionDep, require
+from tms.api.errors import ApiError, Responses
+from tms.api.routes.tables import parse_cursor
+from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut, OperationPage
+from tms.api.schemas.common import MAX_ID, parse_action
+from tms.api.views import operation_out, operations_out
+from tms.config import Role
+from tms.store.attempts import list_attempts
+from tms.store.events import list_events
+from tms.store.models import Action, OperationStatus
+from tms.store.operations import get_operation, list_operations
+from tms.store.transitions import cancel_operation, retry_operation
+
+router = APIRouter(prefix="/v1/operations", tags=["operations"])
+
+OperationId = Annotated[int, Path(ge=1, le=MAX_ID, description="the operation's id")]
+_404: Responses = {404: {"description": "no operation with this id"}}
+_409: Responses = {409: {"description": "the operation's status does not allow it"}}
+
+
+def _statuses(values: list[str] | None) -> list[OperationStatus] | None:
+    """`status=A&status=B` or `status=A,B`, case-insensitive."""
+    if not values:
+        return None
+    parts = [p.strip().upper() for v in values for p in v.split(",") if p.strip()]
+    try:
+        return list(dict.fromkeys(OperationStatus(p) for p in parts)) or None
+    except ValueError:
+        names = ", ".join(s.value for s in OperationStatus)
+        raise ApiError.invalid("query.status", f"expected one or more of {names}") from None
+
+
+def _action(value: str | None) -> Action | None:
+    if value is None or not value.strip():
+        return None
+    try:
+        return parse_action(value)
+    except ValueError as exc:
+        raise ApiError.invalid("query.action", str(exc)) from None
+
+
+@router.get("", response_model=OperationPage, dependencies=[require(Role.VIEWER)])
+def list_operations_route(
+    session: SessionDep,
+    table_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
+    status: Annotated[list[str] | None, Query(description="SCHEDULED, RUNNING, …")] = None,
+    action: Annotated[str | None, Query(description="compaction, clustering, clean")] = None,
+    include_deleted: bool = False,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=20)] = None,
+) -> OperationPage:
+    """Newest first (by id, a stable order); `next_cursor` is null on the last page."""
+    rows = list_operations(
+        session,
+        tbl_id=table_id,
+        status=_statuses(status),
+        action=_action(action),
+        include_deleted=include_deleted,
+        limit=limit,
+        before_id=parse_cursor(cursor),
+    )
+    next_cursor = str(rows[-1].id) if len(rows) == limit else None
+    return OperationPage(items=operations_out(session, rows), next_cursor=next_cursor)
+
+
+@router.get(
+    "/{operation_id}",
+    response_model=OperationDetail,
+    dependencies=[require(Role.VIEWER)],
+    responses=_404,
+)
+def get_operation_route(operation_id: OperationId, session: SessionDep) -> OperationDetail:
+    """The operation with its history of status changes, oldest first."""
+    operation = get_operation(session, operation_id)
+    events = [EventOut.of(e) for e in list_events(session, operation_id)]
+    return OperationDetail(**operation_out(session, operation).model_dump(), events=events)
+
+
+@router.post(
+    "/{operation_id}/cancel",
+    response_model=OperationOut,
+    dependencies=[require(Role.WRITER)],
+    responses={**_404, **_409},
+)
+def cancel_operation_route(operation_id: OperationId, session: SessionDep) -> OperationOut:
+    """Scheduled → CANCELLED at once; running → `cancel_requested` (its job stops at its
+    next heartbeat). Cancelling a cancelled operation is a no-op; a finished one is 409."""
+    operation = get_operation(session, operation_id)
+    if operation.status is OperationStatus.CANCELLED or (
+        operation.status is OperationStatus.RUNNING and operation.cancel_requested
+    ):
+        return operation_out(session, operation)
+    operation = cancel_operation(session, operation_id, reason="cancelled by operator")
+    session.commit()
+    if operation.status is OperationStatus.CANCELLED:
+        observe.transitioned(operation)
+    return operation_out(session, operation)
+
+
+@router.post(
+    "/{operation_id}/retry",
+    response_model=OperationOut,
+    dependencies=[require(Role.WRITER)],
+    responses={**_404, **_409},
+)
+def retry_operation_route(operation_id: OperationId, session: SessionDep) -> OperationOut:
+    """FAILED or CANCELLED → SCHEDULED, due now, with a fresh retry budget."""
+    operation = get_operation(session, operation_id)
+    if operation.is_deleted:
+        raise ApiError.conflict(
+            "transition_refused", f"operation {operation_id} was removed; submit it again"
+        )
+    operation = retry_operation(session, operation_id, reason="retried by operator")
+    session.commit()
+    observe.transitioned(operation)
+    return operation_out(session, operation)
+
+
+@router.get(
+    "/{operation_id}/attempts",
+    response_model=list[AttemptOut],
+    dependencies=[require(Role.VIEWER)],
+    responses=_404,
+)
+def list_attempts_route(operation_id: OperationId, session: SessionDep) -> list[AttemptOut]:
+    """Every launch in order, with outcome, exit code, error and log file."""
+    get_operation(session, operation_id)
+    return [AttemptOut.of(a) for a in list_attempts(session, operation_id)]

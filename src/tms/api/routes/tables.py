@@ -1,0 +1,133 @@
+"""Operator resource: registered tables (list, register, show, change, delete, timeline)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Response
+
+from tms.api.deps import SessionDep, SettingsDep, require
+from tms.api.errors import ApiError, Responses
+from tms.api.registration import register_body
+from tms.api.schemas import TableIn, TableOut, TablePage, TablePatch, TimelineInstant, TimelineOut
+from tms.api.schemas.common import MAX_ID, Identifier
+from tms.api.views import table_out
+from tms.config import Role
+from tms.hudi.table import HudiTable, TableNotFoundError, UnsupportedTableError
+from tms.store.tables import delete_table, get_table, list_tables, update_table
+
+router = APIRouter(prefix="/v1/tables", tags=["tables"])
+
+TableId = Annotated[int, Path(ge=1, le=MAX_ID, description="the table's id")]
+_404: Responses = {404: {"description": "no table with this id"}}
+
+
+def parse_cursor(cursor: str | None) -> int | None:
+    """Cursors are the last id of the previous page, opaque to clients."""
+    if cursor is None or cursor == "":
+        return None
+    if not cursor.isdigit() or not 0 < int(cursor) <= MAX_ID:
+        raise ApiError.invalid("query.cursor", "not a cursor this API returned")
+    return int(cursor)
+
+
+@router.get("", response_model=TablePage, dependencies=[require(Role.VIEWER)])
+def list_tables_route(
+    session: SessionDep,
+    settings: SettingsDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[str | None, Query(max_length=20)] = None,
+    db_name: Annotated[Identifier | None, Query()] = None,
+    paused: bool | None = None,
+) -> TablePage:
+    """Tables in id order; `next_cursor` is null on the last page."""
+    rows = list_tables(
+        session, limit=limit, after_id=parse_cursor(cursor), db_name=db_name, paused=paused
+    )
+    next_cursor = str(rows[-1].id) if len(rows) == limit else None
+    return TablePage(items=[table_out(t, settings) for t in rows], next_cursor=next_cursor)
+
+
+@router.post(
+    "",
+    response_model=TableOut,
+    status_code=201,
+    dependencies=[require(Role.WRITER)],
+    responses={200: {"description": "already registered"}, 409: {"description": "conflict"}},
+)
+def create_table_route(
+    body: TableIn, response: Response, session: SessionDep, settings: SettingsDep
+) -> TableOut:
+    """Register a table: 201 when created, 200 when it existed with this name and path."""
+    result = register_body(session, body)
+    session.commit()
+    response.status_code = 201 if result.created else 200
+    return table_out(result.table, settings, created=result.created)
+
+
+@router.get(
+    "/{table_id}", response_model=TableOut, dependencies=[require(Role.VIEWER)], responses=_404
+)
+def get_table_route(table_id: TableId, session: SessionDep, settings: SettingsDep) -> TableOut:
+    return table_out(get_table(session, table_id), settings)
+
+
+@router.patch(
+    "/{table_id}", response_model=TableOut, dependencies=[require(Role.ADMIN)], responses=_404
+)
+def patch_table_route(
+    table_id: TableId, body: TablePatch, session: SessionDep, settings: SettingsDep
+) -> TableOut:
+    """Pause or resume, change queue, priority, owner, enabled actions or the policy
+    overrides (`policy` replaces them all; `{}` goes back to the service defaults)."""
+    changes: dict[str, Any] = body.model_dump(exclude_unset=True)
+    for key in [k for k, v in changes.items() if v is None]:
+        raise ApiError.invalid(f"body.{key}", "must not be null (leave it out instead)")
+    if body.policy is not None:
+        changes["policy"] = body.policy.model_dump(exclude_none=True)
+    if body.enabled_actions is not None:
+        changes["enabled_actions"] = list(dict.fromkeys(body.enabled_actions))
+    table = update_table(session, table_id, **changes) if changes else get_table(session, table_id)
+    session.commit()
+    return table_out(table, settings)
+
+
+@router.delete(
+    "/{table_id}",
+    status_code=204,
+    dependencies=[require(Role.ADMIN)],
+    responses={**_404, 409: {"description": "an operation of the table is running"}},
+)
+def delete_table_route(table_id: TableId, session: SessionDep) -> Response:
+    """Forget the table and its commits, operations and attempts (storage is untouched)."""
+    delete_table(session, table_id)
+    session.commit()
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{table_id}/timeline",
+    response_model=TimelineOut,
+    dependencies=[require(Role.VIEWER)],
+    responses={**_404, 409: {"description": "unsupported table"}, 502: {"description": "I/O"}},
+)
+def timeline_route(table_id: TableId, session: SessionDep) -> TimelineOut:
+    """The table's timeline as storage shows it now (read with `tms.hudi`)."""
+    base_path = get_table(session, table_id).base_path
+    session.rollback()  # no transaction held open while storage is read
+    try:
+        table = HudiTable.open(base_path)
+        rows = table.timeline().describe()
+    except TableNotFoundError as exc:
+        raise ApiError(404, "not_on_storage", str(exc)) from exc
+    except UnsupportedTableError as exc:
+        raise ApiError.conflict("unsupported_table", str(exc)) from exc
+    except Exception as exc:
+        raise ApiError(502, "storage_error", f"cannot read {base_path}: {exc}") from exc
+    return TimelineOut(
+        table_id=table_id,
+        base_path=base_path,
+        table_type=table.config.table_type,
+        table_version=table.config.table_version,
+        instants=[TimelineInstant(**row) for row in rows],
+    )

@@ -1,0 +1,99 @@
+"""Query parameters of Hudi's table-service-manager client (`HoodieTableServiceManagerClient`).
+
+The client sends every parameter on every call, and an unset one arrives empty (Java
+`null` → `name=`), so blanks mean "not given". `resource` defaults to `spark:4g,4g`,
+`extra_params` is `k=v;k=v`, `instant` a comma-separated list (possibly empty).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from tms.api.schemas.common import (
+    BasePath,
+    Engine,
+    Identifier,
+    Label,
+    Resource,
+    check_instant,
+    parse_extra_params,
+)
+
+__all__ = ["CLIENT_ACTIONS", "MAX_INSTANTS", "ClientQuery"]
+
+CLIENT_ACTIONS = ("REQUEST", "CANCEL", "REGISTER")
+MAX_INSTANTS = 1000
+
+
+def _blank(value: Any) -> Any:
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+def _instants(value: str | None) -> str | None:
+    if value is None:
+        return None
+    parts = [part.strip() for part in value.split(",") if part.strip()]
+    if len(parts) > MAX_INSTANTS:
+        raise ValueError(f"at most {MAX_INSTANTS} instants")
+    for part in parts:
+        try:
+            check_instant(part)
+        except ValueError:
+            raise ValueError(f"{part!r} is not a Hudi instant time (17 digits)") from None
+    return ",".join(parts)
+
+
+def _client_action(value: Any) -> Any:
+    value = _blank(value)
+    if value is None:
+        return "REQUEST"
+    text = str(value).strip().upper()
+    if text not in CLIENT_ACTIONS:
+        raise ValueError(f"expected one of {', '.join(CLIENT_ACTIONS)}")
+    return text
+
+
+def _extra(value: str | None) -> str | None:
+    parse_extra_params(value)
+    return value
+
+
+Blank = BeforeValidator(_blank)
+
+
+class ClientQuery(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    basepath: Annotated[BasePath | None, Blank] = None
+    db_name: Annotated[Identifier | None, Blank] = None
+    table_name: Annotated[Identifier | None, Blank] = None
+    instant: Annotated[str | None, Blank, AfterValidator(_instants)] = Field(
+        None, description="comma-separated instant times"
+    )
+    action: Annotated[str, BeforeValidator(_client_action)] = Field(
+        "REQUEST", description="REQUEST | CANCEL | REGISTER"
+    )
+    execution_engine: Annotated[Engine | None, Blank] = None
+    username: Annotated[Label | None, Blank] = None
+    queue: Annotated[Label | None, Blank] = None
+    resource: Annotated[Resource | None, Blank] = Field(
+        None, description="spark:4g,4g, 4g:4g or 4g"
+    )
+    parallelism: Annotated[int | None, Blank] = Field(None, ge=1, le=100_000)
+    extra_params: Annotated[str | None, Blank, AfterValidator(_extra)] = Field(
+        None, description="k1=v1;k2=v2 or a JSON object"
+    )
+
+    @property
+    def instants(self) -> list[str]:
+        return self.instant.split(",") if self.instant else []
+
+    @property
+    def engine(self) -> str:
+        return self.execution_engine or "spark"
+
+    @property
+    def params(self) -> dict[str, str]:
+        return parse_extra_params(self.extra_params)

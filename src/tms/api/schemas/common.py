@@ -1,0 +1,181 @@
+"""Field types shared by the request models, with the checks that keep bad input out of
+PostgreSQL (NUL bytes, out-of-range integers) and the normalisations Hudi clients need."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from tms.store.models import Action
+
+__all__ = [
+    "MAX_ID",
+    "BasePath",
+    "Count",
+    "Engine",
+    "ExtraParams",
+    "Identifier",
+    "Instant",
+    "Label",
+    "Lenient",
+    "Priority",
+    "Resource",
+    "Strict",
+    "check_instant",
+    "check_text",
+    "normalize_engine",
+    "normalize_resource",
+    "parse_action",
+    "parse_extra_params",
+]
+
+MAX_ID = 2**63 - 1
+_INSTANT = re.compile(r"^\d{14}(\d{3})?$")
+# Spark memory: a number with an optional unit (b, k, m, g, t, p, optionally followed by b).
+_MEMORY = re.compile(r"^(\d{1,9})([kmgtp]b?|b)?$")
+_MAX_EXTRA_PARAMS = 200
+_MAX_EXTRA_BYTES = 64 * 1024
+
+
+class Strict(BaseModel):
+    """Operator API bodies: unknown fields are refused, so a typo is an error, not a no-op."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Lenient(BaseModel):
+    """Bodies Hudi and RFC-43 clients send: unknown fields are accepted and ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def check_text(value: str) -> str:
+    """PostgreSQL text cannot hold NUL; control characters in names are always a mistake."""
+    if any(ord(c) < 0x20 or c == "\x7f" for c in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _strip(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
+def check_instant(value: str) -> str:
+    if not _INSTANT.match(value):
+        raise ValueError("expected a Hudi instant time: 17 digits yyyyMMddHHmmssSSS (or 14)")
+    return value
+
+
+def normalize_resource(value: str) -> str:
+    """`driver:executor` memory as Spark understands it: `4g:4g`; also accepts Hudi's client
+    default `spark:4g,4g`, `spark:4g` and a single `4g` for both."""
+    text = value.strip().lower().replace(" ", "")
+    if text.startswith("spark:"):
+        text = text.removeprefix("spark:").replace(",", ":")
+    parts = text.split(":")
+    if len(parts) == 1:
+        parts = parts * 2
+    if len(parts) != 2 or not all(_valid_memory(p) for p in parts):
+        raise ValueError(
+            "expected driver:executor memory such as 4g:4g (also spark:4g,4g or 4g), "
+            "with sizes like 512m, 4g or 1t"
+        )
+    return ":".join(parts)
+
+
+def _valid_memory(part: str) -> bool:
+    match = _MEMORY.match(part)
+    return match is not None and int(match.group(1)) > 0
+
+
+def normalize_engine(value: str) -> str:
+    engine = value.strip().lower()
+    if engine != "spark":
+        raise ValueError("only the spark execution engine is supported")
+    return engine
+
+
+def _params_value(key: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return check_text(str(value))
+    raise ValueError(f"{key}: values must be strings, numbers or booleans")
+
+
+def parse_extra_params(value: Any) -> dict[str, str]:
+    """Extra Spark settings as a flat `{key: string}`: from a JSON object, or Hudi client's
+    `k1=v1;k2=v2` string (its documented separator is `;`)."""
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("{"):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                raise ValueError("not a JSON object") from None
+        else:
+            pairs: dict[str, str] = {}
+            for item in filter(None, (part.strip() for part in text.split(";"))):
+                key, sep, val = item.partition("=")
+                if not sep or not key.strip():
+                    raise ValueError(f"expected key=value pairs separated by ';', got {item!r}")
+                pairs[key.strip()] = val.strip()
+            value = pairs
+    if not isinstance(value, dict):
+        raise ValueError("expected an object of key: value")
+    if len(value) > _MAX_EXTRA_PARAMS:
+        raise ValueError(f"at most {_MAX_EXTRA_PARAMS} entries")
+    result = {check_text(str(k)): _params_value(str(k), v) for k, v in value.items()}
+    if any(not k for k in result):
+        raise ValueError("keys must not be empty")
+    if len(json.dumps(result)) > _MAX_EXTRA_BYTES:
+        raise ValueError(f"at most {_MAX_EXTRA_BYTES} bytes")
+    return result
+
+
+_ACTION_ALIASES = {
+    "compact": Action.COMPACTION,
+    "cluster": Action.CLUSTERING,
+    "index": Action.INDEXING,
+}
+
+
+def parse_action(value: str) -> Action:
+    """An action by its value, case-insensitive; RFC-43's path words are aliases."""
+    text = value.strip().lower()
+    found = _ACTION_ALIASES.get(text)
+    if found is not None:
+        return found
+    try:
+        return Action(text)
+    except ValueError:
+        names = ", ".join(a.value for a in Action)
+        raise ValueError(f"unknown action; expected one of {names}") from None
+
+
+Identifier = Annotated[
+    str,
+    BeforeValidator(_strip),
+    Field(min_length=1, max_length=255),
+    AfterValidator(check_text),
+]
+"""Database and table names."""
+Label = Annotated[
+    str, BeforeValidator(_strip), Field(min_length=1, max_length=255), AfterValidator(check_text)
+]
+"""Owners and queues."""
+BasePath = Annotated[
+    str, BeforeValidator(_strip), Field(min_length=1, max_length=4096), AfterValidator(check_text)
+]
+Instant = Annotated[str, BeforeValidator(_strip), AfterValidator(check_instant)]
+Resource = Annotated[str, Field(max_length=64), AfterValidator(normalize_resource)]
+ExtraParams = Annotated[dict[str, str], BeforeValidator(parse_extra_params)]
+Engine = Annotated[str, AfterValidator(normalize_engine)]
+"""Execution engines: only `spark` (case-insensitive)."""
+Priority = Annotated[int, Field(ge=-1_000_000, le=1_000_000)]
+Count = Annotated[int, Field(ge=0, le=1_000_000)]

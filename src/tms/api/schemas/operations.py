@@ -1,0 +1,191 @@
+"""Operations, their attempts and history, and the RFC-43 submit and remove bodies."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from tms.api.schemas.common import (
+    Engine,
+    ExtraParams,
+    Identifier,
+    Instant,
+    Label,
+    Lenient,
+    Priority,
+    Resource,
+)
+from tms.store.models import (
+    Action,
+    Attempt,
+    AttemptOutcome,
+    Operation,
+    OperationEvent,
+    OperationStatus,
+    Tbl,
+)
+
+__all__ = [
+    "AttemptOut",
+    "ClientOut",
+    "EventOut",
+    "OperationDetail",
+    "OperationOut",
+    "OperationPage",
+    "RemoveIn",
+    "SubmitIn",
+    "SubmitOut",
+]
+
+
+class SubmitIn(Lenient):
+    """RFC-43 submit. Without `instant` the job schedules the plan itself."""
+
+    db_name: Identifier
+    table_name: Identifier
+    owner: Label | None = None
+    queue: Label | None = None
+    instant: Instant | None = None
+    resource: Resource | None = Field(None, description="driver:executor memory, e.g. 4g:4g")
+    parallelism: int | None = Field(None, ge=1, le=100_000)
+    execution_engine: Engine = Field("spark", description="only spark is supported")
+    extra_params: ExtraParams = Field(
+        default_factory=dict, description="Spark settings; values are stored as strings"
+    )
+    priority: Priority | None = None
+    max_retries: int | None = Field(None, ge=0, le=100)
+    retry_on_error: bool = True
+
+
+class RemoveIn(Lenient):
+    db_name: Identifier
+    table_name: Identifier
+    instant: Instant
+
+
+class OperationOut(BaseModel):
+    id: int
+    table_id: int
+    db_name: str | None
+    table_name: str | None
+    action: Action
+    instant: str | None
+    status: OperationStatus
+    engine: str
+    owner: str | None
+    queue: str
+    priority: int
+    resource: str | None
+    parallelism: int | None
+    extra_params: dict[str, Any]
+    retry_on_error: bool
+    max_retries: int
+    run_times: int
+    next_run_at: datetime
+    cancellable: bool
+    cancel_requested: bool
+    is_deleted: bool
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    last_heartbeat_at: datetime | None
+    current_attempt_id: int | None
+    created_at: datetime
+    updated_at: datetime
+    scheduled_at: datetime
+    finished_at: datetime | None
+    last_error: str | None
+    result: dict[str, Any] | None
+
+    @classmethod
+    def build(cls, operation: Operation, table: Tbl | None, **extra: Any) -> Any:
+        values = {
+            name: getattr(operation, name)
+            for name in cls.model_fields
+            if name not in {"table_id", "db_name", "table_name"} and name not in extra
+        }
+        return cls(
+            table_id=operation.tbl_id,
+            db_name=table.db_name if table is not None else None,
+            table_name=table.table_name if table is not None else None,
+            **values,
+            **extra,
+        )
+
+
+class SubmitOut(OperationOut):
+    created: bool = Field(description="true when this call created the operation")
+
+
+class EventOut(BaseModel):
+    id: int
+    attempt_id: int | None
+    from_status: OperationStatus | None
+    to_status: OperationStatus
+    at: datetime
+    reason: str | None
+
+    @classmethod
+    def of(cls, event: OperationEvent) -> EventOut:
+        return cls.model_validate(event, from_attributes=True)
+
+
+class OperationDetail(OperationOut):
+    events: list[EventOut]
+
+
+class OperationPage(BaseModel):
+    items: list[OperationOut]
+    next_cursor: str | None = Field(None, description="pass as `cursor` for the next page")
+
+
+class AttemptOut(BaseModel):
+    id: int
+    operation_id: int
+    number: int
+    instance_id: str
+    started_at: datetime
+    finished_at: datetime | None
+    duration_seconds: float | None
+    outcome: AttemptOutcome
+    exit_code: int | None
+    spark_app_id: str | None
+    log_path: str | None
+    error: str | None
+    figures: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, attempt: Attempt) -> AttemptOut:
+        duration = (
+            (attempt.finished_at - attempt.started_at).total_seconds()
+            if attempt.finished_at is not None
+            else None
+        )
+        return cls(
+            id=attempt.id,
+            operation_id=attempt.operation_id,
+            number=attempt.number,
+            instance_id=attempt.instance_id,
+            started_at=attempt.started_at,
+            finished_at=attempt.finished_at,
+            duration_seconds=duration,
+            outcome=attempt.outcome,
+            exit_code=attempt.exit_code,
+            spark_app_id=attempt.spark_app_id,
+            log_path=attempt.log_path,
+            error=attempt.error,
+            figures=attempt.figures,
+        )
+
+
+class ClientOut(BaseModel):
+    """What a Hudi table-service-manager client call did (Hudi itself ignores the body)."""
+
+    action: str = Field(description="REQUEST | CANCEL | REGISTER")
+    table_id: int
+    table_created: bool
+    operations: list[SubmitOut]
+    missing_instants: list[str] = Field(
+        default_factory=list, description="CANCEL: listed instants with no operation"
+    )

@@ -1,0 +1,142 @@
+"""Table resources: registration, operator changes, listing, timeline."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from tms.api.schemas.common import (
+    BasePath,
+    Count,
+    Identifier,
+    Label,
+    Priority,
+    Strict,
+    parse_action,
+)
+from tms.store.models import Action, TableType
+
+__all__ = [
+    "PolicyIn",
+    "RegisterIn",
+    "TableIn",
+    "TableOut",
+    "TablePage",
+    "TablePatch",
+    "Thresholds",
+    "TimelineInstant",
+    "TimelineOut",
+]
+
+
+class PolicyIn(Strict):
+    """Per-table overrides of the trigger thresholds (commit counts, 0 = never)."""
+
+    compaction_delta_commits: Count | None = None
+    clean_commits: Count | None = None
+    clustering_commits: Count | None = None
+
+
+def _actions(value: Any) -> Any:
+    if isinstance(value, str):
+        value = [part for part in value.split(",") if part.strip()]
+    if isinstance(value, list):
+        return [parse_action(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
+class TableIn(Strict):
+    """Register a table (idempotent for the same name and base path)."""
+
+    db_name: Identifier
+    table_name: Identifier
+    base_path: BasePath
+    owner: Label | None = None
+    queue: Label | None = None
+    priority: Priority | None = None
+    table_type: TableType | None = Field(
+        None, description="read from hoodie.properties when the table is on storage"
+    )
+    enabled_actions: list[Action] | None = Field(
+        None, description="actions the policies may create; default compaction, clean"
+    )
+    policy: PolicyIn | None = None
+    paused: bool | None = None
+
+    _enabled = field_validator("enabled_actions", mode="before")(_actions)
+
+
+class RegisterIn(TableIn):
+    """RFC-43 register: the same fields; unknown fields are ignored for client compatibility."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class TablePatch(Strict):
+    """Operator changes; absent fields stay as they are. `policy` replaces all overrides."""
+
+    paused: bool | None = None
+    owner: Label | None = None
+    queue: Label | None = None
+    priority: Priority | None = None
+    enabled_actions: list[Action] | None = None
+    policy: PolicyIn | None = None
+
+    _enabled = field_validator("enabled_actions", mode="before")(_actions)
+
+
+class Thresholds(BaseModel):
+    """The thresholds in effect for a table: its overrides over the service defaults."""
+
+    compaction_delta_commits: int
+    clean_commits: int
+    clustering_commits: int
+
+
+class TableOut(BaseModel):
+    id: int
+    db_name: str
+    table_name: str
+    base_path: str
+    owner: str | None
+    queue: str
+    priority: int
+    enabled_actions: list[Action]
+    policy: dict[str, Any]
+    thresholds: Thresholds
+    table_type: TableType | None
+    table_version: int | None
+    last_commit_instant: str | None
+    delta_commits_since_compaction: int
+    commits_since_clean: int
+    commits_since_clustering: int
+    last_notification_at: datetime | None
+    paused: bool
+    created_at: datetime
+    updated_at: datetime
+    created: bool | None = Field(
+        None, description="on register: true when this call created the table"
+    )
+
+
+class TablePage(BaseModel):
+    items: list[TableOut]
+    next_cursor: str | None = Field(None, description="pass as `cursor` for the next page")
+
+
+class TimelineInstant(BaseModel):
+    instant: str
+    action: str
+    state: str
+    completion_time: str | None
+    requested_as: str
+
+
+class TimelineOut(BaseModel):
+    table_id: int
+    base_path: str
+    table_type: str
+    table_version: int
+    instants: list[TimelineInstant]

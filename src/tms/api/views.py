@@ -1,0 +1,65 @@
+"""ORM rows to response models (the parts that need settings or other rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tms.api.schemas import OperationOut, TableOut, Thresholds
+from tms.config import Settings
+from tms.policies import Thresholds as PolicyThresholds
+from tms.policies import thresholds_for
+from tms.store.models import Operation, Tbl
+
+__all__ = ["operation_out", "operations_out", "table_out", "tables_by_id"]
+
+
+def table_out(table: Tbl, settings: Settings, *, created: bool | None = None) -> TableOut:
+    effective = thresholds_for(table.policy or {}, PolicyThresholds.from_settings(settings))
+    return TableOut(
+        id=table.id,
+        db_name=table.db_name,
+        table_name=table.table_name,
+        base_path=table.base_path,
+        owner=table.owner,
+        queue=table.queue,
+        priority=table.priority,
+        enabled_actions=list(table.enabled_actions or []),
+        policy=dict(table.policy or {}),
+        thresholds=Thresholds(
+            compaction_delta_commits=effective.compaction_delta_commits,
+            clean_commits=effective.clean_commits,
+            clustering_commits=effective.clustering_commits,
+        ),
+        table_type=table.table_type,
+        table_version=table.table_version,
+        last_commit_instant=table.last_commit_instant,
+        delta_commits_since_compaction=table.delta_commits_since_compaction,
+        commits_since_clean=table.commits_since_clean,
+        commits_since_clustering=table.commits_since_clustering,
+        last_notification_at=table.last_notification_at,
+        paused=table.paused,
+        created_at=table.created_at,
+        updated_at=table.updated_at,
+        created=created,
+    )
+
+
+def tables_by_id(session: Session, ids: Iterable[int]) -> dict[int, Tbl]:
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    return {t.id: t for t in session.scalars(select(Tbl).where(Tbl.id.in_(wanted)))}
+
+
+def operations_out(session: Session, operations: Sequence[Operation]) -> list[OperationOut]:
+    """One query for the names of all the operations' tables."""
+    tables = tables_by_id(session, (op.tbl_id for op in operations))
+    return [OperationOut.build(op, tables.get(op.tbl_id)) for op in operations]
+
+
+def operation_out(session: Session, operation: Operation) -> OperationOut:
+    result: OperationOut = OperationOut.build(operation, session.get(Tbl, operation.tbl_id))
+    return result

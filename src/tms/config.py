@@ -1,0 +1,449 @@
+"""Service settings: one object read from `TMS_*` environment variables and `conf/tms.toml`.
+
+Precedence, highest first: explicit keyword arguments, environment variables, the TOML file
+(`TMS_CONFIG`, else `conf/tms.toml` when it exists), the defaults below. Every value is checked
+when the settings are loaded, so a bad setting stops the service at start-up with a message
+that names the environment variable, instead of failing later in a request or a job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import hmac
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any, Literal, NamedTuple
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+__all__ = [
+    "DEFAULT_CALLBACK_KEY",
+    "DEFAULT_CONFIG_FILE",
+    "ENV_PREFIX",
+    "AuthToken",
+    "Role",
+    "SettingDoc",
+    "Settings",
+    "SettingsError",
+    "describe_settings",
+    "get_settings",
+    "load_settings",
+]
+
+ENV_PREFIX = "TMS_"
+DEFAULT_CONFIG_FILE = Path("conf/tms.toml")
+DEFAULT_CALLBACK_KEY = "hudi_write_commit_http_callback"
+_PLACEHOLDER_SECRETS = frozenset({"changeme", "changethis", "secret", "token", "password"})
+_SPARK_MASTER = re.compile(
+    r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[.+\]|yarn|(spark|k8s|mesos)://.+)$"
+)
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message lists each bad setting by its env variable."""
+
+
+class Role(enum.StrEnum):
+    """API roles: admins do everything, writers notify and submit, viewers read."""
+
+    ADMIN = "admin"
+    WRITER = "writer"
+    VIEWER = "viewer"
+
+
+class AuthToken(NamedTuple):
+    """One bearer token and the role it grants (`role:token` in the setting)."""
+
+    role: Role
+    token: SecretStr
+
+
+class Settings(BaseSettings):
+    """Everything the service reads from its environment; build with `load_settings`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", frozen=True, validate_default=True
+    )
+
+    database_url: str | None = Field(
+        None,
+        description="PostgreSQL URL (postgresql://user:pass@host:port/db); "
+        "unset = embedded PostgreSQL under data_dir/pg",
+    )
+    data_dir: Path = Field(
+        Path("./.tms"), description="state of this instance: embedded database, logs"
+    )
+    db_pool_size: int = Field(10, ge=1, description="database connections per instance")
+    host: str = Field("127.0.0.1", min_length=1, description="address the API listens on")
+    port: int = Field(9091, ge=1, le=65535, description="API port (the Hudi TMS client's default)")
+    public_url: str | None = Field(
+        None,
+        description="URL Spark jobs use to reach the API; unset = http://host:port "
+        "(127.0.0.1 when host is a wildcard address)",
+    )
+    callback_keys: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: [DEFAULT_CALLBACK_KEY],
+        description="accepted HUDI-CALLBACK-KEY header values, comma-separated",
+    )
+    auth_tokens: Annotated[tuple[AuthToken, ...], NoDecode] = Field(
+        (),
+        description="bearer tokens as role:token pairs, comma-separated, roles "
+        "admin|writer|viewer; empty = auth off",
+    )
+    auto_register: bool = Field(
+        True, description="register unknown tables on their first commit callback"
+    )
+    spark_master: str = Field("local[*]", description="Spark master for jobs")
+    spark_home: Path | None = Field(
+        None, description="Spark installation to use; unset = the installed PySpark"
+    )
+    scheduler_interval_seconds: float = Field(1.0, gt=0, description="scheduler tick period")
+    max_running_per_instance: int = Field(
+        2, ge=0, description="jobs one instance runs at once (0 = API only)"
+    )
+    queue_limits: Annotated[dict[str, int], NoDecode] = Field(
+        default_factory=dict,
+        description="running jobs per queue over all instances, e.g. default:2,etl:4; "
+        "unlisted queues are unlimited, 0 pauses a queue",
+    )
+    lease_seconds: float = Field(
+        60.0, gt=0, description="a job that has not heartbeat for this long is lost"
+    )
+    heartbeat_interval_seconds: float = Field(
+        10.0, gt=0, description="how often jobs heartbeat (must be below lease_seconds)"
+    )
+    retry_base_seconds: float = Field(5.0, ge=0, description="first retry delay")
+    retry_factor: float = Field(2.0, ge=1, description="delay multiplier per attempt")
+    retry_max_seconds: float = Field(600.0, ge=0, description="longest retry delay")
+    retry_jitter: float = Field(
+        0.1, ge=0, lt=1, description="random spread of a delay, as a fraction (0.1 = ±10%)"
+    )
+    default_max_retries: int = Field(3, ge=0, description="retries of an operation by default")
+    compaction_delta_commits: int = Field(
+        5, ge=0, description="delta commits that trigger a compaction (0 = off)"
+    )
+    clean_commits: int = Field(10, ge=0, description="commits that trigger a clean (0 = off)")
+    clustering_commits: int = Field(
+        0, ge=0, description="commits that trigger a clustering of tables that enable it (0 = off)"
+    )
+    log_dir: Path | None = Field(None, description="job logs; unset = data_dir/logs")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        options = _SOURCES.get() or _Sources.default()
+        env = (
+            env_settings
+            if options.environ is None
+            else _MappingEnvSource(settings_cls, options.environ)
+        )
+        if options.config_file is None:
+            return init_settings, env
+        return init_settings, env, TomlConfigSettingsSource(settings_cls, options.config_file)
+
+    @field_validator("database_url", mode="before")
+    @classmethod
+    def _database_url(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        value = value.strip()
+        if not value:
+            return None
+        scheme, sep, rest = value.partition("://")
+        if not sep:
+            raise ValueError("expected a URL such as postgresql://user:pass@host:5432/tms")
+        if scheme in {"postgres", "postgresql", "postgresql+psycopg"}:
+            return f"postgresql+psycopg://{rest}"
+        raise ValueError(f"scheme {scheme!r} is not supported; use postgresql:// (psycopg 3)")
+
+    @field_validator("data_dir", "log_dir", "spark_home")
+    @classmethod
+    def _absolute(cls, value: Path | None) -> Path | None:
+        """Resolve relative paths once, so jobs and logs agree whatever their cwd."""
+        return None if value is None else value.expanduser().absolute()
+
+    @field_validator("spark_home")
+    @classmethod
+    def _spark_home_exists(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_dir():
+            raise ValueError(f"{value} is not a directory")
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip().rstrip("/")
+        if not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError("expected an http:// or https:// URL")
+        return value
+
+    @field_validator("spark_master")
+    @classmethod
+    def _spark_master(cls, value: str) -> str:
+        if not _SPARK_MASTER.match(value.strip()):
+            raise ValueError(
+                "expected local, local[N], local[*], spark://…, yarn, k8s://… or mesos://…"
+            )
+        return value.strip()
+
+    @field_validator("callback_keys", mode="before")
+    @classmethod
+    def _callback_keys(cls, value: Any) -> Any:
+        keys = _split(value)
+        if isinstance(keys, list):
+            if not keys:
+                raise ValueError("at least one key is needed (writers send one with each commit)")
+            if any(not isinstance(k, str) or not k.strip() for k in keys):
+                raise ValueError("keys must be non-empty strings")
+            return [k.strip() for k in keys]
+        return keys
+
+    @field_validator("auth_tokens", mode="before")
+    @classmethod
+    def _auth_tokens(cls, value: Any) -> Any:
+        items = _split(value)
+        if not isinstance(items, list):
+            return items
+        tokens: dict[str, Role] = {}
+        parsed: list[AuthToken] = []
+        for item in items:
+            if isinstance(item, AuthToken):
+                parsed.append(item)
+                continue
+            role_name, sep, token = str(item).strip().partition(":")
+            if not sep or not token:
+                raise ValueError(f"expected role:token, got {role_name!r}:…")
+            try:
+                role = Role(role_name.strip().lower())
+            except ValueError:
+                msg = f"unknown role {role_name!r}; use admin, writer or viewer"
+                raise ValueError(msg) from None
+            if token.lower() in _PLACEHOLDER_SECRETS or any(c.isspace() for c in token):
+                raise ValueError(f"the {role} token is a placeholder or contains whitespace")
+            if tokens.setdefault(token, role) != role:
+                raise ValueError("one token is given two different roles")
+            parsed.append(AuthToken(role, SecretStr(token)))
+        return tuple(parsed)
+
+    @field_validator("queue_limits", mode="before")
+    @classmethod
+    def _queue_limits(cls, value: Any) -> Any:
+        items = _split(value)
+        if not isinstance(items, list):
+            return items
+        limits: dict[str, int] = {}
+        for item in items:
+            queue, sep, limit = str(item).partition(":")
+            queue = queue.strip()
+            if not sep or not queue or not limit.strip().isdigit():
+                raise ValueError(f"expected queue:limit pairs with limits ≥ 0 (bad: {item!r})")
+            limits[queue] = int(limit)
+        return limits
+
+    @field_validator("queue_limits")
+    @classmethod
+    def _queue_limit_values(cls, value: dict[str, int]) -> dict[str, int]:
+        for queue, limit in value.items():
+            if not queue.strip() or limit < 0:
+                raise ValueError(f"queue {queue!r}: the limit must be ≥ 0, got {limit}")
+        return value
+
+    @model_validator(mode="after")
+    def _derived(self) -> Settings:
+        if self.heartbeat_interval_seconds >= self.lease_seconds:
+            raise ValueError(
+                f"TMS_HEARTBEAT_INTERVAL_SECONDS ({self.heartbeat_interval_seconds}) must be "
+                f"smaller than TMS_LEASE_SECONDS ({self.lease_seconds})"
+            )
+        if self.retry_max_seconds < self.retry_base_seconds:
+            raise ValueError(
+                f"TMS_RETRY_MAX_SECONDS ({self.retry_max_seconds}) must be at least "
+                f"TMS_RETRY_BASE_SECONDS ({self.retry_base_seconds})"
+            )
+        # Frozen model: fill derived defaults through object.__setattr__ once, at load.
+        if self.public_url is None:
+            host = "127.0.0.1" if self.host in {"0.0.0.0", "::", ""} else self.host
+            host = f"[{host}]" if ":" in host else host
+            object.__setattr__(self, "public_url", f"http://{host}:{self.port}")
+        if self.log_dir is None:
+            object.__setattr__(self, "log_dir", self.data_dir / "logs")
+        return self
+
+    @property
+    def embedded_database(self) -> bool:
+        """True when the service runs its own PostgreSQL (no `database_url`)."""
+        return self.database_url is None
+
+    @property
+    def pg_data_dir(self) -> Path:
+        """Where the embedded PostgreSQL keeps its cluster."""
+        return self.data_dir / "pg"
+
+    @property
+    def api_url(self) -> str:
+        """`public_url`, always set once loaded (typed as `str` for callers)."""
+        assert self.public_url is not None
+        return self.public_url
+
+    @property
+    def job_log_dir(self) -> Path:
+        """`log_dir`, always set once loaded (typed as `Path` for callers)."""
+        assert self.log_dir is not None
+        return self.log_dir
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.auth_tokens)
+
+    def role_for_token(self, token: str) -> Role | None:
+        """The role a bearer token grants, compared in constant time; None if unknown."""
+        found: Role | None = None
+        for entry in self.auth_tokens:
+            if hmac.compare_digest(entry.token.get_secret_value().encode(), token.encode()):
+                found = entry.role
+        return found
+
+
+def _split(value: Any) -> Any:
+    """Env/TOML strings are comma-separated lists; TOML may also give arrays or tables."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, Mapping):
+        return [f"{k}:{v}" for k, v in value.items()]
+    if isinstance(value, list | tuple):
+        return list(value)
+    return value
+
+
+@dataclass(frozen=True)
+class _Sources:
+    config_file: Path | None
+    environ: Mapping[str, str] | None
+
+    @staticmethod
+    def default() -> _Sources:
+        return _Sources(_config_file_from(os.environ), None)
+
+
+_SOURCES: ContextVar[_Sources | None] = ContextVar("tms_settings_sources", default=None)
+
+
+def _config_file_from(environ: Mapping[str, str]) -> Path | None:
+    named = environ.get(f"{ENV_PREFIX}CONFIG")
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            raise SettingsError(f"{ENV_PREFIX}CONFIG: {path} does not exist")
+        return path
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+class _MappingEnvSource(EnvSettingsSource):
+    """The environment source, reading a given mapping instead of `os.environ`."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {k.lower(): v for k, v in self._environ.items()}
+
+
+@contextlib.contextmanager
+def _sources(options: _Sources) -> Iterator[None]:
+    token = _SOURCES.set(options)
+    try:
+        yield
+    finally:
+        _SOURCES.reset(token)
+
+
+def load_settings(
+    *,
+    config_file: Path | Literal[False] | None = None,
+    environ: Mapping[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Build settings explicitly (tests, CLI): `config_file=False` reads no file, `None` the
+    usual one; `environ` replaces `os.environ`; keyword overrides win over both."""
+    env = os.environ if environ is None else environ
+    file = None if config_file is False else config_file or _config_file_from(env)
+    try:
+        with _sources(_Sources(file, environ)):
+            return Settings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError(_explain(exc, file)) from None
+
+
+def _explain(exc: ValidationError, file: Path | None) -> str:
+    lines = [f"invalid settings (environment {ENV_PREFIX}*, config file {file or 'none'}):"]
+    for error in exc.errors(include_url=False):
+        loc = [str(part) for part in error["loc"]]
+        msg = error["msg"].removeprefix("Value error, ")
+        if not loc:
+            lines.append(f"  {msg}")
+            continue
+        name = loc[0]
+        where = f"{ENV_PREFIX}{name.upper()} ({'.'.join(loc)})"
+        if error["type"] == "extra_forbidden":
+            lines.append(f"  {name}: unknown setting (a typo in the config file?)")
+        elif name in {"auth_tokens", "database_url"}:
+            lines.append(f"  {where}: {msg}")
+        else:
+            lines.append(f"  {where}: {msg}; got {error.get('input')!r}")
+    return "\n".join(lines)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, loaded once; `get_settings.cache_clear()` reloads."""
+    return load_settings()
+
+
+class SettingDoc(NamedTuple):
+    name: str
+    env: str
+    default: str
+    description: str
+
+
+def describe_settings() -> list[SettingDoc]:
+    """One row per setting, for the README table and the check that conf/tms.toml lists all."""
+    rows = []
+    for name, field in Settings.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        if isinstance(default, list | tuple | dict):
+            default = (
+                ",".join(f"{k}:{v}" for k, v in default.items())
+                if isinstance(default, dict)
+                else ",".join(str(v) for v in default)
+            )
+        if isinstance(default, bool):
+            default = str(default).lower()
+        elif isinstance(default, Path):
+            default = f"./{default}"
+        shown = "unset" if default in (None, "") else str(default)
+        rows.append(SettingDoc(name, f"{ENV_PREFIX}{name.upper()}", shown, field.description or ""))
+    return rows

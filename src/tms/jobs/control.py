@@ -1,0 +1,106 @@
+"""Stop requests between the job's threads: the heartbeat thread learns of a cancel request
+or a lost lease; the work thread, possibly deep inside a Spark action, must stop."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from tms.jobs.client import AttemptGone, JobApiError, JobClient
+
+__all__ = ["Heartbeater", "JobControl", "JobStopped"]
+
+log = logging.getLogger(__name__)
+
+
+class JobStopped(Exception):
+    """Raised in the work thread at a check point once a stop was requested."""
+
+
+class JobControl:
+    """Cancel and lease-lost flags, and the Spark session whose jobs a stop cancels."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.cancelled = threading.Event()
+        self.lost = threading.Event()
+        self._spark: Any = None
+
+    @property
+    def stopping(self) -> bool:
+        return self.cancelled.is_set() or self.lost.is_set()
+
+    @property
+    def spark(self) -> Any:
+        return self._spark
+
+    def check(self) -> None:
+        if self.stopping:
+            raise JobStopped("lease lost" if self.lost.is_set() else "cancel requested")
+
+    def attach_spark(self, spark: Any) -> None:
+        """Make `spark` cancellable; a stop that came while it started takes effect now."""
+        with self._lock:
+            self._spark = spark
+        self.check()
+
+    def request_cancel(self) -> None:
+        with self._lock:
+            first = not self.cancelled.is_set()
+            self.cancelled.set()
+            if first:
+                self._cancel_spark_jobs()
+
+    def lose(self) -> None:
+        with self._lock:
+            first = not self.lost.is_set()
+            self.lost.set()
+            if first:
+                self._cancel_spark_jobs()
+
+    def _cancel_spark_jobs(self) -> None:
+        if self._spark is None:
+            return
+        try:
+            self._spark.sparkContext.cancelAllJobs()
+        except Exception as exc:  # the context may be stopping; the stop still stands
+            log.warning("could not cancel Spark jobs: %r", exc)
+
+
+class Heartbeater:
+    """Beats at once, then every `interval` seconds. A 401/404/409 means the lease is lost
+    (stop at once); a reply with `cancel_requested` cancels the work. Transient errors are
+    only logged: the lease outlives a few missed beats."""
+
+    def __init__(self, client: JobClient, interval: float, control: JobControl) -> None:
+        self._client = client
+        self._interval = interval
+        self._control = control
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tms-job-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=self._interval + 5)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                reply = self._client.heartbeat(retries=2)
+            except AttemptGone as exc:
+                log.error("lease lost, stopping: %s", exc)
+                self._control.lose()
+                return
+            except JobApiError as exc:
+                log.warning("heartbeat failed (the lease may still hold): %s", exc)
+            else:
+                if reply.cancel_requested and not self._control.cancelled.is_set():
+                    log.warning("cancel requested by the service, stopping the work")
+                    self._control.request_cancel()
+            if self._stop.wait(self._interval):
+                return

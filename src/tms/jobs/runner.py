@@ -1,0 +1,260 @@
+"""One attempt of a table service, as the spark-submit target runs it.
+
+fetch spec → heartbeat thread → schedule the plan if the operation has no instant yet
+(report it) → execute on the SparkSession spark-submit made → report the result with its
+figures. The work runs in its own thread so that a lost lease stops the job at once even
+while the work is blocked inside Spark. The job never touches the database.
+
+Outcomes: PlanNotFoundError → INVALID (unless the instant already completed: a retry after
+a lost report, so SUCCEEDED); unsupported table or unusable input → FAILED, not retryable;
+anything else → FAILED, retryable, with the end of its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tms.hudi.table import HudiTable, UnsupportedTableError
+from tms.jobs.client import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
+from tms.jobs.control import Heartbeater, JobControl
+from tms.jobs.dispatch import execute_plan, schedule_plan, spark_session
+from tms.jobs.params import BadJobInput
+
+if TYPE_CHECKING:
+    from tms.services.execution import ServiceResult
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_STOPPED",
+    "EXIT_UNREPORTED",
+    "EXIT_USAGE",
+    "JobRunner",
+    "Report",
+    "error_text",
+]
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0  # a result was reported (succeeded, cancelled, invalid)
+EXIT_FAILED = 1  # FAILED was reported
+EXIT_USAGE = 2  # bad command line or environment
+EXIT_STOPPED = 3  # the attempt is no longer ours (lease lost, token refused)
+EXIT_UNREPORTED = 4  # the service could not be told; the scheduler records the failure
+
+Planner = Callable[[JobSpec, HudiTable], "str | None"]
+Executor = Callable[[JobSpec, HudiTable, str, Any], "ServiceResult"]
+SparkFactory = Callable[[JobSpec, str], Any]
+
+
+@dataclass(frozen=True)
+class Report:
+    """What the job tells the service at the end (`POST …/result`)."""
+
+    outcome: Outcome
+    error: str | None = None
+    retryable: bool = False
+    figures: dict[str, Any] = field(default_factory=dict)
+    spark_app_id: str | None = None
+
+
+def error_text(exc: BaseException, *, lines: int = 15, limit: int = 4000) -> str:
+    """A one-line summary, then the end of the traceback (where the cause usually is)."""
+    summary = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+    trace = "".join(traceback.format_exception(exc)).rstrip().splitlines()[-lines:]
+    text = summary + "\n" + "\n".join(trace)
+    return text if len(text) <= limit else text[: limit // 4] + "\n…\n" + text[-limit // 2 :]
+
+
+@dataclass
+class JobRunner:
+    """Runs one attempt; `run()` returns the process exit code. The planning, execution and
+    Spark hooks are parameters so tests can drive the control flow without Spark."""
+
+    client: JobClient
+    plan: Planner = schedule_plan
+    execute: Executor = execute_plan
+    spark_factory: SparkFactory = spark_session
+    # After a cancel request, how long the work may take to stop before we report anyway.
+    stop_grace_seconds: float = 60.0
+    # True when run() returned while the work thread was still busy (exit without cleanup).
+    abandoned_work: bool = False
+    _control: JobControl = field(default_factory=JobControl, repr=False)
+
+    def run(self) -> int:
+        try:
+            spec = self.client.spec()
+        except AttemptGone as exc:
+            log.error("attempt %s is not ours to run: %s", self.client.attempt_id, exc)
+            return EXIT_STOPPED
+        except JobApiError as exc:
+            log.error("cannot fetch the job spec: %s", exc)
+            return EXIT_UNREPORTED
+        log.info(
+            "attempt %s of operation %s: %s of %s.%s at %s, instant %s",
+            spec.attempt_id,
+            spec.operation_id,
+            spec.action,
+            spec.db_name,
+            spec.table_name,
+            spec.base_path,
+            spec.instant or "(to schedule)",
+        )
+        if spec.cancel_requested:
+            return self._report(Report("CANCELLED", error="cancel requested before the job ran"))
+        beat = Heartbeater(self.client, spec.heartbeat_interval_seconds, self._control)
+        beat.start()
+        try:
+            report = self._run_work(spec)
+        finally:
+            beat.stop()
+        if report is None:
+            return EXIT_STOPPED
+        code = self._report(report)
+        if not self.abandoned_work:
+            self._stop_spark()
+        return code
+
+    def _run_work(self, spec: JobSpec) -> Report | None:
+        """The work's report; None when the lease was lost (nothing may be reported)."""
+        box: list[Report] = []
+        worker = threading.Thread(
+            target=lambda: box.append(self._work(spec)), name="tms-job-work", daemon=True
+        )
+        worker.start()
+        cancel_seen: float | None = None
+        while worker.is_alive():
+            worker.join(0.2)
+            if self._control.lost.is_set():
+                self.abandoned_work = worker.is_alive()
+                return None
+            if self._control.cancelled.is_set() and worker.is_alive():
+                cancel_seen = cancel_seen or time.monotonic()
+                if time.monotonic() - cancel_seen > self.stop_grace_seconds:
+                    self.abandoned_work = True
+                    return Report(
+                        "CANCELLED",
+                        error="cancel requested; the work did not stop within "
+                        f"{self.stop_grace_seconds:g}s and was abandoned",
+                    )
+        if self._control.lost.is_set():
+            return None
+        return box[0] if box else Report("FAILED", error="the work ended without a result")
+
+    def _work(self, spec: JobSpec) -> Report:
+        table: HudiTable | None = None
+        instant = spec.instant
+        scheduling = False
+        try:
+            table = HudiTable.open(spec.base_path)
+            table.ensure_supported()
+            if instant is None:
+                scheduling = True
+                instant = self.plan(spec, table)
+                scheduling = False
+                if instant is None:
+                    log.info("nothing to %s", spec.action)
+                    return Report("SUCCEEDED", figures={"nothing_to_do": True})
+                self._control.check()
+                log.info("scheduled %s plan %s", spec.action, instant)
+                self.client.report_instant(instant)
+            self._control.check()
+            spark = self.spark_factory(spec, instant)
+            self._control.attach_spark(spark)
+            result = self.execute(spec, table, instant, spark)
+            return Report("SUCCEEDED", figures=result.to_dict(), spark_app_id=_app_id(spark))
+        except Exception as exc:
+            return self._failure(exc, spec, table, instant, scheduling)
+
+    def _failure(
+        self,
+        exc: Exception,
+        spec: JobSpec,
+        table: HudiTable | None,
+        instant: str | None,
+        scheduling: bool,
+    ) -> Report:
+        from tms.services.execution import PlanNotFoundError
+
+        if isinstance(exc, AttemptGone) or self._control.lost.is_set():
+            self._control.lose()
+            return Report("FAILED", error=str(exc))  # never sent: the attempt is not ours
+        if self._control.cancelled.is_set():
+            _roll_back_cancelled(spec, table, instant)
+            return Report("CANCELLED", error="cancelled by request")
+        if isinstance(exc, PlanNotFoundError):
+            if table is not None and instant is not None and _completed(table, instant):
+                figures = {"already_completed": True, "instant": instant}
+                return Report("SUCCEEDED", figures=figures)
+            return Report("INVALID", error=str(exc))
+        log.error("%s failed", spec.action, exc_info=exc)
+        permanent = isinstance(exc, BadJobInput | UnsupportedTableError) or (
+            scheduling and isinstance(exc, ValueError | TypeError)
+        )
+        return Report("FAILED", error=error_text(exc), retryable=not permanent)
+
+    def _report(self, report: Report) -> int:
+        log.info("reporting %s%s", report.outcome, f": {report.error}" if report.error else "")
+        try:
+            self.client.report_result(
+                report.outcome,
+                error=report.error,
+                retryable=report.retryable,
+                figures=report.figures,
+                spark_app_id=report.spark_app_id,
+                retries=10,
+            )
+        except AttemptGone as exc:
+            log.error("the result was refused, the attempt is no longer ours: %s", exc)
+            return EXIT_STOPPED
+        except JobApiError as exc:
+            log.error("cannot report the result: %s", exc)
+            return EXIT_UNREPORTED
+        return EXIT_FAILED if report.outcome == "FAILED" else EXIT_OK
+
+    def _stop_spark(self) -> None:
+        spark = self._control.spark
+        if spark is not None:
+            try:
+                spark.stop()
+            except Exception as exc:
+                log.warning("stopping Spark failed: %r", exc)
+
+
+def _app_id(spark: Any) -> str | None:
+    try:
+        return str(spark.sparkContext.applicationId)
+    except Exception:
+        return None
+
+
+def _completed(table: HudiTable, instant: str) -> bool:
+    try:
+        found = table.timeline().get(instant)
+    except Exception:
+        return False
+    return found is not None and found.is_completed
+
+
+def _roll_back_cancelled(spec: JobSpec, table: HudiTable | None, instant: str | None) -> None:
+    """A cancelled compaction or clustering goes back to requested (its files removed), as
+    after a crash; a clean is left inflight, since half-deleted files cannot come back and
+    the next clean finishes it."""
+    from tms.hudi.instant import State
+    from tms.services.rollback import rollback_inflight
+
+    if table is None or instant is None or spec.action == "clean":
+        return
+    try:
+        pending = table.timeline().get(instant)
+        if pending is not None and pending.state is State.INFLIGHT:
+            rollback_inflight(table, pending, heartbeat_interval=spec.heartbeat_interval_seconds)
+            log.info("rolled back cancelled %s %s", spec.action, instant)
+    except Exception as exc:
+        log.warning("rollback of cancelled %s %s failed: %r", spec.action, instant, exc)

@@ -1,0 +1,95 @@
+"""Prometheus metrics of the service: one registry, every metric object defined here.
+
+Label values are bounded sets (actions, statuses, outcomes, route templates), never ids.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+_JOB_BUCKETS = (1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600)
+
+HTTP_REQUESTS = Counter(
+    "tms_http_requests_total",
+    "HTTP requests served, by method, route template and status code.",
+    ["method", "route", "status"],
+    registry=REGISTRY,
+)
+HTTP_LATENCY = Histogram(
+    "tms_http_request_duration_seconds",
+    "HTTP request latency, by method and route template.",
+    ["method", "route"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+COMMIT_NOTIFICATIONS = Counter(
+    "tms_commit_notifications_total",
+    "Commit notifications received, by source (callback|client) and result (new|duplicate).",
+    ["source", "result"],
+    registry=REGISTRY,
+)
+OPERATIONS_CREATED = Counter(
+    "tms_operations_created_total",
+    "Operations created, by action and origin (policy|submit|client).",
+    ["action", "origin"],
+    registry=REGISTRY,
+)
+OPERATION_TRANSITIONS = Counter(
+    "tms_operation_transitions_total",
+    "Operation status changes, by action and new status.",
+    ["action", "status"],
+    registry=REGISTRY,
+)
+OPERATIONS_BY_STATUS = Gauge(
+    "tms_operations",
+    "Operations by status and action, as last counted from the database.",
+    ["status", "action"],
+    registry=REGISTRY,
+)
+ATTEMPTS = Counter(
+    "tms_attempts_total",
+    "Finished attempts, by action and outcome (SUCCEEDED|FAILED|LOST|CANCELLED).",
+    ["action", "outcome"],
+    registry=REGISTRY,
+)
+OPERATION_DURATION = Histogram(
+    "tms_operation_duration_seconds",
+    "Time from an operation's creation to its terminal status, by action and status.",
+    ["action", "status"],
+    buckets=_JOB_BUCKETS,
+    registry=REGISTRY,
+)
+ATTEMPT_DURATION = Histogram(
+    "tms_attempt_duration_seconds",
+    "Duration of an attempt from launch to its end, by action and outcome.",
+    ["action", "outcome"],
+    buckets=_JOB_BUCKETS,
+    registry=REGISTRY,
+)
+SCHEDULING_DELAY = Histogram(
+    "tms_scheduling_delay_seconds",
+    "Delay from an operation being due to its job being launched, by action.",
+    ["action"],
+    buckets=(*_LATENCY_BUCKETS, 10.0, 30.0, 60.0),
+    registry=REGISTRY,
+)
+SCHEDULER_TICK = Histogram(
+    "tms_scheduler_tick_duration_seconds",
+    "Time one scheduler tick takes (reap, claim, launch).",
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+RUNNING_OPERATIONS = Gauge(
+    "tms_running_operations",
+    "Operations this instance is running now.",
+    registry=REGISTRY,
+)
+QUEUE_DEPTH = Gauge(
+    "tms_queue_depth",
+    "Operations due and waiting to be claimed, by queue.",
+    ["queue"],
+    registry=REGISTRY,
+)

@@ -1,0 +1,23 @@
+"""Trigger policies: turn stored commits into table service operations."""
+
+from tms.policies.triggers import (
+    POLICY_KEYS,
+    Counters,
+    Thresholds,
+    Trigger,
+    apply_triggers,
+    due_actions,
+    pending_actions,
+    thresholds_for,
+)
+
+__all__ = [
+    "POLICY_KEYS",
+    "Counters",
+    "Thresholds",
+    "Trigger",
+    "apply_triggers",
+    "due_actions",
+    "pending_actions",
+    "thresholds_for",
+]

@@ -1,0 +1,186 @@
+"""Trigger policies: when a stored commit turns into table service operations.
+
+The decision is a pure function of a table's counters, settings and what is already pending
+(`due_actions`), so it is tested without a database; `apply_triggers` runs it inside the
+notification's transaction. Counters are bumped by the commit's own UPDATE, which locks the
+table row, so two notifications of one table decide one after the other and never both
+create the same operation (the partial unique index on plan-less operations backs this up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from tms.store.models import Action, Operation, OperationStatus, TableType, Tbl
+from tms.store.operations import submit_operation
+from tms.store.tables import reset_counter
+
+if TYPE_CHECKING:
+    from tms.config import Settings
+
+__all__ = [
+    "POLICY_KEYS",
+    "Counters",
+    "Thresholds",
+    "Trigger",
+    "apply_triggers",
+    "due_actions",
+    "pending_actions",
+    "thresholds_for",
+]
+
+POLICY_KEYS = ("compaction_delta_commits", "clean_commits", "clustering_commits")
+"""Per-table overrides `tbl.policy` may hold; each is a commit count, 0 turns it off."""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Commits after which each action is due; 0 means never."""
+
+    compaction_delta_commits: int
+    clean_commits: int
+    clustering_commits: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Thresholds:
+        return cls(
+            settings.compaction_delta_commits, settings.clean_commits, settings.clustering_commits
+        )
+
+
+@dataclass(frozen=True)
+class Counters:
+    """A table's commits since its last compaction, clean and clustering."""
+
+    delta_commits_since_compaction: int
+    commits_since_clean: int
+    commits_since_clustering: int
+
+    @classmethod
+    def of(cls, table: Tbl) -> Counters:
+        return cls(
+            table.delta_commits_since_compaction,
+            table.commits_since_clean,
+            table.commits_since_clustering,
+        )
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """One action that is due, and why (recorded as the operation's first event)."""
+
+    action: Action
+    reason: str
+
+
+def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Thresholds:
+    """The table's overrides on top of the service defaults (unknown keys are ignored here;
+    the API refuses them when they are set)."""
+
+    def pick(key: str, default: int) -> int:
+        value = policy.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+    return Thresholds(
+        pick("compaction_delta_commits", defaults.compaction_delta_commits),
+        pick("clean_commits", defaults.clean_commits),
+        pick("clustering_commits", defaults.clustering_commits),
+    )
+
+
+def due_actions(
+    *,
+    table_type: TableType | None,
+    enabled: Collection[Action],
+    paused: bool,
+    counters: Counters,
+    thresholds: Thresholds,
+    pending: Collection[Action],
+) -> list[Trigger]:
+    """The actions to create now, in a fixed order (compaction, clustering, clean).
+
+    Nothing for a paused table, nothing for an action that is not enabled or already
+    pending. Compaction only for merge-on-read tables; a table whose type is still unknown
+    counts as one, since only merge-on-read tables make delta commits.
+    """
+    if paused:
+        return []
+    rules = (
+        (
+            Action.COMPACTION,
+            thresholds.compaction_delta_commits,
+            counters.delta_commits_since_compaction,
+            "delta commits since the last compaction",
+        ),
+        (
+            Action.CLUSTERING,
+            thresholds.clustering_commits,
+            counters.commits_since_clustering,
+            "commits since the last clustering",
+        ),
+        (
+            Action.CLEAN,
+            thresholds.clean_commits,
+            counters.commits_since_clean,
+            "commits since the last clean",
+        ),
+    )
+    due: list[Trigger] = []
+    for action, threshold, count, what in rules:
+        if action not in enabled or action in pending or threshold <= 0 or count < threshold:
+            continue
+        if action is Action.COMPACTION and table_type is TableType.COPY_ON_WRITE:
+            continue
+        due.append(Trigger(action, f"policy: {count} {what} (threshold {threshold})"))
+    return due
+
+
+def pending_actions(session: Session, tbl_id: int) -> set[Action]:
+    """Actions with a SCHEDULED or RUNNING operation on the table."""
+    stmt = select(Operation.action).where(
+        Operation.tbl_id == tbl_id,
+        Operation.status.in_([OperationStatus.SCHEDULED, OperationStatus.RUNNING]),
+        Operation.is_deleted.is_(False),
+    )
+    return set(session.scalars(stmt.distinct()))
+
+
+def apply_triggers(session: Session, table: Tbl, settings: Settings) -> list[Operation]:
+    """Create the operations that `table`'s counters make due, in the caller's transaction.
+
+    Each is plan-less (its job schedules the plan) and due now, with the table's queue and
+    priority; the counter it watches restarts at zero. Returns the operations created.
+    """
+    thresholds = thresholds_for(table.policy or {}, Thresholds.from_settings(settings))
+    candidates = due_actions(
+        table_type=table.table_type,
+        enabled=table.enabled_actions or (),
+        paused=table.paused,
+        counters=Counters.of(table),
+        thresholds=thresholds,
+        pending=(),
+    )
+    if not candidates:
+        return []
+    pending = pending_actions(session, table.id)
+    created: list[Operation] = []
+    for trigger in candidates:
+        if trigger.action in pending:
+            continue
+        submitted = submit_operation(
+            session,
+            tbl_id=table.id,
+            action=trigger.action,
+            instant=None,
+            max_retries=settings.default_max_retries,
+            reason=trigger.reason,
+        )
+        if submitted.created:
+            reset_counter(session, table.id, trigger.action)
+            created.append(submitted.operation)
+    return created

@@ -1,0 +1,374 @@
+"""The scheduler loop: every instance runs one, with no leader.
+
+One tick:
+1. heartbeat this instance's row and reap expired leases (one transaction). A reaped
+   attempt is LOST; its operation goes back to SCHEDULED after a backoff delay, or to
+   FAILED when out of retries (CANCELLED if a cancel was pending). Nothing is rolled back
+   here: the service never writes table data, and the next attempt's `executing()` rolls
+   the inflight instant back itself once its Hudi heartbeat is dead. A reaped job we still
+   run is killed.
+2. poll the jobs we launched. A process that ended while its attempt still holds the lease
+   died before reporting: the attempt FAILED with its exit code and the tail of its log, and
+   the operation is retried after a backoff (or FAILED when out of retries); CANCELLED if a
+   cancel was requested. A job asked to stop (cancel requested, or its attempt no longer
+   current) that still runs after the grace period is killed.
+3. claim up to `max_running_per_instance - running` due operations (priority, then due time;
+   per-queue limits; one running operation per table), issuing each attempt its token in
+   the claim's transaction, committed before any launch; then launch each through its
+   engine and record the log path. A launch that fails fails the attempt (retried with
+   backoff unless retrying cannot help).
+4. metrics: tick time, running jobs, scheduling delay per launch, queue depth (throttled).
+
+Shutdown stops claiming and leaves running jobs alone: they run in their own process
+groups, keep heartbeating through any instance's API, and report there; a job that can no
+longer reach the service loses its lease and is retried elsewhere. Killing them instead
+would throw away work at every rolling restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from tms import metrics
+from tms.engines.base import LaunchError
+from tms.engines.process import tail_log
+from tms.scheduler.launcher import ClaimedJob, RunningJob, exit_error, launch_spec
+from tms.scheduler.observe import attempt_ended, operation_moved
+from tms.store import (
+    Attempt,
+    Backoff,
+    Operation,
+    OperationStatus,
+    TransitionRefused,
+    claim_due_operations,
+    fail_attempt,
+    finish_cancelled,
+    heartbeat_instance,
+    issue_attempt_token,
+    queue_depth,
+    reap_expired_leases,
+    record_launch,
+    register_instance,
+    session_scope,
+)
+
+if TYPE_CHECKING:
+    from tms.config import Settings
+    from tms.engines.registry import EngineRegistry
+
+__all__ = ["Scheduler", "TickReport"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TickReport:
+    """What one tick did (ids of attempts, except `reaped`: operations)."""
+
+    reaped: list[int] = field(default_factory=list)
+    exited: list[int] = field(default_factory=list)
+    killed: list[int] = field(default_factory=list)
+    launched: list[int] = field(default_factory=list)
+    launch_failed: list[int] = field(default_factory=list)
+
+
+class Scheduler:
+    """Claims, launches and watches jobs for one service instance (see the module doc)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        session_factory: sessionmaker[Session],
+        engine_registry: EngineRegistry,
+        instance_id: str,
+        *,
+        backoff: Backoff | None = None,
+        cancel_grace_seconds: float | None = None,
+        queue_depth_interval_seconds: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.instance_id = instance_id
+        self._factory = session_factory
+        self._engines = engine_registry
+        self._backoff = backoff or Backoff.from_settings(settings)
+        # A job learns of a cancel at its next heartbeat, then needs time to roll back.
+        self._grace = (
+            cancel_grace_seconds
+            if cancel_grace_seconds is not None
+            else 2 * settings.heartbeat_interval_seconds + 10
+        )
+        self._depth_interval = queue_depth_interval_seconds
+        self._depth_at: float | None = None
+        self._depth_queues: set[str] = set()
+        self._clock = clock
+        self._running: dict[int, RunningJob] = {}
+        self._claiming = True
+
+    @property
+    def running(self) -> Mapping[int, RunningJob]:
+        """Jobs this instance launched and still watches, by attempt id."""
+        return dict(self._running)
+
+    def run_forever(self, stop_event: threading.Event) -> None:
+        """Tick every `scheduler_interval_seconds` until `stop_event` is set. A failing tick
+        (database down) is logged and the next one tries again."""
+        interval = self.settings.scheduler_interval_seconds
+        log.info("scheduler %s started (every %gs)", self.instance_id, interval)
+        while not stop_event.is_set():
+            started = self._clock()
+            try:
+                self.tick()
+            except Exception:
+                log.exception("scheduler tick failed")
+            stop_event.wait(max(0.0, interval - (self._clock() - started)))
+        self._claiming = False
+        log.info(
+            "scheduler %s stopped; %d running job(s) left to their leases",
+            self.instance_id,
+            len(self._running),
+        )
+
+    def tick(self) -> TickReport:
+        report = TickReport()
+        started = self._clock()
+        try:
+            self._housekeeping(report)
+            self._poll(report)
+            if self._claiming:
+                self._claim_and_launch(report)
+            self._observe_queue_depth()
+        finally:
+            metrics.RUNNING_OPERATIONS.set(len(self._running))
+            metrics.SCHEDULER_TICK.observe(self._clock() - started)
+        return report
+
+    # 1. instance heartbeat and lease reaping -------------------------------------------
+
+    def _housekeeping(self, report: TickReport) -> None:
+        lost: list[RunningJob] = []
+        with session_scope(self._factory) as session:
+            if not heartbeat_instance(session, self.instance_id):
+                register_instance(session, self.instance_id)
+            for reaped in reap_expired_leases(session, backoff=self._backoff):
+                operation, attempt = reaped.operation, reaped.attempt
+                log.warning(
+                    "operation %s: attempt %s lost its lease; now %s",
+                    operation.id,
+                    attempt.id,
+                    operation.status,
+                )
+                operation_moved(operation)
+                attempt_ended(operation.action.value, attempt)
+                report.reaped.append(operation.id)
+                job = self._running.pop(attempt.id, None)
+                if job is not None:
+                    lost.append(job)
+        for job in lost:  # hung, or cut off from the service: it must not go on writing
+            job.handle.kill()
+            report.killed.append(job.attempt_id)
+            code = job.handle.poll()
+            if code is not None:
+                with session_scope(self._factory) as session:
+                    _set_exit_code(session, job.attempt_id, code)
+
+    # 2. watching our jobs ---------------------------------------------------------------
+
+    def _poll(self, report: TickReport) -> None:
+        if not self._running:
+            return
+        ids = {job.operation_id for job in self._running.values()}
+        with session_scope(self._factory) as session:
+            rows = session.execute(
+                select(
+                    Operation.id,
+                    Operation.status,
+                    Operation.current_attempt_id,
+                    Operation.cancel_requested,
+                ).where(Operation.id.in_(ids))
+            ).all()
+        state = {row.id: row for row in rows}
+        now = self._clock()
+        for job in list(self._running.values()):
+            code = job.handle.poll()
+            if code is None:
+                row = state.get(job.operation_id)
+                if row is None or row.status != OperationStatus.RUNNING:
+                    reason = "its operation is no longer running"
+                elif row.current_attempt_id != job.attempt_id:
+                    reason = "its attempt no longer holds the lease"
+                elif row.cancel_requested:
+                    reason = "cancel requested"
+                else:
+                    job.stop_since = job.stop_reason = None
+                    continue
+                if job.stop_since is None:
+                    job.stop_since, job.stop_reason = now, reason
+                if now - job.stop_since < self._grace:
+                    continue
+                log.warning("killing attempt %s: %s", job.attempt_id, reason)
+                job.handle.kill()
+                job.killed = True
+                report.killed.append(job.attempt_id)
+                code = job.handle.poll()
+                if code is None:
+                    continue  # reaped at a later tick
+            self._job_exited(job, code)
+            report.exited.append(job.attempt_id)
+
+    def _job_exited(self, job: RunningJob, code: int) -> None:
+        del self._running[job.attempt_id]
+        try:
+            with session_scope(self._factory) as session:
+                _set_exit_code(session, job.attempt_id, code)
+                operation = session.scalars(
+                    select(Operation)
+                    .where(
+                        Operation.id == job.operation_id,
+                        Operation.status == OperationStatus.RUNNING,
+                        Operation.current_attempt_id == job.attempt_id,
+                    )
+                    .with_for_update()
+                    .execution_options(populate_existing=True)
+                ).one_or_none()
+                if operation is None:
+                    return  # the job reported (or the lease was reaped): nothing to add
+                attempt = session.get_one(Attempt, job.attempt_id)
+                error = exit_error(
+                    code,
+                    killed_because=job.stop_reason if job.killed else None,
+                    log_path=job.handle.log_path,
+                    tail=tail_log(job.handle.log_path),
+                )
+                if operation.cancel_requested:
+                    moved = finish_cancelled(session, attempt, error=error, exit_code=code)
+                else:
+                    retry_at = timedelta(seconds=self._backoff.delay(operation.run_times))
+                    moved = fail_attempt(
+                        session, attempt, error=error, exit_code=code, retry_at=retry_at
+                    )
+                log.warning(
+                    "operation %s: attempt %s ended with code %s before reporting; now %s",
+                    job.operation_id,
+                    job.attempt_id,
+                    code,
+                    moved.status,
+                )
+                operation_moved(moved)
+                attempt_ended(job.action, attempt)
+        except TransitionRefused:
+            log.info("attempt %s finished elsewhere meanwhile", job.attempt_id)
+
+    # 3. claiming and launching ----------------------------------------------------------
+
+    def _claim_and_launch(self, report: TickReport) -> None:
+        free = self.settings.max_running_per_instance - len(self._running)
+        if free <= 0:
+            return
+        with session_scope(self._factory) as session:
+            claims = claim_due_operations(
+                session,
+                self.instance_id,
+                limit=free,
+                queue_limits=self.settings.queue_limits,
+                lease_seconds=self.settings.lease_seconds,
+            )
+            # Tokens in the claim's transaction: a committed attempt always has one.
+            jobs = [
+                ClaimedJob.from_claim(c, issue_attempt_token(session, c.attempt)) for c in claims
+            ]
+        claimed_mono = self._clock()
+        launched: list[tuple[ClaimedJob, RunningJob]] = []
+        for job in jobs:
+            metrics.OPERATION_TRANSITIONS.labels(job.action, OperationStatus.RUNNING.value).inc()
+            running = self._launch(job)
+            if running is None:
+                report.launch_failed.append(job.attempt_id)
+                continue
+            self._running[job.attempt_id] = running
+            launched.append((job, running))
+            report.launched.append(job.attempt_id)
+            waited = (job.claimed_at - job.due_at).total_seconds() + self._clock() - claimed_mono
+            metrics.SCHEDULING_DELAY.labels(job.action).observe(max(0.0, waited))
+        if launched:
+            try:
+                with session_scope(self._factory) as session:
+                    for job, running in launched:
+                        record_launch(
+                            session,
+                            session.get_one(Attempt, job.attempt_id),
+                            log_path=str(running.handle.log_path),
+                        )
+            except Exception:
+                log.exception("could not record launches (the jobs run regardless)")
+
+    def _launch(self, job: ClaimedJob) -> RunningJob | None:
+        spec = launch_spec(job, api_url=self.settings.api_url, log_dir=self.settings.job_log_dir)
+        try:
+            handle = self._engines.get(job.engine).launch(spec)
+        except LaunchError as exc:
+            self._launch_failed(job, exc)
+            return None
+        except Exception as exc:  # an engine bug must not stop the loop or lose the attempt
+            log.exception("engine %s failed to launch attempt %s", job.engine, job.attempt_id)
+            self._launch_failed(job, LaunchError(repr(exc)))
+            return None
+        log.info(
+            "operation %s: launched attempt %s (%s, pid %s, log %s)",
+            job.operation_id,
+            job.attempt_id,
+            job.action,
+            handle.pid,
+            handle.log_path,
+        )
+        return RunningJob(job.operation_id, job.attempt_id, job.action, handle)
+
+    def _launch_failed(self, job: ClaimedJob, exc: LaunchError) -> None:
+        log.error(
+            "operation %s: launch of attempt %s failed: %s", job.operation_id, job.attempt_id, exc
+        )
+        retry_at = timedelta(seconds=self._backoff.delay(job.run_times)) if exc.retryable else None
+        try:
+            with session_scope(self._factory) as session:
+                attempt = session.get_one(Attempt, job.attempt_id)
+                moved = fail_attempt(
+                    session, attempt, error=f"launch failed: {exc}", retry_at=retry_at
+                )
+                operation_moved(moved)
+                attempt_ended(job.action, attempt)
+        except TransitionRefused:
+            log.info("attempt %s was finished elsewhere meanwhile", job.attempt_id)
+
+    # 4. metrics -----------------------------------------------------------------------
+
+    def _observe_queue_depth(self) -> None:
+        now = self._clock()
+        if self._depth_at is not None and now - self._depth_at < self._depth_interval:
+            return
+        self._depth_at = now
+        with session_scope(self._factory) as session:
+            depth = queue_depth(session)
+        for queue in self._depth_queues - depth.keys():
+            metrics.QUEUE_DEPTH.labels(queue).set(0)
+        for queue, count in depth.items():
+            metrics.QUEUE_DEPTH.labels(queue).set(count)
+        self._depth_queues |= depth.keys()
+
+
+def _set_exit_code(session: Session, attempt_id: int, code: int) -> None:
+    """Keep the process's exit code on the attempt, whoever finished it."""
+    session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt_id, Attempt.exit_code.is_(None))
+        .values(exit_code=code)
+        .execution_options(synchronize_session=False)
+    )

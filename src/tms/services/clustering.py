@@ -1,0 +1,443 @@
+"""Clustering: many small file groups of a partition rewritten into fewer, larger ones.
+
+Scheduling writes `<ts>.replacecommit.requested` holding Hudi's clustering plan (input groups
+of file slices, as `SparkSizeBasedClusteringPlanStrategy` builds them); executing runs one Spark
+task per input group, which merges its slices (base file + committed log blocks), optionally
+sorts the rows, and writes new file groups. The completed `<ts>.replacecommit` names the input
+file groups as replaced, so readers switch to the new ones atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import posixpath
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tms.hudi import avro_codec
+from tms.hudi.avro_schema import arrow_schema_from_avro
+from tms.hudi.commit_metadata import NULL_COMMIT, ReplaceCommitMetadata, WriteStat
+from tms.hudi.data_files import META_COLUMNS, write_base_file
+from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
+from tms.hudi.fs_view import BaseFile, FileSlice, LogFile
+from tms.hudi.instant import Action, State, is_instant_time
+from tms.hudi.markers import (
+    Marker,
+    MarkerType,
+    create_marker,
+    delete_markers,
+    delete_unreported_files,
+    list_markers,
+)
+from tms.hudi.reader import read_file_slice
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import CLUSTER_OPERATION, Timeline
+from tms.hudi.transitions import new_instant_time, request, transition
+from tms.services.execution import PlanNotFoundError, ServiceResult, executing, pending_plan
+from tms.services.spark import TaskInfo, run_tasks
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+MIB = 1024 * 1024
+DEFAULT_TARGET_FILE_SIZE = 128 * MIB
+DEFAULT_SMALL_FILE_LIMIT = 100 * MIB
+HUDI_TARGET_FILE_SIZE = 1024 * MIB
+"""Hudi's `hoodie.clustering.plan.strategy.target.file.max.bytes`, for plans Hudi scheduled."""
+EXECUTION_STRATEGY = (
+    "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
+)
+SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
+TARGET_FILE_SIZE_PARAM = "hoodie.clustering.plan.strategy.target.file.max.bytes"
+PLAN_VERSION = 1
+FALLBACK_BYTES_PER_ROW = 64.0
+RECORD_KEY = "_hoodie_record_key"
+
+
+# Scheduling -----------------------------------------------------------------------------------
+
+
+def schedule_clustering(
+    table: HudiTable,
+    *,
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+    small_file_limit: int = DEFAULT_SMALL_FILE_LIMIT,
+    sort_columns: Sequence[str] = (),
+    max_bytes_per_group: int | None = None,
+    instant_time: str | None = None,
+) -> str | None:
+    """Plan clustering of each partition's small file groups; returns the instant, or None
+    when no partition has two or more small file groups that would merge into fewer.
+
+    File groups in a pending compaction or clustering, or being written by an inflight
+    commit, are left out: rewriting them would lose what those instants add.
+    """
+    if target_file_size <= 0 or small_file_limit <= 0:
+        raise ValueError("target_file_size and small_file_limit must be positive")
+    group_limit = max_bytes_per_group or target_file_size
+    if group_limit <= 0:
+        raise ValueError("max_bytes_per_group must be positive")
+    timeline = table.timeline()
+    table.ensure_supported(timeline)
+    view = table.file_system_view(timeline)
+    columns = [c.strip() for c in sort_columns if c.strip()]
+    _check_sort_columns(timeline, columns)
+    busy = (
+        view.pending_compaction_file_ids()
+        | view.pending_clustering_file_ids()
+        | _file_groups_being_written(table, timeline)
+    )
+    groups: list[dict[str, Any]] = []
+    for partition in view.partitions:
+        candidates = [
+            s
+            for s in view.latest_file_slices(partition)
+            if (s.partition_path, s.file_id) not in busy and s.total_size < small_file_limit
+        ]
+        for members in _bin_pack(candidates, group_limit):
+            outputs = max(1, math.ceil(sum(s.total_size for s in members) / target_file_size))
+            if outputs < len(members):  # otherwise the file count would not drop
+                groups.append(_clustering_group(table.storage, members, outputs, target_file_size))
+    if not groups:
+        return None
+    instant = _instant_time(timeline, instant_time)
+    params = {TARGET_FILE_SIZE_PARAM: str(target_file_size)}
+    if columns:
+        params[SORT_COLUMNS_PARAM] = ",".join(columns)
+    requested = {
+        "operationType": CLUSTER_OPERATION,
+        "clusteringPlan": {
+            "inputGroups": groups,
+            "strategy": {
+                "strategyClassName": EXECUTION_STRATEGY,
+                "strategyParams": params,
+                "version": PLAN_VERSION,
+            },
+            "extraMetadata": {},
+            "version": PLAN_VERSION,
+            "preserveHoodieMetadata": True,
+            "missingSchedulePartitions": None,
+        },
+        "extraMetadata": {},
+        "version": PLAN_VERSION,
+    }
+    content = avro_codec.encode("HoodieRequestedReplaceMetadata", requested)
+    request(table.storage, table.config, instant, Action.REPLACE_COMMIT, content)
+    return instant
+
+
+def _bin_pack(slices: Sequence[FileSlice], limit: int) -> list[list[FileSlice]]:
+    """First-fit decreasing: largest slices first, each into the first group with room.
+
+    Hudi's strategy fills one group at a time after the same sort; first-fit packs at least
+    as tightly, so no more file groups come out.
+    """
+    bins: list[tuple[int, list[FileSlice]]] = []
+    for piece in sorted(slices, key=lambda s: (-s.total_size, s.file_id)):
+        for index, (used, members) in enumerate(bins):
+            if used + piece.total_size <= limit:
+                members.append(piece)
+                bins[index] = (used + piece.total_size, members)
+                break
+        else:
+            bins.append((piece.total_size, [piece]))
+    return [members for _, members in bins]
+
+
+def _clustering_group(
+    storage: Storage, members: Sequence[FileSlice], outputs: int, default_base_size: int
+) -> dict[str, Any]:
+    """A HoodieClusteringGroup: slices with full paths (Hudi opens them as given)."""
+    log_size = sum(s.log_size for s in members)
+    read = sum(s.base_file.size if s.base_file else 0 for s in members)
+    write = sum(s.base_file.size if s.base_file else default_base_size for s in members)
+    read_mb, write_mb = (read + log_size) // MIB, write // MIB
+    return {
+        "slices": [
+            {
+                "dataFilePath": storage.uri(s.base_file.path) if s.base_file else "",
+                "deltaFilePaths": [storage.uri(log.path) for log in s.log_files],
+                "fileId": s.file_id,
+                "partitionPath": s.partition_path,
+                "bootstrapFilePath": "",
+                "version": PLAN_VERSION,
+            }
+            for s in members
+        ],
+        "metrics": {
+            "TOTAL_IO_READ_MB": float(read_mb),
+            "TOTAL_IO_WRITE_MB": float(write_mb),
+            "TOTAL_IO_MB": float(read_mb + write_mb),
+            "TOTAL_LOG_FILES_SIZE": float(log_size),
+            "TOTAL_LOG_FILES": float(sum(len(s.log_files) for s in members)),
+        },
+        "numOutputFileGroups": outputs,
+        "extraMetadata": None,
+        "version": PLAN_VERSION,
+    }
+
+
+def _check_sort_columns(timeline: Timeline, columns: Sequence[str]) -> None:
+    """Unknown sort columns are refused now rather than failing every Spark task later."""
+    schema_json = timeline.latest_schema()
+    if columns and schema_json:  # no schema yet: nothing was written, nothing to cluster
+        _check_columns(json.loads(schema_json), columns)
+
+
+def _check_columns(avro_schema: dict[str, Any], columns: Sequence[str]) -> None:
+    known = [f["name"] for f in avro_schema["fields"]]
+    unknown = [c for c in columns if c not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown sort column(s) {', '.join(unknown)}; the table's columns are "
+            f"{', '.join(c for c in known if c not in META_COLUMNS)}"
+        )
+
+
+def _file_groups_being_written(table: HudiTable, timeline: Timeline) -> set[tuple[str, str]]:
+    """File groups an inflight commit has written to, known from its markers."""
+    busy: set[tuple[str, str]] = set()
+    for instant in timeline.pending((Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)):
+        for marker in list_markers(table.storage, instant.requested_time):
+            name = BaseFileName.parse(marker.file_name) or LogFileName.parse(marker.file_name)
+            if name is not None:
+                busy.add((marker.partition_path, name.file_id))
+    return busy
+
+
+def _instant_time(timeline: Timeline, wanted: str | None) -> str:
+    if wanted is None:
+        return new_instant_time(timeline.instants)
+    if not is_instant_time(wanted):
+        raise ValueError(f"instant time {wanted!r} is not yyyyMMddHHmmss[SSS]")
+    latest = max((i.requested_time for i in timeline.instants), default="")
+    if wanted <= latest:
+        raise ValueError(f"instant time {wanted} must be after the latest instant {latest}")
+    return wanted
+
+
+# Execution ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _SliceInput:
+    partition_path: str
+    file_id: str
+    base_file: str | None
+    """Relative to the base path, like the log files."""
+    log_files: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _GroupTask:
+    """Everything one Spark task needs to rewrite one clustering group (small, picklable)."""
+
+    base_uri: str
+    instant_time: str
+    slices: tuple[_SliceInput, ...]
+    sort_columns: tuple[str, ...]
+    target_file_size: int
+    ordering_field: str | None
+    schema_json: str | None
+    completed: frozenset[str]
+    earliest_active: str
+
+
+@dataclass
+class _GroupResult:
+    stats: list[WriteStat] = field(default_factory=list)
+    log_files: int = 0
+    log_records: int = 0
+
+
+def execute_clustering(
+    spark: SparkSession,
+    table: HudiTable,
+    instant_time: str,
+    *,
+    heartbeat_interval: float = 60.0,
+) -> ServiceResult:
+    """Run a pending clustering plan and complete its replacecommit.
+
+    A crashed earlier attempt is rolled back first; files of failed task attempts (marked but
+    not reported) are deleted before the instant completes.
+    """
+    table.ensure_supported()
+    instant = pending_plan(table, instant_time, (Action.REPLACE_COMMIT, Action.CLUSTERING))
+    timeline = table.timeline()
+    if not timeline.is_clustering(instant):
+        raise PlanNotFoundError(f"replacecommit {instant_time} is not a clustering plan")
+    plan = timeline.clustering_plan(instant)
+    params = (plan.get("strategy") or {}).get("strategyParams") or {}
+    sort_columns = tuple(c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(","))
+    schema_json = timeline.latest_schema()
+    if schema_json:
+        _check_columns(json.loads(schema_json), [c for c in sort_columns if c])
+    ordering = table.config.ordering_fields
+    template = _GroupTask(
+        base_uri=table.base_path,
+        instant_time=instant_time,
+        slices=(),
+        sort_columns=tuple(c for c in sort_columns if c),
+        target_file_size=int(params.get(TARGET_FILE_SIZE_PARAM) or HUDI_TARGET_FILE_SIZE),
+        ordering_field=ordering[0] if ordering else None,
+        schema_json=schema_json,
+        completed=frozenset(i.requested_time for i in timeline.instants if i.is_completed),
+        earliest_active=timeline.instants[0].requested_time,
+    )
+    tasks = [
+        replace(template, slices=tuple(_slice_input(piece) for piece in group.get("slices") or []))
+        for group in plan.get("inputGroups") or []
+    ]
+    replaced: dict[str, list[str]] = defaultdict(list)
+    for task in tasks:
+        for piece in task.slices:
+            replaced[piece.partition_path].append(piece.file_id)
+    result = ServiceResult(action="clustering", instant=instant_time)
+    with executing(table, instant, result, heartbeat_interval) as inflight:
+        outcomes = run_tasks(spark, _cluster_group, tasks, f"tms clustering {instant_time}")
+        stats = [stat for outcome in outcomes for stat in outcome.stats]
+        storage = table.storage
+        delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})
+        metadata = ReplaceCommitMetadata(
+            extra_metadata={"schema": schema_json} if schema_json else {},
+            operation_type=CLUSTER_OPERATION,
+            partition_to_replace_file_ids=dict(replaced),
+        )
+        for stat in stats:
+            metadata.add_write_stat(stat.partition_path or "", stat)
+        transition(storage, table.config, inflight, State.COMPLETED, metadata.to_json())
+        delete_markers(storage, instant_time)
+    result.file_groups = sum(len(ids) for ids in replaced.values())
+    result.files_written = len(stats)
+    result.bytes_written = sum(s.total_write_bytes for s in stats)
+    result.records_written = sum(s.num_writes for s in stats)
+    result.log_files_compacted = sum(o.log_files for o in outcomes)
+    result.log_records_compacted = sum(o.log_records for o in outcomes)
+    return result
+
+
+def _slice_input(piece: dict[str, Any]) -> _SliceInput:
+    """Plan paths are full paths; a data file lives directly in its partition folder."""
+    partition = piece.get("partitionPath") or ""
+
+    def relative(path: str) -> str:
+        name = posixpath.basename(path)
+        return posixpath.join(partition, name) if partition else name
+
+    base = piece.get("dataFilePath") or ""
+    return _SliceInput(
+        partition_path=partition,
+        file_id=piece["fileId"],
+        base_file=relative(base) if base else None,
+        log_files=tuple(relative(p) for p in piece.get("deltaFilePaths") or []),
+    )
+
+
+def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
+    """Runs on an executor: merge the group's slices and write them as new file groups."""
+    storage = Storage(task.base_uri)
+    schema = arrow_schema_from_avro(json.loads(task.schema_json)) if task.schema_json else None
+
+    def is_committed(ts: str) -> bool:
+        return ts in task.completed or ts < task.earliest_active
+
+    result = _GroupResult()
+    parts: dict[str, list[pa.Table]] = defaultdict(list)
+    base_bytes = base_rows = log_bytes = 0
+    for piece in task.slices:
+        file_slice = _file_slice(storage, piece)
+        rows, log_records = read_file_slice(
+            storage, file_slice, task.ordering_field, is_committed, schema
+        )
+        result.log_files += len(file_slice.log_files)
+        result.log_records += log_records
+        log_bytes += file_slice.log_size
+        if file_slice.base_file is not None:
+            base_bytes += file_slice.base_file.size
+            base_rows += _parquet_rows(storage, file_slice.base_file.path)
+        if rows.num_rows:
+            parts[piece.partition_path].append(rows)
+    bytes_per_row = (
+        base_bytes / base_rows
+        if base_rows
+        else log_bytes / result.log_records
+        if result.log_records
+        else FALLBACK_BYTES_PER_ROW
+    )
+    rows_per_file = max(1, int(task.target_file_size // max(bytes_per_row, 1.0)))
+    avro_schema = json.loads(task.schema_json) if task.schema_json else None
+    for partition, tables in parts.items():
+        data = pa.concat_tables(tables, promote_options="default")
+        keys = [*task.sort_columns, RECORD_KEY]
+        data = data.sort_by([(c, "ascending") for c in dict.fromkeys(keys)])
+        files = max(1, math.ceil(data.num_rows / rows_per_file))
+        chunk = math.ceil(data.num_rows / files)
+        for index in range(files):
+            rows = data.slice(index * chunk, chunk)
+            stat = _write_file(storage, task, info, partition, index, rows, avro_schema)
+            result.stats.append(stat)
+    return result
+
+
+def _file_slice(storage: Storage, piece: _SliceInput) -> FileSlice:
+    base: BaseFile | None = None
+    base_instant = ""
+    if piece.base_file is not None:
+        name = BaseFileName.parse(posixpath.basename(piece.base_file))
+        if name is None:
+            raise ValueError(f"not a base file name: {piece.base_file}")
+        base = BaseFile(name, piece.base_file, storage.info(piece.base_file).size)
+        base_instant = name.instant_time
+    logs: list[LogFile] = []
+    for path in piece.log_files:
+        log_name = LogFileName.parse(posixpath.basename(path))
+        if log_name is None:
+            raise ValueError(f"not a log file name: {path}")
+        logs.append(LogFile(log_name, path, storage.info(path).size))
+        base_instant = base_instant or log_name.base_instant_time
+    logs.sort(key=lambda log: log.name.sort_key)
+    return FileSlice(piece.partition_path, piece.file_id, base_instant, base, tuple(logs))
+
+
+def _parquet_rows(storage: Storage, path: str) -> int:
+    with storage.fs.open(storage.full_path(path), "rb") as handle:
+        return int(pq.read_metadata(handle).num_rows)
+
+
+def _write_file(
+    storage: Storage,
+    task: _GroupTask,
+    info: TaskInfo,
+    partition: str,
+    index: int,
+    rows: pa.Table,
+    avro_schema: dict[str, Any] | None,
+) -> WriteStat:
+    """One new file group; commit time and seqno are kept, so incremental reads still work."""
+    file_id = new_file_id(index)
+    name = BaseFileName(file_id, info.write_token, task.instant_time)
+    path = posixpath.join(partition, str(name)) if partition else str(name)
+    create_marker(storage, task.instant_time, Marker(partition, str(name), MarkerType.CREATE))
+    position = rows.schema.get_field_index("_hoodie_file_name")
+    rows = rows.set_column(
+        position, rows.schema.field(position), pa.array([str(name)] * rows.num_rows, pa.string())
+    )
+    size = write_base_file(storage, path, rows, avro_schema)
+    return WriteStat(
+        file_id=file_id,
+        path=path,
+        prev_commit=NULL_COMMIT,
+        partition_path=partition,
+        num_writes=rows.num_rows,
+        num_inserts=rows.num_rows,
+        total_write_bytes=size,
+        file_size_in_bytes=size,
+    )

@@ -1,0 +1,382 @@
+"""Compaction of merge-on-read tables: each file slice's base file and log files merged into a
+new base file, so readers stop merging logs at query time.
+
+Scheduling writes `<ts>.compaction.requested` holding Hudi's `HoodieCompactionPlan` (version 2:
+one operation per file slice, naming its base and log files by file name, with Hudi's metrics).
+Executing runs one Spark task per operation, which writes `<fileId>_<writeToken>_<ts>.parquet`,
+and completes the instant as `<ts>.commit` marked compacted. Writers keep appending while the
+compaction is pending: their log files name the compaction instant, so they belong to the new
+slice whose base file the compaction writes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import posixpath
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tms.hudi import avro_codec
+from tms.hudi.avro_schema import META_FIELDS, arrow_schema_from_avro
+from tms.hudi.commit_metadata import NULL_COMMIT, CommitMetadata, RuntimeStats, WriteStat
+from tms.hudi.data_files import read_base_file, write_base_file
+from tms.hudi.filenames import BaseFileName, LogFileName
+from tms.hudi.fs_view import BaseFile, FileSlice, LogFile
+from tms.hudi.instant import Action, State, is_instant_time
+from tms.hudi.markers import (
+    Marker,
+    MarkerType,
+    create_marker,
+    delete_markers,
+    delete_unreported_files,
+)
+from tms.hudi.reader import read_file_slice
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiError, HudiTable, UnsupportedTableError
+from tms.hudi.timeline import Timeline
+from tms.hudi.transitions import new_instant_time, request, transition
+from tms.services.compaction_strategy import (
+    TOTAL_LOG_FILES_SIZE,
+    CompactionStrategy,
+    slice_metrics,
+    strategy_by_name,
+)
+from tms.services.execution import ServiceResult, executing, pending_plan
+from tms.services.spark import TaskInfo, run_tasks
+
+PLAN_VERSION = 2
+"""`CompactionUtils.LATEST_COMPACTION_METADATA_VERSION`: file names, not paths, in operations."""
+COMPACT_OPERATION = "COMPACT"
+RECORD_KEY = "_hoodie_record_key"
+COMMIT_TIME = "_hoodie_commit_time"
+FILE_NAME = "_hoodie_file_name"
+PENDING_WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT)
+
+
+class CompactionConflictError(HudiError):
+    """The timeline does not allow a compaction at that instant; nothing was written."""
+
+
+@dataclass(frozen=True)
+class CompactionOperation:
+    """One `HoodieCompactionOperation`: the file slice of one file group to compact."""
+
+    partition_path: str
+    file_id: str
+    base_instant_time: str
+    data_file_name: str | None
+    delta_file_names: tuple[str, ...]
+    metrics: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_slice(cls, file_slice: FileSlice) -> CompactionOperation:
+        return cls(
+            partition_path=file_slice.partition_path,
+            file_id=file_slice.file_id,
+            base_instant_time=file_slice.base_instant_time,
+            data_file_name=file_slice.base_file.file_name if file_slice.base_file else None,
+            delta_file_names=tuple(log.file_name for log in file_slice.log_files),
+            metrics=slice_metrics(file_slice),
+        )
+
+    @classmethod
+    def from_avro(cls, record: Mapping[str, Any]) -> CompactionOperation:
+        """Read a plan operation; version 1 plans hold full paths, so only names are kept."""
+        data_file = record.get("dataFilePath")
+        return cls(
+            partition_path=record.get("partitionPath") or "",
+            file_id=str(record["fileId"]),
+            base_instant_time=str(record["baseInstantTime"]),
+            data_file_name=posixpath.basename(data_file) if data_file else None,
+            delta_file_names=tuple(
+                posixpath.basename(p) for p in record.get("deltaFilePaths") or []
+            ),
+            metrics=dict(record.get("metrics") or {}),
+        )
+
+    def to_avro(self) -> dict[str, Any]:
+        return {
+            "baseInstantTime": self.base_instant_time,
+            "deltaFilePaths": list(self.delta_file_names),
+            "dataFilePath": self.data_file_name,
+            "fileId": self.file_id,
+            "partitionPath": self.partition_path,
+            "metrics": dict(self.metrics),
+            "bootstrapFilePath": None,
+        }
+
+    def path(self, file_name: str) -> str:
+        return posixpath.join(self.partition_path, file_name) if self.partition_path else file_name
+
+    def file_slice(self) -> FileSlice:
+        """The slice as the plan names it (sizes unknown: only the files are read)."""
+        base = None
+        if self.data_file_name:
+            name = BaseFileName.parse(self.data_file_name)
+            if name is None:
+                raise ValueError(f"plan names an unrecognised base file {self.data_file_name!r}")
+            base = BaseFile(name, self.path(self.data_file_name), 0)
+        logs = []
+        for log_name in self.delta_file_names:
+            parsed = LogFileName.parse(log_name)
+            if parsed is None:
+                raise ValueError(f"plan names an unrecognised log file {log_name!r}")
+            logs.append(LogFile(parsed, self.path(log_name), 0))
+        return FileSlice(
+            self.partition_path, self.file_id, self.base_instant_time, base, tuple(logs)
+        )
+
+
+# Scheduling -----------------------------------------------------------------------------------
+
+
+def schedule_compaction(
+    table: HudiTable,
+    *,
+    strategy: str | CompactionStrategy = "all",
+    instant_time: str | None = None,
+) -> str | None:
+    """Plan a compaction of the latest file slices with log files; returns its instant, or
+    None when no slice needs compacting.
+
+    File groups already in a pending compaction or clustering are left out. Refused when a
+    commit or delta commit is pending (its log files could be left out of the plan and then
+    hidden behind the new base file), and when an explicit `instant_time` is not later than
+    every completed instant and pending compaction (Hudi's rule).
+    """
+    chosen = strategy_by_name(strategy) if isinstance(strategy, str) else strategy
+    timeline = table.timeline()
+    _ensure_compactable(table, timeline)
+    if instant_time is None:
+        instant_time = new_instant_time(timeline.instants)
+    _check_schedulable(timeline, instant_time)
+    view = table.file_system_view(timeline)
+    busy = view.pending_compaction_file_ids() | view.pending_clustering_file_ids()
+    candidates = [
+        s
+        for s in view.latest_file_slices()
+        if s.has_log_files and (s.partition_path, s.file_id) not in busy
+    ]
+    selected = chosen.select(candidates)
+    if not selected:
+        return None
+    plan = {
+        "operations": [CompactionOperation.from_slice(s).to_avro() for s in selected],
+        "extraMetadata": None,
+        "version": PLAN_VERSION,
+        "strategy": None,
+        "preserveHoodieMetadata": True,
+        "missingSchedulePartitions": None,
+    }
+    request(
+        table.storage,
+        table.config,
+        instant_time,
+        Action.COMPACTION,
+        avro_codec.encode("HoodieCompactionPlan", plan),
+    )
+    return instant_time
+
+
+def _ensure_compactable(table: HudiTable, timeline: Timeline) -> None:
+    if not table.config.is_merge_on_read:
+        raise UnsupportedTableError(
+            f"compaction applies to MERGE_ON_READ tables; {table.base_path} is "
+            f"{table.config.table_type}"
+        )
+    table.ensure_supported(timeline)
+
+
+def _check_schedulable(timeline: Timeline, instant_time: str) -> None:
+    if not is_instant_time(instant_time):
+        raise ValueError(f"{instant_time!r} is not an instant time (yyyyMMddHHmmssSSS)")
+    if timeline.get(instant_time) is not None:
+        raise CompactionConflictError(f"instant time {instant_time} is already on the timeline")
+    later = [
+        i
+        for i in timeline.instants
+        if i.requested_time > instant_time and (i.is_completed or timeline.is_compaction(i))
+    ]
+    if later:
+        raise CompactionConflictError(
+            f"cannot schedule a compaction at {instant_time}: completed instants and pending "
+            f"compactions must be earlier, but these are not: {', '.join(map(str, later))}"
+        )
+    writes = timeline.pending(PENDING_WRITE_ACTIONS)
+    if writes:
+        raise CompactionConflictError(
+            f"cannot schedule a compaction at {instant_time} while writes are pending (their "
+            f"log files would be missed): {', '.join(map(str, writes))}; let them complete or "
+            "roll them back first"
+        )
+
+
+# Execution ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Execution:
+    """What every task of one execution shares; small and picklable."""
+
+    base_path: str
+    instant_time: str
+    ordering_field: str | None
+    avro_schema: dict[str, Any] | None
+    schema: pa.Schema | None
+    committed: frozenset[str]
+    archived_before: str
+    """Instants older than the active timeline's first were archived after completing."""
+
+    def is_committed(self, instant_time: str) -> bool:
+        """Log blocks count when their instant completed before the compaction instant (later
+        blocks belong to the compaction's own slice)."""
+        if instant_time >= self.instant_time:
+            return False
+        return instant_time in self.committed or instant_time < self.archived_before
+
+
+def execute_compaction(
+    spark: Any, table: HudiTable, instant_time: str, *, heartbeat_interval: float = 60.0
+) -> ServiceResult:
+    """Execute a pending compaction plan on Spark and complete it as a `<ts>.commit`.
+
+    An attempt that crashed earlier is rolled back first (by `executing`). Raises
+    `PlanNotFoundError` when no compaction is pending at `instant_time`.
+    """
+    timeline = table.timeline()
+    _ensure_compactable(table, timeline)
+    instant = pending_plan(table, instant_time, (Action.COMPACTION,))
+    plan = timeline.compaction_plan(instant)
+    operations = [CompactionOperation.from_avro(op) for op in plan.get("operations") or []]
+    schema_json = timeline.latest_schema()
+    avro_schema = _with_meta_fields(json.loads(schema_json)) if schema_json else None
+    result = ServiceResult(action=Action.COMPACTION.value, instant=instant_time)
+    storage = table.storage
+    with executing(table, instant, result, heartbeat_interval) as inflight:
+        timeline = table.timeline()
+        ordering = table.config.ordering_fields
+        execution = _Execution(
+            base_path=table.base_path,
+            instant_time=instant_time,
+            ordering_field=ordering[0] if ordering else None,
+            avro_schema=avro_schema,
+            schema=arrow_schema_from_avro(avro_schema) if avro_schema else None,
+            committed=frozenset(i.requested_time for i in timeline.completed()),
+            archived_before=timeline.instants[0].requested_time if timeline.instants else "",
+        )
+        written = run_tasks(
+            spark,
+            functools.partial(_compact_slice, execution),
+            operations,
+            description=f"tms compaction {instant_time} of {table.name}",
+        )
+        stats = [stat for stat in written if stat is not None]
+        delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})
+        metadata = CommitMetadata(
+            compacted=True,
+            operation_type=COMPACT_OPERATION,
+            extra_metadata={"schema": schema_json} if schema_json else {},
+        )
+        metadata.extra_metadata.update(plan.get("extraMetadata") or {})
+        for stat in stats:
+            metadata.add_write_stat(stat.partition_path or "", stat)
+        transition(storage, table.config, inflight, State.COMPLETED, metadata.to_json())
+        delete_markers(storage, instant_time)
+    result.file_groups = len(operations)
+    result.files_written = len(stats)
+    result.bytes_written = sum(s.total_write_bytes for s in stats)
+    result.records_written = sum(s.num_writes for s in stats)
+    result.log_files_compacted = sum(s.total_log_files_compacted for s in stats)
+    result.log_records_compacted = sum(s.total_log_records for s in stats)
+    return result
+
+
+def _with_meta_fields(avro_schema: dict[str, Any]) -> dict[str, Any]:
+    """The table schema as base files carry it: Hudi's meta fields first."""
+    fields = avro_schema.get("fields") or []
+    present = {f["name"] for f in fields}
+    meta = [
+        {"name": name, "type": ["null", "string"], "doc": "", "default": None}
+        for name in META_FIELDS
+        if name not in present
+    ]
+    return {**avro_schema, "fields": meta + list(fields)}
+
+
+def _compact_slice(
+    execution: _Execution, operation: CompactionOperation, task: TaskInfo
+) -> WriteStat | None:
+    """One Spark task: merge one slice and write the new base file; returns its write stat."""
+    started = time.perf_counter()
+    storage = Storage(execution.base_path)
+    file_slice = operation.file_slice()
+    merged, log_records = read_file_slice(
+        storage, file_slice, execution.ordering_field, execution.is_committed, execution.schema
+    )
+    if file_slice.base_file is None and merged.num_rows == 0:
+        return None  # a log-only slice whose records were all deleted: nothing to write
+    scanned = time.perf_counter()
+    name = str(BaseFileName(operation.file_id, task.write_token, execution.instant_time))
+    path = operation.path(name)
+    has_base = file_slice.base_file is not None
+    create_marker(
+        storage,
+        execution.instant_time,
+        Marker(operation.partition_path, name, MarkerType.MERGE if has_base else MarkerType.CREATE),
+    )
+    rows = merged.set_column(
+        merged.schema.get_field_index(FILE_NAME),
+        pa.field(FILE_NAME, pa.string()),
+        pa.array([name] * merged.num_rows, pa.string()),
+    )
+    size = write_base_file(storage, path, rows, execution.avro_schema)
+    updates, inserts, deletes = _merge_counts(storage, file_slice, merged)
+    write_ms = int((time.perf_counter() - scanned) * 1000)
+    log_size = operation.metrics.get(TOTAL_LOG_FILES_SIZE)
+    if log_size is None:
+        log_size = sum(storage.info(log.path).size for log in file_slice.log_files)
+    return WriteStat(
+        file_id=operation.file_id,
+        path=path,
+        prev_commit=operation.base_instant_time if has_base else NULL_COMMIT,
+        num_writes=rows.num_rows,
+        num_deletes=deletes,
+        num_update_writes=updates,
+        num_inserts=inserts,
+        total_write_bytes=size,
+        partition_path=operation.partition_path,
+        total_log_records=log_records,
+        total_log_files_compacted=len(file_slice.log_files),
+        total_log_size_compacted=int(log_size),
+        total_updated_records_compacted=updates + inserts + deletes,
+        file_size_in_bytes=size,
+        runtime_stats=RuntimeStats(
+            total_scan_time=int((scanned - started) * 1000),
+            total_upsert_time=write_ms if has_base else 0,
+            total_create_time=0 if has_base else write_ms,
+        ),
+    )
+
+
+def _merge_counts(
+    storage: Storage, file_slice: FileSlice, merged: pa.Table
+) -> tuple[int, int, int]:
+    """(updated, inserted, deleted) records of the base file, as Hudi's merge handle counts.
+
+    A row came from the logs when its commit time is after the slice's base instant: log
+    blocks are written after the base file, whose rows are at most as recent as it.
+    """
+    if file_slice.base_file is None:
+        return 0, merged.num_rows, 0
+    base_keys = read_base_file(storage, file_slice.base_file.path, columns=[RECORD_KEY])
+    in_base = pc.is_in(merged.column(RECORD_KEY), value_set=base_keys.column(RECORD_KEY))
+    from_log = pc.greater(merged.column(COMMIT_TIME), file_slice.base_instant_time)
+    updates = int(pc.sum(pc.and_(from_log, in_base)).as_py() or 0)
+    inserts = int(pc.sum(pc.and_(from_log, pc.invert(in_base))).as_py() or 0)
+    return updates, inserts, base_keys.num_rows - int(pc.sum(in_base).as_py() or 0)

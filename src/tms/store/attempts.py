@@ -1,0 +1,78 @@
+"""Attempts: the job's scoped token, launch details, and history per operation."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from tms.store.errors import NotFound
+from tms.store.models import Attempt, AttemptOutcome
+
+__all__ = [
+    "attempt_for_token",
+    "get_attempt",
+    "hash_token",
+    "issue_attempt_token",
+    "list_attempts",
+    "record_launch",
+]
+
+
+def hash_token(token: str) -> str:
+    """Only the sha256 of a job token is stored: a database dump cannot impersonate a job."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def issue_attempt_token(session: Session, attempt: Attempt) -> str:
+    """A fresh bearer token for the attempt's job (spec, heartbeats, result); replaces any
+    earlier one. Returned once, in clear, to hand to the launched process."""
+    token = secrets.token_urlsafe(32)
+    session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt.id)
+        .values(token_hash=hash_token(token))
+        .execution_options(synchronize_session="fetch")
+    )
+    return token
+
+
+def attempt_for_token(session: Session, token: str, *, running_only: bool = True) -> Attempt | None:
+    """The attempt a job token belongs to; by default only while it is still RUNNING."""
+    stmt = select(Attempt).where(Attempt.token_hash == hash_token(token))
+    if running_only:
+        stmt = stmt.where(Attempt.outcome == AttemptOutcome.RUNNING)
+    return session.scalars(stmt).one_or_none()
+
+
+def get_attempt(session: Session, attempt_id: int) -> Attempt:
+    attempt = session.get(Attempt, attempt_id)
+    if attempt is None:
+        raise NotFound("attempt", attempt_id)
+    return attempt
+
+
+def list_attempts(session: Session, operation_id: int) -> list[Attempt]:
+    """In launch order."""
+    stmt = select(Attempt).where(Attempt.operation_id == operation_id).order_by(Attempt.number)
+    return list(session.scalars(stmt))
+
+
+def record_launch(
+    session: Session,
+    attempt: Attempt,
+    *,
+    spark_app_id: str | None = None,
+    log_path: str | None = None,
+) -> None:
+    """What the engine learnt while launching: log file, then the Spark application id."""
+    values = {k: v for k, v in {"spark_app_id": spark_app_id, "log_path": log_path}.items() if v}
+    if values:
+        session.execute(
+            update(Attempt)
+            .where(Attempt.id == attempt.id)
+            .values(**values)
+            .execution_options(synchronize_session="fetch")
+        )

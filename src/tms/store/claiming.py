@@ -1,0 +1,278 @@
+"""Claiming due operations, extending leases, and reaping the leases that expired.
+
+Claims are one statement (see `_CLAIM`): lock due rows with `FOR UPDATE SKIP LOCKED` in
+order of priority, due time and id; keep the first of each table and at most the free slots
+of each limited queue; set them RUNNING with a lease; insert their attempts and events.
+
+Limits across instances must count rows another instance is claiming at the same moment,
+which no snapshot can see. So claimers first take one transaction-scoped advisory lock and
+claim one at a time (a claim takes milliseconds; commit right after it). SKIP LOCKED then
+still keeps claims from waiting on rows that operators or jobs are changing. The partial
+unique index `ux_operation_running_tbl` guards "one running operation per table" in the
+database as well, so even a bug cannot start two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from sqlalchemy import select, text, update
+from sqlalchemy.orm import Session
+
+from tms.store.models import Attempt, Operation, OperationStatus
+from tms.store.retry import Backoff
+
+__all__ = [
+    "CLAIM_LOCK_KEY",
+    "Claim",
+    "Reaped",
+    "claim_due_operations",
+    "extend_lease",
+    "lock_scheduling",
+    "reap_expired_leases",
+]
+
+CLAIM_LOCK_KEY = 0x746D735F636C6169  # "tms_clai"
+
+# `now` is the database clock unless a caller (a test) pins it: one clock for all instances.
+_NOW = "COALESCE(CAST(:now AS timestamptz), now())"
+
+_CLAIM = f"""
+WITH limits AS (
+    SELECT q.queue, q.max_running
+    FROM unnest(CAST(:queues AS text[]), CAST(:limits AS int[])) AS q(queue, max_running)
+),
+room AS (
+    SELECT l.queue, l.max_running - count(r.id) AS free
+    FROM limits l LEFT JOIN operation r ON r.queue = l.queue AND r.status = 'RUNNING'
+    GROUP BY l.queue, l.max_running
+),
+candidates AS (
+    SELECT o.id, o.tbl_id, o.queue, o.priority, o.next_run_at
+    FROM operation o
+    WHERE o.status = 'SCHEDULED' AND NOT o.is_deleted AND o.next_run_at <= {_NOW}
+      AND NOT EXISTS (
+          SELECT 1 FROM operation r WHERE r.tbl_id = o.tbl_id AND r.status = 'RUNNING')
+      AND NOT EXISTS (SELECT 1 FROM tbl t WHERE t.id = o.tbl_id AND t.paused)
+      AND NOT EXISTS (SELECT 1 FROM room WHERE room.queue = o.queue AND room.free <= 0)
+    ORDER BY o.priority DESC, o.next_run_at, o.id
+    LIMIT :scan
+    FOR UPDATE OF o SKIP LOCKED
+),
+first_of_table AS (
+    SELECT c.*, row_number() OVER (
+        PARTITION BY c.tbl_id ORDER BY c.priority DESC, c.next_run_at, c.id) AS table_rank
+    FROM candidates c
+),
+ranked AS (
+    SELECT f.*, row_number() OVER (
+        PARTITION BY f.queue ORDER BY f.priority DESC, f.next_run_at, f.id) AS queue_rank
+    FROM first_of_table f
+    WHERE f.table_rank = 1
+),
+picked AS (
+    SELECT p.id, nextval(pg_get_serial_sequence('attempt', 'id')) AS attempt_id
+    FROM (
+        SELECT r.id
+        FROM ranked r LEFT JOIN room ON room.queue = r.queue
+        WHERE room.free IS NULL OR r.queue_rank <= room.free
+        ORDER BY r.priority DESC, r.next_run_at, r.id
+        LIMIT :limit
+    ) p
+),
+claimed AS (
+    UPDATE operation o
+    SET status = 'RUNNING',
+        run_times = o.run_times + 1,
+        current_attempt_id = p.attempt_id,
+        lease_owner = :instance,
+        lease_expires_at = {_NOW} + make_interval(secs => :lease),
+        last_heartbeat_at = {_NOW},
+        cancel_requested = false,
+        updated_at = {_NOW}
+    FROM picked p
+    WHERE o.id = p.id
+    RETURNING o.id, p.attempt_id
+),
+attempts AS (
+    INSERT INTO attempt (id, operation_id, number, instance_id, started_at, outcome)
+    SELECT c.attempt_id, c.id,
+           COALESCE((SELECT max(a.number) FROM attempt a WHERE a.operation_id = c.id), 0) + 1,
+           :instance, {_NOW}, 'RUNNING'
+    FROM claimed c
+    RETURNING id, operation_id
+),
+events AS (
+    INSERT INTO operation_event (operation_id, attempt_id, from_status, to_status, at, reason)
+    SELECT a.operation_id, a.id, 'SCHEDULED', 'RUNNING', {_NOW}, 'claimed by ' || :instance
+    FROM attempts a
+)
+SELECT operation_id, id AS attempt_id FROM attempts
+"""
+
+_REAP = f"""
+WITH expired AS (
+    SELECT o.id, o.current_attempt_id, o.run_times, o.lease_expires_at, o.last_heartbeat_at,
+           CASE WHEN o.cancel_requested THEN 'CANCELLED'
+                WHEN o.retry_on_error AND o.run_times <= o.max_retries THEN 'SCHEDULED'
+                ELSE 'FAILED' END::operation_status AS to_status
+    FROM operation o
+    WHERE o.status = 'RUNNING' AND o.lease_expires_at < {_NOW}
+    ORDER BY o.lease_expires_at, o.id
+    LIMIT :limit
+    FOR UPDATE OF o SKIP LOCKED
+),
+lost AS (
+    UPDATE attempt a
+    SET outcome = 'LOST', finished_at = {_NOW},
+        error = COALESCE(a.error || E'\\n', '') || 'lease expired at ' || e.lease_expires_at
+                || ' (last heartbeat ' || COALESCE(e.last_heartbeat_at::text, 'never') || ')'
+    FROM expired e
+    WHERE a.id = e.current_attempt_id AND a.outcome = 'RUNNING'
+    RETURNING a.id
+),
+moved AS (
+    UPDATE operation o
+    SET status = e.to_status,
+        next_run_at = CASE WHEN e.to_status = 'SCHEDULED'
+            THEN {_NOW} + make_interval(secs => {{delay}}) ELSE o.next_run_at END,
+        scheduled_at = CASE WHEN e.to_status = 'SCHEDULED' THEN {_NOW} ELSE o.scheduled_at END,
+        finished_at = CASE WHEN e.to_status = 'SCHEDULED' THEN NULL ELSE {_NOW} END,
+        lease_owner = NULL, lease_expires_at = NULL, current_attempt_id = NULL,
+        last_error = 'attempt ' || e.current_attempt_id || ' lost: lease expired at '
+                     || e.lease_expires_at,
+        updated_at = {_NOW}
+    FROM expired e
+    WHERE o.id = e.id
+    RETURNING o.id, o.status, e.current_attempt_id
+),
+events AS (
+    INSERT INTO operation_event (operation_id, attempt_id, from_status, to_status, at, reason)
+    SELECT m.id, m.current_attempt_id, 'RUNNING', m.status, {_NOW}, 'lease expired'
+    FROM moved m
+)
+SELECT id, current_attempt_id FROM moved
+"""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claimed operation (now RUNNING, leased to the claimer) and its new attempt."""
+
+    operation: Operation
+    attempt: Attempt
+
+
+@dataclass(frozen=True)
+class Reaped:
+    """An operation whose attempt was LOST: back to SCHEDULED, or FAILED/CANCELLED."""
+
+    operation: Operation
+    attempt: Attempt
+
+
+def lock_scheduling(session: Session) -> None:
+    """Serialise claimers (and table deletion) until the caller's transaction ends."""
+    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CLAIM_LOCK_KEY})
+
+
+def claim_due_operations(
+    session: Session,
+    instance_id: str,
+    *,
+    limit: int,
+    queue_limits: Mapping[str, int] | None = None,
+    lease_seconds: float,
+    now: datetime | None = None,
+) -> list[Claim]:
+    """Claim up to `limit` due operations for `instance_id`, highest priority then oldest.
+
+    Skips paused tables, tables with a running operation, and queues whose running count
+    (over all instances) reached `queue_limits[queue]`; unlisted queues are unlimited.
+    Caller: compute `limit` from the instance's free slots and commit promptly.
+    """
+    if limit <= 0:
+        return []
+    queue_limits = queue_limits or {}
+    lock_scheduling(session)
+    rows = session.execute(
+        text(_CLAIM),
+        {
+            "queues": list(queue_limits),
+            "limits": list(queue_limits.values()),
+            # Extra rows let the per-table and per-queue filters still fill `limit`.
+            "scan": limit * 4 + 16,
+            "limit": limit,
+            "instance": instance_id,
+            "lease": float(lease_seconds),
+            "now": now,
+        },
+    ).all()
+    if not rows:
+        return []
+    operations = _load(session, Operation, [r.operation_id for r in rows])
+    attempts = _load(session, Attempt, [r.attempt_id for r in rows])
+    claims = [Claim(operations[r.operation_id], attempts[r.attempt_id]) for r in rows]
+    claims.sort(key=lambda c: (-c.operation.priority, c.operation.next_run_at, c.operation.id))
+    return claims
+
+
+def extend_lease(
+    session: Session,
+    attempt: Attempt,
+    *,
+    lease_seconds: float,
+    now: datetime | None = None,
+) -> Operation | None:
+    """Heartbeat: extend the lease if `attempt` still holds it; None means it was lost (the
+    job should stop). The returned operation's `cancel_requested` tells the job to cancel."""
+    stmt = (
+        update(Operation)
+        .where(
+            Operation.id == attempt.operation_id,
+            Operation.current_attempt_id == attempt.id,
+            Operation.status == OperationStatus.RUNNING,
+        )
+        .values(
+            lease_expires_at=text(f"{_NOW} + make_interval(secs => :lease)"),
+            last_heartbeat_at=text(_NOW),
+        )
+        .returning(Operation)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    return session.scalars(stmt, {"now": now, "lease": float(lease_seconds)}).one_or_none()
+
+
+def reap_expired_leases(
+    session: Session,
+    *,
+    backoff: Backoff,
+    now: datetime | None = None,
+    limit: int = 100,
+) -> list[Reaped]:
+    """Mark attempts whose lease expired LOST, in one statement, up to `limit` at a time.
+
+    Each operation goes back to SCHEDULED after a backoff delay while it has retries left
+    (a lost attempt counts as one), to FAILED when it has none, and to CANCELLED if a
+    cancellation was requested. The caller rolls back what the lost attempt left on storage.
+    """
+    delay, params = backoff.sql_delay("e.run_times")
+    rows = session.execute(
+        text(_REAP.replace("{delay}", delay)), {"now": now, "limit": limit, **params}
+    ).all()
+    if not rows:
+        return []
+    operations = _load(session, Operation, [r.id for r in rows])
+    attempts = _load(session, Attempt, [r.current_attempt_id for r in rows])
+    return [Reaped(operations[r.id], attempts[r.current_attempt_id]) for r in rows]
+
+
+_Row = TypeVar("_Row", Operation, Attempt)
+
+
+def _load(session: Session, model: type[_Row], ids: list[int]) -> dict[int, _Row]:
+    stmt = select(model).where(model.id.in_(ids)).execution_options(populate_existing=True)
+    return {row.id: row for row in session.scalars(stmt)}

@@ -1,0 +1,316 @@
+"""The PostgreSQL data model (ARCHITECTURE.md): tables, commits, operations, attempts.
+
+Constraints live in the database, not only in code: uniqueness makes repeated requests
+idempotent (`INSERT … ON CONFLICT`), partial unique indexes enforce "one pending plan-less
+operation per table and action" and "one running operation per table", and foreign keys
+never cascade, so deleting anything large is always an explicit, batched statement.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    DateTime,
+    Enum,
+    ForeignKey,
+    Identity,
+    Index,
+    MetaData,
+    Text,
+    UniqueConstraint,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+__all__ = [
+    "Action",
+    "Attempt",
+    "AttemptOutcome",
+    "Base",
+    "Commit",
+    "Instance",
+    "Operation",
+    "OperationEvent",
+    "OperationStatus",
+    "TableType",
+    "Tbl",
+]
+
+
+class Action(enum.StrEnum):
+    """Table service kinds; values are the RFC-43 action names."""
+
+    COMPACTION = "compaction"
+    CLUSTERING = "clustering"
+    CLEAN = "clean"
+    INDEXING = "indexing"
+
+
+class OperationStatus(enum.StrEnum):
+    """Lifecycle of an operation; see ARCHITECTURE.md for the transitions."""
+
+    SCHEDULED = "SCHEDULED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    INVALID = "INVALID"
+
+    @property
+    def terminal(self) -> bool:
+        return self not in {OperationStatus.SCHEDULED, OperationStatus.RUNNING}
+
+
+class AttemptOutcome(enum.StrEnum):
+    """How one launch ended; RUNNING until the job reports or its lease expires (LOST)."""
+
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    LOST = "LOST"
+    CANCELLED = "CANCELLED"
+
+
+class TableType(enum.StrEnum):
+    COPY_ON_WRITE = "COPY_ON_WRITE"
+    MERGE_ON_READ = "MERGE_ON_READ"
+
+
+def _pg_enum(cls: type[enum.StrEnum], name: str) -> Enum:
+    """Store enum *values* (not member names) in a named PostgreSQL enum type."""
+    return Enum(cls, name=name, values_callable=lambda members: [m.value for m in members])
+
+
+ACTION = _pg_enum(Action, "action")
+OPERATION_STATUS = _pg_enum(OperationStatus, "operation_status")
+ATTEMPT_OUTCOME = _pg_enum(AttemptOutcome, "attempt_outcome")
+TABLE_TYPE = _pg_enum(TableType, "table_type")
+
+# Explicit, stable names: the migration creates exactly these, and the schema test compares.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+PENDING = "status IN ('SCHEDULED', 'RUNNING')"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {
+        datetime: DateTime(timezone=True),
+        dict[str, Any]: JSONB,
+        str: Text,
+    }
+
+
+def _now() -> Any:
+    return mapped_column(server_default=func.now())
+
+
+class Tbl(Base):
+    """A registered Hudi table: identity, scheduling defaults, and commit counters that the
+    policies compare with their thresholds."""
+
+    __tablename__ = "tbl"
+    __table_args__ = (
+        UniqueConstraint("db_name", "table_name"),
+        UniqueConstraint("base_path"),
+        CheckConstraint(
+            "delta_commits_since_compaction >= 0 AND commits_since_clean >= 0 "
+            "AND commits_since_clustering >= 0",
+            name="counters",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    db_name: Mapped[str]
+    table_name: Mapped[str]
+    base_path: Mapped[str]
+    owner: Mapped[str | None]
+    queue: Mapped[str] = mapped_column(server_default="default")
+    priority: Mapped[int] = mapped_column(server_default="0")
+    enabled_actions: Mapped[list[Action]] = mapped_column(
+        ARRAY(ACTION), server_default=text("'{compaction,clean}'::action[]")
+    )
+    policy: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    table_type: Mapped[TableType | None] = mapped_column(TABLE_TYPE)
+    table_version: Mapped[int | None]
+    last_commit_instant: Mapped[str | None]
+    delta_commits_since_compaction: Mapped[int] = mapped_column(server_default="0")
+    commits_since_clean: Mapped[int] = mapped_column(server_default="0")
+    commits_since_clustering: Mapped[int] = mapped_column(server_default="0")
+    last_notification_at: Mapped[datetime | None]
+    paused: Mapped[bool] = mapped_column(server_default="false")
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.db_name}.{self.table_name}"
+
+
+class Commit(Base):
+    """One commit notification; `(tbl_id, instant)` is unique so a repeated callback is a no-op."""
+
+    __tablename__ = "commit"
+    __table_args__ = (UniqueConstraint("tbl_id", "instant"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    tbl_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tbl.id"))
+    instant: Mapped[str]
+    action: Mapped[str]
+    records: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    bytes: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    files: Mapped[int] = mapped_column(server_default="0")
+    log_files: Mapped[int] = mapped_column(server_default="0")
+    received_at: Mapped[datetime] = _now()
+
+
+class Operation(Base):
+    """One table service instant to run (RFC-43's operation row).
+
+    `instant` is NULL while the job still has to schedule the plan itself; a partial unique
+    index allows one such pending operation per (table, action), and the job fills the instant
+    in once it has written the plan, after which the plain unique key applies.
+    """
+
+    __tablename__ = "operation"
+    __table_args__ = (
+        UniqueConstraint("tbl_id", "action", "instant"),
+        Index(
+            "ux_operation_unplanned",
+            "tbl_id",
+            "action",
+            unique=True,
+            postgresql_where=text(f"instant IS NULL AND {PENDING} AND NOT is_deleted"),
+        ),
+        Index(
+            "ux_operation_running_tbl",
+            "tbl_id",
+            unique=True,
+            postgresql_where=text("status = 'RUNNING'"),
+        ),
+        Index(
+            "ix_operation_claim",
+            text("priority DESC"),
+            "next_run_at",
+            "id",
+            postgresql_where=text("status = 'SCHEDULED' AND NOT is_deleted"),
+        ),
+        Index(
+            "ix_operation_lease",
+            "lease_expires_at",
+            postgresql_where=text("status = 'RUNNING'"),
+        ),
+        Index("ix_operation_tbl_id", "tbl_id", "id"),
+        Index("ix_operation_status", "status", "id"),
+        CheckConstraint("max_retries >= 0 AND run_times >= 0", name="retries"),
+        CheckConstraint("parallelism IS NULL OR parallelism > 0", name="parallelism"),
+        CheckConstraint(
+            "status <> 'RUNNING' OR (lease_owner IS NOT NULL AND lease_expires_at IS NOT NULL "
+            "AND current_attempt_id IS NOT NULL)",
+            name="running_has_lease",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    tbl_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tbl.id"))
+    action: Mapped[Action] = mapped_column(ACTION)
+    instant: Mapped[str | None]
+    status: Mapped[OperationStatus] = mapped_column(
+        OPERATION_STATUS, server_default=OperationStatus.SCHEDULED.value
+    )
+    engine: Mapped[str] = mapped_column(server_default="spark")
+    owner: Mapped[str | None]
+    queue: Mapped[str] = mapped_column(server_default="default")
+    priority: Mapped[int] = mapped_column(server_default="0")
+    resource: Mapped[str | None]
+    parallelism: Mapped[int | None]
+    extra_params: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    retry_on_error: Mapped[bool] = mapped_column(server_default="true")
+    max_retries: Mapped[int] = mapped_column(server_default="3")
+    # Launches in the current retry cycle (an operator retry starts a new cycle at 0).
+    run_times: Mapped[int] = mapped_column(server_default="0")
+    next_run_at: Mapped[datetime] = _now()
+    cancellable: Mapped[bool] = mapped_column(server_default="true")
+    cancel_requested: Mapped[bool] = mapped_column(server_default="false")
+    lease_owner: Mapped[str | None]
+    lease_expires_at: Mapped[datetime | None]
+    last_heartbeat_at: Mapped[datetime | None]
+    # The attempt holding the lease; guards every RUNNING → * transition against stale jobs.
+    current_attempt_id: Mapped[int | None] = mapped_column(BigInteger)
+    is_deleted: Mapped[bool] = mapped_column(server_default="false")
+    created_at: Mapped[datetime] = _now()
+    updated_at: Mapped[datetime] = _now()
+    # When the operation last entered SCHEDULED (submit, retry, lost lease).
+    scheduled_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None]
+    last_error: Mapped[str | None]
+    result: Mapped[dict[str, Any] | None]
+
+    table: Mapped[Tbl] = relationship(lazy="select")
+
+
+class Attempt(Base):
+    """One launch of an operation; its outcome and error are kept for good."""
+
+    __tablename__ = "attempt"
+    __table_args__ = (
+        UniqueConstraint("operation_id", "number"),
+        UniqueConstraint("token_hash"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    operation_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("operation.id"))
+    number: Mapped[int]
+    instance_id: Mapped[str]
+    started_at: Mapped[datetime] = _now()
+    finished_at: Mapped[datetime | None]
+    outcome: Mapped[AttemptOutcome] = mapped_column(
+        ATTEMPT_OUTCOME, server_default=AttemptOutcome.RUNNING.value
+    )
+    exit_code: Mapped[int | None]
+    spark_app_id: Mapped[str | None]
+    log_path: Mapped[str | None]
+    error: Mapped[str | None]
+    # sha256 of the bearer token the job uses for its spec, heartbeats and result.
+    token_hash: Mapped[str | None]
+    figures: Mapped[dict[str, Any] | None]
+
+
+class Instance(Base):
+    """A service process, for observability (leases name it; nothing references it by key)."""
+
+    __tablename__ = "instance"
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    host: Mapped[str]
+    pid: Mapped[int]
+    started_at: Mapped[datetime] = _now()
+    heartbeat_at: Mapped[datetime] = _now()
+
+
+class OperationEvent(Base):
+    """Every status transition of an operation, written by the transition itself."""
+
+    __tablename__ = "operation_event"
+    __table_args__ = (Index("ix_operation_event_operation_id", "operation_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    operation_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("operation.id"))
+    attempt_id: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("attempt.id"))
+    from_status: Mapped[OperationStatus | None] = mapped_column(OPERATION_STATUS)
+    to_status: Mapped[OperationStatus] = mapped_column(OPERATION_STATUS)
+    at: Mapped[datetime] = _now()
+    reason: Mapped[str | None]

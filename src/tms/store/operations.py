@@ -1,0 +1,287 @@
+"""Operations: idempotent submission, lookups, listing, removal and counts.
+
+Submission is `INSERT … ON CONFLICT DO NOTHING` against the unique key (tbl_id, action,
+instant), or, without an instant, against the partial unique index that allows one pending
+plan-less operation per table and action; on conflict the existing row is returned. Status
+changes live in `transitions`, claiming in `claiming`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, select, text, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from tms.store.errors import NotFound, OperationConflict, TransitionRefused
+from tms.store.events import record_event
+from tms.store.models import PENDING, Action, Operation, OperationStatus, Tbl
+
+__all__ = [
+    "Submitted",
+    "count_operations",
+    "find_operation",
+    "get_operation",
+    "list_operations",
+    "queue_depth",
+    "remove_operation",
+    "set_operation_instant",
+    "submit_operation",
+]
+
+S = OperationStatus
+_UNPLANNED_WHERE = text(f"instant IS NULL AND {PENDING} AND NOT is_deleted")
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """The operation, and whether this call created it (False: it existed already)."""
+
+    operation: Operation
+    created: bool
+
+
+def submit_operation(
+    session: Session,
+    *,
+    tbl_id: int,
+    action: Action,
+    instant: str | None = None,
+    engine: str = "spark",
+    owner: str | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    resource: str | None = None,
+    parallelism: int | None = None,
+    extra_params: dict[str, Any] | None = None,
+    retry_on_error: bool = True,
+    max_retries: int = 3,
+    cancellable: bool = True,
+    run_at: datetime | timedelta | None = None,
+    reason: str = "submitted",
+) -> Submitted:
+    """Create a SCHEDULED operation, or return the one that already exists for this table,
+    action and instant (without an instant: the pending one that will plan itself).
+
+    `queue` and `priority` default to the table's. Raises `NotFound` for an unknown table.
+    A removed operation with the same instant is returned as it is (`is_deleted` set).
+    """
+    table = session.execute(select(Tbl.queue, Tbl.priority).where(Tbl.id == tbl_id)).one_or_none()
+    if table is None:
+        raise NotFound("table", tbl_id)
+    values: dict[str, Any] = {
+        "tbl_id": tbl_id,
+        "action": action,
+        "instant": instant,
+        "engine": engine,
+        "owner": owner,
+        "queue": queue if queue is not None else table.queue,
+        "priority": priority if priority is not None else table.priority,
+        "resource": resource,
+        "parallelism": parallelism,
+        "extra_params": extra_params or {},
+        "retry_on_error": retry_on_error,
+        "max_retries": max_retries,
+        "cancellable": cancellable,
+    }
+    if run_at is not None:
+        values["next_run_at"] = func.now() + run_at if isinstance(run_at, timedelta) else run_at
+    stmt = insert(Operation).values(values)
+    if instant is None:
+        stmt = stmt.on_conflict_do_nothing(
+            index_elements=[Operation.tbl_id, Operation.action], index_where=_UNPLANNED_WHERE
+        )
+    else:
+        stmt = stmt.on_conflict_do_nothing(
+            index_elements=[Operation.tbl_id, Operation.action, Operation.instant]
+        )
+    for _ in range(3):
+        created = session.scalars(stmt.returning(Operation)).one_or_none()
+        if created is not None:
+            record_event(session, created.id, None, S.SCHEDULED, reason)
+            return Submitted(created, True)
+        existing = _existing(session, tbl_id, action, instant)
+        if existing is not None:
+            return Submitted(existing, False)
+        # The conflicting row finished or was removed in between: insert again.
+    raise RuntimeError(f"submit of {action} {instant} for table {tbl_id} kept conflicting")
+
+
+def _existing(
+    session: Session, tbl_id: int, action: Action, instant: str | None
+) -> Operation | None:
+    stmt = select(Operation).where(Operation.tbl_id == tbl_id, Operation.action == action)
+    if instant is None:
+        stmt = stmt.where(
+            Operation.instant.is_(None),
+            Operation.status.in_([S.SCHEDULED, S.RUNNING]),
+            Operation.is_deleted.is_(False),
+        )
+    else:
+        stmt = stmt.where(Operation.instant == instant)
+    return session.scalars(stmt.execution_options(populate_existing=True)).one_or_none()
+
+
+def get_operation(session: Session, operation_id: int) -> Operation:
+    operation = session.get(Operation, operation_id)
+    if operation is None:
+        raise NotFound("operation", operation_id)
+    return operation
+
+
+def find_operation(
+    session: Session, *, tbl_id: int, action: Action, instant: str
+) -> Operation | None:
+    return _existing(session, tbl_id, action, instant)
+
+
+def _conditions(
+    *,
+    tbl_id: int | None,
+    status: OperationStatus | Collection[OperationStatus] | None,
+    action: Action | None,
+    include_deleted: bool,
+) -> list[ColumnElement[bool]]:
+    conditions: list[ColumnElement[bool]] = []
+    if tbl_id is not None:
+        conditions.append(Operation.tbl_id == tbl_id)
+    if isinstance(status, OperationStatus):
+        conditions.append(Operation.status == status)
+    elif status is not None:
+        conditions.append(Operation.status.in_(list(status)))
+    if action is not None:
+        conditions.append(Operation.action == action)
+    if not include_deleted:
+        conditions.append(Operation.is_deleted.is_(False))
+    return conditions
+
+
+def list_operations(
+    session: Session,
+    *,
+    tbl_id: int | None = None,
+    status: OperationStatus | Collection[OperationStatus] | None = None,
+    action: Action | None = None,
+    include_deleted: bool = False,
+    limit: int = 50,
+    before_id: int | None = None,
+) -> list[Operation]:
+    """Newest first (id descending, a stable keyset): pass the last id of a page as
+    `before_id` to get the next one. Indexes on (tbl_id, id) and (status, id) serve it."""
+    stmt = select(Operation).where(
+        *_conditions(tbl_id=tbl_id, status=status, action=action, include_deleted=include_deleted)
+    )
+    if before_id is not None:
+        stmt = stmt.where(Operation.id < before_id)
+    return list(session.scalars(stmt.order_by(Operation.id.desc()).limit(limit)))
+
+
+def count_operations(
+    session: Session,
+    *,
+    tbl_id: int | None = None,
+    status: OperationStatus | Collection[OperationStatus] | None = None,
+    action: Action | None = None,
+    include_deleted: bool = False,
+) -> dict[tuple[Action, OperationStatus], int]:
+    """Operations per (action, status) with the same filters as `list_operations` (metrics,
+    page totals)."""
+    stmt = (
+        select(Operation.action, Operation.status, func.count())
+        .where(
+            *_conditions(
+                tbl_id=tbl_id, status=status, action=action, include_deleted=include_deleted
+            )
+        )
+        .group_by(Operation.action, Operation.status)
+    )
+    return {(row[0], row[1]): row[2] for row in session.execute(stmt)}
+
+
+def queue_depth(session: Session, *, now: datetime | None = None) -> dict[str, int]:
+    """Due, claimable operations per queue (what the scheduler has not started yet)."""
+    stmt = (
+        select(Operation.queue, func.count())
+        .where(
+            Operation.status == S.SCHEDULED,
+            Operation.is_deleted.is_(False),
+            Operation.next_run_at <= (now if now is not None else func.now()),
+        )
+        .group_by(Operation.queue)
+    )
+    return {row[0]: row[1] for row in session.execute(stmt)}
+
+
+def set_operation_instant(session: Session, operation_id: int, instant: str) -> Operation:
+    """Record the instant a plan-less operation's job scheduled (NULL → instant, once).
+
+    Raises `OperationConflict` if another operation of the table already has it, and
+    `TransitionRefused` if this one has another instant or is no longer pending.
+    """
+    stmt = (
+        update(Operation)
+        .where(
+            Operation.id == operation_id,
+            Operation.status.in_([S.SCHEDULED, S.RUNNING]),
+            (Operation.instant.is_(None)) | (Operation.instant == instant),
+        )
+        .values(instant=instant, updated_at=func.now())
+        .returning(Operation)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    try:
+        with session.begin_nested():
+            operation = session.scalars(stmt).one_or_none()
+    except IntegrityError as exc:
+        raise OperationConflict(
+            f"operation {operation_id}: instant {instant} already belongs to another operation"
+        ) from exc
+    if operation is None:
+        current = get_operation(session, operation_id)
+        raise TransitionRefused(
+            operation_id,
+            f"set instant {instant}",
+            {S.SCHEDULED, S.RUNNING},
+            current.status,
+            f"instant is {current.instant}",
+        )
+    return operation
+
+
+def remove_operation(session: Session, operation_id: int, *, reason: str = "removed") -> Operation:
+    """RFC-43 remove: hide the operation (`is_deleted`). A SCHEDULED one is CANCELLED first;
+    a RUNNING one is refused (cancel it instead). Removing twice is a no-op."""
+    current = session.scalars(
+        select(Operation)
+        .where(Operation.id == operation_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).one_or_none()
+    if current is None:
+        raise NotFound("operation", operation_id)
+    if current.status == S.RUNNING:
+        raise TransitionRefused(
+            operation_id, "remove", set(S) - {S.RUNNING}, current.status, "cancel it first"
+        )
+    if current.is_deleted:
+        return current
+    was = current.status
+    values: dict[str, Any] = {"is_deleted": True, "updated_at": func.now()}
+    if was == S.SCHEDULED:
+        values |= {"status": S.CANCELLED, "finished_at": func.now()}
+    stmt = (
+        update(Operation)
+        .where(Operation.id == operation_id)
+        .values(values)
+        .returning(Operation)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    operation = session.scalars(stmt).one()
+    if was == S.SCHEDULED:
+        record_event(session, operation_id, S.SCHEDULED, S.CANCELLED, reason)
+    return operation

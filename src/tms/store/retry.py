@@ -1,0 +1,62 @@
+"""Retry delays: exponential backoff, capped, with jitter (River's ±10% by default)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tms.config import Settings
+
+__all__ = ["Backoff"]
+
+_MAX_EXPONENT = 60  # factor ** 60 already exceeds any sane cap; keeps floats finite
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """`delay(n)` = min(max, base · factor^(n-1)) · (1 ± jitter) after the n-th launch failed.
+
+    The reaper computes the same formula in SQL (`sql_delay`), so a lost attempt and a failed
+    one wait alike.
+    """
+
+    base_seconds: float = 5.0
+    factor: float = 2.0
+    max_seconds: float = 600.0
+    jitter: float = 0.1
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Backoff:
+        return cls(
+            settings.retry_base_seconds,
+            settings.retry_factor,
+            settings.retry_max_seconds,
+            settings.retry_jitter,
+        )
+
+    def delay(self, attempt: int, rand: Callable[[], float] = random.random) -> float:
+        exponent = min(max(attempt - 1, 0), _MAX_EXPONENT)
+        raw = min(self.max_seconds, self.base_seconds * self.factor**exponent)
+        return max(0.0, raw * (1 + self.jitter * (2 * rand() - 1)))
+
+    def next_run_at(self, now: datetime, attempt: int) -> datetime:
+        return now + timedelta(seconds=self.delay(attempt))
+
+    def sql_delay(self, attempt_sql: str) -> tuple[str, dict[str, float]]:
+        """SQL seconds expression for the delay after attempt `attempt_sql`, with its params."""
+        expr = (
+            "GREATEST(0, LEAST(CAST(:bo_max AS float8), CAST(:bo_base AS float8) * "
+            f"power(CAST(:bo_factor AS float8), LEAST(GREATEST({attempt_sql} - 1, 0), "
+            f"{_MAX_EXPONENT}))) * (1 + CAST(:bo_jitter AS float8) * (2 * random() - 1)))"
+        )
+        params = {
+            "bo_max": self.max_seconds,
+            "bo_base": self.base_seconds,
+            "bo_factor": self.factor,
+            "bo_jitter": self.jitter,
+        }
+        return expr, params

@@ -1,0 +1,235 @@
+"""Registered tables: idempotent registration, lookups, operator changes, counters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.orm import Session
+
+from tms.store.claiming import lock_scheduling
+from tms.store.errors import NotFound, TableBusy, TableConflict
+from tms.store.models import (
+    Action,
+    Attempt,
+    Commit,
+    Operation,
+    OperationEvent,
+    OperationStatus,
+    TableType,
+    Tbl,
+)
+
+__all__ = [
+    "Registered",
+    "delete_table",
+    "find_table",
+    "find_table_by_base_path",
+    "get_table",
+    "list_tables",
+    "normalize_base_path",
+    "register_table",
+    "reset_counter",
+    "update_table",
+]
+
+# Which counter a scheduled (or finished) operation of each action starts again from zero.
+_COUNTER = {
+    Action.COMPACTION: Tbl.delta_commits_since_compaction,
+    Action.CLEAN: Tbl.commits_since_clean,
+    Action.CLUSTERING: Tbl.commits_since_clustering,
+}
+_UPDATABLE = frozenset(
+    {
+        "owner",
+        "queue",
+        "priority",
+        "enabled_actions",
+        "policy",
+        "paused",
+        "table_type",
+        "table_version",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Registered:
+    table: Tbl
+    created: bool
+
+
+def normalize_base_path(base_path: str) -> str:
+    """One spelling per location, so `s3://b/t/` and `s3://b/t` are the same table."""
+    path = base_path.strip()
+    stripped = path.rstrip("/")
+    return stripped if stripped and not stripped.endswith(":") else path
+
+
+def register_table(
+    session: Session,
+    *,
+    db_name: str,
+    table_name: str,
+    base_path: str,
+    owner: str | None = None,
+    queue: str | None = None,
+    priority: int | None = None,
+    table_type: TableType | None = None,
+    table_version: int | None = None,
+    enabled_actions: Sequence[Action] | None = None,
+    policy: dict[str, Any] | None = None,
+) -> Registered:
+    """Register a table, or return it unchanged if this exact name and base path exist.
+
+    Raises `TableConflict` when the name is registered at another base path or the base
+    path under another name. Concurrent identical calls both succeed with one row.
+    """
+    base_path = normalize_base_path(base_path)
+    values: dict[str, Any] = {
+        "db_name": db_name,
+        "table_name": table_name,
+        "base_path": base_path,
+        "owner": owner,
+        "queue": queue,
+        "priority": priority,
+        "table_type": table_type,
+        "table_version": table_version,
+        "enabled_actions": list(enabled_actions) if enabled_actions is not None else None,
+        "policy": policy,
+    }
+    stmt = (
+        insert(Tbl)
+        .values({k: v for k, v in values.items() if v is not None})
+        .on_conflict_do_nothing()
+        .returning(Tbl)
+    )
+    created = session.scalars(stmt).one_or_none()
+    if created is not None:
+        return Registered(created, True)
+
+    existing = session.scalars(
+        select(Tbl).where(
+            or_(
+                (Tbl.db_name == db_name) & (Tbl.table_name == table_name),
+                Tbl.base_path == base_path,
+            )
+        )
+    ).all()
+    for row in existing:
+        if (row.db_name, row.table_name, row.base_path) == (db_name, table_name, base_path):
+            return Registered(row, False)
+    for row in existing:
+        if (row.db_name, row.table_name) == (db_name, table_name):
+            raise TableConflict(
+                f"table {db_name}.{table_name} is registered with base path {row.base_path}, "
+                f"not {base_path}"
+            )
+    for row in existing:
+        raise TableConflict(
+            f"base path {base_path} is registered as {row.db_name}.{row.table_name}"
+        )
+    # The conflicting row was deleted between our INSERT and SELECT: try once more.
+    return register_table(
+        session,
+        **{**values, "enabled_actions": enabled_actions, "base_path": base_path},
+    )
+
+
+def get_table(session: Session, tbl_id: int) -> Tbl:
+    table = session.get(Tbl, tbl_id)
+    if table is None:
+        raise NotFound("table", tbl_id)
+    return table
+
+
+def find_table(session: Session, *, db_name: str, table_name: str) -> Tbl | None:
+    return session.scalars(
+        select(Tbl).where(Tbl.db_name == db_name, Tbl.table_name == table_name)
+    ).one_or_none()
+
+
+def find_table_by_base_path(session: Session, base_path: str) -> Tbl | None:
+    return session.scalars(
+        select(Tbl).where(Tbl.base_path == normalize_base_path(base_path))
+    ).one_or_none()
+
+
+def list_tables(
+    session: Session,
+    *,
+    limit: int = 100,
+    after_id: int | None = None,
+    db_name: str | None = None,
+    paused: bool | None = None,
+) -> list[Tbl]:
+    """Tables in id order; pass the last id seen as `after_id` for the next page."""
+    stmt = select(Tbl).order_by(Tbl.id).limit(limit)
+    if after_id is not None:
+        stmt = stmt.where(Tbl.id > after_id)
+    if db_name is not None:
+        stmt = stmt.where(Tbl.db_name == db_name)
+    if paused is not None:
+        stmt = stmt.where(Tbl.paused.is_(paused))
+    return list(session.scalars(stmt))
+
+
+def update_table(session: Session, tbl_id: int, **changes: Any) -> Tbl:
+    """Change operator-settable fields (owner, queue, priority, enabled_actions, policy,
+    paused, table_type, table_version); unknown names are a programming error."""
+    unknown = set(changes) - _UPDATABLE
+    if unknown:
+        raise TypeError(f"not updatable: {', '.join(sorted(unknown))}")
+    if "enabled_actions" in changes:
+        changes["enabled_actions"] = list(changes["enabled_actions"])
+    stmt = (
+        update(Tbl)
+        .where(Tbl.id == tbl_id)
+        .values(**changes, updated_at=func.now())
+        .returning(Tbl)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    table = session.scalars(stmt).one_or_none()
+    if table is None:
+        raise NotFound("table", tbl_id)
+    return table
+
+
+def reset_counter(session: Session, tbl_id: int, action: Action) -> None:
+    """Restart the commit counter `action`'s policy watches (when it schedules one)."""
+    column = _COUNTER.get(action)
+    if column is None:
+        return
+    session.execute(
+        update(Tbl).where(Tbl.id == tbl_id).values({column: 0, Tbl.updated_at: func.now()})
+    )
+
+
+def delete_table(session: Session, tbl_id: int) -> None:
+    """Remove a table and its history with explicit deletes (nothing cascades).
+
+    Refused with `TableBusy` while one of its operations runs. Takes the scheduling lock so
+    no claim can start one of its operations meanwhile.
+    """
+    lock_scheduling(session)
+    get_table(session, tbl_id)
+    running = session.scalar(
+        select(Operation.id).where(
+            Operation.tbl_id == tbl_id, Operation.status == OperationStatus.RUNNING
+        )
+    )
+    if running is not None:
+        raise TableBusy(f"table {tbl_id} has running operation {running}")
+    ops = select(Operation.id).where(Operation.tbl_id == tbl_id).scalar_subquery()
+    for stmt in (
+        delete(OperationEvent).where(OperationEvent.operation_id.in_(ops)),
+        delete(Attempt).where(Attempt.operation_id.in_(ops)),
+        delete(Operation).where(Operation.tbl_id == tbl_id),
+        delete(Commit).where(Commit.tbl_id == tbl_id),
+        delete(Tbl).where(Tbl.id == tbl_id),
+    ):
+        session.execute(stmt.execution_options(synchronize_session=False))
+    session.expire_all()

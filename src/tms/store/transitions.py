@@ -1,0 +1,345 @@
+"""Guarded status transitions of operations, each recorded in `operation_event`.
+
+Every transition is one `UPDATE … WHERE id = :id AND status IN (<expected>) RETURNING`, so
+of two instances (or an operator and a job) racing on one operation exactly one wins and the
+other gets `TransitionRefused`. Transitions out of RUNNING also name the attempt: a job whose
+lease was reaped and whose operation was claimed again can no longer finish it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, literal, select, update
+from sqlalchemy.orm import Session
+
+from tms.store.errors import NotFound, TransitionRefused
+from tms.store.events import record_event
+from tms.store.models import Attempt, AttemptOutcome, Operation, OperationStatus
+
+__all__ = [
+    "cancel_operation",
+    "complete_operation",
+    "fail_attempt",
+    "finish_cancelled",
+    "invalidate_operation",
+    "reschedule_operation",
+    "retry_operation",
+]
+
+S = OperationStatus
+_LEASE_CLEARED: dict[str, Any] = {
+    "lease_owner": None,
+    "lease_expires_at": None,
+    "current_attempt_id": None,
+}
+
+
+def _when(at: datetime | timedelta | None) -> ColumnElement[datetime]:
+    """A time on the database clock: now, now + delay, or an absolute time."""
+    if at is None:
+        return func.now()
+    if isinstance(at, timedelta):
+        return func.now() + literal(at)
+    return literal(at)
+
+
+def _transition(
+    session: Session,
+    operation_id: int,
+    *,
+    wanted: str,
+    expected: Collection[OperationStatus],
+    to: OperationStatus,
+    values: dict[str, Any] | None = None,
+    reason: str | None = None,
+    attempt: Attempt | None = None,
+) -> Operation:
+    conditions = [Operation.id == operation_id, Operation.status.in_(list(expected))]
+    if attempt is not None:
+        conditions.append(Operation.current_attempt_id == attempt.id)
+    # Lock and read the old status in a CTE: with several expected statuses the event must
+    # say which one we left, and RETURNING only sees the new row.
+    old = select(Operation.id, Operation.status).where(*conditions).with_for_update().cte("old")
+    extra = dict(values or {})
+    if to.terminal:
+        extra.setdefault("finished_at", func.now())
+    stmt = (
+        update(Operation)
+        .where(Operation.id == old.c.id)
+        .values(status=to, updated_at=func.now(), **extra)
+        .returning(Operation, old.c.status)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    row = session.execute(stmt).one_or_none()
+    if row is None:
+        raise _refused(session, operation_id, wanted, expected, attempt)
+    operation: Operation = row[0]
+    from_status = row[1]
+    record_event(
+        session,
+        operation.id,
+        OperationStatus(from_status),
+        to,
+        reason,
+        attempt_id=attempt.id if attempt is not None else None,
+    )
+    return operation
+
+
+def _refused(
+    session: Session,
+    operation_id: int,
+    wanted: str,
+    expected: Collection[OperationStatus],
+    attempt: Attempt | None,
+) -> Exception:
+    row = session.execute(
+        select(Operation.status, Operation.current_attempt_id).where(Operation.id == operation_id)
+    ).one_or_none()
+    if row is None:
+        return NotFound("operation", operation_id)
+    detail = ""
+    if attempt is not None and row.status in expected:
+        detail = f"attempt {attempt.id} no longer holds the lease"
+    return TransitionRefused(operation_id, wanted, expected, row.status, detail)
+
+
+def _finish_attempt(
+    session: Session,
+    attempt: Attempt,
+    outcome: AttemptOutcome,
+    *,
+    error: str | None = None,
+    exit_code: int | None = None,
+    figures: dict[str, Any] | None = None,
+) -> None:
+    values: dict[str, Any] = {"outcome": outcome, "finished_at": func.now()}
+    if error is not None:
+        values["error"] = error
+    if exit_code is not None:
+        values["exit_code"] = exit_code
+    if figures is not None:
+        values["figures"] = figures
+    session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt.id, Attempt.outcome == AttemptOutcome.RUNNING)
+        .values(**values)
+        .returning(Attempt.id)
+        .execution_options(populate_existing=True, synchronize_session="fetch")
+    )
+
+
+def complete_operation(
+    session: Session,
+    attempt: Attempt,
+    *,
+    result: dict[str, Any] | None = None,
+    figures: dict[str, Any] | None = None,
+    exit_code: int | None = 0,
+) -> Operation:
+    """RUNNING → COMPLETED for the attempt holding the lease; the attempt SUCCEEDED."""
+    operation = _transition(
+        session,
+        attempt.operation_id,
+        wanted="complete",
+        expected={S.RUNNING},
+        to=S.COMPLETED,
+        values={**_LEASE_CLEARED, "result": result, "cancel_requested": False},
+        reason="completed",
+        attempt=attempt,
+    )
+    _finish_attempt(
+        session, attempt, AttemptOutcome.SUCCEEDED, exit_code=exit_code, figures=figures
+    )
+    return operation
+
+
+def fail_attempt(
+    session: Session,
+    attempt: Attempt,
+    *,
+    error: str,
+    exit_code: int | None = None,
+    figures: dict[str, Any] | None = None,
+    retry_at: datetime | timedelta | None = None,
+) -> Operation:
+    """The attempt FAILED. With `retry_at` (a time, or a delay on the database clock) the
+    operation retries then if it allows retries and has some left (`run_times <=
+    max_retries`): RUNNING → SCHEDULED. Otherwise RUNNING → FAILED. The error is kept on
+    the attempt and as the operation's `last_error` either way."""
+    current = session.scalars(
+        select(Operation)
+        .where(
+            Operation.id == attempt.operation_id,
+            Operation.status == S.RUNNING,
+            Operation.current_attempt_id == attempt.id,
+        )
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).one_or_none()
+    if current is None:
+        raise _refused(session, attempt.operation_id, "fail", {S.RUNNING}, attempt)
+    retry = (
+        retry_at is not None
+        and current.retry_on_error
+        and not current.cancel_requested
+        and current.run_times <= current.max_retries
+    )
+    values: dict[str, Any] = {**_LEASE_CLEARED, "last_error": error}
+    if retry:
+        when = _when(retry_at)
+        values |= {"next_run_at": when, "scheduled_at": func.now()}
+        reason = f"attempt {current.run_times} failed; retry {current.run_times} of "
+        reason += f"{current.max_retries}"
+    else:
+        reason = "failed" if retry_at is None else "failed, out of retries"
+    operation = _transition(
+        session,
+        attempt.operation_id,
+        wanted="fail",
+        expected={S.RUNNING},
+        to=S.SCHEDULED if retry else S.FAILED,
+        values=values,
+        reason=reason,
+        attempt=attempt,
+    )
+    _finish_attempt(
+        session, attempt, AttemptOutcome.FAILED, error=error, exit_code=exit_code, figures=figures
+    )
+    return operation
+
+
+def finish_cancelled(
+    session: Session,
+    attempt: Attempt,
+    *,
+    error: str | None = None,
+    exit_code: int | None = None,
+) -> Operation:
+    """The job stopped on a cancel request (and rolled its plan back): RUNNING → CANCELLED."""
+    operation = _transition(
+        session,
+        attempt.operation_id,
+        wanted="finish cancelled",
+        expected={S.RUNNING},
+        to=S.CANCELLED,
+        values=dict(_LEASE_CLEARED),
+        reason="cancelled by request",
+        attempt=attempt,
+    )
+    _finish_attempt(session, attempt, AttemptOutcome.CANCELLED, error=error, exit_code=exit_code)
+    return operation
+
+
+def cancel_operation(
+    session: Session, operation_id: int, *, reason: str = "cancelled by operator"
+) -> Operation:
+    """SCHEDULED → CANCELLED at once. A RUNNING, cancellable operation gets
+    `cancel_requested` (recorded as an event) and stays RUNNING until its job stops; a
+    running operation that is not cancellable is refused."""
+    current = session.scalars(
+        select(Operation)
+        .where(Operation.id == operation_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).one_or_none()
+    if current is None:
+        raise NotFound("operation", operation_id)
+    if current.status != S.RUNNING:
+        return _transition(
+            session,
+            operation_id,
+            wanted="cancel",
+            expected={S.SCHEDULED},
+            to=S.CANCELLED,
+            reason=reason,
+        )
+    if not current.cancellable:
+        raise TransitionRefused(
+            operation_id, "cancel", {S.SCHEDULED}, current.status, "not cancellable"
+        )
+    if current.cancel_requested:
+        return current
+    stmt = (
+        update(Operation)
+        .where(Operation.id == operation_id, Operation.status == S.RUNNING)
+        .values(cancel_requested=True, updated_at=func.now())
+        .returning(Operation)
+        .execution_options(populate_existing=True, synchronize_session=False)
+    )
+    operation = session.scalars(stmt).one()
+    record_event(
+        session,
+        operation_id,
+        S.RUNNING,
+        S.RUNNING,
+        f"cancel requested: {reason}",
+        attempt_id=operation.current_attempt_id,
+    )
+    return operation
+
+
+def invalidate_operation(session: Session, operation_id: int, *, reason: str) -> Operation:
+    """Its plan vanished from the timeline: SCHEDULED|RUNNING → INVALID. A running attempt
+    is marked FAILED with the same reason."""
+    # Lock first: a claim between reading the attempt and the update would escape us.
+    current = session.scalars(
+        select(Operation.current_attempt_id).where(Operation.id == operation_id).with_for_update()
+    ).one_or_none()
+    attempt = session.get(Attempt, current) if current is not None else None
+    operation = _transition(
+        session,
+        operation_id,
+        wanted="invalidate",
+        expected={S.SCHEDULED, S.RUNNING},
+        to=S.INVALID,
+        values={**_LEASE_CLEARED, "last_error": reason},
+        reason=reason,
+    )
+    if attempt is not None:
+        _finish_attempt(session, attempt, AttemptOutcome.FAILED, error=reason)
+    return operation
+
+
+def retry_operation(
+    session: Session,
+    operation_id: int,
+    *,
+    reason: str = "retried by operator",
+    at: datetime | timedelta | None = None,
+) -> Operation:
+    """FAILED|CANCELLED → SCHEDULED with a fresh retry budget (`run_times` back to 0;
+    attempt numbers keep counting)."""
+    return _transition(
+        session,
+        operation_id,
+        wanted="retry",
+        expected={S.FAILED, S.CANCELLED},
+        to=S.SCHEDULED,
+        values={
+            "run_times": 0,
+            "next_run_at": _when(at),
+            "scheduled_at": func.now(),
+            "finished_at": None,
+            "cancel_requested": False,
+        },
+        reason=reason,
+    )
+
+
+def reschedule_operation(
+    session: Session, operation_id: int, *, at: datetime | timedelta, reason: str
+) -> Operation:
+    """Move a SCHEDULED operation's due time (SCHEDULED → SCHEDULED, recorded)."""
+    return _transition(
+        session,
+        operation_id,
+        wanted="reschedule",
+        expected={S.SCHEDULED},
+        to=S.SCHEDULED,
+        values={"next_run_at": _when(at)},
+        reason=reason,
+    )

@@ -1,0 +1,101 @@
+"""Trigger policies: the pure decision, then `apply_triggers` in a real transaction."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy.orm import Session
+
+from tests.store.helpers import make_table
+from tms.config import load_settings
+from tms.policies import Counters, Thresholds, apply_triggers, due_actions, thresholds_for
+from tms.store import Action, OperationStatus, TableType, list_operations, record_commit
+
+DEFAULTS = Thresholds(compaction_delta_commits=5, clean_commits=10, clustering_commits=0)
+ALL = (Action.COMPACTION, Action.CLEAN, Action.CLUSTERING)
+
+
+def decide(
+    counters: tuple[int, int, int],
+    *,
+    table_type: TableType | None = TableType.MERGE_ON_READ,
+    enabled: tuple[Action, ...] = (Action.COMPACTION, Action.CLEAN),
+    paused: bool = False,
+    thresholds: Thresholds = DEFAULTS,
+    pending: tuple[Action, ...] = (),
+) -> list[Action]:
+    triggers = due_actions(
+        table_type=table_type,
+        enabled=enabled,
+        paused=paused,
+        counters=Counters(*counters),
+        thresholds=thresholds,
+        pending=pending,
+    )
+    return [t.action for t in triggers]
+
+
+@pytest.mark.parametrize(
+    ("counters", "expected"),
+    [
+        ((4, 4, 4), []),
+        ((5, 5, 5), [Action.COMPACTION]),
+        ((6, 9, 9), [Action.COMPACTION]),
+        ((0, 10, 10), [Action.CLEAN]),
+        ((5, 10, 10), [Action.COMPACTION, Action.CLEAN]),
+    ],
+)
+def test_thresholds_are_inclusive(counters: tuple[int, int, int], expected: list[Action]) -> None:
+    assert decide(counters) == expected
+
+
+def test_compaction_only_for_merge_on_read() -> None:
+    assert decide((9, 0, 0), table_type=TableType.COPY_ON_WRITE) == []
+    # Only merge-on-read tables make delta commits: an unknown type with some counts as one.
+    assert decide((9, 0, 0), table_type=None) == [Action.COMPACTION]
+
+
+def test_paused_disabled_and_pending_actions_are_skipped() -> None:
+    assert decide((9, 20, 20), paused=True) == []
+    assert decide((9, 20, 20), enabled=(Action.CLEAN,)) == [Action.CLEAN]
+    assert decide((9, 20, 20), pending=(Action.COMPACTION,)) == [Action.CLEAN]
+
+
+def test_clustering_needs_enabling_and_a_threshold() -> None:
+    with_clustering = Thresholds(5, 10, 3)
+    assert decide((0, 0, 3), thresholds=with_clustering) == []  # not enabled
+    assert decide((0, 0, 3), enabled=ALL) == []  # enabled, threshold 0 = off
+    assert decide((0, 0, 3), enabled=ALL, thresholds=with_clustering) == [Action.CLUSTERING]
+
+
+def test_zero_threshold_turns_an_action_off() -> None:
+    assert decide((50, 50, 50), thresholds=Thresholds(0, 0, 0), enabled=ALL) == []
+
+
+def test_table_overrides_win_and_bad_values_are_ignored() -> None:
+    merged = thresholds_for({"compaction_delta_commits": 2, "clean_commits": True}, DEFAULTS)
+    assert merged == Thresholds(2, 10, 0)
+    assert thresholds_for({}, DEFAULTS) == DEFAULTS
+
+
+def test_apply_triggers_creates_once_and_resets_the_counter(session: Session) -> None:
+    settings = load_settings(config_file=False, environ={})
+    table = make_table(session, table_type=TableType.MERGE_ON_READ)
+    for n in range(5):
+        recorded = record_commit(
+            session, table.id, instant=f"2026010100000000{n}", action="deltacommit"
+        )
+    created = apply_triggers(session, recorded.table, settings)
+    assert [op.action for op in created] == [Action.COMPACTION]
+    assert created[0].instant is None and created[0].status is OperationStatus.SCHEDULED
+    session.refresh(table)
+    assert table.delta_commits_since_compaction == 0
+    assert table.commits_since_clean == 5
+    # Counting on while the compaction is pending creates no second one.
+    for n in range(5, 10):
+        recorded = record_commit(
+            session, table.id, instant=f"2026010100000000{n}", action="deltacommit"
+        )
+    second = apply_triggers(session, recorded.table, settings)
+    assert [op.action for op in second] == [Action.CLEAN]
+    ops = list_operations(session, tbl_id=table.id)
+    assert sorted(op.action for op in ops) == [Action.CLEAN, Action.COMPACTION]

@@ -1,0 +1,358 @@
+"""Tables of version 8 and 9 (timeline layout 2), built by hand: our timeline, file-system view
+and CLI against the oracle, and the services' refusal."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from tests import oracle
+from typer.testing import CliRunner
+
+from tms.cli import app
+from tms.hudi import avro_codec
+from tms.hudi.avro_schema import avro_record_schema
+from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata, WriteStat
+from tms.hudi.data_files import write_base_file, write_log_file, write_partition_metadata
+from tms.hudi.filenames import BaseFileName, LogFileName
+from tms.hudi.instant import Action, State
+from tms.hudi.properties import TableConfig
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable, UnsupportedTableError
+
+TIMELINE = ".hoodie/timeline"
+SCHEMA = pa.schema(
+    [
+        ("_hoodie_commit_time", pa.string()),
+        ("_hoodie_commit_seqno", pa.string()),
+        ("_hoodie_record_key", pa.string()),
+        ("_hoodie_partition_path", pa.string()),
+        ("_hoodie_file_name", pa.string()),
+        ("id", pa.string()),
+        ("ts", pa.int64()),
+        ("part", pa.string()),
+    ]
+)
+AVRO_SCHEMA = avro_record_schema("v2", SCHEMA)
+
+# Requested and completion times. T4 is requested before the compaction T3 but completes after
+# it, so its log file belongs to the slice T3 starts (layout 2 slices by completion time).
+T0 = "20240301100000000"  # legacy JSON instant: no completion time in its name
+T1, C1 = "20240301100100000", "20240301100101000"
+T2, C2 = "20240301100200000", "20240301100201000"
+T4 = "20240301100300000"
+T3, C3 = "20240301100400000", "20240301100401000"
+C4 = "20240301100402000"
+T5 = "20240301100500000"  # pending delta commit
+T6 = "20240301100600000"  # pending clustering
+T7, C7 = "20240301100700000", "20240301100701000"  # completed clustering
+
+FILE_A = "aaaaaaaa-0000-0000-0000-000000000000-0"
+FILE_B = "bbbbbbbb-0000-0000-0000-000000000000-0"
+FILE_C = "cccccccc-0000-0000-0000-000000000000-0"
+FILE_D = "dddddddd-0000-0000-0000-000000000000-0"
+
+
+def records(instant: str, file_name: str, part: str, values: list[tuple[str, int]]) -> pa.Table:
+    return pa.table(
+        {
+            "_hoodie_commit_time": [instant] * len(values),
+            "_hoodie_commit_seqno": [f"{instant}_0_{i}" for i in range(len(values))],
+            "_hoodie_record_key": [key for key, _ in values],
+            "_hoodie_partition_path": [part] * len(values),
+            "_hoodie_file_name": [file_name] * len(values),
+            "id": [key for key, _ in values],
+            "ts": [ts for _, ts in values],
+            "part": [part] * len(values),
+        },
+        schema=SCHEMA,
+    )
+
+
+@dataclass
+class Layout2Table:
+    base: str
+    storage: Storage
+
+    def instant(self, name: str, content: bytes = b"") -> None:
+        self.storage.write_bytes(f"{TIMELINE}/{name}", content)
+
+    def base_file(
+        self, part: str, file_id: str, instant: str, values: list[tuple[str, int]]
+    ) -> WriteStat:
+        name = str(BaseFileName(file_id, "0-1-0", instant))
+        path = f"{part}/{name}"
+        size = write_base_file(self.storage, path, records(instant, name, part, values))
+        return WriteStat(
+            file_id=file_id,
+            path=path,
+            prev_commit="null",
+            partition_path=part,
+            num_writes=len(values),
+            num_inserts=len(values),
+            total_write_bytes=size,
+            file_size_in_bytes=size,
+        )
+
+    def log_file(
+        self, part: str, file_id: str, instant: str, values: list[tuple[str, int]]
+    ) -> WriteStat:
+        name = str(LogFileName(file_id, instant, 1, "0-1-0"))
+        path = f"{part}/{name}"
+        rows = records(instant, file_id, part, values)
+        size = write_log_file(self.storage, path, instant, AVRO_SCHEMA, records=rows)
+        return WriteStat(
+            file_id=file_id,
+            path=path,
+            prev_commit=instant,
+            partition_path=part,
+            num_writes=len(values),
+            num_update_writes=len(values),
+            total_write_bytes=size,
+            file_size_in_bytes=size,
+            log_version=1,
+            log_offset=0,
+            log_files=[name],
+        )
+
+
+def metadata(
+    operation: str, stats: list[WriteStat], cls: type[CommitMetadata] = CommitMetadata, **kw: Any
+) -> CommitMetadata:
+    result = cls(operation_type=operation, extra_metadata={"schema": json.dumps(AVRO_SCHEMA)}, **kw)
+    for stat in stats:
+        result.add_write_stat(stat.partition_path or "", stat)
+    return result
+
+
+def build_table(base: str, version: int) -> Layout2Table:
+    storage = Storage(base)
+    TableConfig(
+        {
+            "hoodie.table.name": "v2",
+            "hoodie.table.type": "MERGE_ON_READ",
+            "hoodie.table.version": str(version),
+            "hoodie.table.initial.version": str(version),
+            "hoodie.timeline.layout.version": "2",
+            "hoodie.timeline.path": "timeline",
+            "hoodie.timeline.history.path": "history",
+            "hoodie.table.recordkey.fields": "id",
+            "hoodie.table.precombine.field": "ts",
+            "hoodie.table.ordering.fields": "ts",
+            "hoodie.table.partition.fields": "part",
+            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.SimpleKeyGenerator",
+            "hoodie.table.keygenerator.type": "SIMPLE",
+            "hoodie.datasource.write.hive_style_partitioning": "false",
+            "hoodie.table.base.file.format": "PARQUET",
+            "hoodie.record.merge.mode": "EVENT_TIME_ORDERING",
+            "hoodie.populate.meta.fields": "true",
+            "hoodie.table.metadata.partitions": "",
+            "hoodie.database.name": "default",
+        }
+    ).save(storage)
+    storage.makedirs(f"{TIMELINE}/history")
+    table = Layout2Table(base, storage)
+    for part in ("p1", "p2"):
+        write_partition_metadata(storage, part, T0)
+
+    # T0: a legacy instant (Hudi 1.x reads `<ts>.<action>` with JSON metadata in layout 2; the
+    # oracle, hudi-rs, skips it). Its only file group C is clustered away by T7 below.
+    legacy = [table.base_file("p2", FILE_C, T0, [("c1", 0)])]
+    table.instant(f"{T0}.deltacommit.requested")
+    table.instant(f"{T0}.deltacommit.inflight")
+    table.instant(f"{T0}.deltacommit", metadata("INSERT", legacy).to_json())
+
+    # T1 inserts A and B, T2 updates A in a log file.
+    for ts, done, stats in (
+        (
+            T1,
+            C1,
+            [
+                table.base_file("p1", FILE_A, T1, [("a1", 1), ("a2", 1)]),
+                table.base_file("p2", FILE_B, T1, [("b1", 1)]),
+            ],
+        ),
+        (T2, C2, [table.log_file("p1", FILE_A, T2, [("a1", 2)])]),
+    ):
+        table.instant(f"{ts}.deltacommit.requested")
+        table.instant(f"{ts}.deltacommit.inflight")
+        table.instant(f"{ts}_{done}.deltacommit", metadata("UPSERT", stats).to_avro_bytes())
+
+    # T4 starts; T3 compacts A (base T1 + log T2) and completes; then T4 completes.
+    table.instant(f"{T4}.deltacommit.requested")
+    table.instant(f"{T4}.deltacommit.inflight")
+    plan = {
+        "operations": [
+            {
+                "baseInstantTime": T1,
+                "fileId": FILE_A,
+                "partitionPath": "p1",
+                "dataFilePath": str(BaseFileName(FILE_A, "0-1-0", T1)),
+                "deltaFilePaths": [str(LogFileName(FILE_A, T2, 1, "0-1-0"))],
+            }
+        ],
+        "version": 2,
+    }
+    table.instant(f"{T3}.compaction.requested", avro_codec.encode("HoodieCompactionPlan", plan))
+    table.instant(f"{T3}.compaction.inflight")
+    compacted = table.base_file("p1", FILE_A, T3, [("a1", 2), ("a2", 1)])
+    compaction = metadata("COMPACT", [compacted], compacted=True)
+    table.instant(f"{T3}_{C3}.commit", compaction.to_avro_bytes())
+    late = table.log_file("p1", FILE_A, T4, [("a2", 4)])
+    table.instant(f"{T4}_{C4}.deltacommit", metadata("UPSERT", [late]).to_avro_bytes())
+
+    # T5: a delta commit still in flight, its log file already written.
+    table.instant(f"{T5}.deltacommit.requested")
+    table.instant(f"{T5}.deltacommit.inflight")
+    table.log_file("p1", FILE_A, T5, [("a1", 5)])
+
+    # T6: a pending clustering of B; T7: a completed clustering of C into D.
+    for ts, file_id, created in ((T6, FILE_B, T1), (T7, FILE_C, T0)):
+        requested = {
+            "operationType": "CLUSTER",
+            "clusteringPlan": {
+                "inputGroups": [
+                    {
+                        "slices": [
+                            {
+                                "dataFilePath": f"p2/{BaseFileName(file_id, '0-1-0', created)}",
+                                "fileId": file_id,
+                                "partitionPath": "p2",
+                            }
+                        ],
+                        "numOutputFileGroups": 1,
+                    }
+                ]
+            },
+        }
+        table.instant(
+            f"{ts}.clustering.requested",
+            avro_codec.encode("HoodieRequestedReplaceMetadata", requested),
+        )
+        table.instant(f"{ts}.clustering.inflight")
+    clustered = table.base_file("p2", FILE_D, T7, [("c1", 0)])
+    replace = metadata(
+        "CLUSTER",
+        [clustered],
+        ReplaceCommitMetadata,
+        partition_to_replace_file_ids={"p2": [FILE_C]},
+    )
+    table.instant(f"{T7}_{C7}.replacecommit", replace.to_avro_bytes())
+    return table
+
+
+@pytest.fixture(params=[8, 9])
+def table(request: pytest.FixtureRequest, tmp_path: Path) -> Layout2Table:
+    return build_table(str(tmp_path / f"v{request.param}"), request.param)
+
+
+def test_the_oracle_reads_the_hand_built_table(table: Layout2Table) -> None:
+    got = {key: row["ts"] for key, row in oracle.rows_by_key(table.base).items()}
+    assert got == {"a1": 2, "a2": 4, "b1": 1, "c1": 0}
+
+
+def test_timeline_gives_requested_and_completion_times(table: Layout2Table) -> None:
+    hudi = HudiTable.open(table.base)
+    assert hudi.config.timeline_layout_version == 2
+    assert hudi.config.timeline_path == TIMELINE
+    timeline = hudi.timeline()
+    got = [(i.requested_time, i.action, i.state, i.completion_time) for i in timeline.instants]
+    assert got == [
+        (T0, Action.DELTA_COMMIT, State.COMPLETED, None),
+        (T1, Action.DELTA_COMMIT, State.COMPLETED, C1),
+        (T2, Action.DELTA_COMMIT, State.COMPLETED, C2),
+        (T4, Action.DELTA_COMMIT, State.COMPLETED, C4),
+        (T3, Action.COMMIT, State.COMPLETED, C3),
+        (T5, Action.DELTA_COMMIT, State.INFLIGHT, None),
+        (T6, Action.CLUSTERING, State.INFLIGHT, None),
+        (T7, Action.REPLACE_COMMIT, State.COMPLETED, C7),
+    ]
+    by_time = {i.requested_time: i for i in timeline.instants}
+    assert timeline.origin_action(by_time[T3]) is Action.COMPACTION
+    assert timeline.last_compaction() == by_time[T3]
+    assert timeline.compaction_plan(by_time[T3])["operations"][0]["fileId"] == FILE_A
+    assert timeline.origin_action(by_time[T7]) is Action.CLUSTERING
+    assert timeline.last_clustering() == by_time[T7]
+    assert timeline.pending_clusterings() == [by_time[T6]]
+    assert timeline.clustering_plan(by_time[T6])["inputGroups"][0]["slices"][0]["fileId"] == (
+        FILE_B
+    )
+    assert timeline.pending_compactions() == []
+
+    # Avro metadata (layout 2) and the legacy JSON instant both decode.
+    assert timeline.commit_metadata(by_time[T3]).compacted
+    assert timeline.commit_metadata(by_time[T1]).total_records_written() == 3
+    assert timeline.commit_metadata(by_time[T0]).file_ids_by_partition() == {"p2": {FILE_C}}
+    replaced = timeline.commit_metadata(by_time[T7])
+    assert isinstance(replaced, ReplaceCommitMetadata)
+    assert replaced.partition_to_replace_file_ids == {"p2": [FILE_C]}
+
+
+def test_file_slices_follow_completion_times(table: Layout2Table) -> None:
+    view = HudiTable.open(table.base).file_system_view()
+    latest = {s.file_id: s for s in view.latest_file_slices()}
+    assert sorted(latest) == [FILE_A, FILE_B, FILE_D]  # C was clustered away
+    a = latest[FILE_A]
+    assert a.base_instant_time == T3
+    assert a.base_file is not None and a.base_file.name.instant_time == T3
+    # T4's log completed after T3 started: it is in T3's slice; T5's log is not committed.
+    assert [log.name.base_instant_time for log in a.log_files] == [T4]
+    group_a = next(g for g in view.file_groups if g.file_id == FILE_A)
+    assert [
+        (s.base_instant_time, [log.name.base_instant_time for log in s.log_files])
+        for s in group_a.slices
+    ] == [(T1, [T2]), (T3, [T4])]
+
+
+def cli_json(command: str, base: str) -> dict[str, Any]:
+    result = CliRunner().invoke(app, [command, "--base-path", base, "--json"])
+    assert result.exit_code == 0, result.output
+    parsed: dict[str, Any] = json.loads(result.stdout)
+    return parsed
+
+
+def test_cli_timeline_agrees_with_the_oracle(table: Layout2Table) -> None:
+    shown = cli_json("timeline", table.base)
+    assert shown["table_version"] == int(Path(table.base).name[1:])
+    commits = sorted(
+        (row["instant"], row["action"])
+        for row in shown["instants"]
+        if row["state"] == "COMPLETED"
+        and row["action"] in ("commit", "deltacommit", "replacecommit")
+    )
+    # hudi-rs 0.5 skips legacy instants (no completion time in the name) that Hudi 1.x reads
+    assert [c for c in commits if c[0] != T0] == oracle.completed_instants(table.base)
+    assert (T0, "deltacommit") in commits
+    completion = {row["instant"]: row["completion_time"] for row in shown["instants"]}
+    assert (completion[T1], completion[T3], completion[T5]) == (C1, C3, None)
+    requested_as = {row["instant"]: row["requested_as"] for row in shown["instants"]}
+    assert (requested_as[T3], requested_as[T6], requested_as[T7]) == (
+        "compaction",
+        "clustering",
+        "clustering",
+    )
+
+
+def test_cli_files_agree_with_the_oracle(table: Layout2Table) -> None:
+    shown = cli_json("files", table.base)["file_slices"]
+    ours = sorted(
+        (
+            {k: s[k] for k in ("partition", "file_id", "base_instant", "base_file", "log_files")}
+            for s in shown
+        ),
+        key=lambda s: (s["partition"], s["file_id"]),
+    )
+    assert ours == oracle.file_slices(table.base)
+
+
+def test_services_refuse_layout2_tables(table: Layout2Table) -> None:
+    hudi = HudiTable.open(table.base)
+    version = hudi.config.table_version
+    reasons = hudi.unsupported_features()
+    assert any(f"table version {version}" in reason for reason in reasons)
+    with pytest.raises(UnsupportedTableError, match=f"table version {version}"):
+        hudi.ensure_supported()

@@ -1,0 +1,116 @@
+"""Tables our services must not touch are refused before anything is written."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.hudi.test_timeline import new_table, next_time, put, write
+from typer.testing import CliRunner
+
+from tms.cli import app
+from tms.hudi import avro_codec
+from tms.hudi.properties import TableConfig
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable, UnsupportedTableError
+
+
+def set_properties(base: str, **changes: str) -> None:
+    storage = Storage(base)
+    config = TableConfig.load(storage)
+    TableConfig({**config.props, **changes}).save(storage)
+
+
+def with_metadata_table(base: str) -> None:
+    set_properties(base, **{"hoodie.table.metadata.partitions": "files"})
+
+
+def bootstrapped(base: str) -> None:
+    set_properties(base, **{"hoodie.bootstrap.base.path": "/warehouse/source_table"})
+
+
+def with_pending_log_compaction(base: str) -> None:
+    ts = next_time(base)
+    put(base, f"{ts}.logcompaction.requested", avro_codec.encode("HoodieCompactionPlan", {}))
+
+
+def with_completed_log_compaction(base: str) -> None:
+    ts = next_time(base)
+    put(base, f"{ts}.logcompaction.requested", avro_codec.encode("HoodieCompactionPlan", {}))
+    put(base, f"{ts}.logcompaction.inflight")
+    put(base, f"{ts}.deltacommit", b"{}")
+
+
+def orc_base_files(base: str) -> None:
+    set_properties(base, **{"hoodie.table.base.file.format": "ORC"})
+
+
+def virtual_keys(base: str) -> None:
+    set_properties(base, **{"hoodie.populate.meta.fields": "false"})
+
+
+CASES: dict[str, tuple[Callable[[str], None], str]] = {
+    "metadata-table": (with_metadata_table, "metadata table"),
+    "bootstrap": (bootstrapped, "bootstrap"),
+    "pending-log-compaction": (with_pending_log_compaction, "log compaction"),
+    "completed-log-compaction": (with_completed_log_compaction, "log compaction"),
+    "orc": (orc_base_files, "base file format ORC"),
+    "virtual-keys": (virtual_keys, "hoodie.populate.meta.fields=false"),
+}
+
+
+def table_with(tmp_path: Path, case: str) -> str:
+    base = str(tmp_path / "t")
+    writer = new_table(base)
+    write(writer, "insert", range(20), 1)
+    write(writer, "upsert", range(0, 20, 2), 2)
+    assert HudiTable.open(base).unsupported_features() == []
+    CASES[case][0](base)
+    return base
+
+
+def listing(base: str) -> dict[str, tuple[int, int]]:
+    """Every file of the table with its size and modification time."""
+    return {
+        str(p.relative_to(base)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in Path(base).rglob("*")
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ensure_supported_names_the_feature(tmp_path: Path, case: str) -> None:
+    base = table_with(tmp_path, case)
+    feature = CASES[case][1]
+    table = HudiTable.open(base)
+    assert any(feature in reason for reason in table.unsupported_features())
+    with pytest.raises(UnsupportedTableError, match=feature):
+        table.ensure_supported()
+
+
+SERVICES_READY = all(
+    importlib.util.find_spec(f"tms.services.{name}") is not None
+    for name in ("compaction", "clustering", "clean")
+)
+
+
+@pytest.mark.skipif(
+    not SERVICES_READY, reason="TO FINISH: tms.services.compaction/clustering/clean not written yet"
+)
+@pytest.mark.parametrize("service", ["compaction", "clustering", "clean"])
+@pytest.mark.parametrize("case", ["metadata-table", "bootstrap", "completed-log-compaction", "orc"])
+def test_tms_run_refuses_and_writes_nothing(tmp_path: Path, case: str, service: str) -> None:
+    base = table_with(tmp_path, case)
+    before = listing(base)
+
+    result = CliRunner().invoke(app, ["run", service, "--base-path", base])
+
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert CASES[case][1] in lines[0]
+    assert "Traceback" not in result.output
+    assert listing(base) == before

@@ -1,0 +1,75 @@
+"""Small builders shared by the store tests."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from itertools import count
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from tms.store import (
+    Action,
+    Claim,
+    Operation,
+    Tbl,
+    claim_due_operations,
+    register_table,
+    submit_operation,
+)
+
+_instants = count(1)
+
+
+def instant() -> str:
+    """A fresh 17-digit Hudi instant time."""
+    return f"20250101{next(_instants):09d}"
+
+
+def make_table(session: Session, name: str = "t", **kwargs: Any) -> Tbl:
+    return register_table(
+        session, db_name="db", table_name=name, base_path=f"/data/{name}", **kwargs
+    ).table
+
+
+def make_op(
+    session: Session,
+    table: Tbl,
+    action: Action = Action.COMPACTION,
+    *,
+    at: str | None = "new",
+    **kwargs: Any,
+) -> Operation:
+    return submit_operation(
+        session,
+        tbl_id=table.id,
+        action=action,
+        instant=instant() if at == "new" else at,
+        **kwargs,
+    ).operation
+
+
+def claim(
+    session: Session,
+    limit: int = 10,
+    *,
+    instance: str = "i1",
+    queue_limits: Mapping[str, int] | None = None,
+    lease_seconds: float = 60,
+    now: datetime | None = None,
+) -> list[Claim]:
+    return claim_due_operations(
+        session,
+        instance,
+        limit=limit,
+        queue_limits=queue_limits,
+        lease_seconds=lease_seconds,
+        now=now,
+    )
+
+
+def db_now(session: Session) -> datetime:
+    """The database clock (transaction start), which the store uses for every time."""
+    return session.execute(select(func.now())).scalar_one()

@@ -1,0 +1,216 @@
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.store.helpers import claim, db_now, make_op, make_table
+from tms.store import (
+    AttemptOutcome,
+    NotFound,
+    OperationStatus,
+    TransitionRefused,
+    cancel_operation,
+    complete_operation,
+    fail_attempt,
+    finish_cancelled,
+    get_attempt,
+    get_operation,
+    invalidate_operation,
+    list_attempts,
+    list_events,
+    reschedule_operation,
+    retry_operation,
+)
+
+S = OperationStatus
+
+
+def test_complete(session: Session) -> None:
+    op = make_op(session, make_table(session))
+    (c,) = claim(session)
+    done = complete_operation(
+        session, c.attempt, result={"files": 3}, figures={"bytes": 10}, exit_code=0
+    )
+    assert (done.status, done.result, done.lease_owner, done.current_attempt_id) == (
+        S.COMPLETED,
+        {"files": 3},
+        None,
+        None,
+    )
+    assert done.finished_at is not None
+    attempt = get_attempt(session, c.attempt.id)
+    assert (attempt.outcome, attempt.exit_code, attempt.figures) == (
+        AttemptOutcome.SUCCEEDED,
+        0,
+        {"bytes": 10},
+    )
+    assert attempt.finished_at is not None
+    with pytest.raises(TransitionRefused, match="status is COMPLETED, expected RUNNING"):
+        complete_operation(session, c.attempt)
+    assert [e.to_status for e in list_events(session, op.id)] == [
+        S.SCHEDULED,
+        S.RUNNING,
+        S.COMPLETED,
+    ]
+
+
+def test_guarded_transitions_refuse_the_wrong_status(session: Session) -> None:
+    op = make_op(session, make_table(session))
+    with pytest.raises(TransitionRefused, match="cannot retry: status is SCHEDULED"):
+        retry_operation(session, op.id)
+    (c,) = claim(session)
+    with pytest.raises(TransitionRefused, match="cannot reschedule: status is RUNNING"):
+        reschedule_operation(session, op.id, at=timedelta(minutes=1), reason="later")
+    complete_operation(session, c.attempt)
+    refusals: list[Callable[[], object]] = [
+        lambda: cancel_operation(session, op.id),
+        lambda: invalidate_operation(session, op.id, reason="gone"),
+        lambda: fail_attempt(session, c.attempt, error="late"),
+        lambda: finish_cancelled(session, c.attempt),
+    ]
+    for refused in refusals:
+        with pytest.raises(TransitionRefused, match="status is COMPLETED"):
+            refused()
+    with pytest.raises(NotFound):
+        cancel_operation(session, 999_999)
+    assert [e.to_status for e in list_events(session, op.id)][-1] is S.COMPLETED
+
+
+def test_a_stale_attempt_cannot_finish_a_newer_one(session: Session) -> None:
+    op = make_op(session, make_table(session))
+    (first,) = claim(session)
+    fail_attempt(session, first.attempt, error="boom", retry_at=timedelta(0))
+    (second,) = claim(session)
+    assert second.attempt.number == 2
+    with pytest.raises(TransitionRefused, match=f"attempt {first.attempt.id} no longer holds"):
+        complete_operation(session, first.attempt)
+    assert complete_operation(session, second.attempt).status is S.COMPLETED
+    assert [a.outcome for a in list_attempts(session, op.id)] == [
+        AttemptOutcome.FAILED,
+        AttemptOutcome.SUCCEEDED,
+    ]
+
+
+def test_fail_retries_with_backoff_until_out_of_retries(session: Session) -> None:
+    op = make_op(session, make_table(session), max_retries=1)
+    (c,) = claim(session)
+    retried = fail_attempt(
+        session, c.attempt, error="executor lost", exit_code=1, retry_at=timedelta(seconds=30)
+    )
+    assert retried.status is S.SCHEDULED and retried.last_error == "executor lost"
+    assert retried.next_run_at == db_now(session) + timedelta(seconds=30)
+    assert retried.lease_owner is None and retried.finished_at is None
+    assert claim(session) == []  # not due yet
+    (c2,) = claim(session, now=db_now(session) + timedelta(seconds=31))
+    failed = fail_attempt(session, c2.attempt, error="again", retry_at=timedelta(seconds=30))
+    assert (failed.status, failed.run_times, failed.last_error) == (S.FAILED, 2, "again")
+    assert failed.finished_at is not None
+    attempts = list_attempts(session, op.id)
+    assert [(a.number, a.outcome, a.error) for a in attempts] == [
+        (1, AttemptOutcome.FAILED, "executor lost"),
+        (2, AttemptOutcome.FAILED, "again"),
+    ]
+    assert attempts[0].exit_code == 1
+    assert [(e.from_status, e.to_status) for e in list_events(session, op.id)][2:] == [
+        (S.RUNNING, S.SCHEDULED),
+        (S.SCHEDULED, S.RUNNING),
+        (S.RUNNING, S.FAILED),
+    ]
+
+
+def test_no_retry_when_not_retryable(session: Session) -> None:
+    op = make_op(session, make_table(session), retry_on_error=False)
+    (c,) = claim(session)
+    assert fail_attempt(session, c.attempt, error="x", retry_at=timedelta(0)).status is S.FAILED
+    # An operator retry starts a fresh budget; attempt numbers keep counting.
+    again = retry_operation(session, op.id)
+    assert (again.status, again.run_times, again.finished_at) == (S.SCHEDULED, 0, None)
+    (c2,) = claim(session)
+    assert (c2.attempt.number, c2.operation.run_times) == (2, 1)
+    assert fail_attempt(session, c2.attempt, error="y").status is S.FAILED
+
+
+def test_cancel(session: Session) -> None:
+    table, other = make_table(session, "t"), make_table(session, "u")
+    scheduled = make_op(session, table)
+    assert cancel_operation(session, scheduled.id).status is S.CANCELLED
+
+    running = make_op(session, other)
+    stubborn = make_op(session, table, cancellable=False)
+    claims = {c.operation.id: c for c in claim(session)}
+    requested = cancel_operation(session, running.id, reason="operator")
+    assert requested.status is S.RUNNING and requested.cancel_requested
+    assert cancel_operation(session, running.id).cancel_requested  # idempotent
+    with pytest.raises(TransitionRefused, match="not cancellable"):
+        cancel_operation(session, stubborn.id)
+    # A retryable failure after a cancel request does not retry.
+    done = finish_cancelled(session, claims[running.id].attempt, error="stopped")
+    assert done.status is S.CANCELLED
+    assert get_attempt(session, claims[running.id].attempt.id).outcome is AttemptOutcome.CANCELLED
+    reasons = [(e.to_status, e.reason) for e in list_events(session, running.id)]
+    assert reasons[-2:] == [
+        (S.RUNNING, "cancel requested: operator"),
+        (S.CANCELLED, "cancelled by request"),
+    ]
+    assert retry_operation(session, running.id).status is S.SCHEDULED
+
+
+def test_invalidate(session: Session) -> None:
+    table = make_table(session)
+    op = make_op(session, table)
+    (c,) = claim(session)
+    invalid = invalidate_operation(session, op.id, reason="plan vanished from the timeline")
+    assert (invalid.status, invalid.last_error) == (S.INVALID, "plan vanished from the timeline")
+    attempt = get_attempt(session, c.attempt.id)
+    assert (attempt.outcome, attempt.error) == (
+        AttemptOutcome.FAILED,
+        "plan vanished from the timeline",
+    )
+    pending = make_op(session, table)
+    assert invalidate_operation(session, pending.id, reason="gone").status is S.INVALID
+
+
+def test_reschedule(session: Session) -> None:
+    op = make_op(session, make_table(session))
+    later = reschedule_operation(session, op.id, at=timedelta(minutes=10), reason="table busy")
+    assert later.status is S.SCHEDULED
+    assert later.next_run_at == db_now(session) + timedelta(minutes=10)
+    assert list_events(session, op.id)[-1].reason == "table busy"
+
+
+def test_racing_transitions_have_one_winner(factory: sessionmaker[Session]) -> None:
+    with factory.begin() as session:
+        op = make_op(session, make_table(session))
+    with factory.begin() as session:
+        (c,) = claim(session)
+    outcomes: list[str] = []
+
+    def operator_invalidates() -> None:
+        with factory() as session:
+            try:
+                invalidate_operation(session, op.id, reason="plan vanished")
+                session.commit()
+                outcomes.append("invalidated")
+            except TransitionRefused:
+                outcomes.append("refused")
+
+    with factory() as job:
+        complete_operation(job, c.attempt)  # holds the row lock until commit
+        racer = threading.Thread(target=operator_invalidates)
+        racer.start()
+        racer.join(timeout=0.5)
+        assert racer.is_alive(), "the second transition should wait for the first"
+        job.commit()
+        racer.join(timeout=10)
+    assert outcomes == ["refused"]
+    with factory() as session:
+        assert get_operation(session, op.id).status is S.COMPLETED
+        assert [e.to_status for e in list_events(session, op.id)] == [
+            S.SCHEDULED,
+            S.RUNNING,
+            S.COMPLETED,
+        ]
