@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from tms.services.compaction import execute_compaction, schedule_compaction
 
 from tms.hudi.table import HudiTable
 from tms.hudi.writer import HudiWriter, create_table
+from tms.services.compaction import execute_compaction, schedule_compaction
 from tms.services.spark import get_spark
 
 CITIES = ["amsterdam", "berlin", "chennai", "denver"]
