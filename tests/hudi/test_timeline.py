@@ -439,3 +439,21 @@ def test_cleaner_plan_and_clean_metadata_are_decoded(tmp_path: Path) -> None:
     ]
     assert [i.requested_time for i in got.commits_since_last_clean()] == []
     assert [i.requested_time for i in got.commits()] == [first, second]
+
+
+def test_a_savepoint_shares_its_commit_time_without_hiding_the_commit(tmp_path: Path) -> None:
+    base = str(tmp_path / "t")
+    table = create_table(base, "t", record_key_fields=["id"], ordering_field="ts")
+    instant = HudiWriter(table).insert(pa.table({"id": ["a"], "ts": pa.array([1], pa.int64())}))
+    hoodie = tmp_path / "t" / ".hoodie"
+    savepoint = avro_codec.encode(
+        "HoodieSavepointMetadata",
+        {"savepointedBy": "ops", "savepointedAt": 1, "comments": "", "partitionMetadata": {}},
+    )
+    (hoodie / f"{instant}.savepoint.inflight").write_bytes(b"")
+    (hoodie / f"{instant}.savepoint").write_bytes(savepoint)
+    timeline = HudiTable.open(base).timeline()
+    assert [i.requested_time for i in timeline.commits()] == [instant]
+    assert timeline.savepointed_times() == [instant]
+    assert timeline.get(instant) is not None and timeline.get(instant).action is Action.DELTA_COMMIT
+    assert timeline.commit_metadata(timeline.commits()[0]).operation_type == "INSERT"

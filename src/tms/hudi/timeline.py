@@ -8,11 +8,21 @@ from typing import Any
 
 from tms.hudi import avro_codec
 from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from tms.hudi.instant import Action, Instant, State, parse_instant_file
+from tms.hudi.instant import COMPLETED_ACTION, Action, Instant, State, parse_instant_file
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
 
 CLUSTER_OPERATION = "CLUSTER"
+
+InstantKey = tuple[str, Action]
+"""An instant's identity: its time and its action family. Times alone are not unique: a
+savepoint has the time of the commit it saves."""
+
+
+def instant_key(instant: Instant) -> InstantKey:
+    """Requested and completed files of one instant share a key (a compaction completes as
+    a commit, a clustering as a replacecommit)."""
+    return instant.requested_time, COMPLETED_ACTION.get(instant.action, instant.action)
 
 
 @dataclass(frozen=True)
@@ -22,30 +32,30 @@ class Timeline:
     storage: Storage
     config: TableConfig
     instants: tuple[Instant, ...]
-    files: dict[str, dict[State, str]] = field(default_factory=dict)
-    """Per requested time, the instant file recording each state it reached."""
-    pending_actions: dict[str, Action] = field(default_factory=dict)
-    """Per requested time, the action its requested file named (compaction, clustering…)."""
+    files: dict[InstantKey, dict[State, str]] = field(default_factory=dict)
+    """Per instant, the instant file recording each state it reached."""
+    pending_actions: dict[InstantKey, Action] = field(default_factory=dict)
+    """Per instant, the action its requested file named (compaction, clustering…)."""
 
     @classmethod
     def load(cls, storage: Storage, config: TableConfig) -> Timeline:
         base = config.timeline_path
-        files: dict[str, dict[State, str]] = {}
-        furthest: dict[str, Instant] = {}
-        pending_actions: dict[str, Action] = {}
+        files: dict[InstantKey, dict[State, str]] = {}
+        furthest: dict[InstantKey, Instant] = {}
+        pending_actions: dict[InstantKey, Action] = {}
         for entry in storage.list_dir(base):
             if entry.is_dir:
                 continue
             instant = parse_instant_file(entry.name)
             if instant is None:
                 continue
-            ts = instant.requested_time
-            files.setdefault(ts, {})[instant.state] = f"{base}/{entry.name}"
+            key = instant_key(instant)
+            files.setdefault(key, {})[instant.state] = f"{base}/{entry.name}"
             if instant.state is State.REQUESTED:
-                pending_actions[ts] = instant.action
-            current = furthest.get(ts)
+                pending_actions[key] = instant.action
+            current = furthest.get(key)
             if current is None or instant.state > current.state:
-                furthest[ts] = instant
+                furthest[key] = instant
         instants = tuple(sorted(furthest.values(), key=lambda i: i.requested_time))
         return cls(storage, config, instants, files, pending_actions)
 
@@ -55,10 +65,10 @@ class Timeline:
     # Selection ---------------------------------------------------------------------------
 
     def get(self, requested_time: str) -> Instant | None:
-        for instant in self.instants:
-            if instant.requested_time == requested_time:
-                return instant
-        return None
+        """The instant of that time; a write rather than the savepoint that shares its time."""
+        found = [i for i in self.instants if i.requested_time == requested_time]
+        found.sort(key=lambda i: i.action is Action.SAVEPOINT)
+        return found[0] if found else None
 
     def completed(self, actions: Iterable[Action] | None = None) -> list[Instant]:
         wanted = set(actions) if actions is not None else None
@@ -84,7 +94,7 @@ class Timeline:
 
     def origin_action(self, instant: Instant) -> Action:
         """The action an instant was requested as: a completed compaction shows as commit."""
-        return self.pending_actions.get(instant.requested_time, instant.action)
+        return self.pending_actions.get(instant_key(instant), instant.action)
 
     def pending_compactions(self) -> list[Instant]:
         return self.pending((Action.COMPACTION,))
@@ -139,7 +149,7 @@ class Timeline:
 
     def instant_path(self, instant: Instant, state: State | None = None) -> str:
         state = instant.state if state is None else state
-        paths = self.files.get(instant.requested_time, {})
+        paths = self.files.get(instant_key(instant), {})
         if state in paths:
             return paths[state]
         layout = self.config.timeline_layout_version
@@ -171,7 +181,7 @@ class Timeline:
 
     def requested_replace_metadata(self, instant: Instant) -> dict[str, Any] | None:
         """The requested replace metadata (holding the clustering plan) of a replace instant."""
-        if State.REQUESTED not in self.files.get(instant.requested_time, {}):
+        if State.REQUESTED not in self.files.get(instant_key(instant), {}):
             return None
         return self.avro_details(instant, State.REQUESTED)
 

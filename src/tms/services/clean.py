@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from tms.hudi import avro_codec, heartbeat
 from tms.hudi.filenames import BaseFileName, LogFileName
 from tms.hudi.fs_view import FileGroup, FileSlice
-from tms.hudi.instant import Action, Instant, State, is_instant_time, parse_instant_file
+from tms.hudi.instant import Action, Instant, State, is_instant_time
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import Timeline
@@ -262,19 +262,11 @@ class CleanPlanner:
 
 
 def _savepoints(table: HudiTable) -> dict[str, set[str]]:
-    """Per completed savepoint, the data file names it pins.
-
-    Listed from the timeline folder rather than `Timeline`: a savepoint carries the instant
-    time of the commit it saves, so the two share one instant time.
-    """
-    storage, config = table.storage, table.config
+    """Per completed savepoint, the data file names it pins."""
+    timeline = table.timeline()
     found: dict[str, set[str]] = {}
-    for entry in storage.list_dir(config.timeline_path):
-        instant = parse_instant_file(entry.name)
-        if instant is None or instant.action is not Action.SAVEPOINT or not instant.is_completed:
-            continue
-        data = storage.read_bytes(entry.path)
-        metadata = avro_codec.decode(data) if data else {}
+    for instant in timeline.completed((Action.SAVEPOINT,)):
+        metadata = timeline.avro_details(instant, State.COMPLETED) or {}
         names: set[str] = set()
         for partition in (metadata.get("partitionMetadata") or {}).values():
             for name in partition.get("savepointDataFile") or []:
