@@ -128,9 +128,15 @@ def create_table(
 class HudiWriter:
     """Applies batches to one table; each batch is one commit (or delta commit)."""
 
-    def __init__(self, table: HudiTable, max_file_rows: int = DEFAULT_MAX_FILE_ROWS) -> None:
+    def __init__(
+        self,
+        table: HudiTable,
+        max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
+        heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
+    ) -> None:
         self.table = table
         self.max_file_rows = max_file_rows
+        self.heartbeat_interval = heartbeat_interval
 
     @classmethod
     def open(cls, base_path: str, max_file_rows: int = DEFAULT_MAX_FILE_ROWS) -> HudiWriter:
@@ -169,25 +175,24 @@ class HudiWriter:
         tagged = self._prepare(batch, instant_time, operation)
         action = Action.DELTA_COMMIT if self.config.is_merge_on_read else Action.COMMIT
         requested = request(self.storage, self.config, instant_time, action)
-        heartbeat.beat(self.storage, instant_time)
-        inflight = transition(
-            self.storage,
-            self.config,
-            requested,
-            State.INFLIGHT,
-            CommitMetadata(operation_type=operation.value).to_json(),
-        )
-        writes = self._write_files(tagged, instant_time, operation, timeline)
-        schema_json = self._schema_json(tagged, operation)
-        metadata = CommitMetadata(
-            extra_metadata={"schema": schema_json} if schema_json else {},
-            operation_type=operation.value,
-        )
-        for stat in writes:
-            metadata.add_write_stat(stat.partition_path or "", stat)
-        transition(self.storage, self.config, inflight, State.COMPLETED, metadata.to_json())
-        delete_markers(self.storage, instant_time)
-        heartbeat.stop_heartbeat(self.storage, instant_time)
+        with heartbeat.Heartbeat(self.storage, instant_time, self.heartbeat_interval):
+            inflight = transition(
+                self.storage,
+                self.config,
+                requested,
+                State.INFLIGHT,
+                CommitMetadata(operation_type=operation.value).to_json(),
+            )
+            writes = self._write_files(tagged, instant_time, operation, timeline)
+            schema_json = self._schema_json(tagged, operation)
+            metadata = CommitMetadata(
+                extra_metadata={"schema": schema_json} if schema_json else {},
+                operation_type=operation.value,
+            )
+            for stat in writes:
+                metadata.add_write_stat(stat.partition_path or "", stat)
+            transition(self.storage, self.config, inflight, State.COMPLETED, metadata.to_json())
+            delete_markers(self.storage, instant_time)
         return instant_time
 
     def _prepare(self, batch: pa.Table, instant_time: str, operation: WriteOperation) -> pa.Table:
