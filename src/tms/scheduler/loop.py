@@ -60,6 +60,7 @@ from tms.store import (
     register_instance,
     session_scope,
 )
+from tms.store.transitions import lock_running_operation
 
 if TYPE_CHECKING:
     from tms.config import Settings
@@ -230,16 +231,7 @@ class Scheduler:
         try:
             with session_scope(self._factory) as session:
                 _set_exit_code(session, job.attempt_id, code)
-                operation = session.scalars(
-                    select(Operation)
-                    .where(
-                        Operation.id == job.operation_id,
-                        Operation.status == OperationStatus.RUNNING,
-                        Operation.current_attempt_id == job.attempt_id,
-                    )
-                    .with_for_update()
-                    .execution_options(populate_existing=True)
-                ).one_or_none()
+                operation = lock_running_operation(session, job.operation_id, job.attempt_id)
                 if operation is None:
                     return  # the job reported (or the lease was reaped): nothing to add
                 attempt = session.get_one(Attempt, job.attempt_id)

@@ -46,6 +46,23 @@ def _when(at: datetime | timedelta | None) -> ColumnElement[datetime]:
     return literal(at)
 
 
+def lock_running_operation(
+    session: Session, operation_id: int, attempt_id: int
+) -> Operation | None:
+    """Lock the operation while `attempt_id` is its RUNNING attempt; None once it is not
+    (the job reported, or its lease was reaped and another attempt took over)."""
+    return session.scalars(
+        select(Operation)
+        .where(
+            Operation.id == operation_id,
+            Operation.status == S.RUNNING,
+            Operation.current_attempt_id == attempt_id,
+        )
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).one_or_none()
+
+
 def _transition(
     session: Session,
     operation_id: int,
@@ -170,16 +187,7 @@ def fail_attempt(
     operation retries then if it allows retries and has some left (`run_times <=
     max_retries`): RUNNING → SCHEDULED. Otherwise RUNNING → FAILED. The error is kept on
     the attempt and as the operation's `last_error` either way."""
-    current = session.scalars(
-        select(Operation)
-        .where(
-            Operation.id == attempt.operation_id,
-            Operation.status == S.RUNNING,
-            Operation.current_attempt_id == attempt.id,
-        )
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    ).one_or_none()
+    current = lock_running_operation(session, attempt.operation_id, attempt.id)
     if current is None:
         raise _refused(session, attempt.operation_id, "fail", {S.RUNNING}, attempt)
     retry = (
