@@ -20,12 +20,8 @@ from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable, UnsupportedTableError
 from tms.hudi.transitions import new_instant_time, request
 from tms.hudi.writer import HudiWriter, create_table
-from tms.services.clustering import (
-    EXECUTION_STRATEGY,
-    SORT_COLUMNS_PARAM,
-    execute_clustering,
-    schedule_clustering,
-)
+from tms.services.clustering import execute_clustering, schedule_clustering
+from tms.services.clustering_plan import EXECUTION_STRATEGY, SORT_COLUMNS_PARAM
 from tms.services.execution import PlanNotFoundError
 
 ROWS = 1200

@@ -1,0 +1,206 @@
+"""Clustering plans: small file groups of a partition bin-packed into groups that will each be
+rewritten as fewer, larger file groups.
+
+Scheduling writes `<ts>.replacecommit.requested` holding Hudi's clustering plan (input groups
+of file slices, as `SparkSizeBasedClusteringPlanStrategy` builds them). Execution lives in
+`tms.services.clustering`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tms.hudi import avro_codec
+from tms.hudi.data_files import META_COLUMNS
+from tms.hudi.filenames import BaseFileName, LogFileName
+from tms.hudi.fs_view import FileSlice
+from tms.hudi.instant import Action, is_instant_time
+from tms.hudi.markers import (
+    list_markers,
+)
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import CLUSTER_OPERATION, Timeline
+from tms.hudi.transitions import new_instant_time, request
+
+if TYPE_CHECKING:
+    pass
+
+MIB = 1024 * 1024
+DEFAULT_TARGET_FILE_SIZE = 128 * MIB
+DEFAULT_SMALL_FILE_LIMIT = 100 * MIB
+HUDI_TARGET_FILE_SIZE = 1024 * MIB
+"""Hudi's `hoodie.clustering.plan.strategy.target.file.max.bytes`, for plans Hudi scheduled."""
+EXECUTION_STRATEGY = (
+    "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
+)
+SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
+TARGET_FILE_SIZE_PARAM = "hoodie.clustering.plan.strategy.target.file.max.bytes"
+PLAN_VERSION = 1
+FALLBACK_BYTES_PER_ROW = 64.0
+RECORD_KEY = "_hoodie_record_key"
+
+
+# Scheduling -----------------------------------------------------------------------------------
+
+
+def schedule_clustering(
+    table: HudiTable,
+    *,
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+    small_file_limit: int = DEFAULT_SMALL_FILE_LIMIT,
+    sort_columns: Sequence[str] = (),
+    max_bytes_per_group: int | None = None,
+    instant_time: str | None = None,
+) -> str | None:
+    """Plan clustering of each partition's small file groups; returns the instant, or None
+    when no partition has two or more small file groups that would merge into fewer.
+
+    File groups in a pending compaction or clustering, or being written by an inflight
+    commit, are left out: rewriting them would lose what those instants add.
+    """
+    if target_file_size <= 0 or small_file_limit <= 0:
+        raise ValueError("target_file_size and small_file_limit must be positive")
+    group_limit = max_bytes_per_group or target_file_size
+    if group_limit <= 0:
+        raise ValueError("max_bytes_per_group must be positive")
+    timeline = table.timeline()
+    table.ensure_supported(timeline)
+    view = table.file_system_view(timeline)
+    columns = [c.strip() for c in sort_columns if c.strip()]
+    _check_sort_columns(timeline, columns)
+    busy = (
+        view.pending_compaction_file_ids()
+        | view.pending_clustering_file_ids()
+        | _file_groups_being_written(table, timeline)
+    )
+    groups: list[dict[str, Any]] = []
+    for partition in view.partitions:
+        candidates = [
+            s
+            for s in view.latest_file_slices(partition)
+            if (s.partition_path, s.file_id) not in busy and s.total_size < small_file_limit
+        ]
+        for members in _bin_pack(candidates, group_limit):
+            outputs = max(1, math.ceil(sum(s.total_size for s in members) / target_file_size))
+            if outputs < len(members):  # otherwise the file count would not drop
+                groups.append(_clustering_group(table.storage, members, outputs, target_file_size))
+    if not groups:
+        return None
+    instant = _instant_time(timeline, instant_time)
+    params = {TARGET_FILE_SIZE_PARAM: str(target_file_size)}
+    if columns:
+        params[SORT_COLUMNS_PARAM] = ",".join(columns)
+    requested = {
+        "operationType": CLUSTER_OPERATION,
+        "clusteringPlan": {
+            "inputGroups": groups,
+            "strategy": {
+                "strategyClassName": EXECUTION_STRATEGY,
+                "strategyParams": params,
+                "version": PLAN_VERSION,
+            },
+            "extraMetadata": {},
+            "version": PLAN_VERSION,
+            "preserveHoodieMetadata": True,
+            "missingSchedulePartitions": None,
+        },
+        "extraMetadata": {},
+        "version": PLAN_VERSION,
+    }
+    content = avro_codec.encode("HoodieRequestedReplaceMetadata", requested)
+    request(table.storage, table.config, instant, Action.REPLACE_COMMIT, content)
+    return instant
+
+
+def _bin_pack(slices: Sequence[FileSlice], limit: int) -> list[list[FileSlice]]:
+    """First-fit decreasing: largest slices first, each into the first group with room.
+
+    Hudi's strategy fills one group at a time after the same sort; first-fit packs at least
+    as tightly, so no more file groups come out.
+    """
+    bins: list[tuple[int, list[FileSlice]]] = []
+    for piece in sorted(slices, key=lambda s: (-s.total_size, s.file_id)):
+        for index, (used, members) in enumerate(bins):
+            if used + piece.total_size <= limit:
+                members.append(piece)
+                bins[index] = (used + piece.total_size, members)
+                break
+        else:
+            bins.append((piece.total_size, [piece]))
+    return [members for _, members in bins]
+
+
+def _clustering_group(
+    storage: Storage, members: Sequence[FileSlice], outputs: int, default_base_size: int
+) -> dict[str, Any]:
+    """A HoodieClusteringGroup: slices with full paths (Hudi opens them as given)."""
+    log_size = sum(s.log_size for s in members)
+    read = sum(s.base_file.size if s.base_file else 0 for s in members)
+    write = sum(s.base_file.size if s.base_file else default_base_size for s in members)
+    read_mb, write_mb = (read + log_size) // MIB, write // MIB
+    return {
+        "slices": [
+            {
+                "dataFilePath": storage.uri(s.base_file.path) if s.base_file else "",
+                "deltaFilePaths": [storage.uri(log.path) for log in s.log_files],
+                "fileId": s.file_id,
+                "partitionPath": s.partition_path,
+                "bootstrapFilePath": "",
+                "version": PLAN_VERSION,
+            }
+            for s in members
+        ],
+        "metrics": {
+            "TOTAL_IO_READ_MB": float(read_mb),
+            "TOTAL_IO_WRITE_MB": float(write_mb),
+            "TOTAL_IO_MB": float(read_mb + write_mb),
+            "TOTAL_LOG_FILES_SIZE": float(log_size),
+            "TOTAL_LOG_FILES": float(sum(len(s.log_files) for s in members)),
+        },
+        "numOutputFileGroups": outputs,
+        "extraMetadata": None,
+        "version": PLAN_VERSION,
+    }
+
+
+def _check_sort_columns(timeline: Timeline, columns: Sequence[str]) -> None:
+    """Unknown sort columns are refused now rather than failing every Spark task later."""
+    schema_json = timeline.latest_schema()
+    if columns and schema_json:  # no schema yet: nothing was written, nothing to cluster
+        check_columns(json.loads(schema_json), columns)
+
+
+def check_columns(avro_schema: dict[str, Any], columns: Sequence[str]) -> None:
+    known = [f["name"] for f in avro_schema["fields"]]
+    unknown = [c for c in columns if c not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown sort column(s) {', '.join(unknown)}; the table's columns are "
+            f"{', '.join(c for c in known if c not in META_COLUMNS)}"
+        )
+
+
+def _file_groups_being_written(table: HudiTable, timeline: Timeline) -> set[tuple[str, str]]:
+    """File groups an inflight commit has written to, known from its markers."""
+    busy: set[tuple[str, str]] = set()
+    for instant in timeline.pending((Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)):
+        for marker in list_markers(table.storage, instant.requested_time):
+            name = BaseFileName.parse(marker.file_name) or LogFileName.parse(marker.file_name)
+            if name is not None:
+                busy.add((marker.partition_path, name.file_id))
+    return busy
+
+
+def _instant_time(timeline: Timeline, wanted: str | None) -> str:
+    if wanted is None:
+        return new_instant_time(timeline.instants)
+    if not is_instant_time(wanted):
+        raise ValueError(f"instant time {wanted!r} is not yyyyMMddHHmmss[SSS]")
+    latest = max((i.requested_time for i in timeline.instants), default="")
+    if wanted <= latest:
+        raise ValueError(f"instant time {wanted} must be after the latest instant {latest}")
+    return wanted
