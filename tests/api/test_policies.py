@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 from tests.store.helpers import make_table
 from tms.config import load_settings
 from tms.policies import Counters, Thresholds, apply_triggers, due_actions, thresholds_for
+from tms.policies.triggers import policy_params
 from tms.store import Action, OperationStatus, TableType, list_operations, record_commit
 
 DEFAULTS = Thresholds(compaction_delta_commits=5, clean_commits=10, clustering_commits=0)
@@ -99,3 +100,26 @@ def test_apply_triggers_creates_once_and_resets_the_counter(session: Session) ->
     assert [op.action for op in second] == [Action.CLEAN]
     ops = list_operations(session, tbl_id=table.id)
     assert sorted(op.action for op in ops) == [Action.CLEAN, Action.COMPACTION]
+
+
+def test_policy_made_operations_carry_the_tables_planning_parameters(session: Session) -> None:
+    settings = load_settings(config_file=False, environ={})
+    policy = {
+        "clean_commits": 2,
+        "clean_policy": "KEEP_LATEST_FILE_VERSIONS",
+        "clean_retained": 1,
+        "compaction_delta_commits": 2,
+        "compaction_strategy": "log-size",
+    }
+    table = make_table(session, table_type=TableType.MERGE_ON_READ, policy=policy)
+    for n in range(2):
+        recorded = record_commit(
+            session, table.id, instant=f"2026010100000000{n}", action="deltacommit"
+        )
+    created = {op.action: op for op in apply_triggers(session, recorded.table, settings)}
+    assert created[Action.CLEAN].extra_params == {
+        "policy": "KEEP_LATEST_FILE_VERSIONS",
+        "retained": 1,
+    }
+    assert created[Action.COMPACTION].extra_params == {"strategy": "log-size"}
+    assert policy_params({}, Action.CLEAN) == {}

@@ -69,11 +69,17 @@ def test_patch_pause_resume_policy_and_actions(client: TestClient) -> None:
         "clustering_commits": 4,
     }
     assert body["enabled_actions"] == ["compaction", "clustering", "clean"]
+    planning = {"clean_policy": "KEEP_LATEST_FILE_VERSIONS", "clean_retained": 2}
+    with_params = client.patch(f"/v1/tables/{table_id}", json={"policy": planning})
+    assert with_params.status_code == 200 and with_params.json()["policy"] == planning
     resumed = client.patch(f"/v1/tables/{table_id}", json={"paused": False, "policy": {}})
     assert resumed.json()["paused"] is False and resumed.json()["policy"] == {}
     for bad in (
         {"policy": {"clean_commitz": 3}},
         {"policy": {"clean_commits": -1}},
+        {"policy": {"clean_policy": "KEEP_EVERYTHING"}},
+        {"policy": {"clean_retained": 0}},
+        {"policy": {"compaction_strategy": "biggest"}},
         {"enabled_actions": ["vacuum"]},
         {"paused": None},
         {"priority": 10**30},

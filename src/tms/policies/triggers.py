@@ -93,6 +93,26 @@ def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Threshold
     )
 
 
+POLICY_PARAMS: dict[Action, dict[str, str]] = {
+    Action.COMPACTION: {"compaction_strategy": "strategy"},
+    Action.CLEAN: {"clean_policy": "policy", "clean_retained": "retained"},
+    Action.CLUSTERING: {
+        "clustering_sort_columns": "sort_columns",
+        "clustering_target_file_size": "target_file_size",
+    },
+}
+"""Per action, the table policy keys that become the job's planning parameters."""
+
+
+def policy_params(policy: Mapping[str, Any], action: Action) -> dict[str, Any]:
+    """The planning parameters a policy-made operation of `action` carries (`extra_params`)."""
+    return {
+        param: policy[key]
+        for key, param in POLICY_PARAMS.get(action, {}).items()
+        if policy.get(key) is not None
+    }
+
+
 def due_actions(
     *,
     table_type: TableType | None,
@@ -177,6 +197,7 @@ def apply_triggers(session: Session, table: Tbl, settings: Settings) -> list[Ope
             tbl_id=table.id,
             action=trigger.action,
             instant=None,
+            extra_params=policy_params(table.policy or {}, trigger.action),
             max_retries=settings.default_max_retries,
             reason=trigger.reason,
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -32,11 +32,17 @@ __all__ = [
 
 
 class PolicyIn(Strict):
-    """Per-table overrides of the trigger thresholds (commit counts, 0 = never)."""
+    """Per-table overrides of the trigger thresholds (commit counts, 0 = never), and the
+    planning parameters that operations made by those triggers carry to their jobs."""
 
     compaction_delta_commits: Count | None = None
     clean_commits: Count | None = None
     clustering_commits: Count | None = None
+    compaction_strategy: Literal["all", "log-size"] | None = None
+    clean_policy: Literal["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"] | None = None
+    clean_retained: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    clustering_sort_columns: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = None
+    clustering_target_file_size: Annotated[int, Field(ge=1024, le=1 << 40)] | None = None
 
 
 def _actions(value: Any) -> Any:

@@ -1,17 +1,18 @@
-"""The `tms` command line."""
+"""Table-layer commands: read a Hudi table's timeline and files, run a table service on
+Spark. They work on storage directly and need no service."""
 
 from __future__ import annotations
 
 import enum
 import json
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
+from tms.cli.render import cell, print_rows
 from tms.hudi.table import HudiError, HudiTable
 
-app = typer.Typer(help="Table management service for Apache Hudi.", no_args_is_help=True)
+__all__ = ["files", "run", "timeline"]
 
 BasePath = Annotated[str, typer.Option("--base-path", help="Base path of the Hudi table.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -25,23 +26,6 @@ def _open(base_path: str) -> HudiTable:
         raise typer.Exit(2) from exc
 
 
-def _print_rows(rows: list[dict[str, Any]], columns: list[str]) -> None:
-    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    typer.echo("  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)))
-    for r in cells:
-        typer.echo("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value) or "-"
-    return str(value)
-
-
-@app.command()
 def timeline(base_path: BasePath, as_json: AsJson = False) -> None:
     """Print the timeline: every instant with action, state and times."""
     table = _open(base_path)
@@ -59,10 +43,9 @@ def timeline(base_path: BasePath, as_json: AsJson = False) -> None:
             )
         )
         return
-    _print_rows(rows, ["instant", "action", "state", "completion_time", "requested_as"])
+    print_rows(rows, ["instant", "action", "state", "completion_time", "requested_as"])
 
 
-@app.command()
 def files(base_path: BasePath, as_json: AsJson = False) -> None:
     """Print file groups with their latest file slices."""
     table = _open(base_path)
@@ -73,7 +56,7 @@ def files(base_path: BasePath, as_json: AsJson = False) -> None:
             json.dumps({"table": table.name, "base_path": base_path, "file_slices": rows}, indent=2)
         )
         return
-    _print_rows(rows, ["partition", "file_id", "base_instant", "base_file", "log_files"])
+    print_rows(rows, ["partition", "file_id", "base_instant", "base_file", "log_files"])
 
 
 class Service(enum.StrEnum):
@@ -82,7 +65,6 @@ class Service(enum.StrEnum):
     clean = "clean"
 
 
-@app.command()
 def run(
     service: Annotated[Service, typer.Argument(help="The table service to run.")],
     base_path: BasePath,
@@ -142,38 +124,4 @@ def run(
         typer.echo(json.dumps(result.to_dict(), indent=2))
         return
     for key, value in result.to_dict().items():
-        typer.echo(f"{key:>22}: {_cell(value)}")
-
-
-@app.command()
-def demo(
-    base_path: Annotated[
-        str, typer.Option(help="Where to write the demo table.")
-    ] = ".tms/demo/trips",
-    rows: Annotated[int, typer.Option(help="Trips to insert.", min=100)] = 20_000,
-    master: Annotated[str, typer.Option(help="Spark master.")] = "local[*]",
-) -> None:
-    """Write a merge-on-read table, compact, cluster and clean it on Spark, check it."""
-    from tms.demo import run_demo
-
-    report = run_demo(str(Path(base_path).resolve()), rows, master, typer.echo)
-    typer.echo("")
-    typer.echo("Summary")
-    typer.echo(f"  table:            {report.base_path}")
-    typer.echo(f"  delta commits:    {len(report.commits)}")
-    for result in report.results:
-        typer.echo(
-            f"  {result.action:<16}  {result.instant}  {result.state}  "
-            f"{result.duration_seconds:.1f}s  written={result.files_written} "
-            f"deleted={result.files_deleted}"
-        )
-    typer.echo(f"  data files:       {report.files_before} before, {report.files_after} after")
-    typer.echo(f"  file groups:      {report.slices_before} before, {report.slices_after} after")
-    verdict = "reads the same" if report.oracle_matches else "DIFFERS"
-    typer.echo(f"  oracle (hudi-rs): {report.oracle_rows} rows, {verdict} before and after")
-    if not report.oracle_matches:
-        raise typer.Exit(1)
-
-
-def main() -> None:
-    app()
+        typer.echo(f"{key:>22}: {cell(value)}")

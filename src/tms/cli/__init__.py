@@ -1,0 +1,28 @@
+"""The `tms` command line: table-layer commands, the service, the operator CLI, the demo.
+
+Submodules import their heavy dependencies (Spark, FastAPI, the store) inside commands,
+so `tms --help` and the operator CLI start quickly.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from tms.cli import demo, operators, ops, service, tables
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(help="Table management service for Apache Hudi.", no_args_is_help=True)
+
+app.command()(tables.timeline)
+app.command()(tables.files)
+app.command()(tables.run)
+app.command()(service.serve)
+app.add_typer(service.db_app, name="db")
+app.add_typer(operators.tables_app, name="tables")
+app.add_typer(ops.ops_app, name="ops")
+app.command()(demo.demo)
+
+
+def main() -> None:
+    app()

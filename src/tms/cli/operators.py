@@ -1,0 +1,216 @@
+"""The operator CLI's `tms tables …`: registered tables, through a running service's API.
+
+Readable tables by default, the API's JSON with `--json`. Errors are one line on stderr:
+exit 1 when the API refuses (its message), exit 2 when the service does not answer. The
+operations group lives in `tms.cli.ops`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tms.cli.remote import AsJson, Token, Url, connect, qualified, resolve_table, split_name
+from tms.cli.render import echo_json, print_rows
+from tms.client import Json
+
+__all__ = ["tables_app"]
+
+tables_app = typer.Typer(help="Registered tables (talks to the service).", no_args_is_help=True)
+
+TableRef = Annotated[str, typer.Argument(help="Table id, or db.table (db defaults to 'default').")]
+
+_TYPES = {"MERGE_ON_READ": "MOR", "COPY_ON_WRITE": "COW"}
+
+
+def _table_rows(tables: list[Json]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": t["id"],
+            "table": qualified(t),
+            "type": _TYPES.get(t.get("table_type") or "", t.get("table_type")),
+            "queue": t["queue"],
+            "priority": t["priority"],
+            "state": "paused" if t["paused"] else "active",
+            "last_commit": t.get("last_commit_instant"),
+            "deltas": t["delta_commits_since_compaction"],
+            "commits": t["commits_since_clean"],
+            "base_path": t["base_path"],
+        }
+        for t in tables
+    ]
+
+
+@tables_app.command("ls")
+def tables_ls(
+    db: Annotated[str | None, typer.Option(help="Only tables of this database.")] = None,
+    paused: Annotated[
+        bool | None, typer.Option("--paused/--active", help="Only paused / active tables.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="At most this many.", min=1)] = None,
+    as_json: AsJson = False,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """List registered tables with their counters (DELTAS: delta commits since the last
+    compaction; COMMITS: commits since the last clean)."""
+    with connect(url, token) as client:
+        tables = client.tables(db_name=db, paused=paused, limit=limit)
+    if as_json:
+        echo_json(tables)
+        return
+    if not tables:
+        typer.echo("no tables")
+        return
+    print_rows(
+        _table_rows(tables),
+        [
+            "id",
+            "table",
+            "type",
+            "queue",
+            "priority",
+            "state",
+            "last_commit",
+            "deltas",
+            "commits",
+            "base_path",
+        ],
+        [
+            "id",
+            "table",
+            "type",
+            "queue",
+            "prio",
+            "state",
+            "last commit",
+            "deltas",
+            "commits",
+            "base path",
+        ],
+    )
+
+
+def _name_from_storage(base_path: str) -> str:
+    """`hoodie.table.name` when the table is readable from here, else the folder's name."""
+    from tms.hudi.table import HudiError, HudiTable
+
+    try:
+        return HudiTable.open(base_path).name
+    except (HudiError, OSError, ValueError):
+        return Path(base_path.rstrip("/")).name
+
+
+@tables_app.command("add")
+def tables_add(
+    base_path: Annotated[str, typer.Argument(help="The table's base path (as writers see it).")],
+    name: Annotated[
+        str | None,
+        typer.Option(help="db.table or table. Default: hoodie.table.name in 'default'."),
+    ] = None,
+    owner: Annotated[str | None, typer.Option(help="Owner label.")] = None,
+    queue: Annotated[str | None, typer.Option(help="Queue (default: 'default').")] = None,
+    priority: Annotated[int | None, typer.Option(help="Higher runs first.")] = None,
+    actions: Annotated[
+        str | None,
+        typer.Option(help="Actions policies may create, e.g. compaction,clean,clustering."),
+    ] = None,
+    compaction_delta_commits: Annotated[
+        int | None, typer.Option(help="Policy: compact after N delta commits (0 = never).", min=0)
+    ] = None,
+    clean_commits: Annotated[
+        int | None, typer.Option(help="Policy: clean after N commits (0 = never).", min=0)
+    ] = None,
+    clustering_commits: Annotated[
+        int | None, typer.Option(help="Policy: cluster after N commits (0 = never).", min=0)
+    ] = None,
+    paused: Annotated[bool, typer.Option("--paused", help="Register it paused.")] = False,
+    as_json: AsJson = False,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Register a table (again with the same name and path: nothing changes)."""
+    if name is None:
+        name = _name_from_storage(base_path)
+    db_name, table_name = split_name(name)
+    policy = {
+        k: v
+        for k, v in {
+            "compaction_delta_commits": compaction_delta_commits,
+            "clean_commits": clean_commits,
+            "clustering_commits": clustering_commits,
+        }.items()
+        if v is not None
+    }
+    body: dict[str, Any] = {
+        "db_name": db_name,
+        "table_name": table_name,
+        "base_path": base_path,
+        "owner": owner,
+        "queue": queue,
+        "priority": priority,
+        "enabled_actions": actions,
+        "policy": policy or None,
+        "paused": paused or None,
+    }
+    with connect(url, token) as client:
+        table = client.add_table({k: v for k, v in body.items() if v is not None})
+    if as_json:
+        echo_json(table)
+        return
+    verb = "registered" if table.get("created") else "already registered:"
+    thresholds = table["thresholds"]
+    kind = table.get("table_type") or "type unknown"
+    typer.echo(
+        f"{verb} {qualified(table)} as table {table['id']} ({kind}, "
+        f"compaction every {thresholds['compaction_delta_commits']} delta commits, "
+        f"clean every {thresholds['clean_commits']} commits)"
+    )
+
+
+@tables_app.command("rm")
+def tables_rm(
+    table: TableRef,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Forget a table and its commits, operations and attempts (storage is not touched)."""
+    with connect(url, token) as client:
+        found = resolve_table(client, table)
+        name = f"{qualified(found)} (table {found['id']})"
+        if not yes:
+            typer.confirm(f"Forget {name} with its commits, operations and attempts?", abort=True)
+        client.delete_table(found["id"])
+    typer.echo(f"removed {name}")
+
+
+def _set_paused(
+    table: str, paused: bool, url: str | None, token: str | None, as_json: bool
+) -> None:
+    with connect(url, token) as client:
+        found = resolve_table(client, table)
+        changed = client.update_table(found["id"], {"paused": paused})
+    if as_json:
+        echo_json(changed)
+        return
+    state = "paused: no new operations by policy" if paused else "resumed"
+    typer.echo(f"{qualified(changed)} (table {changed['id']}) {state}")
+
+
+@tables_app.command("pause")
+def tables_pause(
+    table: TableRef, as_json: AsJson = False, url: Url = None, token: Token = None
+) -> None:
+    """Stop policies from creating operations for a table (submitted ones still run)."""
+    _set_paused(table, True, url, token, as_json)
+
+
+@tables_app.command("resume")
+def tables_resume(
+    table: TableRef, as_json: AsJson = False, url: Url = None, token: Token = None
+) -> None:
+    """Let policies create operations for a paused table again."""
+    _set_paused(table, False, url, token, as_json)

@@ -1,0 +1,215 @@
+"""`tms demo`: the whole service on one machine, as a Hudi writer would meet it.
+
+It starts the service in this process (embedded PostgreSQL, a free port), writes a
+merge-on-read table with the project's writer and, after every commit, posts Hudi's HTTP
+commit callback exactly as a Hudi writer does. The service's policies turn those commits
+into compactions and, after the last commit, a clean: the table is registered first with a
+policy that says when and how (compact every few delta commits; clean once the demo's
+commits are in, keeping the latest file version of each file group). The scheduler runs
+them as real Spark jobs (spark-submit). Every table service is checked with the independent
+reader (`hudi`, hudi-rs): the snapshot before it must equal the snapshot after it.
+
+The writer waits for the table services its commit triggered before it writes again, so
+each oracle check compares one quiescent table state with the next.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from tms.client import TmsClient
+from tms.config import DEFAULT_CALLBACK_KEY, Settings, load_settings
+from tms.demo.table import DemoWriter, callback_payload, data_files, file_groups
+from tms.demo.watch import Echo, OperationSummary, Watcher
+
+__all__ = ["DemoOptions", "DemoReport", "demo_policy", "run_demo"]
+
+
+def demo_policy(options: DemoOptions) -> dict[str, object]:
+    """The table's policy: compaction every few delta commits; one clean when the demo's
+    commits are all in, keeping the latest file slice of each file group."""
+    return {
+        "compaction_delta_commits": options.commits_per_compaction,
+        "clean_commits": options.rounds * options.commits_per_compaction,
+        "clean_policy": "KEEP_LATEST_FILE_VERSIONS",
+        "clean_retained": 1,
+    }
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    base_path: Path = Path(".tms/demo/trips")
+    data_dir: Path = Path(".tms/demo-service")
+    rows: int = 20_000
+    rounds: int = 2
+    commits_per_compaction: int = 3
+    master: str = "local[*]"
+    wait_seconds: float = 600.0
+    poll_seconds: float = 0.5
+
+
+@dataclass
+class DemoReport:
+    base_path: str
+    service_url: str = ""
+    commits: list[str] = field(default_factory=list)
+    operations: list[OperationSummary] = field(default_factory=list)
+    files_before: int = 0
+    files_after: int = 0
+    slices_before: int = 0
+    slices_after: int = 0
+    oracle_rows: int = 0
+    oracle_checks: int = 0
+    oracle_mismatches: list[str] = field(default_factory=list)
+    timed_out: bool = False
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return (
+            not self.timed_out
+            and not self.oracle_mismatches
+            and self.oracle_checks > 0
+            and all(op.status == "COMPLETED" for op in self.operations)
+        )
+
+
+def _settings(options: DemoOptions, data_dir: Path, port: int) -> Settings:
+    """The embedded defaults, quicker to react; the table's own policy says what to run."""
+    return load_settings(
+        config_file=False,
+        environ={},
+        data_dir=data_dir,
+        port=port,
+        spark_master=options.master,
+        max_running_per_instance=1,
+        scheduler_interval_seconds=0.5,
+        heartbeat_interval_seconds=5.0,
+        retry_base_seconds=2.0,
+    )
+
+
+class _Oracle:
+    """Snapshots through hudi-rs; each table service must leave the snapshot unchanged."""
+
+    def __init__(self, base_path: str, report: DemoReport) -> None:
+        self.base_path = base_path
+        self.report = report
+        self.before: pa.Table | None = None
+
+    def take_before(self) -> None:
+        from tms.verify import oracle_snapshot
+
+        self.before = oracle_snapshot(self.base_path)
+
+    def check(self, what: str) -> bool:
+        from tms.verify import oracle_snapshot
+
+        assert self.before is not None
+        after = oracle_snapshot(self.base_path)
+        self.report.oracle_checks += 1
+        self.report.oracle_rows = after.num_rows
+        same = bool(self.before.equals(after))
+        if not same:
+            self.report.oracle_mismatches.append(what)
+        self.before = after
+        return same
+
+
+def run_demo(options: DemoOptions, echo: Echo) -> DemoReport:
+    """Run the whole demo; the report says what happened (`report.ok`)."""
+    from tms.serve import free_port, serve_in_thread
+
+    started = time.monotonic()
+    base_path = str(options.base_path.expanduser().absolute())
+    report = DemoReport(base_path)
+    data_dir = options.data_dir.expanduser().absolute()
+    shutil.rmtree(data_dir, ignore_errors=True)  # the demo's own service state, from scratch
+    settings = _settings(options, data_dir, free_port())
+    echo(f"Starting tms with an embedded PostgreSQL under {data_dir}")
+    service = serve_in_thread(settings)
+    report.service_url = service.url
+    try:
+        with TmsClient(service.url) as client:
+            echo(
+                f"  serving at {service.url}; compaction every {options.commits_per_compaction} "
+                f"delta commits, Spark {options.master}"
+            )
+            _run(options, base_path, client, report, echo, started)
+    finally:
+        echo("Stopping tms")
+        service.stop()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _run(
+    options: DemoOptions,
+    base_path: str,
+    client: TmsClient,
+    report: DemoReport,
+    echo: Echo,
+    started: float,
+) -> None:
+    total = options.rounds * options.commits_per_compaction
+    writer = DemoWriter(base_path, options.rows, total)
+    watcher = Watcher(client, echo, started, options.poll_seconds)
+    oracle = _Oracle(base_path, report)
+    policy = demo_policy(options)
+    table_id = int(
+        client.add_table(
+            {"db_name": "demo", "table_name": "trips", "base_path": base_path, "policy": policy}
+        )["id"]
+    )
+    echo(
+        f"Registered the table as id {table_id} with policy: compact every "
+        f"{policy['compaction_delta_commits']} delta commits; clean after "
+        f"{policy['clean_commits']} commits keeping the latest file version"
+    )
+    echo(f"Writing a merge-on-read table at {base_path}, notifying tms after each commit")
+    for number in range(1, total + 1):
+        instant, what = writer.commit()
+        report.commits.append(instant)
+        oracle.take_before()
+        answer = client.notify_commit(
+            callback_payload(base_path, instant), key=DEFAULT_CALLBACK_KEY
+        )
+        notes = [f"callback stored it as a {answer['action']}"]
+        watcher.say(f"deltacommit {instant} ({number}/{total}): {what}; {', '.join(notes)}")
+        if number == total:
+            report.files_before = data_files(base_path)
+            report.slices_before = file_groups(base_path)
+        created = answer["operations_created"]
+        what_ran = "operation " + ", ".join(str(i) for i in created)
+        settled = not created or _settle(watcher, oracle, table_id, options, report, what_ran)
+        if not settled:
+            return
+    report.files_after = data_files(base_path)
+    report.slices_after = file_groups(base_path)
+    report.operations = [watcher.summaries[k] for k in sorted(watcher.summaries)]
+
+
+def _settle(
+    watcher: Watcher,
+    oracle: _Oracle,
+    table_id: int,
+    options: DemoOptions,
+    report: DemoReport,
+    what: str,
+) -> bool:
+    """Wait for the table's operations to end, then check the snapshot; False to stop."""
+    if not watcher.wait_idle(table_id, options.wait_seconds):
+        watcher.say(f"gave up waiting after {options.wait_seconds:.0f}s")
+        report.timed_out = True
+        report.operations = [watcher.summaries[k] for k in sorted(watcher.summaries)]
+        return False
+    same = oracle.check(what)
+    files = data_files(oracle.base_path)
+    verdict = "reads the same" if same else "DIFFERS"
+    watcher.say(f"oracle (hudi-rs) after {what}: {verdict}; {files} data files on storage")
+    return True

@@ -1,0 +1,115 @@
+"""Following the service from the outside, as an operator would: poll the table's
+operations over the API and print each change of status once."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tms.client import Json, TmsClient
+
+__all__ = ["TERMINAL", "Echo", "OperationSummary", "Watcher", "describe_figures"]
+
+TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "INVALID"})
+Echo = Callable[[str], None]
+
+
+@dataclass
+class OperationSummary:
+    id: int
+    action: str
+    instant: str | None
+    status: str
+    attempts: int
+    duration_seconds: float | None
+    files_written: int
+    files_deleted: int
+    error: str | None = None
+
+
+class Watcher:
+    """Polls the table's operations and prints each change of status once."""
+
+    def __init__(self, client: TmsClient, echo: Echo, started: float, poll: float) -> None:
+        self.client = client
+        self.echo = echo
+        self.started = started
+        self.poll = poll
+        self.seen: dict[int, tuple[str, int]] = {}
+        self.summaries: dict[int, OperationSummary] = {}
+
+    def say(self, text: str) -> None:
+        self.echo(f"  [{time.monotonic() - self.started:6.1f}s] {text}")
+
+    def wait_idle(self, table_id: int, timeout: float) -> bool:
+        """Until every operation of the table has ended; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            operations = self.client.operations(table_id=table_id, limit=None)
+            for operation in sorted(operations, key=lambda o: int(o["id"])):
+                self._observe(operation)
+            if all(o["status"] in TERMINAL for o in operations):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(self.poll)
+
+    def _observe(self, op: Json) -> None:
+        state = (op["status"], int(op["run_times"]))
+        previous = self.seen.get(op["id"])
+        if previous == state:
+            return
+        self.seen[op["id"]] = state
+        name = f"operation {op['id']} {op['action']}"
+        status, runs = state
+        if previous is None:
+            events = self.client.operation(op["id"]).get("events") or []
+            why = events[0].get("reason") if events else None
+            self.say(f"{name}: SCHEDULED ({why or 'submitted'})")
+            if status == "SCHEDULED":
+                return
+        if status == "RUNNING":
+            self.say(f"{name}: RUNNING, attempt {runs} (spark-submit)")
+        elif status == "SCHEDULED":
+            error = (op.get("last_error") or "").strip().splitlines()[:1]
+            self.say(f"{name}: attempt {runs} failed ({''.join(error)}); retry scheduled")
+        elif status in TERMINAL:
+            self._ended(name, op)
+
+    def _ended(self, name: str, op: Json) -> None:
+        attempts = self.client.attempts(op["id"])
+        last = attempts[-1] if attempts else {}
+        figures = op.get("result") or last.get("figures") or {}
+        summary = OperationSummary(
+            id=op["id"],
+            action=op["action"],
+            instant=op.get("instant") or figures.get("instant"),
+            status=op["status"],
+            attempts=len(attempts),
+            duration_seconds=last.get("duration_seconds"),
+            files_written=int(figures.get("files_written") or 0),
+            files_deleted=int(figures.get("files_deleted") or 0),
+            error=op.get("last_error"),
+        )
+        self.summaries[op["id"]] = summary
+        took = f" in {summary.duration_seconds:.1f}s" if summary.duration_seconds else ""
+        if op["status"] != "COMPLETED":
+            detail = (op.get("last_error") or "no error recorded").strip().splitlines()[0]
+        else:
+            detail = describe_figures(op["action"], figures)
+        instant = f" {summary.instant}" if summary.instant else ""
+        self.say(f"{name}{instant}: {op['status']}{took}: {detail}")
+
+
+def describe_figures(action: str, figures: Json) -> str:
+    """A job's reported figures in a few words."""
+    if not figures or figures.get("nothing_to_do"):
+        return "nothing to do"
+    if action == "clean":
+        return f"{figures.get('files_deleted', 0)} files deleted"
+    return (
+        f"{figures.get('file_groups', 0)} file groups, {figures.get('files_written', 0)} "
+        f"files written ({figures.get('records_written', 0):,} records), "
+        f"{figures.get('log_files_compacted', 0)} log files compacted"
+    )

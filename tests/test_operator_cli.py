@@ -1,0 +1,207 @@
+"""`tms tables …` and `tms ops …` against a real service (API only: operations stay
+scheduled, no Spark) on a fresh test database."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner, Result
+
+from tms.cli import app
+from tms.config import load_settings
+from tms.hudi.writer import HudiWriter, create_table
+from tms.serve import RunningService, free_port, serve_in_thread
+
+ADMIN = "adm-5c81e2"
+VIEWER = "view-0b7d44"
+
+Cli = Callable[..., Result]
+
+
+def start(db_url: str, data_dir: Path, **overrides: Any) -> RunningService:
+    settings = load_settings(
+        config_file=False,
+        environ={},
+        database_url=db_url,
+        data_dir=data_dir,
+        port=free_port(),
+        max_running_per_instance=0,
+        **overrides,
+    )
+    return serve_in_thread(settings)
+
+
+@pytest.fixture
+def service(db_url: str, tmp_path: Path) -> Iterator[RunningService]:
+    with start(db_url, tmp_path / "service") as running:
+        yield running
+
+
+def cli_for(url: str) -> Cli:
+    def invoke(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> Result:
+        return CliRunner().invoke(app, [*args, "--url", url], env=env, input=stdin)
+
+    return invoke
+
+
+@pytest.fixture
+def cli(service: RunningService) -> Cli:
+    return cli_for(service.url)
+
+
+@pytest.fixture
+def trips(tmp_path: Path) -> str:
+    """A merge-on-read table on storage named `trips_mor`, with one commit."""
+    base = str(tmp_path / "lake" / "trips")
+    table = create_table(
+        base,
+        "trips_mor",
+        table_type="MERGE_ON_READ",
+        record_key_fields=["id"],
+        ordering_field="ts",
+    )
+    batch = pa.table({"id": ["a", "b"], "ts": pa.array([1, 1], pa.int64())})
+    HudiWriter(table).insert(batch)
+    return base
+
+
+def ok(result: Result) -> str:
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_tables_add_ls_pause_resume_rm(cli: Cli, trips: str) -> None:
+    added = ok(
+        cli("tables", "add", trips, "--name", "lake.trips", "--compaction-delta-commits", "3")
+    )
+    assert added.strip() == (
+        "registered lake.trips as table 1 (MERGE_ON_READ, compaction every 3 delta commits, "
+        "clean every 10 commits)"
+    )
+    again = ok(cli("tables", "add", trips, "--name", "lake.trips"))
+    assert again.startswith("already registered: lake.trips as table 1")
+
+    listed = ok(cli("tables", "ls")).splitlines()
+    assert listed[0].split() == [
+        "ID", "TABLE", "TYPE", "QUEUE", "PRIO", "STATE", "LAST", "COMMIT", "DELTAS", "COMMITS",
+        "BASE", "PATH",
+    ]  # fmt: skip
+    assert listed[1].split() == ["1", "lake.trips", "MOR", "default", "0", "active", "-", "0",
+                                 "0", trips]  # fmt: skip
+    shown = json.loads(ok(cli("tables", "ls", "--json")))
+    assert [(t["db_name"], t["table_name"], t["policy"]) for t in shown] == [
+        ("lake", "trips", {"compaction_delta_commits": 3})
+    ]
+
+    assert ok(cli("tables", "pause", "lake.trips")).strip() == (
+        "lake.trips (table 1) paused: no new operations by policy"
+    )
+    assert "lake.trips" in ok(cli("tables", "ls", "--paused"))
+    assert ok(cli("tables", "ls", "--active")).strip() == "no tables"
+    assert json.loads(ok(cli("tables", "resume", "1", "--json")))["paused"] is False
+
+    refused = cli("tables", "rm", "1", stdin="n\n")
+    assert refused.exit_code == 1 and "Forget lake.trips (table 1)" in refused.output
+    assert ok(cli("tables", "rm", "lake.trips", "--yes")).strip() == "removed lake.trips (table 1)"
+    assert ok(cli("tables", "ls")).strip() == "no tables"
+
+
+def test_tables_add_takes_the_name_from_storage(cli: Cli, trips: str) -> None:
+    table = json.loads(ok(cli("tables", "add", trips, "--paused", "--json")))
+    assert (table["db_name"], table["table_name"], table["paused"]) == (
+        "default",
+        "trips_mor",
+        True,
+    )
+    assert table["created"] is True
+
+
+def test_ops_submit_ls_show_cancel_retry(cli: Cli, trips: str) -> None:
+    ok(cli("tables", "add", trips, "--name", "lake.trips"))
+    first = ok(cli("ops", "submit", "compaction", "--table", "lake.trips"))
+    assert first.strip() == "operation 1: compaction of lake.trips submitted, SCHEDULED"
+    again = ok(cli("ops", "submit", "compaction", "--table", "1"))
+    assert again.strip() == "operation 1: compaction of lake.trips already submitted, SCHEDULED"
+    clean = json.loads(
+        ok(
+            cli(
+                "ops", "submit", "clean", "--table", "lake.trips", "--priority", "5",
+                "--param", "hoodie.cleaner.commits.retained=2", "--max-retries", "1", "--json",
+            )
+        )
+    )  # fmt: skip
+    assert clean["extra_params"] == {"hoodie.cleaner.commits.retained": "2"}
+    assert (clean["priority"], clean["max_retries"], clean["created"]) == (5, 1, True)
+    cid = clean["id"]  # ids come from a sequence: a repeated submit may use one up
+
+    rows = ok(cli("ops", "ls")).splitlines()
+    assert rows[0].split() == ["ID", "TABLE", "ACTION", "INSTANT", "STATUS", "RUNS", "UPDATED",
+                               "ERROR"]  # fmt: skip
+    assert [r.split()[:6] for r in rows[1:]] == [
+        [str(cid), "lake.trips", "clean", "-", "SCHEDULED", "0/2"],
+        ["1", "lake.trips", "compaction", "-", "SCHEDULED", "0/4"],
+    ]
+    only_clean = json.loads(ok(cli("ops", "ls", "--action", "clean", "--status", "SCHEDULED",
+                                   "--table", "lake.trips", "--json")))  # fmt: skip
+    assert [o["id"] for o in only_clean] == [cid]
+
+    shown = ok(cli("ops", "show", str(cid)))
+    assert "extra params: hoodie.cleaner.commits.retained=2" in shown
+    assert "instant: planned by its job" in shown
+    assert "\nHistory\n" in shown and "SCHEDULED" in shown
+    assert shown.rstrip().endswith("Attempts\nnone yet")
+
+    assert ok(cli("ops", "cancel", "1")).strip() == "operation 1: CANCELLED"
+    assert ok(cli("ops", "cancel", "1")).strip() == "operation 1: CANCELLED"  # a no-op
+    assert ok(cli("ops", "retry", "1")).strip() == "operation 1: SCHEDULED again, due now"
+    detail = json.loads(ok(cli("ops", "show", "1", "--json")))
+    assert detail["attempts"] == []
+    statuses = [e["to_status"] for e in detail["operation"]["events"]]
+    assert statuses == ["SCHEDULED", "CANCELLED", "SCHEDULED"]
+    assert ok(cli("ops", "ls", "--status", "CANCELLED")).strip() == "no operations"
+
+
+def test_errors_are_one_line_with_exit_codes(cli: Cli, trips: str) -> None:
+    missing = cli("ops", "show", "999")
+    assert missing.exit_code == 1
+    assert missing.stderr.startswith("error: ") and "(HTTP 404 not_found)" in missing.stderr
+    assert missing.stderr.count("\n") == 1
+
+    ok(cli("tables", "add", trips, "--name", "lake.trips"))
+    submitted = json.loads(ok(cli("ops", "submit", "clean", "--table", "lake.trips", "--json")))
+    refused = cli("ops", "retry", str(submitted["id"]))
+    assert refused.exit_code == 1 and "HTTP 409" in refused.stderr
+
+    unknown = cli("tables", "pause", "lake.nope")
+    assert (unknown.exit_code, unknown.stderr) == (1, "error: no table lake.nope is registered\n")
+
+    bad = cli("ops", "submit", "compaction", "--table", "1", "--resource", "lots")
+    assert bad.exit_code == 1 and "resource" in bad.stderr and "HTTP 422" in bad.stderr
+
+    usage = cli("ops", "submit", "clean", "--table", "1", "--param", "nokey")
+    assert usage.exit_code == 2 and "key=value" in usage.output
+
+
+def test_unreachable_service_exits_2_naming_the_url() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = cli_for(url)("tables", "ls")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: cannot reach the tms service at {url}: ")
+    assert result.stderr.count("\n") == 1
+
+
+def test_tokens_from_the_option_or_tms_token(db_url: str, tmp_path: Path, trips: str) -> None:
+    tokens = f"admin:{ADMIN},viewer:{VIEWER}"
+    with start(db_url, tmp_path / "auth", auth_tokens=tokens) as secured:
+        cli = cli_for(secured.url)
+        anonymous = cli("tables", "ls")
+        assert anonymous.exit_code == 1 and "HTTP 401" in anonymous.stderr
+        assert ok(cli("tables", "ls", env={"TMS_TOKEN": VIEWER})).strip() == "no tables"
+        forbidden = cli("tables", "add", trips, env={"TMS_TOKEN": VIEWER})
+        assert forbidden.exit_code == 1 and "HTTP 403" in forbidden.stderr
+        assert ok(cli("tables", "add", trips, "--token", ADMIN)).startswith("registered")
