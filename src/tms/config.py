@@ -126,6 +126,12 @@ class Settings(BaseSettings):
     heartbeat_interval_seconds: float = Field(
         10.0, gt=0, description="how often jobs heartbeat (must be below lease_seconds)"
     )
+    launch_grace_seconds: float = Field(
+        60.0,
+        ge=0,
+        description="added to a new attempt's first lease: spark-submit, the driver JVM and "
+        "the job's Python must start before its first heartbeat",
+    )
     retry_base_seconds: float = Field(5.0, ge=0, description="first retry delay")
     retry_factor: float = Field(2.0, ge=1, description="delay multiplier per attempt")
     retry_max_seconds: float = Field(600.0, ge=0, description="longest retry delay")

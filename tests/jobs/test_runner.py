@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.jobs.stub_api import OK_BEAT, StubApi, spec_json, stub_api
+from tms.hudi.instant import Action
 from tms.hudi.table import HudiTable
 from tms.hudi.writer import create_table
 from tms.jobs.client import JobClient, JobSpec
@@ -218,3 +219,66 @@ def test_entry_script_runs_as_spark_submit_would(table: str) -> None:
     assert gone.returncode == EXIT_STOPPED, gone.stderr
     assert "no longer current" in gone.stderr
     assert api.requests[0][2] == "Bearer tok"
+
+
+def test_a_pending_plan_no_operation_tracks_is_adopted_not_replanned(table: str) -> None:
+    """A job that planned and died before reporting left this plan; the next one runs it."""
+    seen: list[str] = []
+
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any) -> ServiceResult:
+        seen.append(instant)
+        return ServiceResult("compaction", instant)
+
+    def must_not_plan(spec: JobSpec, t: HudiTable) -> str | None:
+        raise AssertionError("an orphaned plan exists: no new plan")
+
+    orphan = "20250101000000009"
+    with stub_api(routes(spec_json(base_path=table))) as api:
+        code, _ = run(
+            api,
+            plan=must_not_plan,
+            pending=lambda t, action: [orphan],
+            execute=execute,
+            spark_factory=lambda spec, instant: FakeSpark(),
+        )
+    assert code == EXIT_OK and seen == [orphan]
+    assert api.calls("POST /instant") == [{"instant": orphan}]
+
+
+def test_a_pending_plan_another_operation_tracks_is_left_to_it(table: str) -> None:
+    taken = (409, {"error": {"code": "operation_conflict", "message": "taken"}})
+    api_routes = routes(spec_json(base_path=table))
+    api_routes["POST /instant"] = lambda body: (
+        taken if body["instant"] == "20250101000000009" else (200, {})
+    )
+    seen: list[str] = []
+
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any) -> ServiceResult:
+        seen.append(instant)
+        return ServiceResult("compaction", instant)
+
+    with stub_api(api_routes) as api:
+        code, _ = run(
+            api,
+            plan=lambda spec, t: "20250101000000010",
+            pending=lambda t, action: ["20250101000000009"],
+            execute=execute,
+            spark_factory=lambda spec, instant: FakeSpark(),
+        )
+    assert code == EXIT_OK and seen == ["20250101000000010"]
+    assert [c["instant"] for c in api.calls("POST /instant")] == [
+        "20250101000000009",
+        "20250101000000010",
+    ]
+
+
+def test_pending_plans_lists_the_timelines_pending_plans_of_the_action(table: str) -> None:
+    from tms.hudi import avro_codec
+    from tms.hudi.transitions import request
+    from tms.jobs.dispatch import pending_plans
+
+    hudi_table = HudiTable.open(table)
+    plan = avro_codec.encode("HoodieCompactionPlan", {"operations": [], "version": 2})
+    request(hudi_table.storage, hudi_table.config, "20250101000000005", Action.COMPACTION, plan)
+    assert pending_plans(hudi_table, "compaction") == ["20250101000000005"]
+    assert pending_plans(hudi_table, "clean") == []

@@ -30,7 +30,11 @@ def test_expired_lease_is_lost_and_rescheduled(
         op = make_op(s, make_table(s), max_retries=3)
     engine = FakeEngine()  # a job that hangs and never heartbeats
     settings = settings_for(
-        tmp_path, lease_seconds=1.0, heartbeat_interval_seconds=0.5, retry_base_seconds=0.0
+        tmp_path,
+        lease_seconds=1.0,
+        heartbeat_interval_seconds=0.5,
+        retry_base_seconds=0.0,
+        launch_grace_seconds=0.0,
     )
     scheduler = scheduler_for(settings, factory, engine)
     (first,) = scheduler.tick().launched
@@ -53,13 +57,33 @@ def test_expired_lease_is_lost_and_rescheduled(
 def test_expired_lease_out_of_retries_fails(factory: sessionmaker[Session], tmp_path: Path) -> None:
     with session_scope(factory) as s:
         op = make_op(s, make_table(s), max_retries=0)
-    settings = settings_for(tmp_path, lease_seconds=0.5, heartbeat_interval_seconds=0.2)
+    settings = settings_for(
+        tmp_path, lease_seconds=0.5, heartbeat_interval_seconds=0.2, launch_grace_seconds=0.0
+    )
     scheduler = scheduler_for(settings, factory, FakeEngine())
     scheduler.tick()
     time.sleep(0.8)
     assert scheduler.tick().reaped == [op.id]
     with session_scope(factory) as s:
         assert get_operation(s, op.id).status is S.FAILED
+
+
+def test_a_new_attempt_gets_the_launch_grace_before_its_first_heartbeat(
+    factory: sessionmaker[Session], tmp_path: Path
+) -> None:
+    """spark-submit and the job take seconds to start: a first lease of the bare lease
+    length would lose healthy jobs before they could heartbeat."""
+    with session_scope(factory) as s:
+        op = make_op(s, make_table(s), max_retries=0)
+    settings = settings_for(
+        tmp_path, lease_seconds=0.5, heartbeat_interval_seconds=0.2, launch_grace_seconds=30.0
+    )
+    scheduler = scheduler_for(settings, factory, FakeEngine())
+    scheduler.tick()
+    time.sleep(0.8)
+    assert scheduler.tick().reaped == []
+    with session_scope(factory) as s:
+        assert get_operation(s, op.id).status is S.RUNNING
 
 
 def test_cancel_kills_the_job(factory: sessionmaker[Session], tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ JobApiError
 ├── ApiUnavailable    no answer (connection error, timeout, 502/503/504) after retries
 ├── AttemptGone       401/404/409: this attempt may no longer act; stop at once
 └── ApiRejected       another 4xx/5xx: the request itself is wrong
+    └── InstantTaken  409 operation_conflict: another operation tracks that plan
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "ApiUnavailable",
     "AttemptGone",
     "HeartbeatReply",
+    "InstantTaken",
     "JobApiError",
     "JobClient",
     "JobSpec",
@@ -58,6 +60,10 @@ class ApiRejected(JobApiError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+class InstantTaken(ApiRejected):
+    """Another operation of the table already tracks that instant: not ours to run."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,14 @@ class JobClient:
     def report_instant(self, instant: str) -> None:
         self._request("POST", "/instant", {"instant": instant})
 
+    def claim_instant(self, instant: str) -> bool:
+        """Report `instant` as this operation's plan; False when another operation has it."""
+        try:
+            self.report_instant(instant)
+        except InstantTaken:
+            return False
+        return True
+
     def report_result(
         self,
         outcome: Outcome,
@@ -201,9 +215,22 @@ def _decode(method: str, path: str, response: httpx.Response) -> Any:
             raise ApiRejected(f"{method} {path}: response is not JSON", status) from exc
     detail = _detail(response)
     message = f"{method} {path}: HTTP {status}: {detail}"
+    if status == 409 and _code(response) == "operation_conflict":
+        raise InstantTaken(message, status)
     if status in _GONE_STATUSES:
         raise AttemptGone(message, status)
     raise ApiRejected(message, status)
+
+
+def _code(response: httpx.Response) -> str | None:
+    """The API's stable error code (`{"error": {"code": …}}`), when the body has one."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def _detail(response: httpx.Response) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tms.hudi.instant import Action
 from tms.jobs.params import BadJobInput, schedule_kwargs
 
 if TYPE_CHECKING:
@@ -11,7 +12,7 @@ if TYPE_CHECKING:
     from tms.jobs.client import JobSpec
     from tms.services.execution import ServiceResult
 
-__all__ = ["ACTIONS", "execute_plan", "schedule_plan", "spark_session"]
+__all__ = ["ACTIONS", "execute_plan", "pending_plans", "schedule_plan", "spark_session"]
 
 ACTIONS = ("compaction", "clustering", "clean")
 
@@ -32,6 +33,24 @@ def schedule_plan(spec: JobSpec, table: HudiTable) -> str | None:
     if spec.action == "clustering":
         return clustering.schedule_clustering(table, **kwargs)
     return clean.schedule_clean(table, **kwargs)
+
+
+def pending_plans(table: HudiTable, action: str) -> list[str]:
+    """Pending plans of `action` on the timeline, oldest first.
+
+    A job that scheduled a plan and died before reporting it leaves one behind that no
+    operation tracks; the next plan-less job of that action adopts it instead of leaving it
+    pending for good (its file groups would be skipped by every later plan).
+    """
+    _check_action(action)
+    timeline = table.timeline()
+    if action == "compaction":
+        plans = timeline.pending_compactions()
+    elif action == "clustering":
+        plans = timeline.pending_clusterings()
+    else:
+        plans = timeline.pending((Action.CLEAN,))
+    return [instant.requested_time for instant in plans]
 
 
 def spark_session(spec: JobSpec, instant: str) -> Any:

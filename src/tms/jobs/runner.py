@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from tms.hudi.table import HudiTable, UnsupportedTableError
 from tms.jobs.client import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.jobs.control import Heartbeater, JobControl
-from tms.jobs.dispatch import execute_plan, schedule_plan, spark_session
+from tms.jobs.dispatch import execute_plan, pending_plans, schedule_plan, spark_session
 from tms.jobs.params import BadJobInput
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ class JobRunner:
 
     client: JobClient
     plan: Planner = schedule_plan
+    pending: Callable[[HudiTable, str], list[str]] = pending_plans
     execute: Executor = execute_plan
     spark_factory: SparkFactory = spark_session
     # After a cancel request, how long the work may take to stop before we report anyway.
@@ -156,14 +157,11 @@ class JobRunner:
             table.ensure_supported()
             if instant is None:
                 scheduling = True
-                instant = self.plan(spec, table)
+                instant = self._adopt_or_plan(spec, table)
                 scheduling = False
                 if instant is None:
                     log.info("nothing to %s", spec.action)
                     return Report("SUCCEEDED", figures={"nothing_to_do": True})
-                self._control.check()
-                log.info("scheduled %s plan %s", spec.action, instant)
-                self.client.report_instant(instant)
             self._control.check()
             spark = self.spark_factory(spec, instant)
             self._control.attach_spark(spark)
@@ -171,6 +169,23 @@ class JobRunner:
             return Report("SUCCEEDED", figures=result.to_dict(), spark_app_id=_app_id(spark))
         except Exception as exc:
             return self._failure(exc, spec, table, instant, scheduling)
+
+    def _adopt_or_plan(self, spec: JobSpec, table: HudiTable) -> str | None:
+        """A pending plan no operation tracks, else a new plan; reported before it runs."""
+        for orphan in self.pending(table, spec.action):
+            self._control.check()
+            if self.client.claim_instant(orphan):
+                log.info("adopted pending %s plan %s", spec.action, orphan)
+                return orphan
+        instant = self.plan(spec, table)
+        if instant is None:
+            return None
+        self._control.check()
+        if not self.client.claim_instant(instant):
+            log.info("%s plan %s belongs to another operation", spec.action, instant)
+            return None
+        log.info("scheduled %s plan %s", spec.action, instant)
+        return instant
 
     def _failure(
         self,

@@ -272,7 +272,7 @@ class Scheduler:
                 self.instance_id,
                 limit=free,
                 queue_limits=self.settings.queue_limits,
-                lease_seconds=self.settings.lease_seconds,
+                lease_seconds=self.settings.lease_seconds + self.settings.launch_grace_seconds,
             )
             # Tokens in the claim's transaction: a committed attempt always has one.
             jobs = [

@@ -1,0 +1,1 @@
+"""End-to-end tests: `tms serve` subprocesses, real PostgreSQL, real spark-submit, real tables."""
