@@ -253,9 +253,8 @@ def set_operation_instant(session: Session, operation_id: int, instant: str) -> 
     return operation
 
 
-def remove_operation(session: Session, operation_id: int, *, reason: str = "removed") -> Operation:
-    """RFC-43 remove: hide the operation (`is_deleted`). A SCHEDULED one is CANCELLED first;
-    a RUNNING one is refused (cancel it instead). Removing twice is a no-op."""
+def lock_operation(session: Session, operation_id: int) -> Operation:
+    """The operation, locked for this transaction and read afresh; `NotFound` if unknown."""
     current = session.scalars(
         select(Operation)
         .where(Operation.id == operation_id)
@@ -264,6 +263,13 @@ def remove_operation(session: Session, operation_id: int, *, reason: str = "remo
     ).one_or_none()
     if current is None:
         raise NotFound("operation", operation_id)
+    return current
+
+
+def remove_operation(session: Session, operation_id: int, *, reason: str = "removed") -> Operation:
+    """RFC-43 remove: hide the operation (`is_deleted`). A SCHEDULED one is CANCELLED first;
+    a RUNNING one is refused (cancel it instead). Removing twice is a no-op."""
+    current = lock_operation(session, operation_id)
     if current.status == S.RUNNING:
         raise TransitionRefused(
             operation_id, "remove", set(S) - {S.RUNNING}, current.status, "cancel it first"

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from tms.store.errors import NotFound, TransitionRefused
 from tms.store.events import record_event
 from tms.store.models import Attempt, AttemptOutcome, Operation, OperationStatus
+from tms.store.operations import lock_operation
 
 __all__ = [
     "cancel_operation",
@@ -248,14 +249,7 @@ def cancel_operation(
     """SCHEDULED → CANCELLED at once. A RUNNING, cancellable operation gets
     `cancel_requested` (recorded as an event) and stays RUNNING until its job stops; a
     running operation that is not cancellable is refused."""
-    current = session.scalars(
-        select(Operation)
-        .where(Operation.id == operation_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    ).one_or_none()
-    if current is None:
-        raise NotFound("operation", operation_id)
+    current = lock_operation(session, operation_id)
     if current.status != S.RUNNING:
         return _transition(
             session,
