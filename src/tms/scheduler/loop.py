@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import select, update
+from sqlalchemy import Engine, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics
@@ -43,6 +43,7 @@ from tms.engines.base import LaunchError
 from tms.engines.process import tail_log
 from tms.scheduler.launcher import ClaimedJob, RunningJob, exit_error, launch_spec
 from tms.scheduler.observe import attempt_ended, operation_moved
+from tms.scheduler.wakeup import Wakeup
 from tms.store import (
     Attempt,
     Backoff,
@@ -114,6 +115,8 @@ class Scheduler:
         self._clock = clock
         self._running: dict[int, RunningJob] = {}
         self._claiming = True
+        bind = session_factory.kw.get("bind")
+        self._wakeup = Wakeup(bind if isinstance(bind, Engine) else None)
 
     @property
     def running(self) -> Mapping[int, RunningJob]:
@@ -121,8 +124,9 @@ class Scheduler:
         return dict(self._running)
 
     def run_forever(self, stop_event: threading.Event) -> None:
-        """Tick every `scheduler_interval_seconds` until `stop_event` is set. A failing tick
-        (database down) is logged and the next one tries again."""
+        """Tick every `scheduler_interval_seconds`, or at once when a new operation becomes
+        due (PostgreSQL notification), until `stop_event` is set. A failing tick (database
+        down) is logged and the next one tries again."""
         interval = self.settings.scheduler_interval_seconds
         log.info("scheduler %s started (every %gs)", self.instance_id, interval)
         while not stop_event.is_set():
@@ -131,7 +135,8 @@ class Scheduler:
                 self.tick()
             except Exception:
                 log.exception("scheduler tick failed")
-            stop_event.wait(max(0.0, interval - (self._clock() - started)))
+            self._wakeup.wait(max(0.0, interval - (self._clock() - started)), stop_event)
+        self._wakeup.close()
         self._claiming = False
         log.info(
             "scheduler %s stopped; %d running job(s) left to their leases",

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from tms.store.errors import NotFound, OperationConflict, TransitionRefused
 from tms.store.events import record_event
 from tms.store.models import PENDING, Action, Operation, OperationStatus, Tbl
+from tms.store.wakeups import notify_due
 
 __all__ = [
     "Submitted",
@@ -104,6 +105,7 @@ def submit_operation(
         created = session.scalars(stmt.returning(Operation)).one_or_none()
         if created is not None:
             record_event(session, created.id, None, S.SCHEDULED, reason)
+            notify_due(session)
             return Submitted(created, True)
         existing = _existing(session, tbl_id, action, instant)
         if existing is not None:

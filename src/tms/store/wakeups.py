@@ -1,0 +1,17 @@
+"""Waking schedulers early: a new due operation sends a PostgreSQL notification on commit.
+
+Polling stays the fallback (a notification sent while no scheduler listens is lost); the
+notification only cuts the wait from up to a scheduler interval to a round trip.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+CHANNEL = "tms_operations_due"
+
+
+def notify_due(session: Session) -> None:
+    """Tell listening schedulers that an operation became due; delivered at commit."""
+    session.execute(select(func.pg_notify(CHANNEL, "")))
