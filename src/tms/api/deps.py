@@ -8,10 +8,11 @@ closes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import Depends, Path, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -30,15 +31,31 @@ __all__ = [
 ]
 
 
-def _settings(request: Request) -> Settings:
+# Dependencies that do no I/O are `async def`, so FastAPI runs them on the event loop
+# instead of a threadpool hop each; the routes' database work stays in sync code.
+
+
+async def _settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def _session(request: Request) -> Iterator[Session]:
+async def _session(request: Request) -> AsyncIterator[Session]:
+    """A new session (no I/O: it connects on first use, in the sync route's thread).
+
+    Closing one whose transaction is still open rolls back (a round trip), so that is done
+    in the threadpool; a session without a transaction (committed, or never used) closes
+    without I/O, on the loop.
+    """
     factory: sessionmaker[Session] = request.app.state.session_factory
-    with factory() as session:
+    session = factory()
+    try:
         yield session
+    finally:
+        if session.in_transaction():
+            await run_in_threadpool(session.close)
+        else:
+            session.close()
 
 
 _bearer = HTTPBearer(
@@ -54,7 +71,7 @@ BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 def require(role: Role) -> Any:
     """A route dependency admitting callers whose token grants at least `role`."""
 
-    def check(settings: SettingsDep, credentials: BearerDep) -> Role:
+    async def check(settings: SettingsDep, credentials: BearerDep) -> Role:
         return authorize(settings, credentials.credentials if credentials else None, role)
 
     return Depends(check)

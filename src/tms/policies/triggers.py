@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import BigInteger, bindparam, select
 from sqlalchemy.orm import Session
 
 from tms.store.models import Action, Operation, OperationStatus, TableType, Tbl
@@ -160,14 +160,21 @@ def due_actions(
     return due
 
 
-def pending_actions(session: Session, tbl_id: int) -> set[Action]:
-    """Actions with a SCHEDULED or RUNNING operation on the table."""
-    stmt = select(Operation.action).where(
-        Operation.tbl_id == tbl_id,
+# Built once; only run when `due_actions` finds something due.
+_PENDING = (
+    select(Operation.action)
+    .where(
+        Operation.tbl_id == bindparam("p_tbl_id", type_=BigInteger),
         Operation.status.in_([OperationStatus.SCHEDULED, OperationStatus.RUNNING]),
         Operation.is_deleted.is_(False),
     )
-    return set(session.scalars(stmt.distinct()))
+    .distinct()
+)
+
+
+def pending_actions(session: Session, tbl_id: int) -> set[Action]:
+    """Actions with a SCHEDULED or RUNNING operation on the table."""
+    return set(session.scalars(_PENDING, {"p_tbl_id": tbl_id}))
 
 
 def apply_triggers(session: Session, table: Tbl, settings: Settings) -> list[Operation]:

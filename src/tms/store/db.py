@@ -54,13 +54,20 @@ def migrations_dir() -> Path:
 MIGRATION_LOCK_KEY = 0x746D735F6D696772  # "tms_migr"
 
 
+# Connections older than this are replaced on checkout (no pre-ping round trip per checkout).
+POOL_RECYCLE_SECONDS = 1800
+
+
 def make_engine(url: str, *, pool_size: int = 10, echo: bool = False) -> Engine:
-    """An engine for `url`; `pool_pre_ping` survives database restarts between requests."""
+    """An engine for `url`. No `pool_pre_ping` (a round trip on every checkout): connections
+    are recycled after `POOL_RECYCLE_SECONDS`, and one found dead (database restart) is
+    invalidated by SQLAlchemy, with the whole pool, so only requests in flight then fail."""
     return create_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        pool_pre_ping=False,
+        pool_recycle=POOL_RECYCLE_SECONDS,
         echo=echo,
     )
 

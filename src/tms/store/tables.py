@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import String, bindparam, delete, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -152,9 +152,13 @@ def find_table(session: Session, *, db_name: str, table_name: str) -> Tbl | None
     ).one_or_none()
 
 
+# Built once: the lookup every commit notification makes (base_path is unique).
+_BY_BASE_PATH = select(Tbl).where(Tbl.base_path == bindparam("p_base_path", type_=String))
+
+
 def find_table_by_base_path(session: Session, base_path: str) -> Tbl | None:
     return session.scalars(
-        select(Tbl).where(Tbl.base_path == normalize_base_path(base_path))
+        _BY_BASE_PATH, {"p_base_path": normalize_base_path(base_path)}
     ).one_or_none()
 
 

@@ -35,7 +35,7 @@ router = APIRouter(prefix="/v1/hoodie/service", tags=["hudi writers"])
 _SERVICE_ACTIONS = {"compaction": Action.COMPACTION, "clustering": Action.CLUSTERING}
 
 
-def _callback_caller(
+async def _callback_caller(
     settings: SettingsDep,
     credentials: BearerDep,
     key: Annotated[
