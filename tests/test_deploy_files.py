@@ -10,12 +10,10 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import pytest
+import yaml
 
 from tms.api.routes import health
 from tms.config import ENV_PREFIX, Settings, load_settings
-
-yaml = pytest.importorskip("yaml", reason="PyYAML (a dev dependency) parses docker-compose.yml")
 
 ROOT = Path(__file__).resolve().parents[1]
 PORT = 9091

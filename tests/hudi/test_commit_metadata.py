@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+import hudi
 from tms.hudi import avro_codec
 from tms.hudi.commit_metadata import (
     CommitMetadata,
@@ -467,8 +470,6 @@ def _v8_table(base: Path, table_type: str) -> Path:
 
 
 def _base_file(base: Path, file_id: str, instant: str, ids: list[str]) -> WriteStat:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
     name = f"{file_id}_0-1-0_{instant}.parquet"
     folder = base / "a"
     folder.mkdir(exist_ok=True)
@@ -515,7 +516,6 @@ TABLE_SCHEMA = json.dumps(
 
 
 def test_hudi_rs_reads_our_layout2_avro_commit_and_replacecommit(tmp_path: Path) -> None:
-    hudi = pytest.importorskip("hudi")
     timeline = _v8_table(tmp_path, "COPY_ON_WRITE")
     t1, c1 = "20250101000000000", "20250101000001000"
     commit = CommitMetadata(operation_type="INSERT", extra_metadata={"schema": TABLE_SCHEMA})
@@ -566,7 +566,6 @@ def test_hudi_rs_reads_our_layout2_avro_commit_and_replacecommit(tmp_path: Path)
 
 
 def test_hudi_rs_reads_our_layout2_avro_deltacommit(tmp_path: Path) -> None:
-    hudi = pytest.importorskip("hudi")
     timeline = _v8_table(tmp_path, "MERGE_ON_READ")
     t1, c1 = "20250101000000000", "20250101000001000"
     stat = _base_file(tmp_path, FID1, t1, ["1", "2", "3"])

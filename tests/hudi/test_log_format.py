@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+import hudi
 from tms.hudi.avro_schema import (
     META_FIELDS,
     arrow_schema_from_avro,
@@ -41,8 +42,6 @@ from tms.hudi.log_format import (
     read_log_blocks,
     read_log_file,
 )
-
-hudi = pytest.importorskip("hudi")
 
 
 def _schema(*fields: pa.Field[Any]) -> pa.Schema:

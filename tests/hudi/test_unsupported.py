@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,15 +89,6 @@ def test_ensure_supported_names_the_feature(tmp_path: Path, case: str) -> None:
         table.ensure_supported()
 
 
-SERVICES_READY = all(
-    importlib.util.find_spec(f"tms.services.{name}") is not None
-    for name in ("compaction", "clustering", "clean")
-)
-
-
-@pytest.mark.skipif(
-    not SERVICES_READY, reason="TO FINISH: tms.services.compaction/clustering/clean not written yet"
-)
 @pytest.mark.parametrize("service", ["compaction", "clustering", "clean"])
 @pytest.mark.parametrize("case", ["metadata-table", "bootstrap", "completed-log-compaction", "orc"])
 def test_tms_run_refuses_and_writes_nothing(tmp_path: Path, case: str, service: str) -> None:
