@@ -13,6 +13,8 @@ from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
 
 CLUSTER_OPERATION = "CLUSTER"
+WRITE_COMMIT_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)
+"""Completed actions that wrote data."""
 
 InstantKey = tuple[str, Action]
 """An instant's identity: its time and its action family. Times alone are not unique: a
@@ -82,7 +84,7 @@ class Timeline:
 
     def commits(self) -> list[Instant]:
         """Completed instants that wrote data: commit, deltacommit and replacecommit."""
-        return self.completed((Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT))
+        return self.completed(WRITE_COMMIT_ACTIONS)
 
     def latest_completed(self, actions: Iterable[Action] | None = None) -> Instant | None:
         done = self.completed(actions)
@@ -140,10 +142,10 @@ class Timeline:
         return self.completed_after(self.last_compaction(), (Action.DELTA_COMMIT,))
 
     def commits_since_last_clean(self) -> list[Instant]:
-        return [i for i in self.completed_after(self.last_clean()) if i in self.commits()]
+        return self.completed_after(self.last_clean(), WRITE_COMMIT_ACTIONS)
 
     def commits_since_last_clustering(self) -> list[Instant]:
-        return [i for i in self.completed_after(self.last_clustering()) if i in self.commits()]
+        return self.completed_after(self.last_clustering(), WRITE_COMMIT_ACTIONS)
 
     # Instant contents --------------------------------------------------------------------
 

@@ -54,6 +54,7 @@ from tms.hudi.properties import (
 )
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable, TableNotFoundError
+from tms.hudi.timeline import Timeline
 from tms.hudi.transitions import new_instant_time, request, transition
 
 WRITER_TOKEN = "0-1-0"
@@ -173,6 +174,12 @@ class HudiWriter:
         timeline = self.table.timeline()
         instant_time = new_instant_time(timeline.instants)
         tagged = self._prepare(batch, instant_time, operation)
+        # The schema the commit records; a delete records the table's, as Hudi does.
+        schema_json = (
+            timeline.latest_schema()
+            if operation is WriteOperation.DELETE
+            else json.dumps(avro_record_schema(self.config.table_name, tagged.schema))
+        )
         action = Action.DELTA_COMMIT if self.config.is_merge_on_read else Action.COMMIT
         requested = request(self.storage, self.config, instant_time, action)
         with heartbeat.Heartbeat(self.storage, instant_time, self.heartbeat_interval):
@@ -183,8 +190,7 @@ class HudiWriter:
                 State.INFLIGHT,
                 CommitMetadata(operation_type=operation.value).to_json(),
             )
-            writes = self._write_files(tagged, instant_time, operation, timeline)
-            schema_json = self._schema_json(tagged, operation)
+            writes = self._write_files(tagged, instant_time, operation, timeline, schema_json)
             metadata = CommitMetadata(
                 extra_metadata={"schema": schema_json} if schema_json else {},
                 operation_type=operation.value,
@@ -219,18 +225,13 @@ class HudiWriter:
             raise ValueError(f"ordering field {ordering!r} is missing from the batch")
         return latest_by_key(tagged, ordering)
 
-    def _schema_json(self, tagged: pa.Table, operation: WriteOperation) -> str | None:
-        """The schema the commit records; a delete records the table's, as Hudi does."""
-        if operation is WriteOperation.DELETE:
-            return self.table.timeline().latest_schema()
-        return json.dumps(avro_record_schema(self.config.table_name, tagged.schema))
-
     def _write_files(
         self,
         tagged: pa.Table,
         instant_time: str,
         operation: WriteOperation,
-        timeline: Any,
+        timeline: Timeline,
+        schema_json: str | None,
     ) -> list[WriteStat]:
         view = self.table.file_system_view(timeline)
         slices = {(s.partition_path, s.file_id): s for s in view.latest_file_slices()}
@@ -244,7 +245,7 @@ class HudiWriter:
         for (partition, file_id), rows in located.items():
             target = slices[(partition, file_id)]
             if self.config.is_merge_on_read:
-                writes.append(self._append_log(target, rows, instant_time, operation))
+                writes.append(self._append_log(target, rows, instant_time, operation, schema_json))
             else:
                 writes.append(
                     self._merge_base(merged[(partition, file_id)], rows, instant_time, operation)
@@ -382,7 +383,12 @@ class HudiWriter:
         )
 
     def _append_log(
-        self, file_slice: FileSlice, rows: pa.Table, instant_time: str, operation: WriteOperation
+        self,
+        file_slice: FileSlice,
+        rows: pa.Table,
+        instant_time: str,
+        operation: WriteOperation,
+        schema_json: str | None,
     ) -> WriteStat:
         """Merge-on-read: a new log file in the latest slice with a data or delete block."""
         version = max((log.name.version for log in file_slice.log_files), default=0) + 1
@@ -392,7 +398,11 @@ class HudiWriter:
         create_marker(self.storage, instant_time, Marker(partition, str(name), MarkerType.APPEND))
         ordering = self.config.ordering_fields[0] if self.config.ordering_fields else None
         if operation is WriteOperation.DELETE:
-            schema = self._avro_schema(rows)
+            schema: dict[str, Any] = (
+                json.loads(schema_json)
+                if schema_json
+                else avro_record_schema(self.config.table_name, rows.schema)
+            )
             deletes = [
                 DeleteRecord(key, partition, _ordering(rows, ordering, i))
                 for i, key in enumerate(rows.column("_hoodie_record_key").to_pylist())
@@ -421,14 +431,6 @@ class HudiWriter:
             total_log_blocks=1,
             **counts,
         )
-
-    def _avro_schema(self, rows: pa.Table) -> dict[str, Any]:
-        """The table's record schema: the latest commit's, else this batch's."""
-        schema_json = self.table.timeline().latest_schema()
-        if schema_json:
-            schema: dict[str, Any] = json.loads(schema_json)
-            return schema
-        return avro_record_schema(self.config.table_name, rows.schema)
 
 
 def _ordering(rows: pa.Table, ordering: str | None, index: int) -> object | None:
