@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,9 +69,17 @@ class Timeline:
 
     def get(self, requested_time: str) -> Instant | None:
         """The instant of that time; a write rather than the savepoint that shares its time."""
-        found = [i for i in self.instants if i.requested_time == requested_time]
-        found.sort(key=lambda i: i.action is Action.SAVEPOINT)
-        return found[0] if found else None
+        return self._by_time.get(requested_time)
+
+    @functools.cached_property
+    def _by_time(self) -> dict[str, Instant]:
+        """Instants by time, built once: the file-system view asks for every data file."""
+        index: dict[str, Instant] = {}
+        for instant in self.instants:
+            current = index.get(instant.requested_time)
+            if current is None or current.action is Action.SAVEPOINT:
+                index[instant.requested_time] = instant
+        return index
 
     def completed(self, actions: Iterable[Action] | None = None) -> list[Instant]:
         wanted = set(actions) if actions is not None else None
