@@ -75,12 +75,6 @@ def format_instant_time(moment: datetime) -> str:
     return moment.strftime(INSTANT_TIME_FORMAT) + f"{moment.microsecond // 1000:03d}"
 
 
-def parse_instant_time(value: str) -> datetime:
-    base = datetime.strptime(value[:14], INSTANT_TIME_FORMAT).replace(tzinfo=UTC)
-    millis = int(value[14:17] or 0)
-    return base.replace(microsecond=millis * 1000)
-
-
 @dataclass(frozen=True, order=True)
 class Instant:
     """One instant of the timeline, in its furthest state."""

@@ -76,13 +76,6 @@ class Storage:
             with self.fs.open(full, "wb") as out:
                 out.write(data)
 
-    def create_new(self, path: str, data: bytes = b"") -> bool:
-        """Create a file that must not exist yet; False if it already does."""
-        if self.exists(path):
-            return False
-        self.write_bytes(path, data)
-        return True
-
     def touch(self, path: str) -> None:
         """Create the file or refresh its modification time (heartbeats)."""
         full = self.full_path(path)

@@ -62,9 +62,6 @@ class Timeline:
         instants = tuple(sorted(furthest.values(), key=lambda i: i.requested_time))
         return cls(storage, config, instants, files, pending_actions)
 
-    def reload(self) -> Timeline:
-        return Timeline.load(self.storage, self.config)
-
     # Selection ---------------------------------------------------------------------------
 
     def get(self, requested_time: str) -> Instant | None:
