@@ -7,8 +7,10 @@ released writer's (`{"present": true}` for lost Options, unknown fields, 1-3 wri
 log-file stats on merge-on-read tables). The API runs under uvicorn in its own process(es),
 once per `--configs` entry (workers:pool_size), each for a warm-up and `--duration` seconds.
 The load generator is a minimal asyncio HTTP/1.1 client (`--client raw`, one keep-alive
-connection per client); `--client httpx` uses httpx.AsyncClient, which on 2 cores takes
-a large share of the CPU the server needs.
+connection per client, as pgbench keeps its connections); `--client httpx` uses
+httpx.AsyncClient, which on 2 cores takes a large share of the CPU the server needs. The
+best configuration also runs with a new connection per callback, for context (`Connection:
+close`, as a Hudi writer whose callbacks are minutes apart reconnects each time).
 
 Baseline, same run: `pgbench -M prepared -c 32 -j 2 -n -f script.sql` doing the same single-row
 `INSERT … ON CONFLICT DO NOTHING` into a scratch copy of the `commit` table, before and after
@@ -18,7 +20,7 @@ statement), and the best server configuration answers `GET /healthz` under the s
 (the HTTP stack's own ceiling on this machine), both for context. Goals: rps >= 30% of the
 ceiling, p99 <= 50 ms.
 
-    .venv/bin/python bench/ingest.py [--duration 15] [--configs 1:10,2:8] [--profile DIR]
+    .venv/bin/python bench/ingest.py [--duration 15] [--configs 1:4,2:8] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -72,8 +74,9 @@ CALLBACK_KEY = "hudi_write_commit_http_callback"
 FLOOR_PATH = "/healthz"
 PARTITIONS = ["2026/01/01", "2026/01/02", "2026/01/03", "2026/01/04"]
 
-# The insert `record_commit` makes, into a scratch copy of `commit` (same columns, defaults,
-# unique key); each client owns one table (one writer per table, like the service run).
+# The insert `record_commits` makes (per row), into a scratch copy of `commit` (same columns,
+# defaults, unique key); each client owns one table (one writer per table, like the service
+# run).
 INSERT_SCRIPT = """\
 \\set tbl 1 + :client_id % {tables}
 \\set k :k + 1
@@ -84,8 +87,8 @@ VALUES (:tbl, lpad(CAST(:key AS text), 17, '0'), 'deltacommit',
 ON CONFLICT (tbl_id, instant) DO NOTHING;
 """
 
-# The database work of one notification without policies: look the table up by base path,
-# insert the commit and bump the counters in one statement (as `record_commit` does).
+# The database work of one notification without policies, if it had a transaction of its
+# own: look the table up by base path, insert the commit and bump the counters.
 FULL_SCRIPT = """\
 \\set tbl 1 + :client_id % {tables}
 \\set k :k + 1
@@ -413,10 +416,11 @@ def run_config(
     *,
     profile_dir: Path | None = None,
     floor: bool = False,
+    keep_alive: bool = True,
 ) -> dict[str, Any]:
     """One server configuration: start it, warm it up, measure, stop it. `floor`: measure
     `GET /healthz` instead (no body, no database)."""
-    loader = functools.partial(LOADERS[args.client], keep_alive=args.keep_alive)
+    loader = functools.partial(LOADERS[args.client], keep_alive=keep_alive)
     with api_server(
         db.url,
         workers=config.workers,
@@ -489,29 +493,26 @@ def _finish_profile(spy: subprocess.Popen[bytes], out: Path) -> dict[str, Any]:
     }
 
 
-# Innermost match wins: a sample in `record_commit` below `commit_callback` is record_commit.
+# Innermost match wins: a sample in `record_commits` below `commit_callback` is
+# record_commits.
 LAYERS = [
-    ("HttpMetricsMiddleware.__call__", "ASGI middlewares and routing (starlette/fastapi)"),
-    ("get_request_handler", "fastapi request handler"),
-    ("solve_dependencies", "fastapi dependencies (sync ones hop to the threadpool)"),
-    ("run_in_threadpool", "anyio threadpool hops (sync dependencies, endpoint)"),
-    ("run_sync_in_worker_thread", "anyio threadpool hops (sync dependencies, endpoint)"),
-    ("WorkerThread.run", "anyio worker threads (outside the endpoint)"),
-    ("Request.json", "request body: read and parse JSON"),
-    ("Request.body", "request body: read and parse JSON"),
-    ("request_body_to_args", "request body: pydantic validation"),
-    ("serialize_response", "response serialization"),
-    ("commit_callback", "tms.api.routes.callback.commit_callback (own code)"),
-    ("TableProbe", "tms.api.probe.TableProbe (storage)"),
+    ("RequestResponseCycle.run_asgi", "uvicorn: ASGI cycle (send, receive)"),
+    ("HttpMetricsMiddleware.__call__", "tms.api.http_metrics (HTTP metrics)"),
+    ("commit_callback", "tms.api.callback.commit_callback (own code)"),
+    ("_read_body", "request body: read"),
+    ("model_validate_json", "request body: pydantic JSON validation"),
     ("summarize", "tms.api.commit_action.summarize"),
-    ("find_table_by_base_path", "tms.store.tables.find_table_by_base_path"),
-    ("record_commit", "tms.store.commits.record_commit"),
+    ("action_from_stats", "tms.api.commit_action.action_from_stats"),
+    ("TableProbe", "tms.api.probe.TableProbe (storage, in a thread)"),
+    ("GroupCommit.submit", "tms.api.group_commit (queueing, futures)"),
+    ("GroupCommit._flush", "tms.api.group_commit (queueing, futures)"),
+    ("to_thread", "thread hand-off of a batch"),
+    ("write_notifications", "tms.api.commit_batch: session, BEGIN, COMMIT"),
+    ("_write", "tms.api.commit_batch._write (pairing results)"),
+    ("lock_tables_by_base_path", "tms.store.commits.lock_tables_by_base_path"),
+    ("record_commits", "tms.store.commits.record_commits"),
     ("apply_triggers", "tms.policies.triggers.apply_triggers"),
-    ("pending_actions", "tms.policies.triggers.pending_actions"),
     ("submit_operation", "tms.store.operations.submit_operation"),
-    ("reset_counter", "tms.store.tables.reset_counter"),
-    ("_connection_for_bind", "pool checkout: pre-ping + BEGIN"),
-    ("Session.commit", "COMMIT"),
     ("Connection.wait", "psycopg: waiting for PostgreSQL"),
 ]
 
@@ -580,10 +581,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured seconds first (3)")
     parser.add_argument(
         "--configs",
-        default="1:10,1:20,2:8,2:16",
+        default="1:4,2:8",
         help="server configurations workers:db_pool_size[:http[:loop]] (uvicorn's --http "
         "and --loop; httptools/uvloop need uvicorn[standard]), comma-separated "
-        "(1:10,1:20,2:8,2:16)",
+        "(1:4,2:8)",
     )
     parser.add_argument(
         "--client",
@@ -593,9 +594,10 @@ def main() -> None:
         "(AsyncClient; takes 0.5-0.8 of the 2 cores at these rates) (raw)",
     )
     parser.add_argument(
-        "--keep-alive",
+        "--connection-per-request",
         action="store_true",
-        help="raw client: reuse one connection per client instead of one per request",
+        help="raw client: a new connection per request in every run, instead of one "
+        "keep-alive connection per client",
     )
     parser.add_argument("--pgbench-seconds", type=float, default=15.0, help="per run (15)")
     parser.add_argument(
@@ -610,6 +612,7 @@ def main() -> None:
     args = parser.parse_args()
 
     configs = [ServerConfig.parse(item) for item in args.configs.split(",") if item.strip()]
+    keep = not args.connection_per_request
     work = Path(tempfile.mkdtemp(prefix="tms-bench-ingest-"))
     lake = str(work / "lake")  # nothing is written there: tables need no storage here
     with (
@@ -631,7 +634,7 @@ def main() -> None:
         runs = []
         for config in configs:
             log(f"service: workers:pool:http:loop = {config}, {args.client} client")
-            run = run_config(db, payloads, args, config)
+            run = run_config(db, payloads, args, config, keep_alive=keep)
             log(
                 f"  {run['rps']} rps, p50 {run['latency_ms'].get('p50')} ms, "
                 f"p99 {run['latency_ms'].get('p99')} ms, cores {run['cores_used']}"
@@ -641,8 +644,14 @@ def main() -> None:
         log(f"HTTP floor: GET /healthz on {best['config']}")
         # Its own (unused) bodies, so the durability check counts callbacks only.
         floor = ServerConfig.parse(best["config"])
-        healthz = run_config(db, Payloads(tables), args, floor, floor=True)
+        healthz = run_config(db, Payloads(tables), args, floor, floor=True, keep_alive=keep)
         log(f"  {healthz['rps']} rps, p99 {healthz['latency_ms'].get('p99')} ms")
+        log(f"context: a new connection per callback on {best['config']}")
+        reconnecting = run_config(db, payloads, args, floor, keep_alive=False)
+        log(
+            f"  {reconnecting['rps']} rps, p50 {reconnecting['latency_ms'].get('p50')} ms, "
+            f"p99 {reconnecting['latency_ms'].get('p99')} ms"
+        )
         log("pgbench ceiling again")
         after = pgbench(db, insert, args.clients, args.pgbench_seconds, work)
         log(f"  {after['tps']} tps")
@@ -654,7 +663,9 @@ def main() -> None:
         if args.profile is not None:
             log(f"profiling {best['config']} with py-spy")
             config = ServerConfig.parse(best["config"])
-            profile = run_config(db, payloads, args, config, profile_dir=args.profile)
+            profile = run_config(
+                db, payloads, args, config, profile_dir=args.profile, keep_alive=keep
+            )
         stored = stored_commits(db)
 
     ceiling = (before["tps"] + after["tps"]) / 2 if before["tps"] and after["tps"] else None
@@ -665,11 +676,12 @@ def main() -> None:
         "clients": args.clients,
         "tables": args.tables,
         "client": args.client,
-        "connection_per_request": args.client == "raw" and not args.keep_alive,
+        "connection_per_request": not keep,
         "duration_s": args.duration,
         "baseline_pgbench_insert": {"before": before, "after": after, "ceiling_tps": ceiling},
         "context_pgbench_notification_sql": whole,
         "context_http_floor_healthz": healthz,
+        "context_connection_per_request": reconnecting,
         "runs": runs,
         "best": {
             "config": best["config"],
@@ -693,7 +705,7 @@ def main() -> None:
             "non_2xx_or_errors": sum(
                 sum(n for s, n in r["statuses"].items() if not s.startswith("2"))
                 + sum(r["errors"].values())
-                for r in runs
+                for r in [*runs, reconnecting]
             ),
         },
     }

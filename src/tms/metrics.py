@@ -31,6 +31,12 @@ COMMIT_NOTIFICATIONS = Counter(
     ["source", "result"],
     registry=REGISTRY,
 )
+COMMIT_BATCH_SIZE = Histogram(
+    "tms_commit_batch_size",
+    "Commit notifications stored per database transaction (group commit).",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+    registry=REGISTRY,
+)
 OPERATIONS_CREATED = Counter(
     "tms_operations_created_total",
     "Operations created, by action and origin (policy|submit|client).",

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import asyncio
+from typing import Any
 
+import httpx
+import pytest
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, sessionmaker
 
-from tests.api.conftest import WRITER, MakeClient, bearer
-from tests.api.helpers import callback_payload, instant, notify, register
+from tests.api.conftest import WRITER, MakeClient, TestClient, bearer, make_settings
+from tests.api.helpers import callback_payload, instant, notify, register, write_stat
+from tms.api import callback, create_app
 from tms.hudi.writer import HudiWriter
 from tms.store import Commit, Operation, Tbl
-
-if TYPE_CHECKING:
-    from starlette.testclient import TestClient
 
 
 def _ops(session: Session) -> list[tuple[str, str | None, str]]:
@@ -164,3 +165,89 @@ def test_bad_payloads_get_field_errors_not_500(client: TestClient) -> None:
         )
         assert response.status_code == 422, response.text
         assert response.json()["error"]["field"] == field
+
+
+def _concurrently(app: Any, payloads: list[dict[str, Any]]) -> list[httpx.Response]:
+    async def send_all() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://tms") as http:
+            return list(
+                await asyncio.gather(
+                    *(
+                        http.post(
+                            "/v1/hoodie/service/commit",
+                            json=payload,
+                            headers={"HUDI-CALLBACK-KEY": "hudi_write_commit_http_callback"},
+                        )
+                        for payload in payloads
+                    )
+                )
+            )
+
+    return asyncio.run(send_all())
+
+
+def test_concurrent_callbacks_share_transactions_and_count_exactly(
+    factory: sessionmaker[Session], session: Session
+) -> None:
+    """60 callbacks at once for three tables, one of them unknown and some repeated: each
+    commit is stored and counted once, each table gets one compaction, and the
+    notifications were written in fewer transactions than there were requests."""
+    app = create_app(make_settings(), factory)
+    with TestClient(app) as client:
+        for name in ("a", "b"):
+            register(client, name)
+    batches_before = _metric(app, "tms_commit_batch_size_count")
+    payloads = []
+    for n in range(20):
+        for name in ("a", "b", "new"):
+            base_path = f"/data/lake/{name}"
+            payloads.append(callback_payload(f"2026020100{n:07d}", base_path=base_path))
+    payloads += payloads[:6]  # writers repeating themselves
+    responses = _concurrently(app, payloads)
+    assert [r.status_code for r in responses] == [200] * len(payloads), responses[0].text
+    bodies = [r.json() for r in responses]
+    assert sum(b["new"] for b in bodies) == 60
+    assert sum(b["table_registered"] for b in bodies) == 1
+    assert session.scalar(select(func.count()).select_from(Commit)) == 60
+    for table in session.scalars(select(Tbl)):
+        # The counter restarted when the table's compaction was created (with the batch that
+        # crossed the threshold); it counts the commits stored by later transactions.
+        compaction = session.scalars(
+            select(Operation).where(Operation.tbl_id == table.id, Operation.action == "compaction")
+        ).one()
+        later = select(func.count()).where(
+            Commit.tbl_id == table.id, Commit.received_at > compaction.created_at
+        )
+        assert table.delta_commits_since_compaction == session.scalar(later), table.table_name
+    assert sorted(a for a, _, _ in _ops(session)) == ["clean"] * 3 + ["compaction"] * 3
+    reported = [op for b in bodies for op in b["operations_created"]]
+    assert sorted(reported) == sorted(session.scalars(select(Operation.id)))
+    assert _metric(app, "tms_commit_batch_size_count") - batches_before < len(payloads)
+
+
+def _metric(app: Any, name: str) -> float:
+    with TestClient(app) as client:
+        text = client.get("/metrics").text
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+
+
+def test_callback_endpoint_errors(make_client: MakeClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = make_client()
+    url = "/v1/hoodie/service/commit"
+    key = {"HUDI-CALLBACK-KEY": "hudi_write_commit_http_callback"}
+    wrong_method = client.get(url)
+    assert (wrong_method.status_code, wrong_method.headers["allow"]) == (405, "POST")
+    garbage = client.post(url, content=b"{not json", headers=key)
+    assert garbage.status_code == 422
+    assert garbage.json()["error"]["field"] == "body"
+    monkeypatch.setattr(callback, "MAX_BODY_BYTES", 1000)
+    big = callback_payload(instant(), stats=[write_stat(log=True)] * 10)
+    too_big = client.post(url, json=big, headers=key)
+    assert (too_big.status_code, too_big.json()["error"]["code"]) == (413, "payload_too_large")
+    documented = client.get("/openapi.json").json()
+    post = documented["paths"][url]["post"]
+    assert post["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/CallbackIn"
+    )
+    assert "WriteStatIn" in documented["components"]["schemas"]

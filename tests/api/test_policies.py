@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy.orm import Session
 
-from tests.store.helpers import make_table
+from tests.store.helpers import make_table, record
 from tms.config import load_settings
 from tms.policies import Counters, Thresholds, apply_triggers, due_actions, thresholds_for
 from tms.policies.triggers import policy_params
-from tms.store import Action, OperationStatus, TableType, list_operations, record_commit
+from tms.store import Action, CountedTable, OperationStatus, TableType, Tbl, list_operations
 
 DEFAULTS = Thresholds(compaction_delta_commits=5, clean_commits=10, clustering_commits=0)
 ALL = (Action.COMPACTION, Action.CLEAN, Action.CLUSTERING)
@@ -78,28 +78,40 @@ def test_table_overrides_win_and_bad_values_are_ignored() -> None:
     assert thresholds_for({}, DEFAULTS) == DEFAULTS
 
 
+def _commits(session: Session, table: Tbl, numbers: range) -> CountedTable:
+    counted = None
+    for n in numbers:
+        counted = record(session, table.id, f"2026010100000000{n}", "deltacommit")
+    assert counted is not None
+    return counted
+
+
 def test_apply_triggers_creates_once_and_resets_the_counter(session: Session) -> None:
     settings = load_settings(config_file=False, environ={})
     table = make_table(session, table_type=TableType.MERGE_ON_READ)
-    for n in range(5):
-        recorded = record_commit(
-            session, table.id, instant=f"2026010100000000{n}", action="deltacommit"
-        )
-    created = apply_triggers(session, recorded.table, settings)
+    counted = _commits(session, table, range(5))
+    created = apply_triggers(session, [counted], settings)[table.id]
     assert [op.action for op in created] == [Action.COMPACTION]
     assert created[0].instant is None and created[0].status is OperationStatus.SCHEDULED
     session.refresh(table)
     assert table.delta_commits_since_compaction == 0
     assert table.commits_since_clean == 5
     # Counting on while the compaction is pending creates no second one.
-    for n in range(5, 10):
-        recorded = record_commit(
-            session, table.id, instant=f"2026010100000000{n}", action="deltacommit"
-        )
-    second = apply_triggers(session, recorded.table, settings)
+    counted = _commits(session, table, range(5, 10))
+    second = apply_triggers(session, [counted], settings)[table.id]
     assert [op.action for op in second] == [Action.CLEAN]
     ops = list_operations(session, tbl_id=table.id)
     assert sorted(op.action for op in ops) == [Action.CLEAN, Action.COMPACTION]
+    assert apply_triggers(session, [counted], settings) == {}
+
+
+def test_apply_triggers_decides_for_many_tables_at_once(session: Session) -> None:
+    settings = load_settings(config_file=False, environ={})
+    tables = [make_table(session, f"t{i}", table_type=TableType.MERGE_ON_READ) for i in range(3)]
+    counted = [_commits(session, t, range(n)) for t, n in zip(tables, (5, 4, 6), strict=True)]
+    created = apply_triggers(session, counted, settings)
+    assert sorted(created) == [tables[0].id, tables[2].id]
+    assert all([op.action for op in ops] == [Action.COMPACTION] for ops in created.values())
 
 
 def test_policy_made_operations_carry_the_tables_planning_parameters(session: Session) -> None:
@@ -112,11 +124,8 @@ def test_policy_made_operations_carry_the_tables_planning_parameters(session: Se
         "compaction_strategy": "log-size",
     }
     table = make_table(session, table_type=TableType.MERGE_ON_READ, policy=policy)
-    for n in range(2):
-        recorded = record_commit(
-            session, table.id, instant=f"2026010100000000{n}", action="deltacommit"
-        )
-    created = {op.action: op for op in apply_triggers(session, recorded.table, settings)}
+    counted = _commits(session, table, range(2))
+    created = {op.action: op for op in apply_triggers(session, [counted], settings)[table.id]}
     assert created[Action.CLEAN].extra_params == {
         "policy": "KEEP_LATEST_FILE_VERSIONS",
         "retained": 1,

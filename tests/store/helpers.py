@@ -13,9 +13,12 @@ from sqlalchemy.orm import Session
 from tms.store import (
     Action,
     Claim,
+    CommitIn,
+    CountedTable,
     Operation,
     Tbl,
     claim_due_operations,
+    record_commits,
     register_table,
     submit_operation,
 )
@@ -32,6 +35,14 @@ def make_table(session: Session, name: str = "t", **kwargs: Any) -> Tbl:
     return register_table(
         session, db_name="db", table_name=name, base_path=f"/data/{name}", **kwargs
     ).table
+
+
+def record(
+    session: Session, table_id: int, instant: str, action: str, **sizes: int
+) -> CountedTable | None:
+    """Store one commit; the table with its new counters, or None if it was stored before."""
+    recorded = record_commits(session, [CommitIn(table_id, instant, action, **sizes)])
+    return recorded.tables.get(table_id) if recorded.new[0] else None
 
 
 def make_op(

@@ -1,17 +1,21 @@
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.store.helpers import make_table
+from tests.store.helpers import make_table, record
 from tms.store import (
     Action,
     Commit,
+    CommitIn,
     NotFound,
     get_table,
     list_commits,
-    record_commit,
+    lock_tables_by_base_path,
+    record_commits,
     reset_counter,
 )
 
@@ -21,11 +25,9 @@ def test_record_commit_is_idempotent(factory: sessionmaker[Session]) -> None:
         table = make_table(session)
     for expected_new in (True, False):
         with factory.begin() as session:
-            recorded = record_commit(
-                session, table.id, instant="20250101000000001", action="deltacommit", records=7
-            )
-            assert recorded.new is expected_new
-            assert recorded.table.delta_commits_since_compaction == 1
+            counted = record(session, table.id, "20250101000000001", "deltacommit", records=7)
+            assert (counted is not None) is expected_new
+            assert get_table(session, table.id).delta_commits_since_compaction == 1
     with factory() as session:
         assert session.scalar(select(func.count()).select_from(Commit)) == 1
         commit = list_commits(session, table.id)[0]
@@ -39,7 +41,7 @@ def test_record_commit_is_idempotent(factory: sessionmaker[Session]) -> None:
 def test_counters_follow_the_action(session: Session) -> None:
     table = make_table(session)
     for i, action in enumerate(["deltacommit", "deltacommit", "commit", "replacecommit", "clean"]):
-        record_commit(session, table.id, instant=f"2025010100000000{i}", action=action)
+        record(session, table.id, f"2025010100000000{i}", action)
     table = get_table(session, table.id)
     assert table.delta_commits_since_compaction == 2
     assert table.commits_since_clean == 4  # clean itself does not count
@@ -52,23 +54,91 @@ def test_counters_follow_the_action(session: Session) -> None:
     assert get_table(session, table.id).commits_since_clean == 4
 
 
+def test_a_batch_counts_each_new_commit_once(session: Session) -> None:
+    one, two = make_table(session, "one"), make_table(session, "two")
+    record(session, one.id, "20250101000000001", "deltacommit")
+    batch = [
+        CommitIn(one.id, "20250101000000001", "deltacommit"),  # stored before
+        CommitIn(two.id, "20250101000000003", "commit"),
+        CommitIn(one.id, "20250101000000002", "deltacommit"),
+        CommitIn(two.id, "20250101000000003", "commit"),  # repeated within the batch
+        CommitIn(one.id, "20250101000000004", "deltacommit", records=5, files=2, log_files=1),
+    ]
+    recorded = record_commits(session, batch)
+    assert recorded.new == [False, True, True, False, True]
+    assert sorted(recorded.tables) == [one.id, two.id]
+    assert recorded.tables[one.id].delta_commits_since_compaction == 3
+    assert get_table(session, one.id).last_commit_instant == "20250101000000004"
+    assert recorded.tables[two.id].commits_since_clean == 1
+    assert session.scalar(select(func.count()).select_from(Commit)) == 4
+    newest = list_commits(session, one.id, limit=1)[0]
+    assert (newest.records, newest.files, newest.log_files) == (5, 2, 1)
+
+
+def test_a_writers_compaction_in_a_batch_restarts_from_the_commits_after_it(
+    session: Session,
+) -> None:
+    table = make_table(session)
+    for i in range(4):
+        record(session, table.id, f"2025010100000000{i}", "deltacommit")
+    recorded = record_commits(
+        session,
+        [
+            CommitIn(table.id, "20250101000000007", "deltacommit"),
+            CommitIn(table.id, "20250101000000005", "compaction"),
+            CommitIn(table.id, "20250101000000004", "deltacommit"),
+            CommitIn(table.id, "20250101000000006", "clustering"),
+        ],
+    )
+    after = recorded.tables[table.id]
+    assert after.delta_commits_since_compaction == 1  # only 07 is after the compaction
+    assert after.commits_since_clustering == 1
+    assert after.commits_since_clean == 6  # services do not count as writes
+
+
 def test_last_instant_never_goes_back(session: Session) -> None:
     table = make_table(session)
-    record_commit(session, table.id, instant="20250101000000009", action="commit")
-    recorded = record_commit(session, table.id, instant="20250101000000001", action="commit")
-    assert recorded.new
-    assert recorded.table.last_commit_instant == "20250101000000009"
+    record(session, table.id, "20250101000000009", "commit")
+    assert record(session, table.id, "20250101000000001", "commit") is not None
+    assert get_table(session, table.id).last_commit_instant == "20250101000000009"
 
 
 def test_commit_for_unknown_table(session: Session) -> None:
     with pytest.raises(NotFound):
-        record_commit(session, 424242, instant="1", action="commit")
+        record(session, 424242, "1", "commit")
+
+
+def test_tables_are_found_by_any_spelling_of_their_base_path(session: Session) -> None:
+    table = make_table(session)
+    found = lock_tables_by_base_path(session, ["/data/t/", "/data/elsewhere"])
+    assert list(found) == ["/data/t"]
+    assert found["/data/t"].id == table.id
+
+
+def test_concurrent_batches_over_the_same_tables_all_commit(
+    factory: sessionmaker[Session],
+) -> None:
+    """Batches lock their tables in id order: overlapping ones wait, never deadlock."""
+    with factory.begin() as session:
+        ids = [make_table(session, f"t{i}").id for i in range(6)]
+
+    def write(worker: int) -> None:
+        for n in range(20):
+            commits = [CommitIn(i, f"2025010{worker}{n:010d}", "deltacommit") for i in ids]
+            with factory.begin() as session:
+                lock_tables_by_base_path(session, [f"/data/t{i}" for i in range(6)][::-1])
+                record_commits(session, commits[::-1] if worker % 2 else commits)
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(write, range(4)))
+    with factory() as session:
+        assert {get_table(session, i).delta_commits_since_compaction for i in ids} == {80}
 
 
 def test_list_commits_newest_first_with_keyset(session: Session) -> None:
     table = make_table(session)
     for i in range(5):
-        record_commit(session, table.id, instant=f"2025010100000000{i}", action="commit")
+        record(session, table.id, f"2025010100000000{i}", "commit")
     page = list_commits(session, table.id, limit=2)
     nxt = list_commits(session, table.id, limit=2, before_instant=page[-1].instant)
     assert [c.instant[-1] for c in page + nxt] == ["4", "3", "2", "1"]

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from tests.store.helpers import make_op, make_table
+from tests.store.helpers import make_op, make_table, record
 from tms.store import (
     Action,
     NotFound,
@@ -20,7 +20,6 @@ from tms.store import (
     list_commits,
     list_operations,
     list_tables,
-    record_commit,
     register_table,
     update_table,
 )
@@ -101,7 +100,7 @@ def test_delete_table_removes_history_but_not_while_running(session: Session) ->
     idle = make_table(session, "idle")
     busy_id, idle_id = busy.id, idle.id
     for table in (busy, idle):
-        record_commit(session, table.id, instant="1", action="deltacommit")
+        record(session, table.id, "1", "deltacommit")
     running = make_op(session, busy)
     make_op(session, idle, run_at=timedelta(hours=1))  # not due: stays SCHEDULED
     claimed = claim_due_operations(session, "i1", limit=5, lease_seconds=60)

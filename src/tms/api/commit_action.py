@@ -32,7 +32,7 @@ _MAX_BIGINT = 2**63 - 1
 _MAX_INT = 2**31 - 1
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class CommitSummary:
     records: int
     bytes_written: int

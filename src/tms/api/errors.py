@@ -20,7 +20,7 @@ boundary, so routes raise what they mean and never build error bodies themselves
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -39,7 +39,7 @@ from tms.store.errors import (
     TransitionRefused,
 )
 
-__all__ = ["ApiError", "Responses", "error_body", "install_error_handlers"]
+__all__ = ["ApiError", "Responses", "error_body", "error_response", "install_error_handlers"]
 
 Responses = dict[int | str, dict[str, Any]]
 """OpenAPI `responses=` documentation of a route."""
@@ -181,10 +181,26 @@ async def _internal(request: Request, exc: Exception) -> JSONResponse:
     return _json(500, "internal_error", "internal error; the server log has the details")
 
 
+_HANDLERS: dict[type[Exception], Callable[[Request, Exception], Awaitable[JSONResponse]]] = {
+    RequestValidationError: _validation,
+    ApiError: _api_error,
+    StarletteHTTPException: _http_error,
+    StoreError: _store_error,
+    DBAPIError: _database_error,
+    Exception: _internal,
+}
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    app.add_exception_handler(RequestValidationError, _validation)
-    app.add_exception_handler(ApiError, _api_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(StoreError, _store_error)
-    app.add_exception_handler(DBAPIError, _database_error)
-    app.add_exception_handler(Exception, _internal)
+    for kind, handler in _HANDLERS.items():
+        app.add_exception_handler(kind, handler)
+
+
+async def error_response(request: Request, exc: Exception) -> JSONResponse:
+    """The response the handlers give `exc`, for endpoints outside FastAPI's routing
+    (the most specific handler wins, as in Starlette)."""
+    for kind in type(exc).__mro__:
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            return await handler(request, exc)
+    return await _internal(request, exc)

@@ -7,7 +7,6 @@ from tms.policies.triggers import (
     Trigger,
     apply_triggers,
     due_actions,
-    pending_actions,
     thresholds_for,
 )
 
@@ -18,6 +17,5 @@ __all__ = [
     "Trigger",
     "apply_triggers",
     "due_actions",
-    "pending_actions",
     "thresholds_for",
 ]

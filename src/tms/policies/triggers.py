@@ -2,21 +2,22 @@
 
 The decision is a pure function of a table's counters, settings and what is already pending
 (`due_actions`), so it is tested without a database; `apply_triggers` runs it inside the
-notification's transaction. Counters are bumped by the commit's own UPDATE, which locks the
-table row, so two notifications of one table decide one after the other and never both
-create the same operation (the partial unique index on plan-less operations backs this up).
+transaction that stored the notifications. The tables' rows are locked before their
+counters are bumped, so two transactions decide for one table one after the other and never
+both create the same operation (the partial unique index on plan-less operations backs this
+up).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import BigInteger, bindparam, select
 from sqlalchemy.orm import Session
 
-from tms.store.models import Action, Operation, OperationStatus, TableType, Tbl
+from tms.store.commits import CountedTable
+from tms.store.models import Action, Operation, TableType
 from tms.store.operations import submit_operation
 from tms.store.tables import reset_counter
 
@@ -30,7 +31,6 @@ __all__ = [
     "Trigger",
     "apply_triggers",
     "due_actions",
-    "pending_actions",
     "thresholds_for",
 ]
 
@@ -62,7 +62,7 @@ class Counters:
     commits_since_clustering: int
 
     @classmethod
-    def of(cls, table: Tbl) -> Counters:
+    def of(cls, table: CountedTable) -> Counters:
         return cls(
             table.delta_commits_since_compaction,
             table.commits_since_clean,
@@ -160,55 +160,39 @@ def due_actions(
     return due
 
 
-# Built once; only run when `due_actions` finds something due.
-_PENDING = (
-    select(Operation.action)
-    .where(
-        Operation.tbl_id == bindparam("p_tbl_id", type_=BigInteger),
-        Operation.status.in_([OperationStatus.SCHEDULED, OperationStatus.RUNNING]),
-        Operation.is_deleted.is_(False),
-    )
-    .distinct()
-)
-
-
-def pending_actions(session: Session, tbl_id: int) -> set[Action]:
-    """Actions with a SCHEDULED or RUNNING operation on the table."""
-    return set(session.scalars(_PENDING, {"p_tbl_id": tbl_id}))
-
-
-def apply_triggers(session: Session, table: Tbl, settings: Settings) -> list[Operation]:
-    """Create the operations that `table`'s counters make due, in the caller's transaction.
+def apply_triggers(
+    session: Session, tables: Iterable[CountedTable], settings: Settings
+) -> dict[int, list[Operation]]:
+    """Create the operations that the tables' counters make due, in the caller's
+    transaction (the one that counted, so `pending_actions` are still current: the table
+    rows are locked); per table id, the operations created.
 
     Each is plan-less (its job schedules the plan) and due now, with the table's queue and
-    priority; the counter it watches restarts at zero. Returns the operations created.
+    priority; the counter it watches restarts at zero.
     """
-    thresholds = thresholds_for(table.policy or {}, Thresholds.from_settings(settings))
-    candidates = due_actions(
-        table_type=table.table_type,
-        enabled=table.enabled_actions or (),
-        paused=table.paused,
-        counters=Counters.of(table),
-        thresholds=thresholds,
-        pending=(),
-    )
-    if not candidates:
-        return []
-    pending = pending_actions(session, table.id)
-    created: list[Operation] = []
-    for trigger in candidates:
-        if trigger.action in pending:
-            continue
-        submitted = submit_operation(
-            session,
-            tbl_id=table.id,
-            action=trigger.action,
-            instant=None,
-            extra_params=policy_params(table.policy or {}, trigger.action),
-            max_retries=settings.default_max_retries,
-            reason=trigger.reason,
+    defaults = Thresholds.from_settings(settings)
+    created: dict[int, list[Operation]] = {}
+    for table in sorted(tables, key=lambda t: t.id):
+        due = due_actions(
+            table_type=table.table_type,
+            enabled=table.enabled_actions,
+            paused=table.paused,
+            counters=Counters.of(table),
+            thresholds=thresholds_for(table.policy, defaults),
+            pending=table.pending_actions,
         )
-        if submitted.created:
-            reset_counter(session, table.id, trigger.action)
-            created.append(submitted.operation)
+        for trigger in due:
+            tbl_id = table.id
+            submitted = submit_operation(
+                session,
+                tbl_id=tbl_id,
+                action=trigger.action,
+                instant=None,
+                extra_params=policy_params(table.policy, trigger.action),
+                max_retries=settings.default_max_retries,
+                reason=trigger.reason,
+            )
+            if submitted.created:
+                reset_counter(session, tbl_id, trigger.action)
+                created.setdefault(tbl_id, []).append(submitted.operation)
     return created

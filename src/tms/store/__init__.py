@@ -20,7 +20,15 @@ from tms.store.claiming import (
     lock_scheduling,
     reap_expired_leases,
 )
-from tms.store.commits import CommitRecorded, list_commits, record_commit
+from tms.store.commits import (
+    CommitIn,
+    CommitsRecorded,
+    CountedTable,
+    TableRef,
+    list_commits,
+    lock_tables_by_base_path,
+    record_commits,
+)
 from tms.store.db import (
     current_revision,
     head_revision,
@@ -99,7 +107,9 @@ __all__ = [
     "Backoff",
     "Claim",
     "Commit",
-    "CommitRecorded",
+    "CommitIn",
+    "CommitsRecorded",
+    "CountedTable",
     "Instance",
     "NotFound",
     "Operation",
@@ -112,6 +122,7 @@ __all__ = [
     "Submitted",
     "TableBusy",
     "TableConflict",
+    "TableRef",
     "TableType",
     "Tbl",
     "TransitionRefused",
@@ -144,6 +155,7 @@ __all__ = [
     "list_operations",
     "list_tables",
     "lock_scheduling",
+    "lock_tables_by_base_path",
     "make_engine",
     "make_session_factory",
     "new_instance_id",
@@ -151,7 +163,7 @@ __all__ = [
     "prune_instances",
     "queue_depth",
     "reap_expired_leases",
-    "record_commit",
+    "record_commits",
     "record_event",
     "record_launch",
     "register_instance",

@@ -1,5 +1,5 @@
 """One router per resource."""
 
-from tms.api.routes import callback, health, hoodie, jobs, operations, tables
+from tms.api.routes import health, hoodie, jobs, operations, tables
 
-__all__ = ["callback", "health", "hoodie", "jobs", "operations", "tables"]
+__all__ = ["health", "hoodie", "jobs", "operations", "tables"]

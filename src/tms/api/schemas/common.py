@@ -52,9 +52,12 @@ class Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+
+
 def check_text(value: str) -> str:
     """PostgreSQL text cannot hold NUL; control characters in names are always a mistake."""
-    if any(ord(c) < 0x20 or c == "\x7f" for c in value):
+    if _CONTROL.search(value):
         raise ValueError("must not contain control characters")
     return value
 

@@ -1,0 +1,198 @@
+"""Hudi's HTTP commit callback, `POST /v1/hoodie/service/commit`: store, count, ack.
+
+The busiest endpoint (every commit of every table) is a plain ASGI endpoint that the
+application dispatches to before FastAPI's middleware, routing and dependency solving (see
+`tms.api.app`), and its database work goes through group commit:
+concurrent notifications share one transaction. Hudi does not retry a failed callback, so
+the 200 is sent only after the commit row, the counters and any operations the policies
+created are committed. Errors have the API's one format (`tms.api.errors`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from tms.api import observe
+from tms.api.auth import authorize, callback_key_ok, unauthorized
+from tms.api.commit_action import action_from_payload, action_from_stats, summarize
+from tms.api.commit_batch import Notification, Outcome
+from tms.api.errors import ApiError, error_response
+from tms.api.group_commit import GroupCommit
+from tms.api.probe import TableProbe
+from tms.api.registration import DEFAULT_DB_NAME, register
+from tms.api.schemas import CallbackIn, CallbackOut
+from tms.config import Role, Settings
+
+__all__ = ["CALLBACK_PATH", "MAX_BODY_BYTES", "commit_callback", "openapi_path"]
+
+CALLBACK_PATH = "/v1/hoodie/service/commit"
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""A commit touching ~50,000 files still fits; more is refused with 413."""
+
+
+@dataclass(frozen=True)
+class _Route:
+    """What `HttpMetricsMiddleware` reads for its route label (FastAPI puts its route
+    there)."""
+
+    path: str = CALLBACK_PATH
+
+
+_ROUTE = _Route()
+
+
+async def commit_callback(scope: Scope, receive: Receive, send: Send) -> None:
+    """The endpoint; reads the settings, the session factory and the `GroupCommit` from
+    the state of `scope["app"]`."""
+    scope["route"] = _ROUTE
+    request = Request(scope, receive)
+    try:
+        response = await _respond(request)
+    except ClientDisconnect:
+        return
+    except Exception as exc:
+        response = await error_response(request, exc)
+    await response(scope, receive, send)
+
+
+async def _respond(request: Request) -> Response:
+    if request.method != "POST":
+        raise ApiError(405, "method_not_allowed", "use POST", headers={"Allow": "POST"})
+    state = request.app.state
+    settings: Settings = state.settings
+    _authorize(settings, request)
+    body = _parse(await _read_body(request))
+    stats = body.write_stats or []
+    action, source = action_from_payload(body.commit_action_type), "payload"
+    if action is None:
+        action, source = action_from_stats(stats), "write_stats"
+    probe = TableProbe(body.base_path)
+    if action is None:  # storage is slow: off the event loop
+        action = await asyncio.to_thread(probe.action_of, body.commit_time)
+        source = "timeline"
+    note = Notification(body.base_path, body.commit_time, action, source, summarize(stats))
+    commits: GroupCommit[Notification, Outcome] = state.commits
+    outcome = await commits.submit(note)
+    registered = False
+    if outcome.table_id is None:
+        if not settings.auto_register:
+            raise ApiError.not_found(
+                f"no table is registered at {body.base_path} and auto-registration is off"
+            )
+        registered = await asyncio.to_thread(_register, state.session_factory, body, probe)
+        outcome = await commits.submit(note)
+        if outcome.table_id is None:
+            raise ApiError.not_found(f"the table at {body.base_path} was removed meanwhile")
+    observe.commit_notified("callback", new=outcome.new)
+    observe.operations_created(outcome.operations, "policy")
+    out = CallbackOut(
+        table_id=outcome.table_id,
+        commit_time=body.commit_time,
+        action=outcome.action or "",
+        action_source=outcome.action_source,
+        new=outcome.new,
+        table_registered=registered,
+        operations_created=[op.id for op in outcome.operations],
+    )
+    return Response(out.model_dump_json(), media_type="application/json")
+
+
+def _authorize(settings: Settings, request: Request) -> None:
+    """The callback key Hudi sends; with auth on, a writer (or admin) bearer token also
+    passes, so our own tools can notify without knowing the writers' key."""
+    if callback_key_ok(settings, request.headers.get("hudi-callback-key")):
+        return
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if settings.auth_enabled and scheme.lower() == "bearer" and token.strip():
+        authorize(settings, token.strip(), Role.WRITER)
+        return
+    raise unauthorized("missing or wrong HUDI-CALLBACK-KEY header")
+
+
+async def _read_body(request: Request) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise ApiError(
+                413, "payload_too_large", f"the body is over {MAX_BODY_BYTES} bytes", field="body"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse(body: bytes) -> CallbackIn:
+    """Validated as a FastAPI body parameter would be: errors name `body.<field>`."""
+    try:
+        return CallbackIn.model_validate_json(body)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+        raise RequestValidationError(
+            [{**error, "loc": ("body", *error["loc"])} for error in errors]
+        ) from None
+
+
+def _register(factory: sessionmaker[Session], body: CallbackIn, probe: TableProbe) -> bool:
+    """Auto-registration of the callback's table, in its own transaction; True if created."""
+    info = probe.info()  # storage first, before the transaction starts
+    db_name = info.database_name if info is not None and info.database_name else None
+    with factory() as session, session.begin():
+        return register(
+            session,
+            db_name=db_name or DEFAULT_DB_NAME,
+            table_name=body.table_name,
+            base_path=body.base_path,
+            probe=probe,
+        ).created
+
+
+def openapi_path() -> tuple[dict[str, Any], dict[str, Any]]:
+    """The callback's OpenAPI path item and the component schemas it refers to (FastAPI
+    does not see middleware, so the application adds these to its document)."""
+    template = "#/components/schemas/{model}"
+    schemas: dict[str, Any] = {}
+    for model in (CallbackIn, CallbackOut):
+        schema = model.model_json_schema(by_alias=True, ref_template=template)
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+
+    def ref(name: str) -> dict[str, Any]:
+        return {"content": {"application/json": {"schema": {"$ref": template.format(model=name)}}}}
+
+    post = {
+        "tags": ["hudi writers"],
+        "summary": "Hudi HTTP commit callback",
+        "description": (
+            "Idempotent per (table, commitTime): a repeated notification stores nothing new "
+            "and answers `new: false`. An unknown table is registered when auto-registration "
+            "is on. Takes the `HUDI-CALLBACK-KEY` header (or, with auth on, a writer token)."
+        ),
+        "operationId": "commit_callback",
+        "parameters": [
+            {
+                "name": "HUDI-CALLBACK-KEY",
+                "in": "header",
+                "required": False,
+                "description": "one of TMS_CALLBACK_KEYS",
+                "schema": {"type": "string"},
+            }
+        ],
+        "requestBody": {"required": True, **ref("CallbackIn")},
+        "responses": {
+            "200": {"description": "stored (or already stored)", **ref("CallbackOut")},
+            "401": {"description": "missing or wrong HUDI-CALLBACK-KEY"},
+            "404": {"description": "unknown table and auto-registration off"},
+            "422": {"description": "a field of the payload is wrong; `field` names it"},
+        },
+    }
+    return {"post": post}, schemas
