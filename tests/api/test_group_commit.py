@@ -19,9 +19,11 @@ class Recorder:
         self.fail_on = fail_on
         self.hold = threading.Event()
         self.entered = threading.Event()
+        self.calls = 0
 
     def __call__(self, items: Sequence[int]) -> list[str]:
-        if not self.batches:
+        self.calls += 1
+        if self.calls == 1:
             self.entered.set()
             self.hold.wait(10)
         self.batches.append(list(items))
@@ -76,3 +78,28 @@ def test_a_lone_request_is_written_at_once_and_flushing_starts_again_later() -> 
 def test_max_batch_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_batch"):
         GroupCommit(Recorder(), max_batch=0)
+
+
+def test_a_whole_batch_failure_is_not_retried_item_by_item() -> None:
+    recorder = Recorder(fail_on=1)
+    commits = GroupCommit(recorder, max_batch=10, whole_batch_failure=lambda exc: "bad" in str(exc))
+    results = asyncio.run(_submit_while_first_is_in_flight(commits, recorder, range(3)))
+    assert results[0] == "stored -1"
+    assert all(isinstance(r, ValueError) for r in results[1:])
+    assert recorder.batches == [[-1], [0, 1, 2]]
+
+
+def test_with_two_in_flight_a_second_batch_is_written_while_the_first_waits() -> None:
+    recorder = Recorder()
+    commits = GroupCommit(recorder, max_batch=10, max_in_flight=2)
+
+    async def run() -> tuple[list[str], str]:
+        first = asyncio.create_task(commits.submit(-1))
+        await asyncio.to_thread(recorder.entered.wait, 10)
+        rest = await asyncio.gather(*(commits.submit(i) for i in range(3)))
+        recorder.hold.set()  # the first batch is still waiting here
+        return list(rest), await first
+
+    rest, first = asyncio.run(run())
+    assert (rest, first) == (["stored 0", "stored 1", "stored 2"], "stored -1")
+    assert recorder.batches == [[0, 1, 2], [-1]]

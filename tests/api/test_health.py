@@ -59,6 +59,13 @@ def test_readyz_503_when_the_database_is_unreachable() -> None:
         listed = client.get("/v1/tables")
         assert listed.status_code == 503
         assert listed.json()["error"]["code"] == "database_unavailable"
+        notified = client.post(
+            "/v1/hoodie/service/commit",
+            json=callback_payload(instant()),
+            headers={"HUDI-CALLBACK-KEY": "hudi_write_commit_http_callback"},
+        )
+        assert notified.status_code == 503
+        assert notified.json()["error"]["code"] == "database_unavailable"
         assert client.get("/healthz").status_code == 200
         assert client.get("/metrics").status_code == 200
     engine.dispose()

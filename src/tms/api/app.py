@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.types import Receive, Scope, Send
 
 from tms.api.callback import CALLBACK_PATH, commit_callback, openapi_path
-from tms.api.commit_batch import write_notifications
+from tms.api.commit_batch import database_unreachable, write_notifications
 from tms.api.errors import install_error_handlers
 from tms.api.group_commit import GroupCommit
 from tms.api.http_metrics import HttpMetricsMiddleware
@@ -71,6 +71,7 @@ def create_app(
         partial(write_notifications, session_factory, settings),
         max_batch=COMMIT_BATCH_MAX,
         max_in_flight=COMMITS_IN_FLIGHT,
+        whole_batch_failure=database_unreachable,
     )
     install_error_handlers(app)
     app.add_middleware(HttpMetricsMiddleware)

@@ -23,7 +23,7 @@ from tms.store.commits import CommitIn, lock_tables_by_base_path, record_commits
 from tms.store.models import Operation
 from tms.store.tables import normalize_base_path
 
-__all__ = ["Notification", "Outcome", "write_notifications"]
+__all__ = ["Notification", "Outcome", "database_unreachable", "write_notifications"]
 
 _ATTEMPTS = 3
 """A batch that loses a deadlock or serialization conflict is written again this often."""
@@ -66,6 +66,14 @@ def write_notifications(
             if attempt == _ATTEMPTS or not isinstance(exc.orig, conflict):
                 raise
     raise AssertionError("unreachable")
+
+
+def database_unreachable(exc: Exception) -> bool:
+    """A failure of the connection, not of the batch's data: no item would do better alone."""
+    if not isinstance(exc, DBAPIError):
+        return False
+    broken = psycopg.OperationalError | psycopg.InterfaceError
+    return exc.connection_invalidated or isinstance(exc.orig, broken)
 
 
 def _write(

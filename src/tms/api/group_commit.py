@@ -29,7 +29,9 @@ class GroupCommit(Generic[T, R]):
     result per item, in order.
 
     When a batch fails, its items are written again one by one, so one bad item fails only
-    its own request; each waiting request gets its own result or exception.
+    its own request; each waiting request gets its own result or exception. Failures that
+    `whole_batch_failure` recognises (the database is unreachable) fail every item at once
+    instead: writing each alone would only wait for the same failure again, item by item.
     """
 
     def __init__(
@@ -38,12 +40,14 @@ class GroupCommit(Generic[T, R]):
         *,
         max_batch: int,
         max_in_flight: int = 1,
+        whole_batch_failure: Callable[[Exception], bool] = lambda exc: False,
     ) -> None:
         if max_batch < 1 or max_in_flight < 1:
             raise ValueError("max_batch and max_in_flight must be at least 1")
         self._write = write
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
+        self._whole_batch_failure = whole_batch_failure
         self._waiting: list[tuple[T, asyncio.Future[R]]] = []
         self._flushers: set[asyncio.Task[None]] = set()  # referenced, so never collected
 
@@ -92,8 +96,8 @@ class GroupCommit(Generic[T, R]):
         try:
             results = list(self._write(items))
         except Exception as exc:
-            if len(items) == 1:
-                return [exc]
+            if len(items) == 1 or self._whole_batch_failure(exc):
+                return [exc] * len(items)
             log.info("a batch of %d failed (%s); writing its items one by one", len(items), exc)
         else:
             if len(results) != len(items):
