@@ -11,13 +11,9 @@ import pytest
 
 import hudi
 from tms.hudi import avro_codec
-from tms.hudi.commit_metadata import (
-    CommitMetadata,
-    ReplaceCommitMetadata,
-    RuntimeStats,
-    WriteStat,
-    dumps_jackson,
-)
+from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from tms.hudi.jackson import dumps_jackson
+from tms.hudi.write_stat import RuntimeStats, WriteStat
 
 TS = "20240101120000123"
 PREV = "20231231000000000"

@@ -27,20 +27,15 @@ from tms.hudi.avro_schema import (
     avro_records_to_table,
     table_to_avro_records,
 )
+from tms.hudi.delete_records import LogFormatError
 from tms.hudi.filenames import LogFileName
-from tms.hudi.log_format import (
-    MAGIC,
-    BlockType,
-    DeleteRecord,
-    HeaderKey,
-    LogBlock,
-    LogFormatError,
+from tms.hudi.log_block import MAGIC, BlockType, DeleteRecord, HeaderKey, LogBlock
+from tms.hudi.log_block_reader import read_log_blocks, read_log_file
+from tms.hudi.log_block_writer import (
     encode_avro_data_block,
     encode_delete_block,
     encode_log_block,
     encode_rollback_block,
-    read_log_blocks,
-    read_log_file,
 )
 
 

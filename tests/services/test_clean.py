@@ -16,7 +16,7 @@ import pytest
 from tests import oracle
 from tms.hudi import avro_codec, heartbeat
 from tms.hudi.avro_schema import avro_record_schema
-from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata, WriteStat
+from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from tms.hudi.data_files import read_base_file, write_base_file, write_log_file
 from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
 from tms.hudi.fs_view import FileSlice
@@ -25,6 +25,7 @@ from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.reader import read_file_slice
 from tms.hudi.table import HudiTable, UnsupportedTableError
 from tms.hudi.transitions import new_instant_time, request, transition
+from tms.hudi.write_stat import WriteStat
 from tms.hudi.writer import HudiWriter, create_table
 from tms.services.clean import earliest_commit_to_retain, execute_clean, schedule_clean
 from tms.services.execution import PlanNotFoundError

@@ -1,11 +1,13 @@
-"""Typed commit metadata of Hudi's timeline: write stats per partition, extra metadata, replaces.
+"""Commit metadata of Hudi's timeline: the write stats, extra metadata and replaced file groups
+of a completed commit, deltacommit, compaction or replacecommit.
 
 Layout 1 (table version <= 7) stores commit / deltacommit / replacecommit metadata as JSON that
 Hudi's Jackson mapper writes from ``HoodieCommitMetadata`` (field visibility, pretty printed);
 layout 2 (table version >= 8) stores the Avro records ``HoodieCommitMetadata`` /
 ``HoodieReplaceCommitMetadata``. These models read both and write both, in Hudi's exact JSON
 shape (camelCase keys in Java field order, nulls written) so Hudi and hudi-rs read what we write.
-Unknown fields are tolerated: unknown write-stat fields are kept in ``extra`` and written back.
+Unknown top-level fields are kept in ``extra`` and written back; the per-file write stats are
+``tms.hudi.write_stat.WriteStat``.
 """
 
 from __future__ import annotations
@@ -17,73 +19,13 @@ from typing import Any, ClassVar, Self
 
 from tms.hudi import avro_codec
 from tms.hudi.jackson import dumps_jackson
+from tms.hudi.metadata_fields import as_mapping, as_optional_str, as_str_list
+from tms.hudi.write_stat import WriteStat
 
-__all__ = [
-    "NULL_COMMIT",
-    "CommitMetadata",
-    "ReplaceCommitMetadata",
-    "RuntimeStats",
-    "WriteStat",
-    "dumps_jackson",
-]
-
-NULL_COMMIT = "null"
-"""``prevCommit`` Hudi writes for a file group created by the commit (an insert)."""
+__all__ = ["CommitMetadata", "ReplaceCommitMetadata"]
 
 SCHEMA_KEY = "schema"
 """Key of the writer's Avro schema in ``extraMetadata``."""
-
-# Counters are Java primitives (``long``): absent or null reads as 0.
-_COUNTERS: tuple[tuple[str, str], ...] = (
-    ("num_writes", "numWrites"),
-    ("num_deletes", "numDeletes"),
-    ("num_update_writes", "numUpdateWrites"),
-    ("num_inserts", "numInserts"),
-    ("total_write_bytes", "totalWriteBytes"),
-    ("total_write_errors", "totalWriteErrors"),
-    ("total_log_records", "totalLogRecords"),
-    ("total_log_files_compacted", "totalLogFilesCompacted"),
-    ("total_log_size_compacted", "totalLogSizeCompacted"),
-    ("total_updated_records_compacted", "totalUpdatedRecordsCompacted"),
-    ("total_log_blocks", "totalLogBlocks"),
-    ("total_corrupt_log_block", "totalCorruptLogBlock"),
-    ("total_rollback_blocks", "totalRollbackBlocks"),
-    ("file_size_in_bytes", "fileSizeInBytes"),
-)
-_COUNTER_ATTR_BY_KEY = {key: attr for attr, key in _COUNTERS}
-
-# HoodieWriteStat's fields in Java declaration order: the order Jackson writes them.
-_JSON_BASE_KEYS: tuple[str, ...] = (
-    "fileId",
-    "path",
-    "cdcStats",
-    "prevCommit",
-    "numWrites",
-    "numDeletes",
-    "numUpdateWrites",
-    "numInserts",
-    "totalWriteBytes",
-    "totalWriteErrors",
-    "tempPath",
-    "partitionPath",
-    "totalLogRecords",
-    "totalLogFilesCompacted",
-    "totalLogSizeCompacted",
-    "totalUpdatedRecordsCompacted",
-    "totalLogBlocks",
-    "totalCorruptLogBlock",
-    "totalRollbackBlocks",
-    "fileSizeInBytes",
-    "minEventTime",
-    "maxEventTime",
-    "runtimeStats",
-)
-# HoodieDeltaWriteStat adds these after the base fields.
-_JSON_DELTA_KEYS: tuple[str, ...] = ("logVersion", "logOffset", "baseFile", "logFiles")
-_JSON_KNOWN_KEYS = frozenset(_JSON_BASE_KEYS + _JSON_DELTA_KEYS)
-
-# Avro HoodieWriteStat fields without a typed attribute here; kept in ``extra`` when set.
-_AVRO_ONLY_KEYS = ("prevBaseFile", "totalLogReadTimeMs", "numUpdates")
 
 # Values of getters that Jackson serialized in old Hudi releases (0.5 - 0.10); derived, so
 # dropped on read and never written back.
@@ -105,234 +47,9 @@ _LEGACY_DERIVED_KEYS = frozenset(
 )
 
 
-def _int(value: Any, key: str) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        raise ValueError(f"{key}: expected an integer, got {value!r}")
-    return value
-
-
-def _opt_int(value: Any, key: str) -> int | None:
-    return None if value is None else _int(value, key)
-
-
-def _opt_str(value: Any, key: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    raise ValueError(f"{key}: expected a string, got {value!r}")
-
-
-def _str_list(value: Any, key: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{key}: expected a list of strings, got {value!r}")
-    return list(value)
-
-
-def _mapping(value: Any, key: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{key}: expected an object, got {value!r}")
-    return value
-
-
 def _is_log_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1]
     return name.startswith(".") and ".log." in name
-
-
-@dataclass
-class RuntimeStats:
-    """Timings (ms) of one write task; informational only."""
-
-    total_scan_time: int = 0
-    total_upsert_time: int = 0
-    total_create_time: int = 0
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Self:
-        """Read the JSON or Avro form (same keys in both)."""
-        return cls(
-            total_scan_time=_int(data.get("totalScanTime"), "totalScanTime"),
-            total_upsert_time=_int(data.get("totalUpsertTime"), "totalUpsertTime"),
-            total_create_time=_int(data.get("totalCreateTime"), "totalCreateTime"),
-        )
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """Jackson's field order of ``HoodieWriteStat.RuntimeStats``."""
-        return {
-            "totalScanTime": self.total_scan_time,
-            "totalUpsertTime": self.total_upsert_time,
-            "totalCreateTime": self.total_create_time,
-        }
-
-    def to_avro(self) -> dict[str, Any]:
-        """The ``HoodieRuntimeStats`` Avro record."""
-        return {
-            "totalScanTime": self.total_scan_time,
-            "totalCreateTime": self.total_create_time,
-            "totalUpsertTime": self.total_upsert_time,
-        }
-
-
-@dataclass
-class WriteStat:
-    """What one task wrote to one file of a file group (``HoodieWriteStat``).
-
-    A delta write stat (``HoodieDeltaWriteStat``, MOR log appends) also carries ``log_version``,
-    ``log_offset``, ``base_file`` and ``log_files``; any of them set makes the stat a delta stat.
-    Paths are relative to the table's base path.
-    """
-
-    file_id: str | None = None
-    path: str | None = None
-    prev_commit: str | None = None
-    num_writes: int = 0
-    num_deletes: int = 0
-    num_update_writes: int = 0
-    num_inserts: int = 0
-    total_write_bytes: int = 0
-    total_write_errors: int = 0
-    temp_path: str | None = None
-    partition_path: str | None = None
-    total_log_records: int = 0
-    total_log_files_compacted: int = 0
-    total_log_size_compacted: int = 0
-    total_updated_records_compacted: int = 0
-    total_log_blocks: int = 0
-    total_corrupt_log_block: int = 0
-    total_rollback_blocks: int = 0
-    file_size_in_bytes: int = 0
-    min_event_time: int | None = None
-    max_event_time: int | None = None
-    cdc_stats: dict[str, int] | None = None
-    runtime_stats: RuntimeStats | None = None
-    log_version: int | None = None
-    log_offset: int | None = None
-    base_file: str | None = None
-    log_files: list[str] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    """Fields this model does not know, kept so a read-modify-write loses nothing."""
-
-    @property
-    def is_delta(self) -> bool:
-        """True for a ``HoodieDeltaWriteStat`` (a log-file append of a MOR table)."""
-        return (
-            self.log_version is not None
-            or self.log_offset is not None
-            or self.base_file is not None
-            or self.log_files is not None
-        )
-
-    @property
-    def is_insert(self) -> bool:
-        """True when this write created the file group (no previous commit)."""
-        return self.prev_commit in (None, NULL_COMMIT)
-
-    @classmethod
-    def _common(cls, data: Mapping[str, Any]) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
-            attr: _int(data.get(key), key) for attr, key in _COUNTERS if key in data
-        }
-        kwargs["file_id"] = _opt_str(data.get("fileId"), "fileId")
-        kwargs["path"] = _opt_str(data.get("path"), "path")
-        kwargs["prev_commit"] = _opt_str(data.get("prevCommit"), "prevCommit")
-        kwargs["temp_path"] = _opt_str(data.get("tempPath"), "tempPath")
-        kwargs["partition_path"] = _opt_str(data.get("partitionPath"), "partitionPath")
-        kwargs["min_event_time"] = _opt_int(data.get("minEventTime"), "minEventTime")
-        kwargs["max_event_time"] = _opt_int(data.get("maxEventTime"), "maxEventTime")
-        cdc = data.get("cdcStats")
-        if cdc is not None:
-            kwargs["cdc_stats"] = {
-                str(k): _int(v, "cdcStats") for k, v in _mapping(cdc, "cdcStats").items()
-            }
-        runtime = data.get("runtimeStats")
-        if runtime is not None:
-            kwargs["runtime_stats"] = RuntimeStats.from_dict(_mapping(runtime, "runtimeStats"))
-        kwargs["log_version"] = _opt_int(data.get("logVersion"), "logVersion")
-        kwargs["log_offset"] = _opt_int(data.get("logOffset"), "logOffset")
-        kwargs["base_file"] = _opt_str(data.get("baseFile"), "baseFile")
-        log_files = data.get("logFiles")
-        if log_files is not None:
-            kwargs["log_files"] = _str_list(log_files, "logFiles")
-        return kwargs
-
-    @classmethod
-    def from_json_dict(cls, data: Mapping[str, Any]) -> Self:
-        """Read one element of ``partitionToWriteStats`` in Hudi's JSON form."""
-        data = _mapping(data, "write stat")
-        kwargs = cls._common(data)
-        kwargs["extra"] = {k: v for k, v in data.items() if k not in _JSON_KNOWN_KEYS}
-        return cls(**kwargs)
-
-    @classmethod
-    def from_avro(cls, record: Mapping[str, Any]) -> Self:
-        """Read a decoded ``HoodieWriteStat`` Avro record (timeline layout 2)."""
-        record = _mapping(record, "write stat")
-        kwargs = cls._common(record)
-        if record.get("totalLogFilesCompacted") is None and record.get("totalLogFiles") is not None:
-            kwargs["total_log_files_compacted"] = _int(record["totalLogFiles"], "totalLogFiles")
-        kwargs["extra"] = {
-            key: record[key] for key in _AVRO_ONLY_KEYS if record.get(key) is not None
-        }
-        return cls(**kwargs)
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """Hudi's JSON form, keys in the order Jackson writes them."""
-        out: dict[str, Any] = {}
-        for key in _JSON_BASE_KEYS:
-            attr = _COUNTER_ATTR_BY_KEY.get(key)
-            if attr is not None:
-                out[key] = getattr(self, attr)
-            elif key == "runtimeStats":
-                out[key] = None if self.runtime_stats is None else self.runtime_stats.to_json_dict()
-            elif key == "cdcStats":
-                out[key] = None if self.cdc_stats is None else dict(self.cdc_stats)
-            else:
-                out[key] = getattr(self, _OPTIONAL_ATTRS[key])
-        if self.is_delta:
-            out["logVersion"] = self.log_version or 0
-            out["logOffset"] = self.log_offset or 0
-            out["baseFile"] = self.base_file
-            out["logFiles"] = list(self.log_files or [])
-        for key, value in self.extra.items():
-            out.setdefault(key, value)
-        return out
-
-    def to_avro(self) -> dict[str, Any]:
-        """The ``HoodieWriteStat`` Avro record (timeline layout 2)."""
-        out: dict[str, Any] = {key: getattr(self, attr) for attr, key in _COUNTERS}
-        out.update(
-            fileId=self.file_id,
-            path=self.path,
-            prevCommit=self.prev_commit,
-            partitionPath=self.partition_path,
-            tempPath=self.temp_path,
-            minEventTime=self.min_event_time,
-            maxEventTime=self.max_event_time,
-            cdcStats=None if self.cdc_stats is None else dict(self.cdc_stats),
-            runtimeStats=None if self.runtime_stats is None else self.runtime_stats.to_avro(),
-            logVersion=self.log_version,
-            logOffset=self.log_offset,
-            baseFile=self.base_file,
-            logFiles=None if self.log_files is None else list(self.log_files),
-        )
-        for key in _AVRO_ONLY_KEYS:
-            if key in self.extra:
-                out[key] = self.extra[key]
-        return out
-
-
-_OPTIONAL_ATTRS = {
-    "fileId": "file_id",
-    "path": "path",
-    "prevCommit": "prev_commit",
-    "tempPath": "temp_path",
-    "partitionPath": "partition_path",
-    "minEventTime": "min_event_time",
-    "maxEventTime": "max_event_time",
-}
 
 
 @dataclass
@@ -360,7 +77,7 @@ class CommitMetadata:
         stats: dict[str, list[WriteStat]] = {}
         raw_stats = data.get("partitionToWriteStats")
         if raw_stats is not None:
-            for partition, items in _mapping(raw_stats, "partitionToWriteStats").items():
+            for partition, items in as_mapping(raw_stats, "partitionToWriteStats").items():
                 if not isinstance(items, list):
                     raise ValueError(f"partitionToWriteStats[{partition!r}]: expected a list")
                 read = WriteStat.from_avro if avro else WriteStat.from_json_dict
@@ -374,9 +91,9 @@ class CommitMetadata:
             "compacted": bool(data.get("compacted") or False),
             "extra_metadata": {
                 str(k): "" if v is None else str(v)
-                for k, v in _mapping(extra_metadata or {}, "extraMetadata").items()
+                for k, v in as_mapping(extra_metadata or {}, "extraMetadata").items()
             },
-            "operation_type": _opt_str(operation_type, "operationType") or "UNKNOWN",
+            "operation_type": as_optional_str(operation_type, "operationType") or "UNKNOWN",
         }
 
     @classmethod
@@ -396,7 +113,7 @@ class CommitMetadata:
             parsed = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"commit metadata is not valid JSON: {exc}") from exc
-        parsed = _mapping(parsed, "commit metadata")
+        parsed = as_mapping(parsed, "commit metadata")
         kwargs = cls._kwargs(parsed, avro=False)
         known = cls._known_json_keys()
         kwargs["extra"] = {
@@ -407,7 +124,7 @@ class CommitMetadata:
     @classmethod
     def from_avro(cls, record: Mapping[str, Any]) -> Self:
         """Build from a decoded Avro record (see ``avro_codec.decode``), timeline layout 2."""
-        return cls(**cls._kwargs(_mapping(record, "commit metadata"), avro=True))
+        return cls(**cls._kwargs(as_mapping(record, "commit metadata"), avro=True))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Self:
@@ -535,8 +252,8 @@ class ReplaceCommitMetadata(CommitMetadata):
         kwargs = super()._kwargs(data, avro)
         raw = data.get("partitionToReplaceFileIds")
         kwargs["partition_to_replace_file_ids"] = {
-            str(partition): _str_list(ids, f"partitionToReplaceFileIds[{partition!r}]")
-            for partition, ids in _mapping(raw or {}, "partitionToReplaceFileIds").items()
+            str(partition): as_str_list(ids, f"partitionToReplaceFileIds[{partition!r}]")
+            for partition, ids in as_mapping(raw or {}, "partitionToReplaceFileIds").items()
         }
         return kwargs
 

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from tms.hudi import heartbeat, keys
 from tms.hudi.avro_schema import avro_record_schema
-from tms.hudi.commit_metadata import CommitMetadata, WriteStat
+from tms.hudi.commit_metadata import CommitMetadata
 from tms.hudi.data_files import (
     META_COLUMNS,
     read_base_file,
@@ -31,7 +31,7 @@ from tms.hudi.data_files import (
 from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
 from tms.hudi.fs_view import FileSlice
 from tms.hudi.instant import Action, State
-from tms.hudi.log_format import DeleteRecord
+from tms.hudi.log_block import DeleteRecord
 from tms.hudi.markers import Marker, MarkerType, create_marker, delete_markers
 from tms.hudi.merge import DeleteVersion, latest_by_key, merge_versions
 from tms.hudi.properties import (
@@ -56,6 +56,7 @@ from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable, TableNotFoundError
 from tms.hudi.timeline import Timeline
 from tms.hudi.transitions import new_instant_time, request, transition
+from tms.hudi.write_stat import WriteStat
 
 WRITER_TOKEN = "0-1-0"
 DEFAULT_MAX_FILE_ROWS = 250_000

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tms.hudi.avro_schema import arrow_schema_from_avro
-from tms.hudi.commit_metadata import NULL_COMMIT, ReplaceCommitMetadata, WriteStat
+from tms.hudi.commit_metadata import ReplaceCommitMetadata
 from tms.hudi.data_files import write_base_file
 from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
 from tms.hudi.fs_view import BaseFile, FileSlice, LogFile
@@ -37,6 +37,7 @@ from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import CLUSTER_OPERATION
 from tms.hudi.transitions import transition
+from tms.hudi.write_stat import NULL_COMMIT, WriteStat
 from tms.services.execution import PlanNotFoundError, ServiceResult, executing, pending_plan
 from tms.services.spark import TaskInfo, run_tasks
 

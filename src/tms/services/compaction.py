@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from tms.hudi import avro_codec
 from tms.hudi.avro_schema import META_FIELDS, arrow_schema_from_avro
-from tms.hudi.commit_metadata import NULL_COMMIT, CommitMetadata, RuntimeStats, WriteStat
+from tms.hudi.commit_metadata import CommitMetadata
 from tms.hudi.data_files import read_base_file, write_base_file
 from tms.hudi.filenames import BaseFileName, LogFileName
 from tms.hudi.fs_view import BaseFile, FileSlice, LogFile
@@ -41,6 +41,7 @@ from tms.hudi.storage import Storage
 from tms.hudi.table import HudiError, HudiTable, UnsupportedTableError
 from tms.hudi.timeline import Timeline
 from tms.hudi.transitions import new_instant_time, request, transition
+from tms.hudi.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.services.compaction_strategy import (
     TOTAL_LOG_FILES_SIZE,
     CompactionStrategy,

@@ -1,0 +1,177 @@
+"""Writing log blocks: the bytes our writers append to a merge-on-read table's log files.
+
+Each function returns one or more complete blocks, framed as ``tms.hudi.log_block`` describes,
+so callers append the bytes to a log file as they are. Data blocks carry their Avro schema in
+the SCHEMA header; delete blocks follow Java Hudi's and hudi-rs's rules on ordering values.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import fastavro
+
+from tms.hudi.delete_records import (
+    PARSED_DELETE_SCHEMA,
+    LogFormatError,
+    avro_kind,
+    wrap_ordering_value,
+)
+from tms.hudi.log_block import (
+    LOG_BLOCK_VERSION,
+    LOG_FORMAT_VERSION,
+    MAGIC,
+    BlockType,
+    CommandBlockType,
+    DeleteRecord,
+    HeaderKey,
+    parsed_block_schema,
+)
+
+__all__ = [
+    "encode_avro_data_block",
+    "encode_delete_block",
+    "encode_log_block",
+    "encode_rollback_block",
+]
+
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+
+def _metadata_bytes(metadata: Mapping[HeaderKey, str]) -> bytes:
+    out = bytearray(_I32.pack(len(metadata)))
+    for key in sorted(metadata, key=int):
+        value = metadata[key].encode("utf-8")
+        out += _I32.pack(int(key))
+        out += _I32.pack(len(value))
+        out += value
+    return bytes(out)
+
+
+def encode_log_block(
+    block_type: BlockType,
+    header: Mapping[HeaderKey, str],
+    content: bytes,
+    footer: Mapping[HeaderKey, str] | None = None,
+) -> bytes:
+    """Frame ``content`` as one complete block, ready to append to a log file."""
+    header_bytes = _metadata_bytes(header)
+    footer_bytes = _metadata_bytes(footer or {})
+    # Everything after the length field, including the trailing reverse pointer.
+    block_length = 4 + 4 + len(header_bytes) + 8 + len(content) + len(footer_bytes) + 8
+    return b"".join(
+        (
+            MAGIC,
+            _I64.pack(block_length),
+            _I32.pack(LOG_FORMAT_VERSION),
+            _I32.pack(int(block_type)),
+            header_bytes,
+            _I64.pack(len(content)),
+            content,
+            footer_bytes,
+            _I64.pack(block_length + len(MAGIC)),
+        )
+    )
+
+
+def _schema_json(schema: Mapping[str, Any]) -> str:
+    # Java's Schema.toString() is compact JSON; readers only parse it, but keep it familiar.
+    return json.dumps(schema, separators=(",", ":"))
+
+
+def encode_avro_data_block(
+    instant_time: str, schema: dict[str, Any], records: Iterable[Mapping[str, object]]
+) -> bytes:
+    """An AVRO_DATA block of ``records`` written by ``instant_time`` under ``schema``.
+
+    ``schema`` is the full record schema including the meta columns (see
+    ``tms.hudi.avro_schema.avro_record_schema``); records must carry the meta columns too,
+    since readers take the record key and ordering value from them.
+    """
+    schema_json = _schema_json(schema)
+    parsed = parsed_block_schema(schema_json)
+    bodies: list[bytes] = []
+    buf = io.BytesIO()
+    for record in records:
+        buf.seek(0)
+        buf.truncate()
+        try:
+            fastavro.schemaless_writer(buf, parsed, dict(record))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise LogFormatError(f"record does not fit the block schema: {exc}") from exc
+        body = buf.getvalue()
+        bodies.append(_I32.pack(len(body)) + body)
+    content = b"".join(
+        (_I32.pack(LOG_BLOCK_VERSION), _I32.pack(len(bodies)), *bodies),
+    )
+    header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema_json}
+    return encode_log_block(BlockType.AVRO_DATA, header, content)
+
+
+def _field_kind(schema: Mapping[str, Any], field_name: str | None) -> str | None:
+    if field_name is None:
+        return None
+    for fld in schema.get("fields", ()):
+        if fld.get("name") == field_name:
+            return avro_kind(fld.get("type"))
+    raise LogFormatError(f"ordering field {field_name!r} is not in the schema")
+
+
+def encode_delete_block(
+    instant_time: str,
+    schema: dict[str, Any],
+    deletes: Sequence[DeleteRecord],
+    *,
+    ordering_field: str | None = None,
+) -> bytes:
+    """DELETE block bytes removing ``deletes``, written by ``instant_time``.
+
+    ``schema`` goes into the SCHEMA header as Hudi does. Pass ``ordering_field`` (the
+    table's precombine field) so integer and floating ordering values get the wrapper of
+    the field's own Avro type (Int vs Long, Float vs Double): Java Hudi lets a delete lose
+    only to a record whose ordering value has the same class. Without it ints are written
+    as longs and floats as doubles.
+
+    hudi-rs (0.5) refuses a delete block whose ordering values use different wrapper types,
+    and "no ordering value" is an Int 0; so deletes whose wrappers differ (typically some
+    with and some without ordering values) are written as consecutive DELETE blocks of the
+    same instant, one per wrapper type, in order of first appearance.
+    """
+    kind = _field_kind(schema, ordering_field)
+    groups: dict[str, list[dict[str, object]]] = {}
+    for d in deletes:
+        wrapped = wrap_ordering_value(d.ordering_value, kind)
+        groups.setdefault(wrapped[0], []).append(
+            {"recordKey": d.record_key, "partitionPath": d.partition_path, "orderingVal": wrapped}
+        )
+    header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: _schema_json(schema)}
+    blocks = [
+        encode_log_block(BlockType.DELETE, header, _delete_content(items))
+        for items in (groups.values() if groups else [[]])
+    ]
+    return b"".join(blocks)
+
+
+def _delete_content(items: list[dict[str, object]]) -> bytes:
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, PARSED_DELETE_SCHEMA, {"deleteRecordList": items})
+    datum = buf.getvalue()
+    return _I32.pack(LOG_BLOCK_VERSION) + _I32.pack(len(datum)) + datum
+
+
+def encode_rollback_block(instant_time: str, target_instant_time: str) -> bytes:
+    """A COMMAND block, written by rollback ``instant_time``, voiding ``target_instant_time``.
+
+    Readers drop every block whose INSTANT_TIME equals the target, in this file slice.
+    """
+    header = {
+        HeaderKey.INSTANT_TIME: instant_time,
+        HeaderKey.TARGET_INSTANT_TIME: target_instant_time,
+        HeaderKey.COMMAND_BLOCK_TYPE: str(int(CommandBlockType.ROLLBACK_BLOCK)),
+    }
+    return encode_log_block(BlockType.COMMAND, header, b"")
