@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,13 +24,17 @@ def run_tms(args: Sequence[str], timeout: float = 300) -> subprocess.CompletedPr
 
 def kill_tms_when(args: Sequence[str], condition: Callable[[], bool], timeout: float = 300) -> None:
     """Start `tms ARGS`, SIGKILL its whole process group (driver JVM, Python workers) as soon
-    as `condition()` holds. Fails if the command ends first or the condition never holds."""
+    as `condition()` holds. Fails if the command ends first or the condition never holds.
+    Spark's scratch directories (which a killed driver cannot remove) go to a temporary
+    directory that is removed afterwards."""
+    scratch = tempfile.mkdtemp(prefix="tms-killed-spark-")
     proc = subprocess.Popen(
         [*TMS, *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
         text=True,
+        env={**os.environ, "SPARK_LOCAL_DIRS": scratch},
     )
     deadline = time.monotonic() + timeout
     try:
@@ -46,6 +52,7 @@ def kill_tms_when(args: Sequence[str], condition: Callable[[], bool], timeout: f
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def has_markers(base_path: str | Path, instant_time: str | None = None) -> Callable[[], bool]:

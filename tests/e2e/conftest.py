@@ -134,6 +134,8 @@ class Service:
             "TMS_DATA_DIR": str(data_dir),
             "TMS_LOG_DIR": str(self.log_dir),
             "PYTHONUNBUFFERED": "1",
+            # Spark's scratch directories, which a killed job cannot remove: under the test's.
+            "SPARK_LOCAL_DIRS": str(data_dir / "spark-local"),
         }
         self.env = env
         self.process: subprocess.Popen[bytes] | None = None
