@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fastapi import Response
 from sqlalchemy.orm import Session
 
 from tms.api.probe import TableProbe
-from tms.api.schemas.tables import TableIn
+from tms.api.schemas.tables import TableIn, TableOut
+from tms.api.views import table_out
+from tms.config import Settings
 from tms.store.models import Action, TableType
 from tms.store.tables import Registered, register_table, update_table
 
@@ -68,11 +71,14 @@ def register(
     return registered
 
 
-def register_body(session: Session, body: TableIn) -> Registered:
-    """`POST /v1/tables` and RFC-43 register: storage is read before the transaction."""
+def register_body(
+    session: Session, body: TableIn, response: Response, settings: Settings
+) -> TableOut:
+    """`POST /v1/tables` and RFC-43 register, which answer alike: storage is read before the
+    transaction; 201 when created, 200 when this name and base path were registered already."""
     probe = TableProbe(body.base_path)
     probe.info()
-    return register(
+    registered = register(
         session,
         db_name=body.db_name,
         table_name=body.table_name,
@@ -88,3 +94,6 @@ def register_body(session: Session, body: TableIn) -> Registered:
         policy=body.policy.model_dump(exclude_none=True) if body.policy else None,
         paused=body.paused,
     )
+    session.commit()
+    response.status_code = 201 if registered.created else 200
+    return table_out(registered.table, settings, created=registered.created)

@@ -29,7 +29,6 @@ from tms.api.schemas import (
     SubmitOut,
     TableOut,
 )
-from tms.api.views import table_out
 from tms.config import Role, Settings
 from tms.store.errors import TransitionRefused
 from tms.store.models import Action, Operation, OperationStatus, TableType, Tbl
@@ -56,10 +55,7 @@ def register_table_route(
     body: RegisterIn, response: Response, session: SessionDep, settings: SettingsDep
 ) -> TableOut:
     """201 when created, 200 when this name and base path were registered already."""
-    result = register_body(session, body)
-    session.commit()
-    response.status_code = 201 if result.created else 200
-    return table_out(result.table, settings, created=result.created)
+    return register_body(session, body, response, settings)
 
 
 def _table(session: Session, db_name: str, table_name: str) -> Tbl:

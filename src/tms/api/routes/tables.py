@@ -59,10 +59,7 @@ def create_table_route(
     body: TableIn, response: Response, session: SessionDep, settings: SettingsDep
 ) -> TableOut:
     """Register a table: 201 when created, 200 when it existed with this name and path."""
-    result = register_body(session, body)
-    session.commit()
-    response.status_code = 201 if result.created else 200
-    return table_out(result.table, settings, created=result.created)
+    return register_body(session, body, response, settings)
 
 
 @router.get(
