@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from tms.hudi.new_table import create_table
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter, create_table
+from tms.hudi.writer import HudiWriter
 from tms.services.compaction import execute_compaction, schedule_compaction
 from tms.services.spark import get_spark
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tms.hudi.new_table import create_table
 from tms.hudi.properties import (
     CHECKSUM,
     PROPERTIES_PATH,
@@ -17,7 +18,6 @@ from tms.hudi.properties import (
     table_checksum,
 )
 from tms.hudi.storage import Storage
-from tms.hudi.writer import create_table
 
 # As Hudi 0.14's `Properties.store` leaves it, plus what hand edits add: `!` comments, blank
 # lines, `:` and whitespace separators, continuation lines, `\uXXXX` escapes.

@@ -12,11 +12,12 @@ from tests import oracle
 from tms.hudi import avro_codec
 from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from tms.hudi.instant import Action, State
+from tms.hudi.new_table import create_table
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import Timeline
 from tms.hudi.transitions import new_instant_time
-from tms.hudi.writer import HudiWriter, create_table
+from tms.hudi.writer import HudiWriter
 
 CLUSTERING_STRATEGY = (
     "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"

@@ -11,9 +11,10 @@ from tests import oracle
 
 from tms.hudi.heartbeat import HEARTBEAT_FOLDER
 from tms.hudi.markers import TEMP_FOLDER
+from tms.hudi.new_table import create_table
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter, create_table
+from tms.hudi.writer import HudiWriter
 
 
 def batch(ids: range | list[int], ts: int, city: list[str] | None = None) -> pa.Table:

@@ -16,8 +16,8 @@ import pytest
 
 from tests.jobs.stub_api import OK_BEAT, StubApi, spec_json, stub_api
 from tms.hudi.instant import Action
+from tms.hudi.new_table import create_table
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import create_table
 from tms.jobs.client import JobClient, JobSpec
 from tms.jobs.runner import (
     EXIT_FAILED,

@@ -21,13 +21,15 @@ from tms.hudi.data_files import read_base_file, write_base_file, write_log_file
 from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
 from tms.hudi.fs_view import FileSlice
 from tms.hudi.instant import Action, Instant, State
+from tms.hudi.new_table import create_table
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.reader import read_file_slice
 from tms.hudi.table import HudiTable, UnsupportedTableError
 from tms.hudi.transitions import new_instant_time, request, transition
 from tms.hudi.write_stat import WriteStat
-from tms.hudi.writer import HudiWriter, create_table
-from tms.services.clean import earliest_commit_to_retain, execute_clean, schedule_clean
+from tms.hudi.writer import HudiWriter
+from tms.services.clean import execute_clean, schedule_clean
+from tms.services.clean_plan import earliest_commit_to_retain
 from tms.services.execution import PlanNotFoundError
 from tms.services.rollback import InstantInFlightError
 

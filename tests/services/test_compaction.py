@@ -16,10 +16,11 @@ from tms.hudi.fs_view import BaseFile, FileSlice, LogFile
 from tms.hudi.heartbeat import HEARTBEAT_FOLDER
 from tms.hudi.instant import Action, State
 from tms.hudi.markers import TEMP_FOLDER
+from tms.hudi.new_table import create_table
 from tms.hudi.properties import COPY_ON_WRITE, METADATA_PARTITIONS
 from tms.hudi.table import HudiTable, UnsupportedTableError
 from tms.hudi.transitions import new_instant_time, request
-from tms.hudi.writer import HudiWriter, create_table
+from tms.hudi.writer import HudiWriter
 from tms.services.compaction import (
     CompactionConflictError,
     execute_compaction,

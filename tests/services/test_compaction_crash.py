@@ -12,8 +12,9 @@ from tests import oracle
 from tests.crash import has_markers, kill_tms_when, run_tms
 from tests.services.test_compaction import batch
 from tms.hudi.instant import Action, State
+from tms.hudi.new_table import create_table
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter, create_table
+from tms.hudi.writer import HudiWriter
 from tms.services.compaction import schedule_compaction
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from tms.client import Json
+from tms.hudi.new_table import create_table
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter, create_table
+from tms.hudi.writer import HudiWriter
 
 __all__ = ["CITIES", "DemoWriter", "callback_payload", "data_files", "file_groups", "trips"]
 

@@ -1,0 +1,189 @@
+"""Write handles: one file group's share of a batch written as one file, and its write stat.
+
+As Hudi's `HoodieCreateHandle`, `HoodieMergeHandle` and `HoodieAppendHandle` do: inserts go to
+new file groups, copy-on-write updates and deletes rewrite the latest base file as a new file
+slice, merge-on-read ones append a log file holding a data or delete block to the latest file
+slice. Files get Hudi's names, and each handle creates its marker before writing, so a
+rollback of the instant finds the file. The instant itself (timeline, heartbeat, commit
+metadata) is `tms.hudi.writer`'s: a handle only knows the file it writes.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tms.hudi.avro_schema import avro_record_schema
+from tms.hudi.data_files import read_base_file, write_base_file, write_log_file
+from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
+from tms.hudi.fs_view import FileSlice
+from tms.hudi.log_block import DeleteRecord
+from tms.hudi.markers import Marker, MarkerType, create_marker
+from tms.hudi.merge import DeleteVersion, latest_by_key, merge_versions
+from tms.hudi.table import HudiTable
+from tms.hudi.write_stat import WriteStat
+
+__all__ = ["WriteOperation", "append_log_file", "create_file_groups", "merge_base_file"]
+
+WRITER_TOKEN = "0-1-0"
+
+
+class WriteOperation(enum.StrEnum):
+    INSERT = "INSERT"
+    UPSERT = "UPSERT"
+    DELETE = "DELETE"
+
+
+def create_file_groups(
+    table: HudiTable, rows: pa.Table, instant_time: str, max_file_rows: int
+) -> list[WriteStat]:
+    """Inserts: new file groups per partition, each one base file of at most `max_file_rows`."""
+    writes: list[WriteStat] = []
+    partitions = rows.column("_hoodie_partition_path")
+    for partition in sorted(set(pc.unique(partitions).to_pylist())):
+        part_rows = rows.filter(pc.equal(partitions, partition))
+        for start in range(0, part_rows.num_rows, max_file_rows):
+            chunk = part_rows.slice(start, max_file_rows)
+            file_id = new_file_id(0)
+            name = BaseFileName(file_id, WRITER_TOKEN, instant_time)
+            path = f"{partition}/{name}" if partition else str(name)
+            create_marker(
+                table.storage, instant_time, Marker(partition, str(name), MarkerType.CREATE)
+            )
+            size = write_base_file(
+                table.storage, path, _file_rows(chunk, instant_time, str(name), len(writes))
+            )
+            writes.append(
+                WriteStat(
+                    file_id=file_id,
+                    path=path,
+                    prev_commit="null",
+                    partition_path=partition,
+                    num_inserts=chunk.num_rows,
+                    num_writes=chunk.num_rows,
+                    total_write_bytes=size,
+                    file_size_in_bytes=size,
+                )
+            )
+    return writes
+
+
+def merge_base_file(
+    table: HudiTable,
+    file_slice: FileSlice,
+    rows: pa.Table,
+    instant_time: str,
+    operation: WriteOperation,
+) -> WriteStat:
+    """Copy-on-write: a new version of the base file with the batch merged in."""
+    assert file_slice.base_file is not None
+    storage, config = table.storage, table.config
+    ordering = config.ordering_fields[0] if config.ordering_fields else None
+    existing = read_base_file(storage, file_slice.base_file.path)
+    if operation is WriteOperation.DELETE:
+        deletes = [
+            DeleteVersion(key, _ordering(rows, ordering, i), 1)
+            for i, key in enumerate(rows.column("_hoodie_record_key").to_pylist())
+        ]
+        merged = merge_versions(existing, [0] * existing.num_rows, deletes, ordering)
+        updates = 0
+    else:
+        incoming = rows.select(existing.column_names).cast(existing.schema)
+        combined = pa.concat_tables([existing, incoming])
+        merged = latest_by_key(combined, ordering)
+        updates = rows.num_rows
+    name = BaseFileName(file_slice.file_id, WRITER_TOKEN, instant_time)
+    partition = file_slice.partition_path
+    path = f"{partition}/{name}" if partition else str(name)
+    create_marker(storage, instant_time, Marker(partition, str(name), MarkerType.MERGE))
+    merged = merged.set_column(
+        4, "_hoodie_file_name", pa.array([str(name)] * merged.num_rows, pa.string())
+    )
+    size = write_base_file(storage, path, merged)
+    deleted = existing.num_rows - merged.num_rows if operation is WriteOperation.DELETE else 0
+    return WriteStat(
+        file_id=file_slice.file_id,
+        path=path,
+        prev_commit=file_slice.base_instant_time,
+        partition_path=partition,
+        num_update_writes=updates,
+        num_deletes=deleted,
+        num_writes=merged.num_rows,
+        total_write_bytes=size,
+        file_size_in_bytes=size,
+    )
+
+
+def append_log_file(
+    table: HudiTable,
+    file_slice: FileSlice,
+    rows: pa.Table,
+    instant_time: str,
+    operation: WriteOperation,
+    schema_json: str | None,
+) -> WriteStat:
+    """Merge-on-read: a new log file in the latest slice with a data or delete block."""
+    storage, config = table.storage, table.config
+    version = max((log.name.version for log in file_slice.log_files), default=0) + 1
+    name = LogFileName(file_slice.file_id, file_slice.base_instant_time, version, WRITER_TOKEN)
+    partition = file_slice.partition_path
+    path = f"{partition}/{name}" if partition else str(name)
+    create_marker(storage, instant_time, Marker(partition, str(name), MarkerType.APPEND))
+    ordering = config.ordering_fields[0] if config.ordering_fields else None
+    if operation is WriteOperation.DELETE:
+        schema: dict[str, Any] = (
+            json.loads(schema_json)
+            if schema_json
+            else avro_record_schema(config.table_name, rows.schema)
+        )
+        deletes = [
+            DeleteRecord(key, partition, _ordering(rows, ordering, i))
+            for i, key in enumerate(rows.column("_hoodie_record_key").to_pylist())
+        ]
+        size = write_log_file(
+            storage, path, instant_time, schema, deletes=deletes, ordering_field=ordering
+        )
+        counts = {"num_deletes": rows.num_rows}
+    else:
+        rows = _file_rows(rows, instant_time, file_slice.file_id, 0)
+        schema = avro_record_schema(config.table_name, rows.schema)
+        size = write_log_file(storage, path, instant_time, schema, records=rows)
+        counts = {"num_update_writes": rows.num_rows, "num_writes": rows.num_rows}
+    base_name = file_slice.base_file.file_name if file_slice.base_file else ""
+    return WriteStat(
+        file_id=file_slice.file_id,
+        path=path,
+        prev_commit=file_slice.base_instant_time,
+        partition_path=partition,
+        total_write_bytes=size,
+        file_size_in_bytes=size,
+        log_version=version,
+        log_offset=0,
+        base_file=base_name,
+        log_files=[str(name)],
+        total_log_blocks=1,
+        **counts,
+    )
+
+
+def _file_rows(rows: pa.Table, instant_time: str, file_name: str, partition_index: int) -> pa.Table:
+    """The rows with the meta columns that name their file filled in (sequence number, file)."""
+    n = rows.num_rows
+    seqno = pc.binary_join_element_wise(
+        pa.array([f"{instant_time}_{partition_index}"] * n, pa.string()),
+        pc.cast(pa.array(range(n), pa.int64()), pa.string()),
+        "_",
+    )
+    rows = rows.set_column(1, "_hoodie_commit_seqno", seqno)
+    return rows.set_column(4, "_hoodie_file_name", pa.array([file_name] * n, pa.string()))
+
+
+def _ordering(rows: pa.Table, ordering: str | None, index: int) -> object | None:
+    if ordering is None or ordering not in rows.column_names:
+        return None
+    value: object | None = rows.column(ordering)[index].as_py()
+    return value

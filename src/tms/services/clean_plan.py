@@ -1,0 +1,257 @@
+"""Clean plans: which file slices no query needs any more, chosen as Hudi's cleaner does.
+
+Scheduling writes `<ts>.clean.requested` holding a `HoodieCleanerPlan` (version 2: absolute
+paths per partition, as `CleanPlanActionExecutor` writes them). Planning only reads: the
+timeline, the file-system view and savepoints, on the driver. Whatever the policy, the latest
+file slice of a live file group stays, and so do slices a pending compaction or clustering
+reads and files a savepoint pins. Execution lives in `tms.services.clean`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tms.hudi import avro_codec
+from tms.hudi.fs_view import FileGroup, FileSlice
+from tms.hudi.instant import Action, Instant, State, is_instant_time
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import Timeline
+from tms.hudi.transitions import new_instant_time, request
+
+KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
+KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
+POLICIES = (KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS)
+CLEAN_PLAN_VERSION = 2
+SAVEPOINTED_TIMESTAMPS = "savepointed_timestamps"
+"""Extra metadata key Hudi's incremental cleaner reads to notice removed savepoints."""
+_WRITE_ACTIONS = (
+    Action.COMMIT,
+    Action.DELTA_COMMIT,
+    Action.REPLACE_COMMIT,
+    Action.COMPACTION,
+    Action.CLUSTERING,
+)
+"""Hudi's commits-and-compaction timeline: a pending one caps the earliest retained commit."""
+
+
+def schedule_clean(
+    table: HudiTable,
+    *,
+    policy: str = KEEP_LATEST_COMMITS,
+    retained: int = 10,
+    instant_time: str | None = None,
+) -> str | None:
+    """Plan a clean and write `<ts>.clean.requested`; None when nothing is to be deleted.
+
+    A pending clean is returned instead of planning another: Hudi finishes pending cleans
+    before planning new ones, and the service's retried calls must stay idempotent.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"unknown clean policy {policy!r}; valid policies: {', '.join(POLICIES)}")
+    if retained < 1:
+        raise ValueError(f"retained must be at least 1, not {retained}")
+    timeline = table.timeline()
+    table.ensure_supported(timeline)
+    pending = timeline.pending((Action.CLEAN,))
+    if pending:
+        return pending[0].requested_time
+    if instant_time is not None and (
+        not is_instant_time(instant_time) or timeline.get(instant_time) is not None
+    ):
+        raise ValueError(f"{instant_time!r} is not a new instant time for this table")
+    planner = CleanPlanner.build(table, timeline)
+    if policy == KEEP_LATEST_COMMITS:
+        earliest = earliest_commit_to_retain(timeline, retained)
+        files = planner.keep_latest_commits(earliest)
+    else:
+        earliest, files = None, planner.keep_latest_file_versions(retained)
+    if not any(files.values()):
+        return None
+    instant_time = instant_time or new_instant_time(timeline.instants)
+    commits = timeline.commits()
+    plan: dict[str, Any] = {
+        "earliestInstantToRetain": (
+            {
+                "timestamp": earliest.requested_time,
+                "action": earliest.action.value,
+                "state": "COMPLETED",
+            }
+            if earliest
+            else None
+        ),
+        "lastCompletedCommitTimestamp": commits[-1].requested_time if commits else "",
+        "policy": policy,
+        "filesToBeDeletedPerPartition": {},
+        "version": CLEAN_PLAN_VERSION,
+        "filePathsToBeDeletedPerPartition": {
+            partition: [
+                {"filePath": table.storage.uri(path), "isBootstrapBaseFile": False}
+                for path in sorted(paths)
+            ]
+            for partition, paths in sorted(files.items())
+            if paths
+        },
+        "partitionsToBeDeleted": [],
+        "extraMetadata": (
+            {SAVEPOINTED_TIMESTAMPS: ",".join(planner.savepoint_times)}
+            if planner.savepoint_times
+            else {}
+        ),
+    }
+    request(
+        table.storage,
+        table.config,
+        instant_time,
+        Action.CLEAN,
+        avro_codec.encode("HoodieCleanerPlan", plan),
+    )
+    return instant_time
+
+
+def earliest_commit_to_retain(timeline: Timeline, retained: int) -> Instant | None:
+    """The oldest of the last `retained` completed commits, as Hudi's `CleanerUtils` picks it.
+
+    Never later than the last commit completed before the earliest pending write, compaction
+    or clustering: that one may still need the slices it started from. None while the table
+    has no more than `retained` commits (nothing to clean by commits yet).
+    """
+    completed = timeline.commits()
+    if len(completed) <= retained:
+        return None
+    earliest = completed[len(completed) - retained]
+    pending = timeline.pending(_WRITE_ACTIONS)
+    if pending and earliest.requested_time > pending[0].requested_time:
+        before = [i for i in completed if i.requested_time < pending[0].requested_time]
+        return before[-1] if before else None
+    return earliest
+
+
+@dataclass(frozen=True)
+class CleanPlanner:
+    """What may go, per file group; each policy only chooses among unprotected slices."""
+
+    file_groups: tuple[FileGroup, ...]
+    """Live file groups, with all their committed slices."""
+    replaced_groups: tuple[tuple[str, FileGroup], ...]
+    """(replacing instant time, file group) of every file group a replacecommit replaced."""
+    savepoint_times: tuple[str, ...]
+    savepointed_files: frozenset[str]
+    """File names listed by savepoints (Hudi lists names, we also accept paths)."""
+    compaction_base_times: dict[tuple[str, str], str]
+    """Per (partition, file id) in a pending compaction, the base instant its plan reads."""
+    clustering_groups: frozenset[tuple[str, str]]
+
+    @classmethod
+    def build(cls, table: HudiTable, timeline: Timeline) -> CleanPlanner:
+        replaced_at: dict[tuple[str, str], str] = {}
+        for instant in timeline.completed((Action.REPLACE_COMMIT,)):
+            metadata = timeline.commit_metadata(instant)
+            for partition, ids in getattr(metadata, "partition_to_replace_file_ids", {}).items():
+                for file_id in ids:
+                    replaced_at.setdefault((partition, file_id), instant.requested_time)
+        # One listing for live and replaced groups: a view of a timeline whose completed
+        # replacecommits count as plain commits keeps the replaced groups' slices too.
+        unreplaced = dataclasses.replace(
+            timeline,
+            instants=tuple(
+                Instant(i.requested_time, Action.COMMIT, i.state, i.completion_time)
+                if i.action is Action.REPLACE_COMMIT and i.is_completed
+                else i
+                for i in timeline.instants
+            ),
+        )
+        view = table.file_system_view(unreplaced)
+        savepoints = _savepoints(table)
+        compaction: dict[tuple[str, str], str] = {}
+        for instant in timeline.pending_compactions():
+            for op in timeline.compaction_plan(instant).get("operations") or []:
+                key = (op.get("partitionPath") or "", op["fileId"])
+                base = op.get("baseInstantTime") or ""
+                compaction[key] = min(base, compaction.get(key, base))
+        return cls(
+            tuple(g for g in view.file_groups if cls._key(g) not in replaced_at),
+            tuple(
+                (replaced_at[key], g)
+                for g in view.file_groups
+                if (key := cls._key(g)) in replaced_at
+            ),
+            tuple(sorted(savepoints)),
+            frozenset(name for names in savepoints.values() for name in names),
+            compaction,
+            frozenset(view.pending_clustering_file_ids()),
+        )
+
+    def keep_latest_commits(self, earliest: Instant | None) -> dict[str, list[str]]:
+        """Keep slices from the earliest retained commit on, plus the one a query at it reads."""
+        files: dict[str, list[str]] = defaultdict(list)
+        if earliest is None:
+            return files
+        floor = earliest.requested_time
+        for replaced_at, group in self.replaced_groups:
+            if replaced_at < floor:
+                self._delete(files, group, group.slices, replaced=True)
+        for group in self.file_groups:
+            older = [s for s in group.slices if s.base_instant_time < floor]
+            self._delete(files, group, older[:-1])  # the newest older slice stays
+        return files
+
+    def keep_latest_file_versions(self, versions: int) -> dict[str, list[str]]:
+        """Keep the latest `versions` slices of each file group; replaced groups go entirely."""
+        files: dict[str, list[str]] = defaultdict(list)
+        for _, group in self.replaced_groups:
+            self._delete(files, group, group.slices, replaced=True)
+        for group in self.file_groups:
+            free = [s for s in reversed(group.slices) if not self._compaction_needs(s)]
+            keep = versions - (1 if self._key(group) in self.compaction_base_times else 0)
+            self._delete(files, group, free[max(keep, 0) :])
+        return files
+
+    def _delete(
+        self,
+        files: dict[str, list[str]],
+        group: FileGroup,
+        slices: Iterable[FileSlice],
+        replaced: bool = False,
+    ) -> None:
+        """Plan the slices' files, sparing what must survive whatever the policy says."""
+        if self._key(group) in self.clustering_groups:
+            return
+        for piece in slices:
+            if piece is group.latest_slice and not replaced:
+                continue
+            if self._compaction_needs(piece) or self._savepointed(piece):
+                continue
+            files[group.partition_path] += piece.paths
+
+    def _compaction_needs(self, piece: FileSlice) -> bool:
+        base = self.compaction_base_times.get((piece.partition_path, piece.file_id))
+        return base is not None and piece.base_instant_time >= base
+
+    def _savepointed(self, piece: FileSlice) -> bool:
+        return any(
+            path in self.savepointed_files or posixpath.basename(path) in self.savepointed_files
+            for path in piece.paths
+        )
+
+    @staticmethod
+    def _key(group: FileGroup) -> tuple[str, str]:
+        return (group.partition_path, group.file_id)
+
+
+def _savepoints(table: HudiTable) -> dict[str, set[str]]:
+    """Per completed savepoint, the data file names it pins."""
+    timeline = table.timeline()
+    found: dict[str, set[str]] = {}
+    for instant in timeline.completed((Action.SAVEPOINT,)):
+        metadata = timeline.avro_details(instant, State.COMPLETED) or {}
+        names: set[str] = set()
+        for partition in (metadata.get("partitionMetadata") or {}).values():
+            for name in partition.get("savepointDataFile") or []:
+                names.update((name, posixpath.basename(name)))
+        found[instant.requested_time] = names
+    return found
