@@ -71,15 +71,15 @@ async def _respond(request: Request) -> Response:
     settings: Settings = state.settings
     _authorize(settings, request)
     body = _parse(await _read_body(request))
-    stats = body.write_stats or []
+    summary = summarize(body.write_stats or [])
     action, source = action_from_payload(body.commit_action_type), "payload"
     if action is None:
-        action, source = action_from_stats(stats), "write_stats"
+        action, source = action_from_stats(summary), "write_stats"
     probe = TableProbe(body.base_path)
     if action is None:  # storage is slow: off the event loop
         action = await asyncio.to_thread(probe.action_of, body.commit_time)
         source = "timeline"
-    note = Notification(body.base_path, body.commit_time, action, source, summarize(stats))
+    note = Notification(body.base_path, body.commit_time, action, source, summary)
     commits: GroupCommit[Notification, Outcome] = state.commits
     outcome = await commits.submit(note)
     registered = False

@@ -56,9 +56,9 @@ def _is_log_stat(stat: WriteStatIn) -> bool:
     return bool(stat.path) and bool(_LOG_FILE.match(posixpath.basename(stat.path or "")))
 
 
-def action_from_stats(stats: Sequence[WriteStatIn]) -> str | None:
-    """`deltacommit` when any stat wrote a log file; otherwise the stats cannot tell."""
-    if any(_is_log_stat(s) for s in stats):
+def action_from_stats(summary: CommitSummary) -> str | None:
+    """`deltacommit` when any write stat wrote a log file; otherwise the stats cannot tell."""
+    if summary.log_files:
         return HudiAction.DELTA_COMMIT.value
     return None
 

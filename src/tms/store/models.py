@@ -261,6 +261,14 @@ class Operation(Base):
 
     table: Mapped[Tbl] = relationship(lazy="select")
 
+    @property
+    def cancel_settled(self) -> bool:
+        """Cancelled, or its running job already asked to stop: cancelling again changes
+        nothing (and is answered as a success, not refused)."""
+        return self.status is OperationStatus.CANCELLED or (
+            self.status is OperationStatus.RUNNING and self.cancel_requested
+        )
+
 
 class Attempt(Base):
     """One launch of an operation; its outcome and error are kept for good."""

@@ -31,7 +31,7 @@ from tms.api.schemas import (
 )
 from tms.config import Role, Settings
 from tms.store.errors import TransitionRefused
-from tms.store.models import Action, Operation, OperationStatus, TableType, Tbl
+from tms.store.models import Action, Operation, TableType, Tbl
 from tms.store.operations import find_operation, remove_operation, submit_operation
 from tms.store.tables import find_table, find_table_by_base_path
 from tms.store.transitions import cancel_operation
@@ -171,9 +171,7 @@ def _client(action: Action, query: ClientQuery, session: Session, settings: Sett
 
 def _cancel(session: Session, operation: Operation) -> Operation | None:
     """Cancel, or request cancellation of, a pending operation; None if already done."""
-    if operation.status is OperationStatus.CANCELLED:
-        return None
-    if operation.status is OperationStatus.RUNNING and operation.cancel_requested:
+    if operation.cancel_settled:
         return None
     try:
         return cancel_operation(session, operation.id, reason="cancelled by the Hudi client")

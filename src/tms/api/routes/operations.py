@@ -95,9 +95,7 @@ def cancel_operation_route(operation_id: OperationId, session: SessionDep) -> Op
     """Scheduled → CANCELLED at once; running → `cancel_requested` (its job stops at its
     next heartbeat). Cancelling a cancelled operation is a no-op; a finished one is 409."""
     operation = get_operation(session, operation_id)
-    if operation.status is OperationStatus.CANCELLED or (
-        operation.status is OperationStatus.RUNNING and operation.cancel_requested
-    ):
+    if operation.cancel_settled:
         return operation_out(session, operation)
     operation = cancel_operation(session, operation_id, reason="cancelled by operator")
     session.commit()
