@@ -36,12 +36,14 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from tms.config import Settings
+    from tms.engines import LaunchSpec
 
 __all__ = [
     "ROOT",
     "ApiServer",
     "BenchDatabase",
     "CpuSample",
+    "RecordedJob",
     "admin_url",
     "api_server",
     "bench_settings",
@@ -305,6 +307,33 @@ def _descendants(pid: int) -> list[int]:
         found += children
         frontier += children
     return found
+
+
+# Scheduler benchmarks -------------------------------------------------------------------
+
+
+class RecordedJob:
+    """What a recording engine returns for a launch: no process is started; the job runs
+    until the benchmark sets `code` (or the scheduler kills it)."""
+
+    def __init__(self, spec: LaunchSpec) -> None:
+        self.spec = spec
+        self.code: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    @property
+    def log_path(self) -> Path:
+        return self.spec.log_path
+
+    def poll(self) -> int | None:
+        return self.code
+
+    def kill(self) -> None:
+        if self.code is None:
+            self.code = -9
 
 
 # CPU accounting -------------------------------------------------------------------------

@@ -51,6 +51,7 @@ import contextlib
 
 from bench.common import (
     BenchDatabase,
+    RecordedJob,
     api_server,
     bench_settings,
     emit,
@@ -385,40 +386,17 @@ def _execution_ms(plan: list[str]) -> float | None:
 # Scheduler ticks ------------------------------------------------------------------------
 
 
-class Job:
-    """A launched job that ends when the benchmark says its operation completed."""
-
-    def __init__(self, spec: LaunchSpec) -> None:
-        self.spec = spec
-        self.code: int | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return None
-
-    @property
-    def log_path(self) -> Path:
-        return self.spec.log_path
-
-    def poll(self) -> int | None:
-        return self.code
-
-    def kill(self) -> None:
-        if self.code is None:
-            self.code = -9
-
-
 class RecordingEngine:
     def __init__(self) -> None:
-        self.fresh: list[Job] = []
+        self.fresh: list[RecordedJob] = []
 
-    def launch(self, launch: LaunchSpec) -> Job:
-        job = Job(launch)
+    def launch(self, launch: LaunchSpec) -> RecordedJob:
+        job = RecordedJob(launch)
         self.fresh.append(job)
         return job
 
 
-def _complete(factory: Callable[[], Session], jobs: list[Job]) -> None:
+def _complete(factory: Callable[[], Session], jobs: list[RecordedJob]) -> None:
     """What the jobs would report through the API: their operations COMPLETED."""
     from tms.store import Attempt, TransitionRefused, complete_operation
 

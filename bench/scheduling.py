@@ -38,6 +38,7 @@ if __package__ in (None, ""):
 
 from bench.common import (
     BenchDatabase,
+    RecordedJob,
     api_server,
     bench_settings,
     emit,
@@ -61,29 +62,9 @@ HEADERS = {"HUDI-CALLBACK-KEY": "hudi_write_commit_http_callback"}
 # The scheduler process ------------------------------------------------------------------
 
 
-class RecordedJob:
-    """A launched job that runs until the benchmark ends (nothing is started)."""
-
-    def __init__(self, spec: LaunchSpec) -> None:
-        self.spec = spec
-
-    @property
-    def pid(self) -> int | None:
-        return None
-
-    @property
-    def log_path(self) -> Path:
-        return self.spec.log_path
-
-    def poll(self) -> int | None:
-        return None
-
-    def kill(self) -> None:
-        return None
-
-
 class RecordingEngine:
-    """Puts `(operation_id, attempt_id, monotonic time)` of each launch on a queue."""
+    """Puts `(operation_id, attempt_id, monotonic time)` of each launch on a queue; its jobs
+    run until the benchmark ends."""
 
     def __init__(self, out: mp.Queue[tuple[int, int, float]]) -> None:
         self.out = out

@@ -49,7 +49,6 @@ class TableRef:
     """What a notification needs of its table before its commit is stored."""
 
     id: int
-    base_path: str
     table_type: TableType | None
 
 
@@ -166,7 +165,7 @@ def lock_tables_by_base_path(session: Session, base_paths: Collection[str]) -> d
     with _cursor(session) as cursor:
         rows = cursor.execute(_LOCK, {"paths": paths}).fetchall()
     return {
-        path: TableRef(id, path, TableType(table_type) if table_type else None)
+        path: TableRef(id, TableType(table_type) if table_type else None)
         for id, path, table_type in rows
     }
 
