@@ -10,6 +10,7 @@ import posixpath
 from dataclasses import dataclass
 
 from tms.hudi.storage import Storage
+from tms.hudi.table_paths import TablePaths
 
 TEMP_FOLDER = ".hoodie/.temp"
 
@@ -45,7 +46,10 @@ def create_marker(storage: Storage, instant_time: str, marker: Marker) -> None:
 
 
 def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
+    """The markers of an instant; `UnsafePathError` when one stands for a file outside the
+    table (or in `.hoodie/`), since a rollback deletes what markers name."""
     root = marker_dir(instant_time)
+    paths = TablePaths(storage, f"markers of instant {instant_time}")
     markers: list[Marker] = []
     for entry in storage.walk_files(root):
         name = entry.name
@@ -55,20 +59,27 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
         partition = posixpath.relpath(posixpath.dirname(entry.path), root)
         partition = "" if partition == "." else partition
         try:
-            markers.append(Marker(partition, file_name, MarkerType(kind)))
+            marker = Marker(partition, file_name, MarkerType(kind))
         except ValueError:
             continue
+        paths.relative(marker.data_file_path)
+        markers.append(marker)
     return markers
 
 
 def delete_unreported_files(storage: Storage, instant_time: str, reported: set[str]) -> None:
     """Delete files a failed task attempt wrote: a marker names them, no write stat does.
 
-    What Hudi's reconciliation against markers does before an instant completes.
+    What Hudi's reconciliation against markers does before an instant completes. Every
+    marker is checked (by `list_markers`) before any file is deleted.
     """
-    for marker in list_markers(storage, instant_time):
-        if marker.data_file_path not in reported:
-            storage.delete(marker.data_file_path)
+    unreported = [
+        m.data_file_path
+        for m in list_markers(storage, instant_time)
+        if m.data_file_path not in reported
+    ]
+    for path in unreported:
+        storage.delete(path)
 
 
 def delete_markers(storage: Storage, instant_time: str) -> None:

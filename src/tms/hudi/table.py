@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tms.hudi.errors import (
+    HudiError,
+    TableNotFoundError,
+    TableRefusedError,
+    UnsafePathError,
+    UnsupportedTableError,
+)
 from tms.hudi.fs_view import FileSystemView
 from tms.hudi.instant import Action
 from tms.hudi.properties import (
@@ -15,21 +22,18 @@ from tms.hudi.properties import (
 from tms.hudi.storage import Storage
 from tms.hudi.timeline import Timeline
 
+__all__ = [
+    "HudiError",
+    "HudiTable",
+    "TableNotFoundError",
+    "TableRefusedError",
+    "UnsafePathError",
+    "UnsupportedTableError",
+]
+
 WRITABLE_TABLE_VERSIONS = (6, 7)
 READABLE_TABLE_VERSIONS = (6, 7, 8, 9)
 BOOTSTRAP_INDEX_FOLDER = ".hoodie/.aux/.bootstrap"
-
-
-class HudiError(Exception):
-    """Base of the errors `tms.hudi` raises about a table."""
-
-
-class TableNotFoundError(HudiError):
-    """No `hoodie.properties` under the base path."""
-
-
-class UnsupportedTableError(HudiError):
-    """The table uses a feature we do not handle; nothing was written."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tms.hudi.table import HudiTable, UnsupportedTableError
+from tms.hudi.table import HudiTable, TableRefusedError
 from tms.jobs.client import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import execute_plan, pending_plans, schedule_plan, spark_session
@@ -209,7 +209,7 @@ class JobRunner:
                 return Report("SUCCEEDED", figures=figures)
             return Report("INVALID", error=str(exc))
         log.error("%s failed", spec.action, exc_info=exc)
-        permanent = isinstance(exc, BadJobInput | UnsupportedTableError) or (
+        permanent = isinstance(exc, BadJobInput | TableRefusedError) or (
             scheduling and isinstance(exc, ValueError | TypeError)
         )
         return Report("FAILED", error=error_text(exc), retryable=not permanent)

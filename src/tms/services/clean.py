@@ -5,7 +5,8 @@ does), deletes the files and completes `<ts>.clean` with `HoodieCleanMetadata` (
 partition, as `CleanActionExecutor` records them). It reads any version 1 or 2 clean plan, ours
 or one Hudi scheduled; planning lives in `tms.services.clean_plan`, and `schedule_clean` is
 re-exported here so this module stays the clean service's entry point, as
-`tms.services.clustering` is for clustering.
+`tms.services.clustering` is for clustering. Every partition and file the plan names is
+confined to the table (`tms.hudi.table_paths`) before anything moves.
 
 A crashed clean is finished, never rolled back: deletes cannot be undone and are idempotent,
 so running the plan again (files already gone count as deleted) is what Hudi does too.
@@ -22,6 +23,7 @@ from tms.hudi.filenames import BaseFileName, LogFileName
 from tms.hudi.instant import Action, State
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.hudi.table_paths import TablePaths
 from tms.hudi.transitions import transition
 from tms.services.clean_plan import KEEP_LATEST_COMMITS, schedule_clean
 from tms.services.execution import ServiceResult, pending_plan
@@ -31,7 +33,7 @@ from tms.services.spark import TaskInfo, run_tasks
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["execute_clean", "plan_file_names", "schedule_clean"]
+__all__ = ["execute_clean", "plan_files", "schedule_clean"]
 
 CLEAN_METADATA_VERSION = 2
 FILES_PER_TASK = 1000
@@ -52,7 +54,8 @@ def execute_clean(
     clean short, and the driver only gathers file names. An inflight clean left by a crash is
     run again; a live heartbeat means another job is running it. A Hudi plan's
     `partitionsToBeDeleted` is left alone (a folder without file groups reads as empty, and
-    our plans never list any).
+    our plans never list any). A plan naming a path outside the table is refused with
+    `UnsafePathError` before the instant moves or any file is deleted.
     """
     started = time.monotonic()
     storage, config = table.storage, table.config
@@ -65,17 +68,18 @@ def execute_clean(
         )
     requested_bytes = timeline.read_instant(instant, State.REQUESTED)
     plan = avro_codec.decode(requested_bytes)
+    files = plan_files(plan, TablePaths(storage, f"clean plan {instant_time}"))
     result = ServiceResult(action=Action.CLEAN.value, instant=instant_time)
     with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
         if instant.state is State.REQUESTED:
             instant = transition(storage, config, instant, State.INFLIGHT, requested_bytes)
         items = [
             (storage, partition, chunk)
-            for partition, names in sorted(plan_file_names(plan).items())
-            for chunk in _chunks(names, FILES_PER_TASK)
+            for partition, paths in sorted(files.items())
+            for chunk in _chunks(paths, FILES_PER_TASK)
         ]
         outcomes = run_tasks(spark, _delete_files, items, f"tms clean {instant_time}")
-        partition_metadata = _partition_metadata(plan, outcomes)
+        partition_metadata = _partition_metadata(plan, files, outcomes)
         deleted = sum(len(p["successDeleteFiles"]) for p in partition_metadata.values())
         earliest = plan.get("earliestInstantToRetain") or {}
         metadata = {
@@ -108,24 +112,30 @@ def execute_clean(
     return result
 
 
-def plan_file_names(plan: dict[str, Any]) -> dict[str, list[str]]:
-    """File names to delete per partition, from a version 2 plan (paths) or a version 1 plan.
+def plan_files(plan: dict[str, Any], paths: TablePaths) -> dict[str, list[str]]:
+    """Files to delete per partition, relative to the base path, from a version 2 plan
+    (`filePathsToBeDeletedPerPartition`: full paths) or a version 1 plan
+    (`filesToBeDeletedPerPartition`: names).
 
-    Names, not paths: a plan written by Hudi holds Hadoop URIs (`file:/…`, `hdfs://…`) that
-    our storage does not speak; a data file always lives in its partition's folder.
+    Every path of the plan, in both forms and `partitionsToBeDeleted`, must stay inside the
+    table: `paths` raises `UnsafePathError` naming the first that does not. Bootstrap base
+    files live in the source table and are never deleted, so they are not resolved.
     """
-    by_path = plan.get("filePathsToBeDeletedPerPartition") or {}
-    if any(by_path.values()):
-        return {
-            partition: [
-                posixpath.basename(info["filePath"])
-                for info in infos
-                if info.get("filePath") and not info.get("isBootstrapBaseFile")
-            ]
-            for partition, infos in by_path.items()
-        }
-    by_name = plan.get("filesToBeDeletedPerPartition") or {}
-    return {p: [posixpath.basename(n) for n in names] for p, names in by_name.items()}
+    for partition in plan.get("partitionsToBeDeleted") or []:
+        paths.partition(partition)
+    by_name = {
+        paths.partition(partition): [paths.data_file(partition, name) for name in names]
+        for partition, names in (plan.get("filesToBeDeletedPerPartition") or {}).items()
+    }
+    by_path = {
+        paths.partition(partition): [
+            paths.data_file(partition, info["filePath"])
+            for info in infos
+            if info.get("filePath") and not info.get("isBootstrapBaseFile")
+        ]
+        for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items()
+    }
+    return by_path if any(by_path.values()) else by_name
 
 
 def _chunks(names: list[str], size: int) -> list[list[str]]:
@@ -135,12 +145,13 @@ def _chunks(names: list[str], size: int) -> list[list[str]]:
 def _delete_files(
     item: tuple[Storage, str, list[str]], _: TaskInfo
 ) -> tuple[str, list[str], list[str]]:
-    """On an executor: delete files of one partition; a file already gone counts as deleted."""
-    storage, partition, names = item
+    """On an executor: delete files of one partition (paths the driver resolved); a file
+    already gone counts as deleted. Returns the file names deleted and failed."""
+    storage, partition, paths = item
     done: list[str] = []
     failed: list[str] = []
-    for name in names:
-        path = posixpath.join(partition, name) if partition else name
+    for path in paths:
+        name = posixpath.basename(path)
         try:
             storage.delete(path)
         except OSError:
@@ -152,14 +163,17 @@ def _delete_files(
 
 
 def _partition_metadata(
-    plan: dict[str, Any], outcomes: list[tuple[str, list[str], list[str]]]
+    plan: dict[str, Any],
+    files: dict[str, list[str]],
+    outcomes: list[tuple[str, list[str], list[str]]],
 ) -> dict[str, dict[str, Any]]:
+    """`HoodieCleanPartitionMetadata` per partition: file names, as Hudi records them."""
     merged: dict[str, dict[str, Any]] = {}
-    for partition, names in plan_file_names(plan).items():
+    for partition, paths in files.items():
         merged[partition] = {
             "partitionPath": partition,
             "policy": plan.get("policy") or KEEP_LATEST_COMMITS,
-            "deletePathPatterns": list(names),
+            "deletePathPatterns": [posixpath.basename(p) for p in paths],
             "successDeleteFiles": [],
             "failedDeleteFiles": [],
             "isPartitionDeleted": False,

@@ -35,6 +35,7 @@ from tms.hudi.markers import (
 from tms.hudi.reader import read_file_slice
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.hudi.table_paths import TablePaths
 from tms.hudi.timeline import CLUSTER_OPERATION
 from tms.hudi.transitions import transition
 from tms.hudi.write_stat import NULL_COMMIT, WriteStat
@@ -101,7 +102,8 @@ def execute_clustering(
     """Run a pending clustering plan and complete its replacecommit.
 
     A crashed earlier attempt is rolled back first; files of failed task attempts (marked but
-    not reported) are deleted before the instant completes.
+    not reported) are deleted before the instant completes. A plan naming a path outside the
+    table is refused with `UnsafePathError` before anything is written.
     """
     table.ensure_supported()
     instant = pending_plan(table, instant_time, (Action.REPLACE_COMMIT, Action.CLUSTERING))
@@ -126,8 +128,12 @@ def execute_clustering(
         completed=frozenset(i.requested_time for i in timeline.instants if i.is_completed),
         earliest_active=timeline.instants[0].requested_time,
     )
+    paths = TablePaths(table.storage, f"clustering plan {instant_time}")
     tasks = [
-        replace(template, slices=tuple(_slice_input(piece) for piece in group.get("slices") or []))
+        replace(
+            template,
+            slices=tuple(_slice_input(piece, paths) for piece in group.get("slices") or []),
+        )
         for group in plan.get("inputGroups") or []
     ]
     replaced: dict[str, list[str]] = defaultdict(list)
@@ -158,20 +164,16 @@ def execute_clustering(
     return result
 
 
-def _slice_input(piece: dict[str, Any]) -> _SliceInput:
-    """Plan paths are full paths; a data file lives directly in its partition folder."""
-    partition = piece.get("partitionPath") or ""
-
-    def relative(path: str) -> str:
-        name = posixpath.basename(path)
-        return posixpath.join(partition, name) if partition else name
-
+def _slice_input(piece: dict[str, Any], paths: TablePaths) -> _SliceInput:
+    """Plan paths are full paths (or names); each must be a file directly in the slice's
+    partition folder inside the table, where new files of that partition are written too."""
+    partition = paths.partition(piece.get("partitionPath") or "")
     base = piece.get("dataFilePath") or ""
     return _SliceInput(
         partition_path=partition,
-        file_id=piece["fileId"],
-        base_file=relative(base) if base else None,
-        log_files=tuple(relative(p) for p in piece.get("deltaFilePaths") or []),
+        file_id=paths.name(str(piece["fileId"]), "file id"),
+        base_file=paths.data_file(partition, base) if base else None,
+        log_files=tuple(paths.data_file(partition, p) for p in piece.get("deltaFilePaths") or []),
     )
 
 

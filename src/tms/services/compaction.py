@@ -39,6 +39,7 @@ from tms.hudi.markers import (
 from tms.hudi.reader import read_file_slice
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiError, HudiTable, UnsupportedTableError
+from tms.hudi.table_paths import TablePaths
 from tms.hudi.timeline import Timeline
 from tms.hudi.transitions import new_instant_time, request, transition
 from tms.hudi.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
@@ -87,16 +88,22 @@ class CompactionOperation:
         )
 
     @classmethod
-    def from_avro(cls, record: Mapping[str, Any]) -> CompactionOperation:
-        """Read a plan operation; version 1 plans hold full paths, so only names are kept."""
+    def from_avro(cls, record: Mapping[str, Any], paths: TablePaths) -> CompactionOperation:
+        """Read a plan operation, its partition, file id and files confined to the table by
+        `paths` (`UnsafePathError` otherwise); version 1 plans hold full paths, version 2
+        names, and only names are kept."""
+        partition = paths.partition(record.get("partitionPath") or "")
         data_file = record.get("dataFilePath")
         return cls(
-            partition_path=record.get("partitionPath") or "",
-            file_id=str(record["fileId"]),
+            partition_path=partition,
+            file_id=paths.name(str(record["fileId"]), "file id"),
             base_instant_time=str(record["baseInstantTime"]),
-            data_file_name=posixpath.basename(data_file) if data_file else None,
+            data_file_name=(
+                posixpath.basename(paths.data_file(partition, data_file)) if data_file else None
+            ),
             delta_file_names=tuple(
-                posixpath.basename(p) for p in record.get("deltaFilePaths") or []
+                posixpath.basename(paths.data_file(partition, p))
+                for p in record.get("deltaFilePaths") or []
             ),
             metrics=dict(record.get("metrics") or {}),
         )
@@ -248,13 +255,16 @@ def execute_compaction(
     """Execute a pending compaction plan on Spark and complete it as a `<ts>.commit`.
 
     An attempt that crashed earlier is rolled back first (by `executing`). Raises
-    `PlanNotFoundError` when no compaction is pending at `instant_time`.
+    `PlanNotFoundError` when no compaction is pending at `instant_time`, and
+    `UnsafePathError`, before anything is written, when the plan names a path outside the
+    table.
     """
     timeline = table.timeline()
     _ensure_compactable(table, timeline)
     instant = pending_plan(table, instant_time, (Action.COMPACTION,))
     plan = timeline.compaction_plan(instant)
-    operations = [CompactionOperation.from_avro(op) for op in plan.get("operations") or []]
+    paths = TablePaths(table.storage, f"compaction plan {instant_time}")
+    operations = [CompactionOperation.from_avro(op, paths) for op in plan.get("operations") or []]
     schema_json = timeline.latest_schema()
     avro_schema = _with_meta_fields(json.loads(schema_json)) if schema_json else None
     result = ServiceResult(action=Action.COMPACTION.value, instant=instant_time)

@@ -2,8 +2,9 @@
 
 A pending compaction or clustering goes back to requested (its plan is kept and can run
 again); a pending write is removed from the timeline. Either way a completed rollback
-instant records what was deleted, as Hudi does. An instant whose heartbeat is alive belongs
-to a running job and is left alone.
+instant records what was deleted, as Hudi does. Markers naming a file outside the table (or in
+`.hoodie/`) are refused by `list_markers` before the rollback instant is requested. An
+instant whose heartbeat is alive belongs to a running job and is left alone.
 """
 
 from __future__ import annotations
