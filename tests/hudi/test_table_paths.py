@@ -218,3 +218,28 @@ def test_the_file_listing_does_not_follow_a_partition_symlinked_out(tmp_path: Pa
     Path(table.base_path, "sf").mkdir()
     Path(table.base_path, "sf", ".hoodie_partition_metadata").write_text("commitTime=1\n")
     assert FileSystemView.build(table.storage, table.timeline()).partitions == ("sf",)
+
+
+@pytest.mark.parametrize("value", ["../../outside", "/tmp/outside", "timeline/../../x"])
+def test_a_timeline_path_leaving_hoodie_refuses_the_table(tmp_path: Path, value: str) -> None:
+    """Instants are read and written under `.hoodie/<hoodie.timeline.path>`."""
+    with pytest.raises(UnsafePathError, match=r"hoodie.properties: .*hoodie.timeline.path"):
+        create_table(
+            str(tmp_path / "trips"),
+            "trips",
+            record_key_fields=["id"],
+            ordering_field="ts",
+            extra_properties={"hoodie.timeline.path": value},
+        )
+    assert not (tmp_path / "outside").exists()
+
+
+def test_a_timeline_path_inside_hoodie_is_read(tmp_path: Path) -> None:
+    table = create_table(
+        str(tmp_path / "trips"),
+        "trips",
+        record_key_fields=["id"],
+        ordering_field="ts",
+        extra_properties={"hoodie.timeline.path": "timeline"},
+    )
+    assert table.timeline().instants == ()

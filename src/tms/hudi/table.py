@@ -17,9 +17,11 @@ from tms.hudi.properties import (
     BOOTSTRAP_BASE_PATH,
     METADATA_PARTITIONS_INFLIGHT,
     PROPERTIES_PATH,
+    TIMELINE_PATH,
     TableConfig,
 )
 from tms.hudi.storage import Storage
+from tms.hudi.table_paths import check_relative
 from tms.hudi.timeline import Timeline
 
 __all__ = [
@@ -61,6 +63,11 @@ class HudiTable:
             raise UnsupportedTableError(
                 f"table version {version} is not supported; "
                 f"readable versions are {', '.join(map(str, READABLE_TABLE_VERSIONS))}"
+            )
+        if config.get(TIMELINE_PATH):
+            # instants are read and written there: it must stay inside `.hoodie/`
+            check_relative(
+                config.get(TIMELINE_PATH), "hoodie.properties", TIMELINE_PATH, data=False
             )
         return cls(storage, config)
 

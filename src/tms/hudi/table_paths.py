@@ -21,7 +21,7 @@ from fsspec.implementations.local import LocalFileSystem
 from tms.hudi.errors import UnsafePathError
 from tms.hudi.storage import Storage
 
-__all__ = ["META_FOLDER", "TablePaths"]
+__all__ = ["META_FOLDER", "TablePaths", "check_relative"]
 
 META_FOLDER = ".hoodie"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
@@ -47,6 +47,36 @@ def _split(value: str) -> _Location:
         authority, _, path = rest[2:].partition("/")
         rest = "/" + path
     return _Location(match.group(1).lower() if match else None, authority, rest)
+
+
+def check_relative(
+    value: str, source: str, what: str, *, data: bool, shown: str | None = None
+) -> None:
+    """The lexical half of the check, for paths that need no storage (table properties):
+    `value` must be a relative path that stays below where it is joined, and, for `data`,
+    not inside `.hoodie/`. `shown` is the path as the source wrote it, for the message."""
+    shown = value if shown is None else shown
+    _check_chars(value, source, what)
+    if not value:
+        raise UnsafePathError(source, shown, f"({what}) is empty")
+    if value.startswith("/"):
+        raise UnsafePathError(source, shown, f"({what}) is absolute, not in the table")
+    if _SCHEME.match(value):
+        raise UnsafePathError(source, shown, f"({what}) names another file system")
+    parts = value.split("/")
+    if ".." in parts:
+        raise UnsafePathError(source, shown, f"({what}) leaves the table through '..'")
+    if any(part in ("", ".") for part in parts):
+        raise UnsafePathError(source, shown, f"({what}) has an empty or '.' component")
+    if data and parts[0] == META_FOLDER:
+        raise UnsafePathError(
+            source, shown, f"({what}) is inside {META_FOLDER}/, where no data file lives"
+        )
+
+
+def _check_chars(value: str, source: str, what: str) -> None:
+    if _FORBIDDEN.search(value):
+        raise UnsafePathError(source, value, f"({what}) holds a control character or a backslash")
 
 
 class TablePaths:
@@ -134,31 +164,12 @@ class TablePaths:
     # Checks -------------------------------------------------------------------------------
 
     def _check_chars(self, value: str, what: str) -> None:
-        if _FORBIDDEN.search(value):
-            raise UnsafePathError(
-                self.source, value, f"({what}) holds a control character or a backslash"
-            )
+        _check_chars(value, self.source, what)
 
     def _check_relative(
         self, value: str, what: str, *, data: bool, shown: str | None = None
     ) -> None:
-        shown = value if shown is None else shown
-        self._check_chars(value, what)
-        if not value:
-            raise UnsafePathError(self.source, shown, f"({what}) is empty")
-        if value.startswith("/"):
-            raise UnsafePathError(self.source, shown, f"({what}) is absolute, not in the table")
-        if _SCHEME.match(value):
-            raise UnsafePathError(self.source, shown, f"({what}) names another file system")
-        parts = value.split("/")
-        if ".." in parts:
-            raise UnsafePathError(self.source, shown, f"({what}) leaves the table through '..'")
-        if any(part in ("", ".") for part in parts):
-            raise UnsafePathError(self.source, shown, f"({what}) has an empty or '.' component")
-        if data and parts[0] == META_FOLDER:
-            raise UnsafePathError(
-                self.source, shown, f"({what}) is inside {META_FOLDER}/, where no data file lives"
-            )
+        check_relative(value, self.source, what, data=data, shown=shown)
 
     def _inside(self, value: str, location: _Location, what: str) -> str:
         """The path relative to the base path of a full location, when it is under it."""
