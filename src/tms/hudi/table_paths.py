@@ -103,6 +103,8 @@ class TablePaths:
             self._authority = base.authority
             self._root = base.path.rstrip("/")
             self._real_root = None
+        self._partitions: set[str] = set()
+        """Partitions already checked: a plan names each once per file."""
         self._relative_base = (
             storage.base_path if base.scheme is None and not base.path.startswith("/") else None
         )
@@ -113,9 +115,10 @@ class TablePaths:
 
     def partition(self, value: str) -> str:
         """A partition path ("" for a non-partitioned table), as plans and write stats name it."""
-        if value:
+        if value and value not in self._partitions:
             self._check_relative(value, "partition", data=True)
             self._check_real(value, "partition", data=True)
+            self._partitions.add(value)
         return value
 
     def data_file(self, partition: str, value: str) -> str:
