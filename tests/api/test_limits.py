@@ -1,0 +1,194 @@
+"""The request gate: callers are authenticated and bodies bounded before a body is read.
+
+Bodies are streamed from a generator that counts what the server pulled, so "not read" is
+asserted exactly instead of inferred from memory or time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from fastapi.routing import APIRoute
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.api.conftest import ADMIN, AUTH_TOKENS, VIEWER, bearer, make_settings
+from tests.api.helpers import callback_payload, instant, write_stat
+from tms.api import create_app
+from tms.api.gate import route_guard
+
+MIB = 1024 * 1024
+CALLBACK_URL = "/v1/hoodie/service/commit"
+TABLE = {"db_name": "lake", "table_name": "trips", "base_path": "/data/lake/trips"}
+
+
+@dataclass
+class Body:
+    """A chunked body of `chunks` × `size` bytes that counts the chunks pulled from it."""
+
+    chunks: int
+    size: int = MIB
+    pulled: int = field(default=0, init=False)
+
+    async def stream(self) -> AsyncIterator[bytes]:
+        for _ in range(self.chunks):
+            self.pulled += 1
+            yield b" " * self.size
+
+
+def _post(
+    app: Any, url: str, content: Any, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    async def send() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://tms") as http:
+            return await http.post(url, content=content, headers=headers or {})
+
+    return asyncio.run(send())
+
+
+def _error(response: httpx.Response) -> tuple[int, str, str | None]:
+    error = response.json()["error"]
+    return response.status_code, error["code"], error["field"]
+
+
+def test_unauthenticated_150_mb_chunked_posts_get_401_unread(
+    factory: sessionmaker[Session],
+) -> None:
+    app = create_app(make_settings(auth_tokens=AUTH_TOKENS, callback_keys="k-77b1"), factory)
+    for url, headers in [
+        ("/v1/tables", {}),
+        ("/v1/tables", bearer("who-knows")),
+        ("/v1/hoodie/service/register", {}),
+        ("/v1/operations/1/cancel", {}),
+        (CALLBACK_URL, {"HUDI-CALLBACK-KEY": "hudi_write_commit_http_callback"}),
+        ("/v1/jobs/attempts/1/result", bearer("not-a-job-token")),
+        ("/v1/jobs/attempts/1/heartbeat", {}),
+    ]:
+        body = Body(chunks=150)
+        response = _post(app, url, body.stream(), headers)
+        assert (response.status_code, response.json()["error"]["code"]) == (401, "unauthorized")
+        assert body.pulled <= 1, (url, body.pulled)
+
+
+def test_a_role_too_low_gets_403_unread(factory: sessionmaker[Session]) -> None:
+    app = create_app(make_settings(auth_tokens=AUTH_TOKENS), factory)
+    body = Body(chunks=150)
+    response = _post(app, "/v1/tables", body.stream(), bearer(VIEWER))
+    assert (response.status_code, response.json()["error"]["code"]) == (403, "forbidden")
+    assert body.pulled <= 1
+
+
+def test_job_routes_need_the_job_token_even_with_auth_off(factory: sessionmaker[Session]) -> None:
+    app = create_app(make_settings(), factory)
+    body = Body(chunks=150)
+    response = _post(app, "/v1/jobs/attempts/1/result", body.stream(), bearer(ADMIN))
+    assert response.status_code == 401
+    assert body.pulled <= 1
+
+
+def test_authenticated_oversize_chunked_body_gets_413_at_the_limit(
+    factory: sessionmaker[Session],
+) -> None:
+    app = create_app(make_settings(auth_tokens=AUTH_TOKENS, max_request_bytes=64 * 1024), factory)
+    body = Body(chunks=1000, size=16 * 1024)
+    response = _post(app, "/v1/tables", body.stream(), bearer(ADMIN))
+    assert _error(response) == (413, "payload_too_large", "body")
+    assert "65536 bytes" in response.json()["error"]["message"]
+    assert body.pulled <= 5  # 64 KiB in 16 KiB chunks, and the one that passed the limit
+
+
+def test_oversize_callback_body_gets_413_at_its_own_limit(factory: sessionmaker[Session]) -> None:
+    app = create_app(make_settings(max_callback_bytes=64 * 1024), factory)
+    body = Body(chunks=1000, size=16 * 1024)
+    key = {"HUDI-CALLBACK-KEY": "hudi_write_commit_http_callback"}
+    response = _post(app, CALLBACK_URL, body.stream(), key)
+    assert _error(response) == (413, "payload_too_large", "body")
+    assert body.pulled <= 5
+
+
+def test_content_length_over_the_limit_gets_413_before_any_byte_is_read(
+    factory: sessionmaker[Session],
+) -> None:
+    app = create_app(make_settings(auth_tokens=AUTH_TOKENS), factory)
+    declared = {"Content-Length": str(150 * MIB)}
+    for url, headers in [
+        ("/v1/tables", bearer(ADMIN)),
+        ("/v1/tables", {}),  # the size is refused before the caller is looked at
+        (CALLBACK_URL, bearer(ADMIN)),
+    ]:
+        body = Body(chunks=150)
+        response = _post(app, url, body.stream(), {**headers, **declared})
+        assert _error(response) == (413, "payload_too_large", "body"), url
+        assert body.pulled == 0
+
+
+def test_a_content_length_that_is_not_a_number_is_400(factory: sessionmaker[Session]) -> None:
+    app = create_app(make_settings(), factory)
+    body = Body(chunks=1)
+    response = _post(app, "/v1/tables", body.stream(), {"Content-Length": "lots"})
+    assert _error(response) == (400, "bad_request", "header.content-length")
+
+
+def test_each_route_has_its_limit(factory: sessionmaker[Session]) -> None:
+    """A callback body over TMS_MAX_REQUEST_BYTES is fine (the callback has its own limit);
+    the same size to another route is refused, with or without a Content-Length."""
+    app = create_app(make_settings(max_request_bytes=8 * 1024), factory)
+    payload = callback_payload(instant(), stats=[write_stat(log=True)] * 20)
+    encoded = json.dumps(payload).encode()
+    assert len(encoded) > 8 * 1024
+    key = {"HUDI-CALLBACK-KEY": "hudi_write_commit_http_callback"}
+    accepted = _post(app, CALLBACK_URL, encoded, {**key, "Content-Type": "application/json"})
+    assert accepted.status_code == 200, accepted.text
+    padded = json.dumps({**TABLE, "owner": "x" * 9000}).encode()
+    declared = _post(app, "/v1/tables", padded, {"Content-Type": "application/json"})
+    assert _error(declared) == (413, "payload_too_large", "body")
+
+    async def chunked() -> AsyncIterator[bytes]:
+        yield padded
+
+    streamed = _post(app, "/v1/tables", chunked(), {"Content-Type": "application/json"})
+    assert _error(streamed) == (413, "payload_too_large", "body")
+    other = {**TABLE, "table_name": "fares", "base_path": "/data/lake/fares"}
+    small = _post(
+        app, "/v1/tables", json.dumps(other).encode(), {"Content-Type": "application/json"}
+    )
+    assert small.status_code == 201, small.text
+
+
+def test_every_v1_route_declares_who_may_call_it(factory: sessionmaker[Session]) -> None:
+    """A route added without `require(role)` or the job token would be open to anyone."""
+    app = create_app(make_settings(), factory)
+    paths = {route.path for route in _api_routes(app)}
+    assert "/v1/tables" in paths and "/v1/jobs/attempts/{attempt_id}/result" in paths
+    for route in _api_routes(app):
+        guard = route_guard(route)
+        assert guard.role is not None or guard.job, route.path
+
+
+def _api_routes(app: Any) -> list[APIRoute]:
+    found: list[APIRoute] = []
+    pending = list(app.router.routes)
+    while pending:
+        route = pending.pop()
+        if isinstance(route, APIRoute) and route.path.startswith("/v1/"):
+            found.append(route)
+        pending += getattr(getattr(route, "original_router", None), "routes", [])
+    return found
+
+
+def test_refusals_are_counted_under_the_route(factory: sessionmaker[Session]) -> None:
+    app = create_app(make_settings(auth_tokens=AUTH_TOKENS), factory)
+    assert _post(app, "/v1/tables", b"{}").status_code == 401
+
+    async def metrics() -> str:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://tms") as http:
+            return (await http.get("/metrics")).text
+
+    text = asyncio.run(metrics())
+    assert 'method="POST",route="/v1/tables",status="401"' in text
