@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,8 +22,13 @@ from tests.api.conftest import ADMIN, AUTH_TOKENS, VIEWER, bearer, make_settings
 from tests.api.helpers import callback_payload, instant, write_stat
 from tms.api import create_app
 from tms.api.gate import route_guard
+from tms.config import load_settings
+from tms.serve import free_port, serve_in_thread
 
 MIB = 1024 * 1024
+ANSWER_TIMEOUT = 60.0
+"""A generous bound on waiting for an answer; a server reading the whole body never gives
+one, since the test never sends it."""
 CALLBACK_URL = "/v1/hoodie/service/commit"
 TABLE = {"db_name": "lake", "table_name": "trips", "base_path": "/data/lake/trips"}
 
@@ -158,6 +165,50 @@ def test_each_route_has_its_limit(factory: sessionmaker[Session]) -> None:
         app, "/v1/tables", json.dumps(other).encode(), {"Content-Type": "application/json"}
     )
     assert small.status_code == 201, small.text
+
+
+def _answer_to_headers_and_first_chunk(url: str, path: str, headers: dict[str, str]) -> bytes:
+    """Send a chunked POST's headers and its first 1 MiB chunk only, and read the answer:
+    a server that waited for the body would never answer."""
+    host, port = url.removeprefix("http://").split(":")
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    request = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\n"
+        f"Content-Type: application/json\r\n{head}\r\n"
+    ).encode()
+    chunk = b" " * MIB
+    with socket.create_connection((host, int(port)), timeout=ANSWER_TIMEOUT) as sock:
+        sock.sendall(request + f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+            data = sock.recv(65536)
+            if not data:
+                break
+            answer += data
+    return answer
+
+
+def test_a_running_service_answers_before_the_body_arrives(db_url: str, tmp_path: Path) -> None:
+    settings = load_settings(
+        config_file=False,
+        environ={},
+        database_url=db_url,
+        data_dir=tmp_path,
+        port=free_port(),
+        max_running_per_instance=0,
+        auth_tokens=AUTH_TOKENS,
+    )
+    with serve_in_thread(settings) as service:
+        refused = _answer_to_headers_and_first_chunk(service.url, "/v1/tables", {})
+        assert refused.startswith(b"HTTP/1.1 401 "), refused[:200]
+        assert b'"code":"unauthorized"' in refused
+        declared = {"Authorization": f"Bearer {ADMIN}", "Content-Length": str(150 * MIB)}
+        host, port = service.url.removeprefix("http://").split(":")
+        head = "".join(f"{k}: {v}\r\n" for k, v in declared.items())
+        with socket.create_connection((host, int(port)), timeout=ANSWER_TIMEOUT) as sock:
+            sock.sendall(f"POST /v1/tables HTTP/1.1\r\nHost: {host}\r\n{head}\r\n".encode())
+            too_large = sock.recv(65536)
+        assert too_large.startswith(b"HTTP/1.1 413 "), too_large[:200]
 
 
 def test_every_v1_route_declares_who_may_call_it(factory: sessionmaker[Session]) -> None:
