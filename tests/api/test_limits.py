@@ -235,6 +235,7 @@ def _api_routes(app: Any) -> list[APIRoute]:
 def test_refusals_are_counted_under_the_route(factory: sessionmaker[Session]) -> None:
     app = create_app(make_settings(auth_tokens=AUTH_TOKENS), factory)
     assert _post(app, "/v1/tables", b"{}").status_code == 401
+    assert _post(app, CALLBACK_URL, b"{}").status_code == 401
 
     async def metrics() -> str:
         transport = httpx.ASGITransport(app=app)
@@ -243,3 +244,4 @@ def test_refusals_are_counted_under_the_route(factory: sessionmaker[Session]) ->
 
     text = asyncio.run(metrics())
     assert 'method="POST",route="/v1/tables",status="401"' in text
+    assert f'method="POST",route="{CALLBACK_URL}",status="401"' in text

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.types import Receive, Scope, Send
 
 from tms.api.auth import log_callback_keys
-from tms.api.callback import CALLBACK_PATH, commit_callback, openapi_path
+from tms.api.callback import CALLBACK_PATH, CALLBACK_ROUTE, commit_callback, openapi_path
 from tms.api.commit_batch import database_unreachable, write_notifications
 from tms.api.errors import install_error_handlers
 from tms.api.gate import CALLBACK_GUARD, RequestGate
@@ -50,6 +50,7 @@ class TmsApi(FastAPI):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == CALLBACK_PATH:
             scope["app"] = self
+            scope["route"] = CALLBACK_ROUTE
             await self._callback(scope, receive, send)
             return
         await super().__call__(scope, receive, send)

@@ -34,7 +34,7 @@ from tms.api.registration import DEFAULT_DB_NAME, register
 from tms.api.schemas import CallbackIn, CallbackOut
 from tms.config import Settings
 
-__all__ = ["CALLBACK_PATH", "commit_callback", "openapi_path"]
+__all__ = ["CALLBACK_PATH", "CALLBACK_ROUTE", "commit_callback", "openapi_path"]
 
 CALLBACK_PATH = "/v1/hoodie/service/commit"
 
@@ -47,13 +47,14 @@ class _Route:
     path: str = CALLBACK_PATH
 
 
-_ROUTE = _Route()
+CALLBACK_ROUTE = _Route()
+"""`scope["route"]` of the callback, set before the gate so refusals are labelled too."""
 
 
 async def commit_callback(scope: Scope, receive: Receive, send: Send) -> None:
     """The endpoint; reads the settings, the session factory and the `GroupCommit` from
     the state of `scope["app"]`."""
-    scope["route"] = _ROUTE
+    scope["route"] = CALLBACK_ROUTE
     request = Request(scope, receive)
     try:
         response = await _respond(request)
