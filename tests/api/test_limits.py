@@ -139,6 +139,36 @@ def test_a_content_length_that_is_not_a_number_is_400(factory: sessionmaker[Sess
     body = Body(chunks=1)
     response = _post(app, "/v1/tables", body.stream(), {"Content-Length": "lots"})
     assert _error(response) == (400, "bad_request", "header.content-length")
+    assert _raw_status(app, [(b"content-length", "²".encode("latin-1"))]) == 400
+
+
+def _raw_status(app: Any, headers: list[tuple[bytes, bytes]]) -> int:
+    """POST /v1/tables with headers no HTTP client would send; the status answered."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/tables",
+        "raw_path": b"/v1/tables",
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("tms", 80),
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        raise AssertionError("the body was read")
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    status: int = sent[0]["status"]
+    return status
 
 
 def test_each_route_has_its_limit(factory: sessionmaker[Session]) -> None:

@@ -2,12 +2,12 @@
 
 The busiest endpoint (every commit of every table) is a plain ASGI endpoint that the
 application dispatches to before FastAPI's middleware, routing and dependency solving (see
-`tms.api.app`), and its database work goes through group commit:
-concurrent notifications share one transaction. `tms.api.gate` authenticates the key and
-bounds the body (`TMS_MAX_CALLBACK_BYTES`) before it is read; a key scoped to base-path
-prefixes is checked here, once the body names the table. Hudi does not retry a failed callback, so
-the 200 is sent only after the commit row, the counters and any operations the policies
-created are committed. Errors have the API's one format (`tms.api.errors`).
+`tms.api.app`), and its database work goes through group commit: concurrent notifications
+share one transaction. `tms.api.gate` authenticates the key and bounds the body
+(`TMS_MAX_CALLBACK_BYTES`) before it is read; a key scoped to base-path prefixes is checked
+here, once the body names the table. Hudi does not retry a failed callback, so the 200 is
+sent only after the commit row, the counters and any operations the policies created are
+committed. Errors have the API's one format (`tms.api.errors`).
 """
 
 from __future__ import annotations

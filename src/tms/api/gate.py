@@ -132,7 +132,7 @@ def _check_content_length(request: Request, limit: int) -> None:
     declared = request.headers.get("content-length")
     if declared is None:
         return
-    if not declared.strip().isdigit():
+    if not (declared.strip().isascii() and declared.strip().isdigit()):
         raise ApiError(
             400, "bad_request", "Content-Length is not a number", field="header.content-length"
         )
