@@ -28,7 +28,9 @@ def test_defaults(tmp_path: Path) -> None:
     s = bare(data_dir=tmp_path)
     assert s.database_url is None and s.embedded_database
     assert (s.host, s.port, s.public_url) == ("127.0.0.1", 9091, "http://127.0.0.1:9091")
-    assert s.callback_keys == [DEFAULT_CALLBACK_KEY]
+    assert s.callback_keys == ()  # Hudi's default key, while auth is off:
+    assert [k.key.get_secret_value() for k in s.accepted_callback_keys] == [DEFAULT_CALLBACK_KEY]
+    assert (s.max_request_bytes, s.max_callback_bytes) == (1024 * 1024, 64 * 1024 * 1024)
     assert s.auth_tokens == () and not s.auth_enabled
     assert (s.auto_register, s.spark_master, s.spark_home) == (True, "local[*]", None)
     assert (s.scheduler_interval_seconds, s.max_running_per_instance, s.queue_limits) == (
@@ -89,14 +91,18 @@ def test_lists_from_env_and_toml(tmp_path: Path) -> None:
         config_file=False,
         environ={
             "TMS_QUEUE_LIMITS": "default:2, etl:4",
-            "TMS_CALLBACK_KEYS": "k1,k2",
+            "TMS_CALLBACK_KEYS": "k1,k2@/lake/a, k2@s3://b@x/lake",
             "TMS_AUTH_TOKENS": "admin:a-secret,viewer:v-secret",
             "TMS_DATABASE_URL": "postgres://tms:pw@db:5432/tms",
             "TMS_PUBLIC_URL": "https://tms.example/",
         },
     )
     assert s.queue_limits == {"default": 2, "etl": 4}
-    assert s.callback_keys == ["k1", "k2"]
+    assert [(k.key.get_secret_value(), k.prefixes) for k in s.callback_keys] == [
+        ("k1", ()),
+        ("k2", ("/lake/a", "s3://b@x/lake")),
+    ]
+    assert "k2" not in repr(s)
     assert s.database_url == "postgresql+psycopg://tms:pw@db:5432/tms"
     assert s.public_url == "https://tms.example"
     assert s.auth_enabled and "a-secret" not in repr(s)
@@ -108,7 +114,8 @@ def test_lists_from_env_and_toml(tmp_path: Path) -> None:
     conf = tmp_path / "tms.toml"
     conf.write_text('callback_keys = ["x"]\nauth_tokens = ["writer:w-secret"]\n')
     t = load_settings(config_file=conf, environ={})
-    assert t.callback_keys == ["x"] and t.role_for_token("w-secret") is Role.WRITER
+    assert [k.key.get_secret_value() for k in t.callback_keys] == ["x"]
+    assert t.role_for_token("w-secret") is Role.WRITER
 
 
 @pytest.mark.parametrize(
@@ -120,7 +127,9 @@ def test_lists_from_env_and_toml(tmp_path: Path) -> None:
         ({"TMS_AUTH_TOKENS": "root:x"}, "TMS_AUTH_TOKENS .*unknown role 'root'"),
         ({"TMS_AUTH_TOKENS": "admin:changeme"}, "TMS_AUTH_TOKENS .*placeholder"),
         ({"TMS_AUTH_TOKENS": "admin:t,viewer:t"}, "TMS_AUTH_TOKENS .*two different roles"),
-        ({"TMS_CALLBACK_KEYS": " "}, "TMS_CALLBACK_KEYS .*at least one key"),
+        ({"TMS_CALLBACK_KEYS": "k@lake/a"}, "TMS_CALLBACK_KEYS .*not an absolute path"),
+        ({"TMS_CALLBACK_KEYS": "k,k@/lake"}, "TMS_CALLBACK_KEYS .*both for any base path"),
+        ({"TMS_MAX_REQUEST_BYTES": "0"}, "TMS_MAX_REQUEST_BYTES .*greater than or equal to 1"),
         ({"TMS_DATABASE_URL": "mysql://db/tms"}, "TMS_DATABASE_URL .*not supported"),
         ({"TMS_SPARK_MASTER": "cluster"}, "TMS_SPARK_MASTER .*expected local"),
         ({"TMS_SPARK_HOME": "/no/such/spark"}, "TMS_SPARK_HOME .*not a directory"),

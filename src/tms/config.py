@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import hashlib
 import hmac
 import os
 import re
@@ -35,6 +36,7 @@ __all__ = [
     "DEFAULT_CONFIG_FILE",
     "ENV_PREFIX",
     "AuthToken",
+    "CallbackKey",
     "Role",
     "SettingDoc",
     "Settings",
@@ -48,6 +50,7 @@ ENV_PREFIX = "TMS_"
 DEFAULT_CONFIG_FILE = Path("conf/tms.toml")
 DEFAULT_CALLBACK_KEY = "hudi_write_commit_http_callback"
 _PLACEHOLDER_SECRETS = frozenset({"changeme", "changethis", "secret", "token", "password"})
+_URL_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SPARK_MASTER = re.compile(
     r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[.+\]|yarn|(spark|k8s|mesos)://.+)$"
 )
@@ -70,6 +73,24 @@ class AuthToken(NamedTuple):
 
     role: Role
     token: SecretStr
+
+
+class CallbackKey(NamedTuple):
+    """One accepted HUDI-CALLBACK-KEY and the base-path prefixes it may notify (none: any
+    path); `key@prefix` entries of the setting, one per prefix."""
+
+    key: SecretStr
+    prefixes: tuple[str, ...] = ()
+
+    @property
+    def fingerprint(self) -> str:
+        """What logs may show of the key: the first 8 hex digits of its SHA-256."""
+        return hashlib.sha256(self.key.get_secret_value().encode()).hexdigest()[:8]
+
+    @property
+    def is_public_default(self) -> bool:
+        """Hudi's documented default key: anyone may know it."""
+        return self.key.get_secret_value() == DEFAULT_CALLBACK_KEY
 
 
 class Settings(BaseSettings):
@@ -95,10 +116,22 @@ class Settings(BaseSettings):
         description="URL Spark jobs use to reach the API; unset = http://host:port "
         "(127.0.0.1 when host is a wildcard address)",
     )
-    callback_keys: Annotated[list[str], NoDecode] = Field(
-        default_factory=lambda: [DEFAULT_CALLBACK_KEY],
-        description="accepted HUDI-CALLBACK-KEY header values, comma-separated",
+    # --- Callback keys and request limits -------------------------------------------------
+    callback_keys: Annotated[tuple[CallbackKey, ...], NoDecode] = Field(
+        (),
+        description="accepted HUDI-CALLBACK-KEY values, comma-separated, each optionally "
+        "scoped to a base-path prefix (key@/lake/sales; repeat a key for more prefixes); "
+        f"empty = Hudi's default key {DEFAULT_CALLBACK_KEY} while auth is off, none with auth on",
     )
+    max_request_bytes: int = Field(
+        1024 * 1024, ge=1, description="largest request body of every route but the callback"
+    )
+    max_callback_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1,
+        description="largest commit callback body (a commit touching ~50,000 files fits)",
+    )
+    # --------------------------------------------------------------------------------------
     auth_tokens: Annotated[tuple[AuthToken, ...], NoDecode] = Field(
         (),
         description="bearer tokens as role:token pairs, comma-separated, roles "
@@ -217,14 +250,28 @@ class Settings(BaseSettings):
     @field_validator("callback_keys", mode="before")
     @classmethod
     def _callback_keys(cls, value: Any) -> Any:
-        keys = _split(value)
-        if isinstance(keys, list):
-            if not keys:
-                raise ValueError("at least one key is needed (writers send one with each commit)")
-            if any(not isinstance(k, str) or not k.strip() for k in keys):
-                raise ValueError("keys must be non-empty strings")
-            return [k.strip() for k in keys]
-        return keys
+        """`key` or `key@prefix` entries; a key's prefixes are gathered into one entry."""
+        items = _split(value)
+        if not isinstance(items, list):
+            return items
+        scopes: dict[str, list[str]] = {}
+        for item in items:
+            if isinstance(item, CallbackKey):
+                key, prefixes = item.key.get_secret_value(), list(item.prefixes)
+            elif isinstance(item, str):
+                key, prefixes = _callback_key_entry(item)
+            else:
+                raise ValueError("keys must be strings such as key or key@/lake/sales")
+            if key not in scopes:
+                scopes[key] = prefixes
+            elif bool(scopes[key]) != bool(prefixes):
+                raise ValueError(
+                    "a key is given both for any base path and for prefixes; scope it with "
+                    "key@prefix entries only, or give it once without a prefix"
+                )
+            else:
+                scopes[key].extend(prefixes)
+        return tuple(CallbackKey(SecretStr(k), tuple(p)) for k, p in scopes.items())
 
     @field_validator("auth_tokens", mode="before")
     @classmethod
@@ -323,6 +370,14 @@ class Settings(BaseSettings):
     def auth_enabled(self) -> bool:
         return bool(self.auth_tokens)
 
+    @property
+    def accepted_callback_keys(self) -> tuple[CallbackKey, ...]:
+        """The configured keys; without any, Hudi's public default key while auth is off
+        (a writer works unconfigured in development) and no key at all with auth on."""
+        if self.callback_keys or self.auth_enabled:
+            return self.callback_keys
+        return (CallbackKey(SecretStr(DEFAULT_CALLBACK_KEY)),)
+
     def role_for_token(self, token: str) -> Role | None:
         """The role a bearer token grants, compared in constant time; None if unknown."""
         found: Role | None = None
@@ -330,6 +385,19 @@ class Settings(BaseSettings):
             if hmac.compare_digest(entry.token.get_secret_value().encode(), token.encode()):
                 found = entry.role
         return found
+
+
+def _callback_key_entry(item: str) -> tuple[str, list[str]]:
+    """`key` (any base path) or `key@prefix`; keys cannot hold `@`, prefixes may (abfs://)."""
+    key, sep, prefix = item.strip().partition("@")
+    key, prefix = key.strip(), prefix.strip()
+    if not key or any(c.isspace() for c in key):
+        raise ValueError("a key is empty or contains whitespace")
+    if not sep:
+        return key, []
+    if not (prefix.startswith("/") or _URL_PREFIX.match(prefix)):
+        raise ValueError(f"the prefix {prefix!r} is not an absolute path or a URL (key@/lake/a)")
+    return key, [prefix]
 
 
 def _split(value: Any) -> Any:
@@ -415,7 +483,7 @@ def _explain(exc: ValidationError, file: Path | None) -> str:
         where = f"{ENV_PREFIX}{name.upper()} ({'.'.join(loc)})"
         if error["type"] == "extra_forbidden":
             lines.append(f"  {name}: unknown setting (a typo in the config file?)")
-        elif name in {"auth_tokens", "database_url"}:
+        elif name in {"auth_tokens", "callback_keys", "database_url"}:
             lines.append(f"  {where}: {msg}")
         else:
             lines.append(f"  {where}: {msg}; got {error.get('input')!r}")

@@ -6,13 +6,12 @@ import asyncio
 from typing import Any
 
 import httpx
-import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.api.conftest import WRITER, MakeClient, TestClient, bearer, make_settings
 from tests.api.helpers import callback_payload, instant, notify, register, write_stat
-from tms.api import callback, create_app
+from tms.api import create_app
 from tms.hudi.writer import HudiWriter
 from tms.store import Commit, Operation, Tbl
 
@@ -232,8 +231,8 @@ def _metric(app: Any, name: str) -> float:
     return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
 
 
-def test_callback_endpoint_errors(make_client: MakeClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    client = make_client()
+def test_callback_endpoint_errors(make_client: MakeClient) -> None:
+    client = make_client(max_callback_bytes=1000)
     url = "/v1/hoodie/service/commit"
     key = {"HUDI-CALLBACK-KEY": "hudi_write_commit_http_callback"}
     wrong_method = client.get(url)
@@ -241,10 +240,10 @@ def test_callback_endpoint_errors(make_client: MakeClient, monkeypatch: pytest.M
     garbage = client.post(url, content=b"{not json", headers=key)
     assert garbage.status_code == 422
     assert garbage.json()["error"]["field"] == "body"
-    monkeypatch.setattr(callback, "MAX_BODY_BYTES", 1000)
     big = callback_payload(instant(), stats=[write_stat(log=True)] * 10)
     too_big = client.post(url, json=big, headers=key)
     assert (too_big.status_code, too_big.json()["error"]["code"]) == (413, "payload_too_large")
+    assert too_big.json()["error"]["field"] == "body"
     documented = client.get("/openapi.json").json()
     post = documented["paths"][url]["post"]
     assert post["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(

@@ -11,9 +11,11 @@ from fastapi.openapi.utils import get_openapi
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.types import Receive, Scope, Send
 
-from tms.api.callback import CALLBACK_PATH, commit_callback, openapi_path
+from tms.api.auth import log_callback_keys
+from tms.api.callback import CALLBACK_PATH, CALLBACK_ROUTE, commit_callback, openapi_path
 from tms.api.commit_batch import database_unreachable, write_notifications
 from tms.api.errors import install_error_handlers
+from tms.api.gate import CALLBACK_GUARD, RequestGate
 from tms.api.group_commit import GroupCommit
 from tms.api.http_metrics import HttpMetricsMiddleware
 from tms.api.routes import health, hoodie, jobs, operations, tables
@@ -38,14 +40,17 @@ also change and delete tables. The commit callback takes Hudi's `HUDI-CALLBACK-K
 
 class TmsApi(FastAPI):
     """FastAPI, with Hudi's commit callback dispatched first: the busiest endpoint skips
-    the middleware stack, routing and dependency solving (its own HTTP metrics, errors in
-    the API's format)."""
+    the middleware stack, routing and dependency solving (its own HTTP metrics and request
+    gate, errors in the API's format)."""
 
-    _callback = HttpMetricsMiddleware(commit_callback)
+    _callback = HttpMetricsMiddleware(
+        RequestGate(commit_callback, CALLBACK_GUARD, methods=frozenset({"POST"}))
+    )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == CALLBACK_PATH:
             scope["app"] = self
+            scope["route"] = CALLBACK_ROUTE
             await self._callback(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
@@ -64,6 +69,7 @@ def create_app(
             "TMS_AUTH_TOKENS is not set: API authentication is OFF; anyone who can reach "
             "this port may register tables and submit operations"
         )
+    log_callback_keys(settings)
     app = TmsApi(title="tms", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
     app.state.session_factory = session_factory
@@ -74,6 +80,7 @@ def create_app(
         whole_batch_failure=database_unreachable,
     )
     install_error_handlers(app)
+    app.add_middleware(RequestGate)  # inside the metrics: refusals are counted too
     app.add_middleware(HttpMetricsMiddleware)
     for module in (hoodie, tables, operations, jobs, health):
         app.include_router(module.router)

@@ -2,10 +2,12 @@
 
 The busiest endpoint (every commit of every table) is a plain ASGI endpoint that the
 application dispatches to before FastAPI's middleware, routing and dependency solving (see
-`tms.api.app`), and its database work goes through group commit:
-concurrent notifications share one transaction. Hudi does not retry a failed callback, so
-the 200 is sent only after the commit row, the counters and any operations the policies
-created are committed. Errors have the API's one format (`tms.api.errors`).
+`tms.api.app`), and its database work goes through group commit: concurrent notifications
+share one transaction. `tms.api.gate` authenticates the key and bounds the body
+(`TMS_MAX_CALLBACK_BYTES`) before it is read; a key scoped to base-path prefixes is checked
+here, once the body names the table. Hudi does not retry a failed callback, so the 200 is
+sent only after the commit row, the counters and any operations the policies created are
+committed. Errors have the API's one format (`tms.api.errors`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from tms.api import observe
-from tms.api.auth import authorize, callback_key_ok, unauthorized
+from tms.api.auth import authorize_callback
 from tms.api.commit_action import action_from_payload, action_from_stats, summarize
 from tms.api.commit_batch import Notification, Outcome
 from tms.api.errors import ApiError, error_response
@@ -30,13 +32,11 @@ from tms.api.group_commit import GroupCommit
 from tms.api.probe import TableProbe
 from tms.api.registration import DEFAULT_DB_NAME, register
 from tms.api.schemas import CallbackIn, CallbackOut
-from tms.config import Role, Settings
+from tms.config import Settings
 
-__all__ = ["CALLBACK_PATH", "MAX_BODY_BYTES", "commit_callback", "openapi_path"]
+__all__ = ["CALLBACK_PATH", "CALLBACK_ROUTE", "commit_callback", "openapi_path"]
 
 CALLBACK_PATH = "/v1/hoodie/service/commit"
-MAX_BODY_BYTES = 64 * 1024 * 1024
-"""A commit touching ~50,000 files still fits; more is refused with 413."""
 
 
 @dataclass(frozen=True)
@@ -47,13 +47,14 @@ class _Route:
     path: str = CALLBACK_PATH
 
 
-_ROUTE = _Route()
+CALLBACK_ROUTE = _Route()
+"""`scope["route"]` of the callback, set before the gate so refusals are labelled too."""
 
 
 async def commit_callback(scope: Scope, receive: Receive, send: Send) -> None:
     """The endpoint; reads the settings, the session factory and the `GroupCommit` from
     the state of `scope["app"]`."""
-    scope["route"] = _ROUTE
+    scope["route"] = CALLBACK_ROUTE
     request = Request(scope, receive)
     try:
         response = await _respond(request)
@@ -69,8 +70,9 @@ async def _respond(request: Request) -> Response:
         raise ApiError(405, "method_not_allowed", "use POST", headers={"Allow": "POST"})
     state = request.app.state
     settings: Settings = state.settings
-    _authorize(settings, request)
-    body = _parse(await _read_body(request))
+    grant = authorize_callback(settings, request.headers)  # as the gate did, for the scope
+    body = _parse(await request.body())
+    grant.check(body.base_path, field="body.basePath")
     summary = summarize(body.write_stats or [])
     action, source = action_from_payload(body.commit_action_type), "payload"
     if action is None:
@@ -104,31 +106,6 @@ async def _respond(request: Request) -> Response:
         operations_created=[op.id for op in outcome.operations],
     )
     return Response(out.model_dump_json(), media_type="application/json")
-
-
-def _authorize(settings: Settings, request: Request) -> None:
-    """The callback key Hudi sends; with auth on, a writer (or admin) bearer token also
-    passes, so our own tools can notify without knowing the writers' key."""
-    if callback_key_ok(settings, request.headers.get("hudi-callback-key")):
-        return
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if settings.auth_enabled and scheme.lower() == "bearer" and token.strip():
-        authorize(settings, token.strip(), Role.WRITER)
-        return
-    raise unauthorized("missing or wrong HUDI-CALLBACK-KEY header")
-
-
-async def _read_body(request: Request) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise ApiError(
-                413, "payload_too_large", f"the body is over {MAX_BODY_BYTES} bytes", field="body"
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _parse(body: bytes) -> CallbackIn:
@@ -191,6 +168,8 @@ def openapi_path() -> tuple[dict[str, Any], dict[str, Any]]:
         "responses": {
             "200": {"description": "stored (or already stored)", **ref("CallbackOut")},
             "401": {"description": "missing or wrong HUDI-CALLBACK-KEY"},
+            "403": {"description": "the key may not notify this base path (`body.basePath`)"},
+            "413": {"description": "the body is over TMS_MAX_CALLBACK_BYTES"},
             "404": {"description": "unknown table and auto-registration off"},
             "422": {"description": "a field of the payload is wrong; `field` names it"},
         },

@@ -25,9 +25,12 @@ from tms.store.models import Attempt
 __all__ = [
     "BearerDep",
     "JobAttemptDep",
+    "RoleCheck",
     "SessionDep",
     "SettingsDep",
+    "job_attempt",
     "require",
+    "verified_attempt",
 ]
 
 
@@ -68,16 +71,34 @@ SessionDep = Annotated[Session, Depends(_session)]
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
+class RoleCheck:
+    """The dependency `require(role)` adds to a route: the one place a route declares its
+    role. `tms.api.gate` reads `role` from the route to authenticate before the body is
+    read; the check runs again here, where FastAPI solves the route's dependencies."""
+
+    def __init__(self, role: Role) -> None:
+        self.role = role
+
+    async def __call__(self, settings: SettingsDep, credentials: BearerDep) -> Role:
+        return authorize(settings, credentials.credentials if credentials else None, self.role)
+
+
 def require(role: Role) -> Any:
     """A route dependency admitting callers whose token grants at least `role`."""
-
-    async def check(settings: SettingsDep, credentials: BearerDep) -> Role:
-        return authorize(settings, credentials.credentials if credentials else None, role)
-
-    return Depends(check)
+    return Depends(RoleCheck(role))
 
 
-def _job_attempt(
+def verified_attempt(session: Session, token: str | None, attempt_id: int | str) -> Attempt:
+    """The attempt `attempt_id`, if `token` is the job token issued to it (else 401)."""
+    if not token:
+        raise unauthorized("the attempt's job token is required (Authorization: Bearer …)")
+    attempt = attempt_for_token(session, token, running_only=False)
+    if attempt is None or str(attempt.id) != str(attempt_id):
+        raise unauthorized(f"the token is not the job token of attempt {attempt_id}")
+    return attempt
+
+
+def job_attempt(
     attempt_id: Annotated[int, Path(ge=1, le=MAX_ID)],
     credentials: BearerDep,
     session: SessionDep,
@@ -87,12 +108,8 @@ def _job_attempt(
     Finished attempts are found too, so a repeated result is answered, not refused; each
     route checks whether the attempt still holds the operation's lease (else 409).
     """
-    if credentials is None or not credentials.credentials:
-        raise unauthorized("the attempt's job token is required (Authorization: Bearer …)")
-    attempt = attempt_for_token(session, credentials.credentials, running_only=False)
-    if attempt is None or attempt.id != attempt_id:
-        raise unauthorized(f"the token is not the job token of attempt {attempt_id}")
-    return attempt
+    return verified_attempt(session, credentials.credentials if credentials else None, attempt_id)
 
 
-JobAttemptDep = Annotated[Attempt, Depends(_job_attempt)]
+JobAttemptDep = Annotated[Attempt, Depends(job_attempt)]
+"""The attempt a job route acts for; `tms.api.gate` checks its token before the body."""
