@@ -24,8 +24,8 @@ ENDPOINTS: list[tuple[str, str, Any, Any, str]] = [
     ("GET", "/v1/operations", None, None, READ),
     ("GET", "/v1/operations/{op}", None, None, READ),
     ("GET", "/v1/operations/{op}/attempts", None, None, READ),
-    ("POST", "/v1/tables", TABLE, None, WRITE),
-    ("POST", "/v1/hoodie/service/register", TABLE, None, WRITE),
+    ("POST", "/v1/tables?pending=true", TABLE, None, WRITE),
+    ("POST", "/v1/hoodie/service/register?pending=true", TABLE, None, WRITE),
     ("POST", "/v1/hoodie/service/clean/submit", {**TABLE, "instant": "{instant}"}, None, WRITE),
     ("GET", "/v1/hoodie/service/compact", None, {"basepath": TABLE["base_path"]}, WRITE),
     ("POST", "/v1/operations/{op}/cancel", None, None, WRITE),
@@ -38,9 +38,10 @@ ENDPOINTS: list[tuple[str, str, Any, Any, str]] = [
 def secured(make_client: MakeClient) -> tuple[TestClient, dict[str, str]]:
     client = make_client(auth_tokens=AUTH_TOKENS)
     admin = bearer(ADMIN)
-    table = client.post("/v1/tables", json=TABLE, headers=admin).json()
+    url = "/v1/tables?pending=true"
+    table = client.post(url, json=TABLE, headers=admin).json()
     gone = client.post(
-        "/v1/tables", json={**TABLE, "table_name": "gone", "base_path": "/gone"}, headers=admin
+        url, json={**TABLE, "table_name": "gone", "base_path": "/gone"}, headers=admin
     ).json()
     op = client.post(
         "/v1/hoodie/service/clean/submit", json={**TABLE, "instant": instant()}, headers=admin
