@@ -18,6 +18,7 @@ import pytest
 
 from tests.api.conftest import MakeClient
 from tests.api.helpers import callback_payload, instant
+from tms.config import SettingsError, load_settings
 from tms.hudi.writer import HudiWriter
 from tms.serve import free_port
 
@@ -305,3 +306,32 @@ def _wait_ready(url: str, service: subprocess.Popen[bytes]) -> None:
             pass
         time.sleep(0.1)
     raise AssertionError("tms serve did not become ready")
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("TMS_ALLOWED_PATH_PREFIXES", "/lake,relative", "not an absolute path"),
+        ("TMS_ALLOWED_PATH_PREFIXES", "zip::/lake", "chained URLs"),
+        ("TMS_ALLOWED_SCHEMES", "file,s3 a", "not a URL scheme"),
+    ],
+)
+def test_bad_allow_lists_stop_the_service_naming_the_variable(
+    variable: str, value: str, says: str
+) -> None:
+    with pytest.raises(SettingsError, match=variable) as refused:
+        load_settings(config_file=False, environ={variable: value})
+    assert says in str(refused.value)
+
+
+def test_allow_lists_are_read_from_the_environment() -> None:
+    settings = load_settings(
+        config_file=False,
+        environ={
+            "TMS_ALLOWED_SCHEMES": "FILE, s3",
+            "TMS_ALLOWED_PATH_PREFIXES": "/lake/, file:///data//x, s3://b/t/",
+        },
+    )
+    assert settings.allowed_schemes == ["file", "s3"]
+    assert settings.allowed_path_prefixes == ["/lake", "/data/x", "s3://b/t"]
+    assert load_settings(config_file=False, environ={}).allowed_path_prefixes == ["/"]
