@@ -54,6 +54,7 @@ _URL_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SPARK_MASTER = re.compile(
     r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[.+\]|yarn|(spark|k8s|mesos)://.+)$"
 )
+_URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
 
 
 class SettingsError(ValueError):
@@ -180,6 +181,21 @@ class Settings(BaseSettings):
         0, ge=0, description="commits that trigger a clustering of tables that enable it (0 = off)"
     )
     log_dir: Path | None = Field(None, description="job logs; unset = data_dir/logs")
+    allowed_schemes: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["file", "s3", "s3a", "gs", "abfs", "hdfs"],
+        description="storage schemes a table's base path may use (file = local paths)",
+    )
+    allowed_path_prefixes: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["/"],
+        description="a base path must lie strictly below one of the prefixes of its scheme; "
+        "a scheme without any prefix here is not restricted; / = any local path but /",
+    )
+    storage_timeout_seconds: float = Field(
+        10.0, gt=0, description="longest a request waits for a storage read"
+    )
+    storage_threads: int = Field(
+        8, ge=1, description="storage reads requests make at once (more are refused with 503)"
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -299,6 +315,35 @@ class Settings(BaseSettings):
                 raise ValueError("one token is given two different roles")
             parsed.append(AuthToken(role, SecretStr(token)))
         return tuple(parsed)
+
+    @field_validator("allowed_schemes", mode="before")
+    @classmethod
+    def _allowed_schemes(cls, value: Any) -> Any:
+        items = _split(value)
+        if not isinstance(items, list):
+            return items
+        schemes = [str(item).strip().lower() for item in items]
+        for scheme in schemes:
+            if not _URL_SCHEME.match(scheme):
+                raise ValueError(f"{scheme!r} is not a URL scheme (e.g. file, s3, hdfs)")
+        return schemes
+
+    @field_validator("allowed_path_prefixes", mode="before")
+    @classmethod
+    def _allowed_path_prefixes(cls, value: Any) -> Any:
+        items = _split(value)
+        if not isinstance(items, list):
+            return items
+        # The one normalization of base paths (a pure module without imports of ours).
+        from tms.hudi.base_path import BasePathError, normalize_base_path
+
+        prefixes: list[str] = []
+        for item in items:
+            try:
+                prefixes.append(normalize_base_path(str(item)))
+            except BasePathError as exc:
+                raise ValueError(f"{str(item).strip()!r} {exc}") from None
+        return prefixes
 
     @field_validator("queue_limits", mode="before")
     @classmethod

@@ -96,7 +96,7 @@ def notify(
 
 def register(client: TestClient, name: str = "trips", **extra: Any) -> dict[str, Any]:
     body = {"db_name": "lake", "table_name": name, "base_path": f"/data/lake/{name}", **extra}
-    response = client.post("/v1/hoodie/service/register", json=body)
+    response = client.post("/v1/hoodie/service/register", json=body, params={"pending": True})
     assert response.status_code in (200, 201), response.text
     result: dict[str, Any] = response.json()
     return result

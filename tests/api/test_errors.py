@@ -97,7 +97,8 @@ def test_ids_routes_and_queries(
 def test_error_shape_for_store_errors(client: TestClient) -> None:
     register(client)
     clash = client.post(
-        "/v1/tables", json={"db_name": "lake", "table_name": "trips", "base_path": "/else"}
+        "/v1/tables?pending=true",
+        json={"db_name": "lake", "table_name": "trips", "base_path": "/else"},
     )
     assert clash.status_code == 409
     assert clash.json() == {

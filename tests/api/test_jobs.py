@@ -89,7 +89,7 @@ def test_wrong_or_missing_token_is_401(make_client: MakeClient, session: Session
     client = make_client(auth_tokens=AUTH_TOKENS)
     admin = bearer(ADMIN)
     client.post(
-        "/v1/hoodie/service/register",
+        "/v1/hoodie/service/register?pending=true",
         json={"db_name": "lake", "table_name": "trips", "base_path": "/d/t"},
         headers=admin,
     ).raise_for_status()

@@ -18,6 +18,7 @@ def test_create_get_and_list_with_cursor(client: TestClient) -> None:
     created = client.post(
         "/v1/tables",
         json={"db_name": "lake", "table_name": "t0", "base_path": "/data/t0", "queue": "etl"},
+        params={"pending": True},
     )
     assert created.status_code == 201
     for n in range(1, 5):
@@ -43,6 +44,7 @@ def test_post_tables_refuses_unknown_fields(client: TestClient) -> None:
     response = client.post(
         "/v1/tables",
         json={"db_name": "lake", "table_name": "t", "base_path": "/d", "paused_": True},
+        params={"pending": True},
     )
     assert response.status_code == 422
     assert response.json()["error"]["field"] == "body.paused_"

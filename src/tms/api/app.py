@@ -19,6 +19,7 @@ from tms.api.gate import CALLBACK_GUARD, RequestGate
 from tms.api.group_commit import GroupCommit
 from tms.api.http_metrics import HttpMetricsMiddleware
 from tms.api.routes import health, hoodie, jobs, operations, tables
+from tms.api.storage_calls import StorageCalls
 from tms.config import Settings
 
 __all__ = ["TmsApi", "create_app"]
@@ -78,6 +79,9 @@ def create_app(
         max_batch=COMMIT_BATCH_MAX,
         max_in_flight=COMMITS_IN_FLIGHT,
         whole_batch_failure=database_unreachable,
+    )
+    app.state.storage_calls = StorageCalls(
+        threads=settings.storage_threads, timeout=settings.storage_timeout_seconds
     )
     install_error_handlers(app)
     app.add_middleware(RequestGate)  # inside the metrics: refusals are counted too

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from fastapi.exceptions import RequestValidationError
@@ -29,9 +30,10 @@ from tms.api.commit_action import action_from_payload, action_from_stats, summar
 from tms.api.commit_batch import Notification, Outcome
 from tms.api.errors import ApiError, error_response
 from tms.api.group_commit import GroupCommit
-from tms.api.probe import TableProbe
-from tms.api.registration import DEFAULT_DB_NAME, register
+from tms.api.probe import StorageInfo, TableProbe
+from tms.api.registration import DEFAULT_DB_NAME, checked_base_path, register
 from tms.api.schemas import CallbackIn, CallbackOut
+from tms.api.storage_calls import StorageCalls
 from tms.config import Settings
 
 __all__ = ["CALLBACK_PATH", "CALLBACK_ROUTE", "commit_callback", "openapi_path"]
@@ -72,28 +74,33 @@ async def _respond(request: Request) -> Response:
     settings: Settings = state.settings
     grant = authorize_callback(settings, request.headers)  # as the gate did, for the scope
     body = _parse(await request.body())
-    grant.check(body.base_path, field="body.basePath")
+    base_path = checked_base_path(settings, body.base_path, "body.basePath")
+    grant.check(base_path, field="body.basePath")
     summary = summarize(body.write_stats or [])
     action, source = action_from_payload(body.commit_action_type), "payload"
     if action is None:
         action, source = action_from_stats(summary), "write_stats"
-    probe = TableProbe(body.base_path)
-    if action is None:  # storage is slow: off the event loop
-        action = await asyncio.to_thread(probe.action_of, body.commit_time)
+    probe = TableProbe(base_path)
+    calls: StorageCalls = state.storage_calls
+    if action is None:  # storage may be slow or hung: bounded, off the event loop
+        action = await calls.run_async(partial(probe.action_of, body.commit_time))
         source = "timeline"
-    note = Notification(body.base_path, body.commit_time, action, source, summary)
+    note = Notification(base_path, body.commit_time, action, source, summary)
     commits: GroupCommit[Notification, Outcome] = state.commits
     outcome = await commits.submit(note)
     registered = False
     if outcome.table_id is None:
         if not settings.auto_register:
             raise ApiError.not_found(
-                f"no table is registered at {body.base_path} and auto-registration is off"
+                f"no table is registered at {base_path} and auto-registration is off"
             )
-        registered = await asyncio.to_thread(_register, state.session_factory, body, probe)
+        info = (await calls.run_async(probe.look)).info
+        registered = await asyncio.to_thread(
+            _register, state.session_factory, body, base_path, info
+        )
         outcome = await commits.submit(note)
         if outcome.table_id is None:
-            raise ApiError.not_found(f"the table at {body.base_path} was removed meanwhile")
+            raise ApiError.not_found(f"the table at {base_path} was removed meanwhile")
     observe.commit_notified("callback", new=outcome.new)
     observe.operations_created(outcome.operations, "policy")
     out = CallbackOut(
@@ -119,17 +126,19 @@ def _parse(body: bytes) -> CallbackIn:
         ) from None
 
 
-def _register(factory: sessionmaker[Session], body: CallbackIn, probe: TableProbe) -> bool:
-    """Auto-registration of the callback's table, in its own transaction; True if created."""
-    info = probe.info()  # storage first, before the transaction starts
+def _register(
+    factory: sessionmaker[Session], body: CallbackIn, base_path: str, info: StorageInfo | None
+) -> bool:
+    """Auto-registration of the callback's table, in its own transaction; True if created.
+    Storage this service cannot read does not refuse a writer's table."""
     db_name = info.database_name if info is not None and info.database_name else None
     with factory() as session, session.begin():
         return register(
             session,
             db_name=db_name or DEFAULT_DB_NAME,
             table_name=body.table_name,
-            base_path=body.base_path,
-            probe=probe,
+            base_path=base_path,
+            info=info,
         ).created
 
 

@@ -1,23 +1,36 @@
-"""Best-effort reads of a table on storage: its `hoodie.properties` and its timeline.
+"""What storage shows at a base path: is there a Hudi table, and what does it say.
 
-Requests that name a base path (register, commit callback, the Hudi client) use what they
-can read and carry on without it: a table may live on storage this service cannot reach,
-and that must not refuse a writer's notification. Reads happen before the request's
-transaction starts where possible, to keep transactions short.
+Requests that name a base path (register, commit callback, the Hudi client) read the table
+through a probe, on a `StorageCalls` thread (storage may hang), before their transaction
+starts. A probe never raises: storage that cannot be read is an answer too
+(`TableState.UNREADABLE`), and each caller decides what it means for its request. The
+storage's own error texts go to the log only: they can describe internal hosts and ports.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 from dataclasses import dataclass
 
 from tms.hudi.instant import Action as HudiAction
+from tms.hudi.properties import PROPERTIES_PATH
+from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.store.models import TableType
 
-__all__ = ["StorageInfo", "TableProbe"]
+__all__ = ["Seen", "StorageInfo", "TableProbe", "TableState"]
 
 log = logging.getLogger(__name__)
+
+
+class TableState(enum.Enum):
+    TABLE = "table"
+    """`hoodie.properties` is there (`Seen.table` is None if it could not be loaded)."""
+    ABSENT = "absent"
+    """Storage answered: no `hoodie.properties` under the base path."""
+    UNREADABLE = "unreadable"
+    """Storage could not be read (no access, unknown host, …)."""
 
 
 @dataclass(frozen=True)
@@ -28,28 +41,16 @@ class StorageInfo:
     table_version: int | None
 
 
-class TableProbe:
-    """Opens the table at `base_path` at most once and answers from what it read."""
+@dataclass(frozen=True)
+class Seen:
+    state: TableState
+    table: HudiTable | None = None
 
-    def __init__(self, base_path: str) -> None:
-        self.base_path = base_path
-        self._opened = False
-        self._table: HudiTable | None = None
-
-    def table(self) -> HudiTable | None:
-        if not self._opened:
-            self._opened = True
-            try:
-                self._table = HudiTable.open(self.base_path)
-            except Exception as exc:  # any scheme, any failure: the caller carries on
-                log.debug("cannot read a Hudi table at %s: %s", self.base_path, exc)
-        return self._table
-
+    @property
     def info(self) -> StorageInfo | None:
-        table = self.table()
-        if table is None:
+        if self.table is None:
             return None
-        config = table.config
+        config = self.table.config
         try:
             table_type: TableType | None = TableType(config.table_type)
         except ValueError:
@@ -61,10 +62,37 @@ class TableProbe:
             table_version=config.table_version or None,
         )
 
+
+class TableProbe:
+    """Reads the table at `base_path` at most once and answers from what it read. Its
+    methods do storage I/O: call them through `StorageCalls`."""
+
+    def __init__(self, base_path: str) -> None:
+        self.base_path = base_path
+        self._seen: Seen | None = None
+
+    def look(self) -> Seen:
+        if self._seen is None:
+            self._seen = self._read()
+        return self._seen
+
+    def _read(self) -> Seen:
+        try:
+            if not Storage(self.base_path).exists(PROPERTIES_PATH):
+                return Seen(TableState.ABSENT)
+        except Exception as exc:  # any scheme, any failure: the caller decides
+            log.warning("cannot read storage at %s: %s", self.base_path, exc)
+            return Seen(TableState.UNREADABLE)
+        try:
+            return Seen(TableState.TABLE, HudiTable.open(self.base_path))
+        except Exception as exc:
+            log.warning("cannot load the Hudi table at %s: %s", self.base_path, exc)
+            return Seen(TableState.TABLE)
+
     def action_of(self, instant_time: str) -> str | None:
         """The action of `instant_time` on the timeline; a completed compaction or
         clustering is named by what it was requested as, not by its commit action."""
-        table = self.table()
+        table = self.look().table
         if table is None:
             return None
         try:
@@ -79,5 +107,5 @@ class TableProbe:
                 return HudiAction.CLUSTERING.value
             return instant.action.value
         except Exception as exc:
-            log.debug("cannot read the timeline of %s: %s", self.base_path, exc)
+            log.warning("cannot read the timeline of %s: %s", self.base_path, exc)
             return None

@@ -1,28 +1,48 @@
 """Registering tables from what callers say and what storage shows.
 
 Used by `POST /v1/tables`, RFC-43 register, the Hudi client's REGISTER/REQUEST and the
-commit callback's auto-registration, so all four treat a table alike.
+commit callback's auto-registration, so all four treat a table alike: every base path is
+normalized and checked against the allowed schemes and prefixes (`checked_base_path`)
+before it is stored, compared or opened.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Response
+from fastapi import Query, Response
 from sqlalchemy.orm import Session
 
-from tms.api.probe import TableProbe
+from tms.api.errors import ApiError
+from tms.api.probe import Seen, StorageInfo, TableProbe, TableState
 from tms.api.schemas.tables import TableIn, TableOut
+from tms.api.storage_calls import StorageCalls
 from tms.api.views import table_out
 from tms.config import Settings
+from tms.hudi.base_path import BasePathError, check_base_path
 from tms.store.models import Action, TableType
 from tms.store.tables import Registered, register_table, update_table
 
-__all__ = ["DEFAULT_DB_NAME", "register", "register_body"]
+__all__ = [
+    "DEFAULT_DB_NAME",
+    "PendingQuery",
+    "checked_base_path",
+    "register",
+    "register_body",
+    "require_table",
+]
 
 DEFAULT_DB_NAME = "default"
 """Database name of a table whose writer names none (Hudi's own default)."""
+
+PendingQuery = Annotated[
+    bool,
+    Query(
+        description="true: register a table that will be created (storage need not show "
+        "a Hudi table at the base path yet)"
+    ),
+]
 
 
 def register(
@@ -31,7 +51,7 @@ def register(
     db_name: str,
     table_name: str,
     base_path: str,
-    probe: TableProbe | None = None,
+    info: StorageInfo | None = None,
     owner: str | None = None,
     queue: str | None = None,
     priority: int | None = None,
@@ -41,8 +61,8 @@ def register(
     paused: bool | None = None,
 ) -> Registered:
     """Register (idempotently) with the table type and version read from storage when it
-    is readable; an existing table gets them refreshed if storage shows something new."""
-    info = probe.info() if probe is not None else None
+    is readable; an existing table gets them refreshed if storage shows something new.
+    `base_path` must come from `checked_base_path`."""
     registered = register_table(
         session,
         db_name=db_name,
@@ -71,19 +91,57 @@ def register(
     return registered
 
 
+def checked_base_path(settings: Settings, raw: str, field: str) -> str:
+    """`raw` normalized, if the settings allow it; else 422 naming `field` and saying why."""
+    try:
+        return check_base_path(
+            raw, schemes=settings.allowed_schemes, prefixes=settings.allowed_path_prefixes
+        )
+    except BasePathError as exc:
+        raise ApiError.invalid(field, str(exc)) from None
+
+
+def require_table(seen: Seen, field: str) -> None:
+    """Refuse to register what storage shows is no Hudi table, or cannot show at all."""
+    if seen.state is TableState.ABSENT:
+        raise ApiError.invalid(
+            field,
+            "not a Hudi table: .hoodie/hoodie.properties is missing "
+            "(register with ?pending=true a table that will be created)",
+        )
+    if seen.state is TableState.UNREADABLE:
+        raise ApiError(
+            502,
+            "storage_error",
+            f"{field}: the table's storage could not be read "
+            "(register with ?pending=true to skip the check)",
+            field=field,
+        )
+
+
 def register_body(
-    session: Session, body: TableIn, response: Response, settings: Settings
+    session: Session,
+    body: TableIn,
+    response: Response,
+    settings: Settings,
+    calls: StorageCalls,
+    *,
+    pending: bool = False,
 ) -> TableOut:
     """`POST /v1/tables` and RFC-43 register, which answer alike: storage is read before the
-    transaction; 201 when created, 200 when this name and base path were registered already."""
-    probe = TableProbe(body.base_path)
-    probe.info()
+    transaction; 201 when created, 200 when this name and base path were registered already.
+    Unless `pending`, storage must show a Hudi table at the base path."""
+    field = "body.base_path"
+    base_path = checked_base_path(settings, body.base_path, field)
+    seen = calls.run(TableProbe(base_path).look)
+    if not pending:
+        require_table(seen, field)
     registered = register(
         session,
         db_name=body.db_name,
         table_name=body.table_name,
-        base_path=body.base_path,
-        probe=probe,
+        base_path=base_path,
+        info=seen.info,
         owner=body.owner,
         queue=body.queue,
         priority=body.priority,

@@ -10,6 +10,8 @@ from sqlalchemy import String, bindparam, delete, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
+from tms.hudi.base_path import BasePathError
+from tms.hudi.base_path import normalize_base_path as _normalize
 from tms.store.claiming import lock_scheduling
 from tms.store.errors import NotFound, TableBusy, TableConflict
 from tms.store.models import (
@@ -63,10 +65,13 @@ class Registered:
 
 
 def normalize_base_path(base_path: str) -> str:
-    """One spelling per location, so `s3://b/t/` and `s3://b/t` are the same table."""
-    path = base_path.strip()
-    stripped = path.rstrip("/")
-    return stripped if stripped and not stripped.endswith(":") else path
+    """One spelling per location (`tms.hudi.base_path`), so `/x//y/`, `file:///x/y` and
+    `/x/z/../y` are the same table. What names no location (a relative path, a chained
+    URL) is kept as given: the API refuses it, and lookups of it find nothing."""
+    try:
+        return _normalize(base_path)
+    except BasePathError:
+        return base_path.strip()
 
 
 def register_table(

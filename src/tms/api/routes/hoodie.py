@@ -18,7 +18,13 @@ from tms.api import observe
 from tms.api.deps import SessionDep, SettingsDep, require
 from tms.api.errors import ApiError, Responses
 from tms.api.probe import TableProbe
-from tms.api.registration import DEFAULT_DB_NAME, register, register_body
+from tms.api.registration import (
+    DEFAULT_DB_NAME,
+    PendingQuery,
+    checked_base_path,
+    register,
+    register_body,
+)
 from tms.api.schemas import (
     ClientOut,
     ClientQuery,
@@ -29,6 +35,7 @@ from tms.api.schemas import (
     SubmitOut,
     TableOut,
 )
+from tms.api.storage_calls import StorageCalls, StorageCallsDep
 from tms.config import Role, Settings
 from tms.store.errors import TransitionRefused
 from tms.store.models import Action, Operation, TableType, Tbl
@@ -52,10 +59,15 @@ _CONFLICTS: Responses = {409: {"description": "clashes with a registered table o
     responses={200: {"description": "already registered (unchanged)"}, **_CONFLICTS},
 )
 def register_table_route(
-    body: RegisterIn, response: Response, session: SessionDep, settings: SettingsDep
+    body: RegisterIn,
+    response: Response,
+    session: SessionDep,
+    settings: SettingsDep,
+    calls: StorageCallsDep,
+    pending: PendingQuery = False,
 ) -> TableOut:
     """201 when created, 200 when this name and base path were registered already."""
-    return register_body(session, body, response, settings)
+    return register_body(session, body, response, settings, calls, pending=pending)
 
 
 def _table(session: Session, db_name: str, table_name: str) -> Tbl:
@@ -115,11 +127,18 @@ def _remove(action: Action, body: RemoveIn, session: Session) -> OperationOut:
     return out
 
 
-def _client(action: Action, query: ClientQuery, session: Session, settings: Settings) -> ClientOut:
-    table = _client_table(query, session, settings)
+def _client(
+    action: Action, query: ClientQuery, session: Session, settings: Settings, calls: StorageCalls
+) -> ClientOut:
+    base_path = (
+        checked_base_path(settings, query.basepath, "query.basepath") if query.basepath else None
+    )
+    table = _client_table(query, base_path, session, settings)
     created_table = table is None
     if table is None:
-        table = _register_for_client(query, session)
+        assert base_path is not None
+        session.rollback()  # no transaction held open while storage is read
+        table = _register_for_client(query, base_path, session, calls)
     operations: list[SubmitOut] = []
     missing: list[str] = []
     created: list[Operation] = []
@@ -179,40 +198,42 @@ def _cancel(session: Session, operation: Operation) -> Operation | None:
         raise ApiError.conflict("transition_refused", str(exc)) from exc
 
 
-def _client_table(query: ClientQuery, session: Session, settings: Settings) -> Tbl | None:
+def _client_table(
+    query: ClientQuery, base_path: str | None, session: Session, settings: Settings
+) -> Tbl | None:
     table = None
-    if query.basepath:
-        table = find_table_by_base_path(session, query.basepath)
+    if base_path:
+        table = find_table_by_base_path(session, base_path)
     if table is None and query.db_name and query.table_name:
         table = find_table(session, db_name=query.db_name, table_name=query.table_name)
     if table is not None:
         return table
-    name = query.basepath or f"{query.db_name}.{query.table_name}"
+    name = base_path or f"{query.db_name}.{query.table_name}"
     if query.action == "CANCEL":
         raise ApiError.not_found(f"no table is registered at {name}")
     if query.action == "REQUEST" and not settings.auto_register:
         raise ApiError.not_found(f"no table is registered at {name} and auto-registration is off")
-    if not query.basepath:
+    if not base_path:
         raise ApiError.invalid("query.basepath", "required to register an unknown table")
     return None
 
 
-def _register_for_client(query: ClientQuery, session: Session) -> Tbl:
-    assert query.basepath is not None
-    probe = TableProbe(query.basepath)
-    info = probe.info()
+def _register_for_client(
+    query: ClientQuery, base_path: str, session: Session, calls: StorageCalls
+) -> Tbl:
+    """A writer's client names a table it writes: storage that this service cannot read
+    does not refuse it (as with the commit callback), a hung one does (504/503)."""
+    info = calls.run(TableProbe(base_path).look).info
     db_name = query.db_name or (info.database_name if info else "") or DEFAULT_DB_NAME
     table_name = (
-        query.table_name
-        or (info.table_name if info else "")
-        or posixpath.basename(query.basepath.rstrip("/"))
+        query.table_name or (info.table_name if info else "") or posixpath.basename(base_path)
     )
     return register(
         session,
         db_name=db_name,
         table_name=table_name,
-        base_path=query.basepath,
-        probe=probe,
+        base_path=base_path,
+        info=info,
         owner=query.username,
     ).table
 
@@ -229,9 +250,12 @@ def _routes(segment: str, action: Action) -> None:
         return _remove(action, body, session)
 
     def client(
-        query: Annotated[ClientQuery, Query()], session: SessionDep, settings: SettingsDep
+        query: Annotated[ClientQuery, Query()],
+        session: SessionDep,
+        settings: SettingsDep,
+        calls: StorageCallsDep,
     ) -> ClientOut:
-        return _client(action, query, session, settings)
+        return _client(action, query, session, settings, calls)
 
     add: Callable[..., Any] = router.add_api_route
     add(

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import logging
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
 from tms.api.deps import SessionDep, SettingsDep, require
 from tms.api.errors import ApiError, Responses
-from tms.api.registration import register_body
+from tms.api.registration import PendingQuery, register_body
 from tms.api.schemas import TableIn, TableOut, TablePage, TablePatch, TimelineInstant, TimelineOut
 from tms.api.schemas.common import MAX_ID, Identifier
+from tms.api.storage_calls import StorageCallsDep
 from tms.api.views import table_out
 from tms.config import Role
-from tms.hudi.table import HudiTable, TableNotFoundError, UnsupportedTableError
+from tms.hudi.errors import TableNotFoundError, TableRefusedError
+from tms.hudi.table import HudiTable
 from tms.store.tables import delete_table, get_table, list_tables, update_table
 
 router = APIRouter(prefix="/v1/tables", tags=["tables"])
+log = logging.getLogger(__name__)
 
 TableId = Annotated[int, Path(ge=1, le=MAX_ID, description="the table's id")]
 _404: Responses = {404: {"description": "no table with this id"}}
@@ -56,10 +61,15 @@ def list_tables_route(
     responses={200: {"description": "already registered"}, 409: {"description": "conflict"}},
 )
 def create_table_route(
-    body: TableIn, response: Response, session: SessionDep, settings: SettingsDep
+    body: TableIn,
+    response: Response,
+    session: SessionDep,
+    settings: SettingsDep,
+    calls: StorageCallsDep,
+    pending: PendingQuery = False,
 ) -> TableOut:
     """Register a table: 201 when created, 200 when it existed with this name and path."""
-    return register_body(session, body, response, settings)
+    return register_body(session, body, response, settings, calls, pending=pending)
 
 
 @router.get(
@@ -108,19 +118,11 @@ def delete_table_route(table_id: TableId, session: SessionDep) -> Response:
     dependencies=[require(Role.VIEWER)],
     responses={**_404, 409: {"description": "unsupported table"}, 502: {"description": "I/O"}},
 )
-def timeline_route(table_id: TableId, session: SessionDep) -> TimelineOut:
+def timeline_route(table_id: TableId, session: SessionDep, calls: StorageCallsDep) -> TimelineOut:
     """The table's timeline as storage shows it now (read with `tms.hudi`)."""
     base_path = get_table(session, table_id).base_path
     session.rollback()  # no transaction held open while storage is read
-    try:
-        table = HudiTable.open(base_path)
-        rows = table.timeline().describe()
-    except TableNotFoundError as exc:
-        raise ApiError(404, "not_on_storage", str(exc)) from exc
-    except UnsupportedTableError as exc:
-        raise ApiError.conflict("unsupported_table", str(exc)) from exc
-    except Exception as exc:
-        raise ApiError(502, "storage_error", f"cannot read {base_path}: {exc}") from exc
+    table, rows = calls.run(partial(_read_timeline, base_path))
     return TimelineOut(
         table_id=table_id,
         base_path=base_path,
@@ -128,3 +130,20 @@ def timeline_route(table_id: TableId, session: SessionDep) -> TimelineOut:
         table_version=table.config.table_version,
         instants=[TimelineInstant(**row) for row in rows],
     )
+
+
+def _read_timeline(base_path: str) -> tuple[HudiTable, list[dict[str, Any]]]:
+    """Storage I/O (on a `StorageCalls` thread); storage's own error texts go to the log."""
+    try:
+        table = HudiTable.open(base_path)
+        return table, table.timeline().describe()
+    except TableNotFoundError as exc:
+        log.warning("timeline of %s: %s", base_path, exc)
+        raise ApiError(404, "not_on_storage", f"no Hudi table on storage at {base_path}") from None
+    except TableRefusedError as exc:
+        raise ApiError.conflict("unsupported_table", str(exc)) from exc
+    except Exception as exc:
+        log.warning("timeline of %s: cannot read storage: %s", base_path, exc)
+        raise ApiError(
+            502, "storage_error", f"the timeline at {base_path} could not be read from storage"
+        ) from None
