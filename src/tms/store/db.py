@@ -63,8 +63,8 @@ MIGRATION_LOCK_KEY = 0x746D735F6D696772  # "tms_migr"
 # Connections older than this are replaced on checkout (no pre-ping round trip per checkout).
 POOL_RECYCLE_SECONDS = 1800
 DEFAULT_CONNECT_TIMEOUT_SECONDS = 5
-DEFAULT_STATEMENT_TIMEOUT_SECONDS = 30.0
-DEFAULT_POOL_TIMEOUT_SECONDS = 10.0
+DEFAULT_POOL_TIMEOUT_SECONDS = 30.0
+"""SQLAlchemy's own; the service passes its settings (`db_*_timeout_seconds`) instead."""
 LIBPQ_MIN_CONNECT_TIMEOUT = 2
 """libpq (and psycopg) treat a connect_timeout below 2 seconds as 2."""
 
@@ -92,12 +92,13 @@ def make_engine(
     pool_size: int = 10,
     echo: bool = False,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_SECONDS,
-    statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT_SECONDS,
+    statement_timeout: float | None = None,
     pool_timeout: float = DEFAULT_POOL_TIMEOUT_SECONDS,
 ) -> Engine:
     """An engine for `url` whose calls are bounded: a connection attempt by
     `connect_timeout`, a statement by `statement_timeout` (the server cancels it), a wait
     for a pooled connection by `pool_timeout`; each surfaces as an error, never a hang.
+    Statements are unbounded unless asked (tools and benchmarks run long ones).
 
     No `pool_pre_ping` (a round trip on every checkout): connections are recycled after
     `POOL_RECYCLE_SECONDS`, and one found dead (database restart) is invalidated by

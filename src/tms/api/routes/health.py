@@ -41,9 +41,10 @@ def _supervisor_status(request: Request) -> SupervisorStatus | None:
 
 
 @router.get("/healthz", responses={503: {"description": "unhealthy, with the reason"}})
-def healthz(request: Request) -> JSONResponse:
-    """The process is alive and serving; never touches the database. Unhealthy only when
-    the embedded database died and cannot be restarted, so the service should be."""
+async def healthz(request: Request) -> JSONResponse:
+    """The process is alive and serving; never touches the database (and runs on the event
+    loop, so worker threads blocked on it do not delay it). Unhealthy only when the
+    embedded database died and cannot be restarted, so the service should be."""
     status = _supervisor_status(request)
     if status is not None and not status.healthy:
         reason = status.reason or "the embedded database is not watched"
