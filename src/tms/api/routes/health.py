@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics
@@ -72,9 +73,12 @@ class _ReadinessCheck:
     def _check(self) -> str | None:
         try:
             return check_ready(self._engine)
-        except Exception as exc:
+        except DBAPIError as exc:
             log.warning("readiness: database unreachable: %s", exc)
             return "the database is unreachable"
+        except Exception as exc:  # e.g. migrations unreadable
+            log.warning("readiness check failed: %s", exc)
+            return "the readiness check failed; see the server log"
 
 
 @router.get("/readyz", responses={503: {"description": "not ready, with the reason"}})
@@ -90,11 +94,7 @@ async def readyz(request: Request) -> JSONResponse:
         if not isinstance(engine, Engine):
             return _failing("not_ready", "no database engine configured")
         check = request.app.state.readiness_check = _ReadinessCheck(engine)
-    try:
-        reason = await check.reason_not_ready(READY_TIMEOUT_SECONDS)
-    except Exception as exc:  # e.g. migrations unreadable
-        log.warning("readiness check failed: %s", exc)
-        reason = "the readiness check failed; see the server log"
+    reason = await check.reason_not_ready(READY_TIMEOUT_SECONDS)
     if reason is not None:
         return _failing("not_ready", reason)
     return JSONResponse({"status": "ready", "revision": head_revision()})
