@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 
 from tests.db_fixtures import PgServer
-from tms.config import load_settings
+from tms.config import Settings, load_settings
 from tms.serve import ServiceStartError, free_port, serve_in_thread
 from tms.store import list_instances
 from tms.store.db import head_revision, is_up_to_date, make_engine, make_session_factory
@@ -198,3 +199,45 @@ def test_serve_in_thread_runs_the_api_and_the_scheduler(db_url: str, tmp_path: P
     assert not service.thread.is_alive()
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{service.url}/healthz", timeout=2)
+
+
+def _api_only(db_url: str, tmp_path: Path, **overrides: object) -> Settings:
+    return load_settings(
+        config_file=False,
+        environ={},
+        database_url=db_url,
+        data_dir=tmp_path / "data",
+        port=free_port(),
+        max_running_per_instance=0,
+        **overrides,
+    )
+
+
+def test_a_statement_that_times_out_answers_503(db_url: str, tmp_path: Path) -> None:
+    settings = _api_only(db_url, tmp_path, db_statement_timeout_seconds=0.5)
+    libpq_url = db_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with serve_in_thread(settings) as service, psycopg.connect(libpq_url) as blocker:
+        blocker.execute("LOCK TABLE tbl IN ACCESS EXCLUSIVE MODE")  # held until rollback
+        # Without a statement timeout the request would wait for the lock (the client's
+        # timeout is a generous bound, far above the 0.5 s setting).
+        blocked = httpx.get(f"{service.url}/v1/tables", timeout=30)
+        assert blocked.status_code == 503
+        assert blocked.json()["error"]["code"] == "database_unavailable"
+        assert "statement timeout" not in blocked.text  # driver texts stay in the log
+        blocker.rollback()
+        assert httpx.get(f"{service.url}/v1/tables", timeout=30).status_code == 200
+
+
+def test_a_full_pool_answers_503_after_the_checkout_timeout(db_url: str, tmp_path: Path) -> None:
+    settings = _api_only(db_url, tmp_path, db_pool_size=1, db_pool_timeout_seconds=0.5)
+    with serve_in_thread(settings) as service:
+        engine = service.database.engine
+        held = [engine.connect(), engine.connect()]  # the pool (1) and its overflow (1)
+        try:
+            full = httpx.get(f"{service.url}/v1/tables", timeout=30)
+            assert full.status_code == 503
+            assert full.json()["error"]["code"] == "database_unavailable"
+        finally:
+            for connection in held:
+                connection.close()
+        assert httpx.get(f"{service.url}/v1/tables", timeout=30).status_code == 200

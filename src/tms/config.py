@@ -110,6 +110,15 @@ class Settings(BaseSettings):
         Path("./.tms"), description="state of this instance: embedded database, logs"
     )
     db_pool_size: int = Field(10, ge=1, description="database connections per instance")
+    db_connect_timeout_seconds: int = Field(
+        5, ge=2, description="longest wait for a new database connection (libpq's minimum is 2)"
+    )
+    db_statement_timeout_seconds: float = Field(
+        30.0, ge=0, description="longest database statement; 0 = no limit"
+    )
+    db_pool_timeout_seconds: float = Field(
+        10.0, gt=0, description="longest wait for a free connection of the pool"
+    )
     host: str = Field("127.0.0.1", min_length=1, description="address the API listens on")
     port: int = Field(9091, ge=1, le=65535, description="API port (the Hudi TMS client's default)")
     public_url: str | None = Field(

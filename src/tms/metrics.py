@@ -99,3 +99,9 @@ QUEUE_DEPTH = Gauge(
     ["queue"],
     registry=REGISTRY,
 )
+EMBEDDED_DB_RESTARTS = Counter(
+    "tms_embedded_db_restarts",
+    "Restarts of the embedded PostgreSQL after it died, by result (restarted|failed).",
+    ["result"],
+    registry=REGISTRY,
+)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
     from tms.store.embedded import EmbeddedPostgres
+    from tms.store.embedded_supervisor import EmbeddedSupervisor
 
 __all__ = [
     "Database",
@@ -59,12 +60,13 @@ class ServiceStartError(RuntimeError):
 @dataclass
 class Database:
     """The service's database: its URL, engine and sessions, and the embedded server if the
-    service runs one (stopped by `close`)."""
+    service runs one (watched by `supervisor`, stopped by `close`)."""
 
     url: str
     engine: Engine
     factory: sessionmaker[Session]
     embedded: EmbeddedPostgres | None = None
+    supervisor: EmbeddedSupervisor | None = None
     _closed: bool = field(default=False, repr=False)
 
     @property
@@ -79,6 +81,8 @@ class Database:
         if self._closed:
             return
         self._closed = True
+        if self.supervisor is not None:
+            self.supervisor.stop()  # first: it would restart the server stopped below
         self.engine.dispose()
         if self.embedded is not None:
             self.embedded.stop()
@@ -98,7 +102,7 @@ def migrate(settings: Settings) -> str:
     name no database, and stopping it after); returns the database's description."""
     url, embedded = _database_url(settings)
     try:
-        upgrade(url)
+        upgrade(url, connect_timeout=settings.db_connect_timeout_seconds)
     finally:
         if embedded is not None:
             embedded.stop()
@@ -110,16 +114,30 @@ def migrate(settings: Settings) -> str:
 def open_database(settings: Settings) -> Database:
     """Start the embedded server when there is no `database_url`, bring the schema to the
     migrations' head (every start: a new version's instances migrate before serving; an
-    advisory lock serialises instances starting together), and open the pool."""
+    advisory lock serialises instances starting together), open the pool, and watch the
+    embedded server (restarted if it dies)."""
     url, embedded = _database_url(settings)
     try:
-        upgrade(url)
-        engine = make_engine(url, pool_size=settings.db_pool_size)
+        upgrade(url, connect_timeout=settings.db_connect_timeout_seconds)
+        engine = make_engine(
+            url,
+            pool_size=settings.db_pool_size,
+            connect_timeout=settings.db_connect_timeout_seconds,
+            statement_timeout=settings.db_statement_timeout_seconds,
+            pool_timeout=settings.db_pool_timeout_seconds,
+        )
     except BaseException:
         if embedded is not None:
             embedded.stop()
         raise
-    database = Database(url, engine, make_session_factory(engine), embedded)
+    supervisor = None
+    if embedded is not None:
+        from tms.store.embedded_supervisor import EmbeddedSupervisor
+
+        # Connections to a server that died are dead: a restart drops the whole pool.
+        supervisor = EmbeddedSupervisor(embedded, on_restart=engine.dispose)
+        supervisor.start()
+    database = Database(url, engine, make_session_factory(engine), embedded, supervisor)
     log.info("database: %s, migrated to %s", database.kind, head_revision())
     return database
 
@@ -160,7 +178,9 @@ def build_app(settings: Settings, database: Database) -> FastAPI:
     """The API with the scheduler in its lifespan."""
     from tms.api.app import create_app
 
-    return create_app(settings, database.factory, lifespan=scheduler_lifespan(settings, database))
+    app = create_app(settings, database.factory, lifespan=scheduler_lifespan(settings, database))
+    app.state.database_supervisor = database.supervisor  # /healthz and /readyz report it
+    return app
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

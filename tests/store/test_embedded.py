@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
+
+import psycopg
 
 from tms.store import Action, make_engine, make_session_factory, session_scope, submit_operation
 from tms.store.db import is_up_to_date, upgrade
@@ -29,3 +35,30 @@ def test_embedded_server_starts_creates_database_and_migrates(tmp_path: Path) ->
             assert start_embedded(data_dir).url() == url
         finally:
             engine.dispose()
+
+
+def test_a_killed_server_is_restarted_on_the_same_socket_with_its_data(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with start_embedded(data_dir, cleanup="delete") as pg:
+        url = pg.url()
+        with psycopg.connect(pg.libpq_url(), autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (v int)")
+            conn.execute("INSERT INTO kept VALUES (7)")
+        killed = pg.pid
+        assert killed is not None and pg.is_running()
+        assert pg.restart() is False  # running: nothing to do
+
+        os.kill(killed, signal.SIGKILL)
+        wait_until(lambda: not pg.is_running())
+        assert pg.restart() is True
+        assert pg.is_running() and pg.pid != killed
+        assert pg.url() == url  # same socket and port: the service's engine stays valid
+        with psycopg.connect(pg.libpq_url(), autocommit=True) as conn:
+            assert conn.execute("SELECT v FROM kept").fetchall() == [(7,)]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout:g}s"
+        time.sleep(0.05)

@@ -28,6 +28,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tms.store.errors import (
@@ -176,6 +177,12 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     return await _internal(request, exc)
 
 
+async def _pool_timeout(request: Request, exc: Exception) -> JSONResponse:
+    """No pooled connection became free in time: the database is saturated or hangs."""
+    log.warning("database unavailable: %s", exc)
+    return _json(503, "database_unavailable", "the database is unavailable; retry later")
+
+
 async def _internal(request: Request, exc: Exception) -> JSONResponse:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return _json(500, "internal_error", "internal error; the server log has the details")
@@ -187,6 +194,7 @@ _HANDLERS: dict[type[Exception], Callable[[Request, Exception], Awaitable[JSONRe
     StarletteHTTPException: _http_error,
     StoreError: _store_error,
     DBAPIError: _database_error,
+    PoolTimeout: _pool_timeout,
     Exception: _internal,
 }
 

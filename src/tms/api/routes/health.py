@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics
-from tms.store.db import current_revision, head_revision
+from tms.store.db import check_ready, head_revision, probe_engine
 from tms.store.models import Action, OperationStatus
 from tms.store.operations import count_operations, queue_depth
 
+if TYPE_CHECKING:
+    from tms.store.embedded_supervisor import EmbeddedSupervisor, SupervisorStatus
+
 router = APIRouter(tags=["health"])
 log = logging.getLogger(__name__)
+
+
+READY_TIMEOUT_SECONDS = 1.0
+"""`/readyz` answers within this, whatever the database does (a stopped server accepts
+connections and never answers them)."""
 
 
 def _factory(request: Request) -> sessionmaker[Session]:
@@ -25,38 +35,76 @@ def _factory(request: Request) -> sessionmaker[Session]:
     return factory
 
 
-@router.get("/healthz")
-def healthz() -> dict[str, str]:
-    """The process is alive and serving (says nothing about the database)."""
-    return {"status": "ok"}
+def _supervisor_status(request: Request) -> SupervisorStatus | None:
+    """The embedded database's supervisor, when the service runs one."""
+    supervisor: EmbeddedSupervisor | None = getattr(request.app.state, "database_supervisor", None)
+    return None if supervisor is None else supervisor.status()
+
+
+@router.get("/healthz", responses={503: {"description": "unhealthy, with the reason"}})
+async def healthz(request: Request) -> JSONResponse:
+    """The process is alive and serving; never touches the database (and runs on the event
+    loop, so worker threads blocked on it do not delay it). Unhealthy only when the
+    embedded database died and cannot be restarted, so the service should be."""
+    status = _supervisor_status(request)
+    if status is not None and not status.healthy:
+        reason = status.reason or "the embedded database is not watched"
+        return _failing("unhealthy", reason)
+    return JSONResponse({"status": "ok"})
+
+
+class _ReadinessCheck:
+    """At most one readiness check on the database at a time, on a worker thread with its
+    own pool-less engine: a check that hangs (connect timeout: libpq's minimum, 2 s) is
+    awaited by later probes instead of piling up threads."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = probe_engine(engine)
+        self._pending: asyncio.Future[str | None] | None = None
+
+    async def reason_not_ready(self, timeout: float) -> str | None:
+        if self._pending is None or self._pending.done():
+            self._pending = asyncio.ensure_future(asyncio.to_thread(self._check))
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._pending), timeout)
+        except TimeoutError:
+            return f"the database did not answer within {timeout:g}s"
+
+    def _check(self) -> str | None:
+        try:
+            return check_ready(self._engine)
+        except DBAPIError as exc:
+            log.warning("readiness: database unreachable: %s", exc)
+            return "the database is unreachable"
+        except Exception as exc:  # e.g. migrations unreadable
+            log.warning("readiness check failed: %s", exc)
+            return "the readiness check failed; see the server log"
 
 
 @router.get("/readyz", responses={503: {"description": "not ready, with the reason"}})
-def readyz(request: Request) -> JSONResponse:
-    """Ready when the database answers and its schema is at the code's migration head."""
-    engine = _factory(request).kw.get("bind")
-    if not isinstance(engine, Engine):
-        return _not_ready("no database engine configured")
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        current = current_revision(engine)
-    except Exception as exc:
-        return _not_ready(f"database unreachable: {type(exc).__name__}: {exc}".splitlines()[0])
-    try:
-        head = head_revision()
-    except Exception as exc:
-        return _not_ready(f"migrations unreadable: {exc}")
-    if current != head:
-        return _not_ready(f"database at migration {current}, code expects {head}")
-    return JSONResponse({"status": "ready", "revision": current})
+async def readyz(request: Request) -> JSONResponse:
+    """Ready when the database answers and its schema is at the code's migration head;
+    answers within `READY_TIMEOUT_SECONDS` either way."""
+    status = _supervisor_status(request)
+    if status is not None and not status.ready:
+        return _failing("not_ready", status.reason or "the embedded database is not running")
+    check: _ReadinessCheck | None = getattr(request.app.state, "readiness_check", None)
+    if check is None:
+        engine = _factory(request).kw.get("bind")
+        if not isinstance(engine, Engine):
+            return _failing("not_ready", "no database engine configured")
+        check = request.app.state.readiness_check = _ReadinessCheck(engine)
+    reason = await check.reason_not_ready(READY_TIMEOUT_SECONDS)
+    if reason is not None:
+        return _failing("not_ready", reason)
+    return JSONResponse({"status": "ready", "revision": head_revision()})
 
 
-def _not_ready(reason: str) -> JSONResponse:
+def _failing(status: str, reason: str) -> JSONResponse:
     body: dict[str, Any] = {
-        "status": "not_ready",
+        "status": status,
         "reason": reason,
-        "error": {"code": "not_ready", "message": reason, "field": None},
+        "error": {"code": status, "message": reason, "field": None},
     }
     return JSONResponse(body, status_code=503)
 
