@@ -126,7 +126,7 @@ def test_a_killed_postmaster_is_restarted_and_the_service_works_again(
 
     # The API writes again (the pool holds no connection of the dead server)...
     registered = httpx.post(
-        f"{service.url}/v1/hoodie/service/register",
+        f"{service.url}/v1/hoodie/service/register?pending=true",
         json={"db_name": "lake", "table_name": "trips", "base_path": "/data/lake/trips"},
         timeout=10,
     )
