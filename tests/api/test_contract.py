@@ -261,7 +261,7 @@ def test_enums_and_formats_are_in_the_schema(document: dict[str, Any]) -> None:
 
 def test_the_commit_callback_documents_its_errors(document: dict[str, Any]) -> None:
     responses = document["paths"]["/v1/hoodie/service/commit"]["post"]["responses"]
-    for status in ("401", "403", "404", "413", "422"):
+    for status in ("401", "403", "404", "409", "413", "422"):
         assert _error_schema(document, responses[status])["required"] == ["error"], status
 
 

@@ -106,7 +106,15 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 
 
 _CALLBACK_ERRORS = error_responses(
-    401, 403, 404, 413, 422, 503, _403="a bearer token whose role is below writer"
+    401,
+    403,
+    404,
+    409,
+    413,
+    422,
+    503,
+    _403="a bearer token whose role is below writer",
+    _409="auto-registration: the name or base path is registered to another table",
 )
 
 

@@ -54,7 +54,7 @@ router = APIRouter(
     ),
 )
 
-_RESPONSES = error_responses(413)
+_BODY = error_responses(413)
 """Routes with a body."""
 # The attempt outcome each reported outcome leaves behind (an invalid plan fails the attempt).
 _ATTEMPT_OUTCOME = {
@@ -119,7 +119,7 @@ def spec(attempt: JobAttemptDep, session: SessionDep, settings: SettingsDep) -> 
     )
 
 
-@router.post("/heartbeat", response_model=HeartbeatOut, responses=_RESPONSES)
+@router.post("/heartbeat", response_model=HeartbeatOut, responses=_BODY)
 def heartbeat(
     attempt: JobAttemptDep,
     session: SessionDep,
@@ -139,7 +139,7 @@ def heartbeat(
     )
 
 
-@router.post("/instant", response_model=InstantOut, responses=_RESPONSES)
+@router.post("/instant", response_model=InstantOut, responses=_BODY)
 def report_instant(attempt: JobAttemptDep, body: InstantIn, session: SessionDep) -> InstantOut:
     """The job scheduled the plan itself at this instant (operations submitted without one)."""
     operation = _locked_operation(session, attempt)
@@ -162,7 +162,7 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-@router.post("/result", response_model=ResultOut, responses=_RESPONSES)
+@router.post("/result", response_model=ResultOut, responses=_BODY)
 def report_result(
     attempt: JobAttemptDep, body: ResultIn, session: SessionDep, settings: SettingsDep
 ) -> ResultOut:

@@ -13,7 +13,14 @@ import json
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+)
 
 from tms.store.models import Action
 
@@ -218,7 +225,13 @@ Instant = Annotated[
     Text,
     BeforeValidator(_strip),
     AfterValidator(check_instant),
-    Field(description="a Hudi instant time: 17 digits yyyyMMddHHmmssSSS (or 14)"),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": _INSTANT.pattern,
+            "description": "a Hudi instant time: 17 digits yyyyMMddHHmmssSSS (or 14)",
+        }
+    ),
 ]
 Resource = Annotated[Text, Field(max_length=64), AfterValidator(normalize_resource)]
 ExtraParams = Annotated[dict[str, str], BeforeValidator(parse_extra_params)]
