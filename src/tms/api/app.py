@@ -14,7 +14,8 @@ from starlette.types import Receive, Scope, Send
 from tms.api.auth import log_callback_keys
 from tms.api.callback import CALLBACK_PATH, CALLBACK_ROUTE, commit_callback, openapi_path
 from tms.api.commit_batch import database_unreachable, write_notifications
-from tms.api.errors import install_error_handlers
+from tms.api.docs import install_docs
+from tms.api.errors import error_responses, install_error_handlers
 from tms.api.gate import CALLBACK_GUARD, RequestGate
 from tms.api.group_commit import GroupCommit
 from tms.api.http_metrics import HttpMetricsMiddleware
@@ -33,7 +34,8 @@ COMMITS_IN_FLIGHT = 2
 
 DESCRIPTION = """Table management service for Apache Hudi.
 
-Errors are `{"error": {"code", "message", "field"}}`; bad input is 422 naming the field.
+Errors are `{"error": {"code", "message", "field"}}`; bad input is 422 naming the field
+(a body that is not JSON at all: `body`).
 Bearer tokens (`TMS_AUTH_TOKENS`): viewers read, writers also notify and submit, admins
 also change and delete tables. The commit callback takes Hudi's `HUDI-CALLBACK-KEY`.
 """
@@ -71,7 +73,14 @@ def create_app(
             "this port may register tables and submit operations"
         )
     log_callback_keys(settings)
-    app = TmsApi(title="tms", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app = TmsApi(
+        title="tms",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.settings = settings
     app.state.session_factory = session_factory
     app.state.commits = GroupCommit(
@@ -88,6 +97,7 @@ def create_app(
     app.add_middleware(HttpMetricsMiddleware)
     for module in (hoodie, tables, operations, jobs, health):
         app.include_router(module.router)
+    install_docs(app)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return app
 
@@ -99,7 +109,30 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             title=app.title, version=app.version, description=app.description, routes=app.routes
         )
         path, schemas = openapi_path()
+        _document_callback_errors(path["post"]["responses"])
         schema["paths"][CALLBACK_PATH] = path
         schema.setdefault("components", {}).setdefault("schemas", {}).update(schemas)
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+_CALLBACK_ERRORS = error_responses(
+    401,
+    403,
+    404,
+    409,
+    413,
+    422,
+    503,
+    _403="a bearer token whose role is below writer",
+    _409="auto-registration: the name or base path is registered to another table",
+)
+
+
+def _document_callback_errors(responses: dict[str, Any]) -> None:
+    """The callback's error statuses, each with the error schema (its own descriptions
+    kept where it has them)."""
+    ref = {"$ref": "#/components/schemas/ErrorOut"}
+    for status, documented in _CALLBACK_ERRORS.items():
+        entry = responses.setdefault(str(status), {"description": documented["description"]})
+        entry["content"] = {"application/json": {"schema": ref}}

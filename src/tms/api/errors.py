@@ -9,12 +9,16 @@ Every error response is `{"error": {"code", "message", "field"}}` (validation er
     405 method_not_allowed
     409 conflict …           the request clashes with stored state (table_conflict,
                              table_busy, operation_conflict, transition_refused, lease_lost)
-    422 validation_error     the request itself is wrong; `field` names where
+    413 payload_too_large    the body is over the limit
+    422 validation_error     the request itself is wrong; `field` names where (a body that
+                             is not JSON at all: `body`)
     503 database_unavailable the database does not answer (retry later)
     500 internal_error       a bug; details are logged, never sent
 
 Store errors (`tms.store.errors`) and database data errors are translated here, at the
-boundary, so routes raise what they mean and never build error bodies themselves.
+boundary, so routes raise what they mean and never build error bodies themselves; the
+driver's own words go to the log only. `error_responses` documents these statuses in
+OpenAPI with the error schema.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from tms.api.schemas.errors import ErrorOut
 from tms.store.errors import (
     NotFound,
     OperationConflict,
@@ -40,7 +45,14 @@ from tms.store.errors import (
     TransitionRefused,
 )
 
-__all__ = ["ApiError", "Responses", "error_body", "error_response", "install_error_handlers"]
+__all__ = [
+    "ApiError",
+    "Responses",
+    "error_body",
+    "error_response",
+    "error_responses",
+    "install_error_handlers",
+]
 
 Responses = dict[int | str, dict[str, Any]]
 """OpenAPI `responses=` documentation of a route."""
@@ -48,6 +60,19 @@ Responses = dict[int | str, dict[str, Any]]
 log = logging.getLogger(__name__)
 
 _MAX_SHOWN_INPUT = 80
+_NOT_JSON = "the body is not valid JSON (UTF-8)"
+_DESCRIPTIONS = {
+    400: "a Content-Length header that is not a number",
+    401: "no bearer token, or an unknown one",
+    403: "the token's role may not do this",
+    404: "not found",
+    409: "the request clashes with stored state",
+    413: "the body is over the size limit",
+    422: "the request is wrong (a body that is not JSON too); `field` names where",
+    502: "the table's storage could not be read",
+    503: "the database is unavailable, or every storage thread is busy; retry later",
+    504: "the table's storage did not answer in time; retry later",
+}
 _STATUS_CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -101,6 +126,18 @@ class ApiError(Exception):
         return cls(409, code, message)
 
 
+def error_responses(*statuses: int, **descriptions: str) -> Responses:
+    """OpenAPI `responses=` for error statuses, each with the error schema; a keyword
+    `_404="…"` gives a status its own description."""
+    return {
+        status: {
+            "model": ErrorOut,
+            "description": descriptions.get(f"_{status}", _DESCRIPTIONS.get(status, "error")),
+        }
+        for status in statuses
+    }
+
+
 def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "field": field, **extra}}
 
@@ -121,8 +158,12 @@ def _field(loc: Sequence[int | str]) -> str:
 
 
 def _problem(error: Any) -> dict[str, Any]:
-    """One pydantic/FastAPI error as `{field, message, type}`, with short inputs shown."""
+    """One pydantic/FastAPI error as `{field, message, type}`, with short inputs shown; a
+    body that is not JSON is blamed on `body` as a whole (not on a character offset)."""
     loc = error.get("loc", ())
+    if error.get("type") == "json_invalid":
+        detail = (error.get("ctx") or {}).get("error") or error.get("msg", "")
+        return {"field": "body", "message": f"{_NOT_JSON}: {detail}", "type": "json_invalid"}
     message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
     given = error.get("input")
     if isinstance(given, str | int | float | bool) and error.get("type") != "missing":
@@ -149,6 +190,9 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:  # FastAPI: a body it could not decode (e.g. not UTF-8)
+        problem = {"field": "body", "message": _NOT_JSON, "type": "json_invalid"}
+        return _json(422, "validation_error", f"body: {_NOT_JSON}", "body", errors=[problem])
     code = _STATUS_CODES.get(exc.status_code, "error")
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
     return _json(exc.status_code, code, message, headers=dict(exc.headers or {}))
@@ -167,8 +211,10 @@ async def _database_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, DBAPIError)
     orig = exc.orig
     if isinstance(orig, psycopg.errors.DataError):
-        detail = str(orig).splitlines()[0] if str(orig) else "invalid value"
-        return _json(422, "validation_error", f"a value is out of range or invalid: {detail}")
+        log.info(
+            "the database refused a value on %s %s: %s", request.method, request.url.path, orig
+        )
+        return _json(422, "validation_error", "a value is out of range or cannot be stored")
     if isinstance(orig, psycopg.OperationalError | psycopg.InterfaceError) or (
         exc.connection_invalidated
     ):

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from tms.api import observe
 from tms.api.deps import SessionDep, SettingsDep, require
-from tms.api.errors import ApiError, Responses
+from tms.api.errors import ApiError, error_responses
 from tms.api.probe import TableProbe
 from tms.api.registration import (
     DEFAULT_DB_NAME,
@@ -43,11 +43,18 @@ from tms.store.operations import find_operation, remove_operation, submit_operat
 from tms.store.tables import find_table, find_table_by_base_path
 from tms.store.transitions import cancel_operation
 
-router = APIRouter(prefix="/v1/hoodie/service", tags=["hudi writers"])
+router = APIRouter(
+    prefix="/v1/hoodie/service",
+    tags=["hudi writers"],
+    responses=error_responses(401, 403, 422, 503),
+)
 
 SERVICES = {"compact": Action.COMPACTION, "cluster": Action.CLUSTERING, "clean": Action.CLEAN}
 _WRITER = [require(Role.WRITER)]
-_CONFLICTS: Responses = {409: {"description": "clashes with a registered table or operation"}}
+_CONFLICTS = error_responses(409, _409="clashes with a registered table or operation")
+_BODY = error_responses(400, 413)
+_STORAGE = error_responses(502, 504)
+_NO_TABLE = error_responses(404, _404="the table is not registered (or no such operation)")
 
 
 @router.post(
@@ -56,7 +63,12 @@ _CONFLICTS: Responses = {409: {"description": "clashes with a registered table o
     status_code=201,
     dependencies=_WRITER,
     summary="RFC-43 register a table",
-    responses={200: {"description": "already registered (unchanged)"}, **_CONFLICTS},
+    responses={
+        200: {"description": "already registered (unchanged)"},
+        **_CONFLICTS,
+        **_BODY,
+        **_STORAGE,
+    },
 )
 def register_table_route(
     body: RegisterIn,
@@ -268,7 +280,7 @@ def _routes(segment: str, action: Action) -> None:
         summary=f"RFC-43 submit a {action} operation",
         description="201 with `created: true` when new; 200 with `created: false` when this "
         "table, action and instant (or the pending plan-less one) exist already.",
-        responses={200: {"description": "already submitted"}, **_CONFLICTS},
+        responses={200: {"description": "already submitted"}, **_NO_TABLE, **_CONFLICTS, **_BODY},
         operation_id=f"submit_{action}",
     )
     add(
@@ -280,7 +292,7 @@ def _routes(segment: str, action: Action) -> None:
         summary=f"RFC-43 remove a {action} operation",
         description="Hides the operation; a scheduled one is cancelled, a running one is "
         "refused (409: cancel it first). Removing twice is a no-op.",
-        responses=_CONFLICTS,
+        responses={**_NO_TABLE, **_CONFLICTS, **_BODY},
         operation_id=f"remove_{action}",
     )
     add(
@@ -293,7 +305,7 @@ def _routes(segment: str, action: Action) -> None:
         description="`action=REQUEST` creates one operation per instant in `instant` "
         "(comma-separated; idempotent), `CANCEL` cancels them, `REGISTER` registers the "
         "table by `basepath` (reading hoodie.properties when it can).",
-        responses=_CONFLICTS,
+        responses={**_NO_TABLE, **_CONFLICTS, **_STORAGE},
         operation_id=f"client_{action}",
     )
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 
 from tms.api import observe
 from tms.api.deps import JobAttemptDep, SessionDep, SettingsDep
-from tms.api.errors import ApiError
+from tms.api.errors import ApiError, error_responses
 from tms.api.schemas import (
     HeartbeatIn,
     HeartbeatOut,
@@ -41,12 +41,21 @@ from tms.store.transitions import (
     invalidate_operation,
 )
 
-router = APIRouter(prefix="/v1/jobs/attempts/{attempt_id}", tags=["jobs"])
+router = APIRouter(
+    prefix="/v1/jobs/attempts/{attempt_id}",
+    tags=["jobs"],
+    responses=error_responses(
+        401,
+        409,
+        422,
+        503,
+        _401="not this attempt's job token",
+        _409="the attempt lost its lease: stop",
+    ),
+)
 
-_RESPONSES: dict[int | str, dict[str, Any]] = {
-    401: {"description": "not this attempt's job token"},
-    409: {"description": "the attempt lost its lease: stop"},
-}
+_BODY = error_responses(400, 413)
+"""Routes with a body."""
 # The attempt outcome each reported outcome leaves behind (an invalid plan fails the attempt).
 _ATTEMPT_OUTCOME = {
     JobOutcome.SUCCEEDED: AttemptOutcome.SUCCEEDED,
@@ -85,7 +94,7 @@ def _holds_lease(attempt: Attempt, operation: Operation) -> bool:
     )
 
 
-@router.get("/spec", response_model=SpecOut, responses=_RESPONSES)
+@router.get("/spec", response_model=SpecOut)
 def spec(attempt: JobAttemptDep, session: SessionDep, settings: SettingsDep) -> SpecOut:
     """What to run: the operation, its table and its Spark settings."""
     operation = session.get(Operation, attempt.operation_id)
@@ -97,7 +106,7 @@ def spec(attempt: JobAttemptDep, session: SessionDep, settings: SettingsDep) -> 
     return SpecOut(
         attempt_id=attempt.id,
         operation_id=operation.id,
-        action=operation.action.value,
+        action=operation.action,
         instant=operation.instant,
         base_path=table.base_path,
         db_name=table.db_name,
@@ -110,7 +119,7 @@ def spec(attempt: JobAttemptDep, session: SessionDep, settings: SettingsDep) -> 
     )
 
 
-@router.post("/heartbeat", response_model=HeartbeatOut, responses=_RESPONSES)
+@router.post("/heartbeat", response_model=HeartbeatOut, responses=_BODY)
 def heartbeat(
     attempt: JobAttemptDep,
     session: SessionDep,
@@ -130,7 +139,7 @@ def heartbeat(
     )
 
 
-@router.post("/instant", response_model=InstantOut, responses=_RESPONSES)
+@router.post("/instant", response_model=InstantOut, responses=_BODY)
 def report_instant(attempt: JobAttemptDep, body: InstantIn, session: SessionDep) -> InstantOut:
     """The job scheduled the plan itself at this instant (operations submitted without one)."""
     operation = _locked_operation(session, attempt)
@@ -153,7 +162,7 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-@router.post("/result", response_model=ResultOut, responses=_RESPONSES)
+@router.post("/result", response_model=ResultOut, responses=_BODY)
 def report_result(
     attempt: JobAttemptDep, body: ResultIn, session: SessionDep, settings: SettingsDep
 ) -> ResultOut:
@@ -209,8 +218,8 @@ def _result_out(
     return ResultOut(
         operation_id=operation.id,
         attempt_id=attempt.id,
-        operation_status=operation.status.value,
-        attempt_outcome=(outcome or attempt.outcome).value,
+        operation_status=operation.status,
+        attempt_outcome=outcome or attempt.outcome,
         next_run_at=operation.next_run_at if scheduled else None,
         duplicate=duplicate,
     )

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
+from pydantic import WithJsonSchema
 
 from tms.api import observe
 from tms.api.deps import SessionDep, require
-from tms.api.errors import ApiError, Responses
-from tms.api.routes.tables import parse_cursor
+from tms.api.errors import ApiError, error_responses
+from tms.api.routes.tables import Cursor, parse_cursor
 from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut, OperationPage
-from tms.api.schemas.common import MAX_ID, parse_action
+from tms.api.schemas.common import MAX_ID, Text, parse_action
 from tms.api.views import operation_out, operations_out
 from tms.config import Role
 from tms.store.attempts import list_attempts
@@ -20,11 +21,23 @@ from tms.store.models import Action, OperationStatus
 from tms.store.operations import get_operation, list_operations
 from tms.store.transitions import cancel_operation, retry_operation
 
-router = APIRouter(prefix="/v1/operations", tags=["operations"])
+router = APIRouter(
+    prefix="/v1/operations", tags=["operations"], responses=error_responses(401, 403, 422, 503)
+)
 
 OperationId = Annotated[int, Path(ge=1, le=MAX_ID, description="the operation's id")]
-_404: Responses = {404: {"description": "no operation with this id"}}
-_409: Responses = {409: {"description": "the operation's status does not allow it"}}
+_404 = error_responses(404, _404="no operation with this id")
+_409 = error_responses(409, _409="the operation's status does not allow it")
+StatusName = Annotated[
+    Text,
+    WithJsonSchema({"type": "string", "enum": [s.value for s in OperationStatus]}),
+]
+"""A status, case-insensitive; `A,B` lists several (the schema shows the single names)."""
+ActionName = Annotated[
+    Text,
+    WithJsonSchema({"type": "string", "enum": [a.value for a in Action]}),
+]
+"""An action, case-insensitive; RFC-43's words (compact, cluster) are accepted too."""
 
 
 def _statuses(values: list[str] | None) -> list[OperationStatus] | None:
@@ -52,11 +65,11 @@ def _action(value: str | None) -> Action | None:
 def list_operations_route(
     session: SessionDep,
     table_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
-    status: Annotated[list[str] | None, Query(description="SCHEDULED, RUNNING, …")] = None,
-    action: Annotated[str | None, Query(description="compaction, clustering, clean")] = None,
+    status: Annotated[list[StatusName] | None, Query(description="one or more")] = None,
+    action: Annotated[ActionName | None, Query()] = None,
     include_deleted: bool = False,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[str | None, Query(max_length=20)] = None,
+    cursor: Cursor = None,
 ) -> OperationPage:
     """Newest first (by id, a stable order); `next_cursor` is null on the last page."""
     rows = list_operations(

@@ -7,12 +7,13 @@ from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
+from pydantic import StringConstraints
 
 from tms.api.deps import SessionDep, SettingsDep, require
-from tms.api.errors import ApiError, Responses
+from tms.api.errors import ApiError, error_responses
 from tms.api.registration import PendingQuery, register_body
 from tms.api.schemas import TableIn, TableOut, TablePage, TablePatch, TimelineInstant, TimelineOut
-from tms.api.schemas.common import MAX_ID, Identifier
+from tms.api.schemas.common import MAX_ID, Identifier, Text
 from tms.api.storage_calls import StorageCallsDep
 from tms.api.views import table_out
 from tms.config import Role
@@ -20,18 +21,28 @@ from tms.hudi.errors import TableNotFoundError, TableRefusedError
 from tms.hudi.table import HudiTable
 from tms.store.tables import delete_table, get_table, list_tables, update_table
 
-router = APIRouter(prefix="/v1/tables", tags=["tables"])
+router = APIRouter(
+    prefix="/v1/tables", tags=["tables"], responses=error_responses(401, 403, 422, 503)
+)
 log = logging.getLogger(__name__)
 
 TableId = Annotated[int, Path(ge=1, le=MAX_ID, description="the table's id")]
-_404: Responses = {404: {"description": "no table with this id"}}
+Cursor = Annotated[
+    Annotated[str, StringConstraints(max_length=20, pattern=r"^[0-9]{0,19}$"), Text] | None,
+    Query(description="a page's `next_cursor`"),
+]
+"""Listing cursors: the last id of the previous page (ASCII digits; the pattern sits before
+the `Text` check so that the schema shows it)."""
+_404 = error_responses(404, _404="no table with this id")
+_BODY = error_responses(400, 413)
+_STORAGE = error_responses(502, 504)
 
 
 def parse_cursor(cursor: str | None) -> int | None:
     """Cursors are the last id of the previous page, opaque to clients."""
     if cursor is None or cursor == "":
         return None
-    if not cursor.isdigit() or not 0 < int(cursor) <= MAX_ID:
+    if not (cursor.isascii() and cursor.isdigit()) or not 0 < int(cursor) <= MAX_ID:
         raise ApiError.invalid("query.cursor", "not a cursor this API returned")
     return int(cursor)
 
@@ -41,7 +52,7 @@ def list_tables_route(
     session: SessionDep,
     settings: SettingsDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    cursor: Annotated[str | None, Query(max_length=20)] = None,
+    cursor: Cursor = None,
     db_name: Annotated[Identifier | None, Query()] = None,
     paused: bool | None = None,
 ) -> TablePage:
@@ -58,7 +69,12 @@ def list_tables_route(
     response_model=TableOut,
     status_code=201,
     dependencies=[require(Role.WRITER)],
-    responses={200: {"description": "already registered"}, 409: {"description": "conflict"}},
+    responses={
+        200: {"description": "already registered"},
+        **error_responses(409, _409="the name or base path is registered to another table"),
+        **_BODY,
+        **_STORAGE,
+    },
 )
 def create_table_route(
     body: TableIn,
@@ -80,7 +96,10 @@ def get_table_route(table_id: TableId, session: SessionDep, settings: SettingsDe
 
 
 @router.patch(
-    "/{table_id}", response_model=TableOut, dependencies=[require(Role.ADMIN)], responses=_404
+    "/{table_id}",
+    response_model=TableOut,
+    dependencies=[require(Role.ADMIN)],
+    responses={**_404, **_BODY},
 )
 def patch_table_route(
     table_id: TableId, body: TablePatch, session: SessionDep, settings: SettingsDep
@@ -103,7 +122,7 @@ def patch_table_route(
     "/{table_id}",
     status_code=204,
     dependencies=[require(Role.ADMIN)],
-    responses={**_404, 409: {"description": "an operation of the table is running"}},
+    responses={**_404, **error_responses(409, _409="an operation of the table is running")},
 )
 def delete_table_route(table_id: TableId, session: SessionDep) -> Response:
     """Forget the table and its commits, operations and attempts (storage is untouched)."""
@@ -116,7 +135,11 @@ def delete_table_route(table_id: TableId, session: SessionDep) -> Response:
     "/{table_id}/timeline",
     response_model=TimelineOut,
     dependencies=[require(Role.VIEWER)],
-    responses={**_404, 409: {"description": "unsupported table"}, 502: {"description": "I/O"}},
+    responses={
+        **_404,
+        **error_responses(409, _409="a table version or feature tms does not read"),
+        **_STORAGE,
+    },
 )
 def timeline_route(table_id: TableId, session: SessionDep, calls: StorageCallsDep) -> TimelineOut:
     """The table's timeline as storage shows it now (read with `tms.hudi`)."""

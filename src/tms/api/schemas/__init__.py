@@ -2,6 +2,7 @@
 
 from tms.api.schemas.callback import CallbackIn, CallbackOut, WriteStatIn
 from tms.api.schemas.client import ClientQuery
+from tms.api.schemas.errors import ErrorDetail, ErrorOut, Problem
 from tms.api.schemas.jobs import (
     HeartbeatIn,
     HeartbeatOut,
@@ -41,6 +42,8 @@ __all__ = [
     "CallbackOut",
     "ClientOut",
     "ClientQuery",
+    "ErrorDetail",
+    "ErrorOut",
     "EventOut",
     "HeartbeatIn",
     "HeartbeatOut",
@@ -51,6 +54,7 @@ __all__ = [
     "OperationOut",
     "OperationPage",
     "PolicyIn",
+    "Problem",
     "RegisterIn",
     "RemoveIn",
     "ResultIn",

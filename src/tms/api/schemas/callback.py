@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tms.api.schemas.common import BasePath, Identifier, Instant
+from tms.api.schemas.common import BasePath, Identifier, Instant, Text
 
 __all__ = ["CallbackIn", "CallbackOut", "WriteStatIn"]
 
@@ -23,14 +23,14 @@ class WriteStatIn(BaseModel):
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
-    file_id: str | None = Field(None, alias="fileId")
-    path: str | None = None
-    partition_path: str | None = Field(None, alias="partitionPath")
+    file_id: Text | None = Field(None, alias="fileId")
+    path: Text | None = None
+    partition_path: Text | None = Field(None, alias="partitionPath")
     num_writes: Long | None = Field(None, alias="numWrites")
     total_write_bytes: Long | None = Field(None, alias="totalWriteBytes")
     file_size_in_bytes: Long | None = Field(None, alias="fileSizeInBytes")
     log_version: Long | None = Field(None, alias="logVersion")
-    base_file: str | None = Field(None, alias="baseFile")
+    base_file: Text | None = Field(None, alias="baseFile")
     log_files: list[Any] | None = Field(None, alias="logFiles")
 
 

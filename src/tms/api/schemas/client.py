@@ -7,7 +7,7 @@ The client sends every parameter on every call, and an unset one arrives empty (
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -17,13 +17,15 @@ from tms.api.schemas.common import (
     Identifier,
     Label,
     Resource,
+    Text,
     check_instant,
     parse_extra_params,
 )
 
-__all__ = ["CLIENT_ACTIONS", "MAX_INSTANTS", "ClientQuery"]
+__all__ = ["CLIENT_ACTIONS", "MAX_INSTANTS", "ClientAction", "ClientQuery"]
 
-CLIENT_ACTIONS = ("REQUEST", "CANCEL", "REGISTER")
+ClientAction = Literal["REQUEST", "CANCEL", "REGISTER"]
+CLIENT_ACTIONS: tuple[ClientAction, ...] = ("REQUEST", "CANCEL", "REGISTER")
 MAX_INSTANTS = 1000
 
 
@@ -69,11 +71,11 @@ class ClientQuery(BaseModel):
     basepath: Annotated[BasePath | None, Blank] = None
     db_name: Annotated[Identifier | None, Blank] = None
     table_name: Annotated[Identifier | None, Blank] = None
-    instant: Annotated[str | None, Blank, AfterValidator(_instants)] = Field(
+    instant: Annotated[Text | None, Blank, AfterValidator(_instants)] = Field(
         None, description="comma-separated instant times"
     )
-    action: Annotated[str, BeforeValidator(_client_action)] = Field(
-        "REQUEST", description="REQUEST | CANCEL | REGISTER"
+    action: Annotated[ClientAction, BeforeValidator(_client_action)] = Field(
+        "REQUEST", description="case-insensitive; blank means REQUEST"
     )
     execution_engine: Annotated[Engine | None, Blank] = None
     username: Annotated[Label | None, Blank] = None
@@ -82,7 +84,7 @@ class ClientQuery(BaseModel):
         None, description="spark:4g,4g, 4g:4g or 4g"
     )
     parallelism: Annotated[int | None, Blank] = Field(None, ge=1, le=100_000)
-    extra_params: Annotated[str | None, Blank, AfterValidator(_extra)] = Field(
+    extra_params: Annotated[Text | None, Blank, AfterValidator(_extra)] = Field(
         None, description="k1=v1;k2=v2 or a JSON object"
     )
 

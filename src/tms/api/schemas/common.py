@@ -1,5 +1,11 @@
 """Field types shared by the request models, with the checks that keep bad input out of
-PostgreSQL (NUL bytes, out-of-range integers) and the normalisations Hudi clients need."""
+PostgreSQL (NUL bytes, invalid Unicode, out-of-range integers) and the normalisations Hudi
+clients need.
+
+Every text field of a request is `Text` or a type built on it: JSON may carry a lone
+surrogate (`"\\ud800"`), which Python decodes but no UTF-8 encoder (PostgreSQL's, the
+response's) accepts, so it is refused at the boundary with a 422 naming the field.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,14 @@ import json
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+)
 
 from tms.store.models import Action
 
@@ -24,8 +37,11 @@ __all__ = [
     "Priority",
     "Resource",
     "Strict",
+    "Text",
     "check_instant",
+    "check_json_text",
     "check_text",
+    "check_unicode",
     "normalize_engine",
     "normalize_resource",
     "parse_action",
@@ -33,9 +49,9 @@ __all__ = [
 ]
 
 MAX_ID = 2**63 - 1
-_INSTANT = re.compile(r"^\d{14}(\d{3})?$")
+_INSTANT = re.compile(r"^[0-9]{14}([0-9]{3})?$")
 # Spark memory: a number with an optional unit (b, k, m, g, t, p, optionally followed by b).
-_MEMORY = re.compile(r"^(\d{1,9})([kmgtp]b?|b)?$")
+_MEMORY = re.compile(r"^([0-9]{1,9})([kmgtp]b?|b)?$")
 _MAX_EXTRA_PARAMS = 200
 _MAX_EXTRA_BYTES = 64 * 1024
 
@@ -53,10 +69,37 @@ class Lenient(BaseModel):
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
+_INVALID_UNICODE = "must be valid Unicode text (a lone surrogate such as \\ud800 is not)"
+
+
+def check_unicode(value: str) -> str:
+    """Text that UTF-8 can encode: no lone surrogates."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(_INVALID_UNICODE) from None
+    return value
+
+
+def check_json_text(value: Any) -> Any:
+    """A JSON value (object, list, scalars) whose keys and strings are all valid Unicode;
+    walked with a stack, so deep nesting cannot exhaust the recursion limit."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            check_unicode(item)
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return value
 
 
 def check_text(value: str) -> str:
     """PostgreSQL text cannot hold NUL; control characters in names are always a mistake."""
+    check_unicode(value)
     if _CONTROL.search(value):
         raise ValueError("must not contain control characters")
     return value
@@ -114,6 +157,7 @@ def parse_extra_params(value: Any) -> dict[str, str]:
     `k1=v1;k2=v2` string (its documented separator is `;`)."""
     if value is None or value == "":
         return {}
+    check_json_text(value)
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("{"):
@@ -161,24 +205,37 @@ def parse_action(value: str) -> Action:
         raise ValueError(f"unknown action; expected one of {names}") from None
 
 
+Text = Annotated[str, AfterValidator(check_unicode)]
+"""Any text of a request (bodies and query parameters): valid Unicode."""
 Identifier = Annotated[
-    str,
+    Text,
     BeforeValidator(_strip),
     Field(min_length=1, max_length=255),
     AfterValidator(check_text),
 ]
 """Database and table names."""
 Label = Annotated[
-    str, BeforeValidator(_strip), Field(min_length=1, max_length=255), AfterValidator(check_text)
+    Text, BeforeValidator(_strip), Field(min_length=1, max_length=255), AfterValidator(check_text)
 ]
 """Owners and queues."""
 BasePath = Annotated[
-    str, BeforeValidator(_strip), Field(min_length=1, max_length=4096), AfterValidator(check_text)
+    Text, BeforeValidator(_strip), Field(min_length=1, max_length=4096), AfterValidator(check_text)
 ]
-Instant = Annotated[str, BeforeValidator(_strip), AfterValidator(check_instant)]
-Resource = Annotated[str, Field(max_length=64), AfterValidator(normalize_resource)]
+Instant = Annotated[
+    Text,
+    BeforeValidator(_strip),
+    AfterValidator(check_instant),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": _INSTANT.pattern,
+            "description": "a Hudi instant time: 17 digits yyyyMMddHHmmssSSS (or 14)",
+        }
+    ),
+]
+Resource = Annotated[Text, Field(max_length=64), AfterValidator(normalize_resource)]
 ExtraParams = Annotated[dict[str, str], BeforeValidator(parse_extra_params)]
-Engine = Annotated[str, AfterValidator(normalize_engine)]
+Engine = Annotated[Text, AfterValidator(normalize_engine)]
 """Execution engines: only `spark` (case-insensitive)."""
 Priority = Annotated[int, Field(ge=-1_000_000, le=1_000_000)]
 Count = Annotated[int, Field(ge=0, le=1_000_000)]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from tms.api.schemas.common import Instant
+from tms.api.schemas.common import Instant, Text, check_json_text
+from tms.store.models import Action, AttemptOutcome, OperationStatus
 
 __all__ = [
     "HeartbeatIn",
@@ -27,7 +28,7 @@ MAX_ERROR_CHARS = 64 * 1024
 class SpecOut(BaseModel):
     attempt_id: int
     operation_id: int
-    action: str = Field(description="compaction | clustering | clean")
+    action: Action
     instant: str | None = Field(description="null: the job schedules the plan itself")
     base_path: str
     db_name: str
@@ -72,16 +73,18 @@ class ResultIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     outcome: JobOutcome
-    error: str | None = Field(None, description=f"kept up to {MAX_ERROR_CHARS} characters")
+    error: Text | None = Field(None, description=f"kept up to {MAX_ERROR_CHARS} characters")
     retryable: bool = False
-    figures: dict[str, Any] = Field(default_factory=dict)
-    spark_app_id: str | None = Field(None, max_length=255)
+    figures: Annotated[dict[str, Any], AfterValidator(check_json_text)] = Field(
+        default_factory=dict
+    )
+    spark_app_id: Text | None = Field(None, max_length=255)
 
 
 class ResultOut(BaseModel):
     operation_id: int
     attempt_id: int
-    operation_status: str
-    attempt_outcome: str
+    operation_status: OperationStatus
+    attempt_outcome: AttemptOutcome
     next_run_at: datetime | None = Field(description="when a retry is due (status SCHEDULED)")
     duplicate: bool = Field(description="true when this result had been recorded before")

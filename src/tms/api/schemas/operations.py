@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -182,7 +182,7 @@ class AttemptOut(BaseModel):
 class ClientOut(BaseModel):
     """What a Hudi table-service-manager client call did (Hudi itself ignores the body)."""
 
-    action: str = Field(description="REQUEST | CANCEL | REGISTER")
+    action: Literal["REQUEST", "CANCEL", "REGISTER"]
     table_id: int
     table_created: bool
     operations: list[SubmitOut]

@@ -14,6 +14,7 @@ from tms.api.schemas.common import (
     Label,
     Priority,
     Strict,
+    Text,
     parse_action,
 )
 from tms.store.models import Action, TableType
@@ -41,7 +42,9 @@ class PolicyIn(Strict):
     compaction_strategy: Literal["all", "log-size"] | None = None
     clean_policy: Literal["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"] | None = None
     clean_retained: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    clustering_sort_columns: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = None
+    clustering_sort_columns: list[Annotated[Text, Field(min_length=1, max_length=200)]] | None = (
+        None
+    )
     clustering_target_file_size: Annotated[int, Field(ge=1024, le=1 << 40)] | None = None
 
 
@@ -80,8 +83,27 @@ class RegisterIn(TableIn):
     model_config = ConfigDict(extra="ignore")
 
 
+def _not_nullable(schema: dict[str, Any]) -> None:
+    """Document optional fields as absent-or-a-value: `X | None` without the `null`."""
+    for field in schema.get("properties", {}).values():
+        options = field.get("anyOf")
+        if options is None:
+            continue
+        kept = [option for option in options if option.get("type") != "null"]
+        field.pop("default", None)
+        if len(kept) == 1:
+            del field["anyOf"]
+            field.update(kept[0])
+        else:
+            field["anyOf"] = kept
+
+
 class TablePatch(Strict):
-    """Operator changes; absent fields stay as they are. `policy` replaces all overrides."""
+    """Operator changes; absent fields stay as they are (`null` is refused: leave the field
+    out instead, so the schema does not declare them nullable). `policy` replaces all
+    overrides."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_not_nullable)
 
     paused: bool | None = None
     owner: Label | None = None
