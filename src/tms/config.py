@@ -51,6 +51,7 @@ DEFAULT_CONFIG_FILE = Path("conf/tms.toml")
 DEFAULT_CALLBACK_KEY = "hudi_write_commit_http_callback"
 _PLACEHOLDER_SECRETS = frozenset({"changeme", "changethis", "secret", "token", "password"})
 _URL_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_SPARK_CONF_ENTRY = re.compile(r"^spark(\.[A-Za-z0-9_-]+)+(\.?\*)?$")
 _SPARK_MASTER = re.compile(
     r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[.+\]|yarn|(spark|k8s|mesos)://.+)$"
 )
@@ -205,6 +206,29 @@ class Settings(BaseSettings):
     storage_threads: int = Field(
         8, ge=1, description="storage reads requests make at once (more are refused with 503)"
     )
+    # --- Spark settings writers may pass (extra_params spark.* keys), see engines.spark_conf
+    spark_conf_allowed: Annotated[tuple[str, ...] | None, NoDecode] = Field(
+        None,
+        description="Spark settings (extra_params spark.* keys) accepted from requests: exact "
+        "keys or prefix* patterns, comma-separated; unset = the built-in tuning list",
+    )
+    spark_conf_allowed_extra: Annotated[tuple[str, ...], NoDecode] = Field(
+        (), description="Spark settings accepted in addition to spark_conf_allowed"
+    )
+
+    @field_validator("spark_conf_allowed", "spark_conf_allowed_extra", mode="before")
+    @classmethod
+    def _spark_conf_entries(cls, value: Any) -> Any:
+        entries = _split(value)
+        if not isinstance(entries, list):
+            return entries
+        for entry in entries:
+            if not isinstance(entry, str) or not _SPARK_CONF_ENTRY.match(entry.strip()):
+                raise ValueError(
+                    f"{entry!r} is not a Spark setting or a prefix* pattern such as "
+                    "spark.sql.adaptive.* (spark.* alone would allow everything)"
+                )
+        return tuple(entry.strip() for entry in entries)
 
     @classmethod
     def settings_customise_sources(

@@ -211,12 +211,13 @@ def test_concurrent_callbacks_share_transactions_and_count_exactly(
     assert session.scalar(select(func.count()).select_from(Commit)) == 60
     for table in session.scalars(select(Tbl)):
         # The counter restarted when the table's compaction was created (with the batch that
-        # crossed the threshold); it counts the commits stored by later transactions.
+        # crossed the threshold); it counts the commits stored by later transactions, which
+        # the store's commit order tells (not the transactions' start times).
         compaction = session.scalars(
             select(Operation).where(Operation.tbl_id == table.id, Operation.action == "compaction")
         ).one()
         later = select(func.count()).where(
-            Commit.tbl_id == table.id, Commit.received_at > compaction.created_at
+            Commit.tbl_id == table.id, Commit.seq > compaction.commit_seq
         )
         assert table.delta_commits_since_compaction == session.scalar(later), table.table_name
     assert sorted(a for a, _, _ in _ops(session)) == ["clean"] * 3 + ["compaction"] * 3

@@ -148,7 +148,11 @@ def test_client_request_two_instants_then_repeat(
 ) -> None:
     base = mor_table.table.base_path
     a, b = instant(), instant()
-    params = _client_params(base, instant=f"{a},{b}", extra_params="spark.a=1;spark.b=x=y")
+    params = _client_params(
+        base,
+        instant=f"{a},{b}",
+        extra_params="spark.executor.cores=1;spark.sql.adaptive.enabled=x=y",
+    )
     first = client.get("/v1/hoodie/service/compact", params=params)
     assert first.status_code == 200, first.text
     body = first.json()
@@ -156,7 +160,7 @@ def test_client_request_two_instants_then_repeat(
     assert [(o["instant"], o["created"]) for o in body["operations"]] == [(a, True), (b, True)]
     op = body["operations"][0]
     assert (op["resource"], op["parallelism"], op["owner"]) == ("4g:4g", 100, "default")
-    assert op["extra_params"] == {"spark.a": "1", "spark.b": "x=y"}
+    assert op["extra_params"] == {"spark.executor.cores": "1", "spark.sql.adaptive.enabled": "x=y"}
     again = client.get("/v1/hoodie/service/compact", params=params).json()
     assert again["table_created"] is False
     assert [(o["id"], o["created"]) for o in again["operations"]] == [

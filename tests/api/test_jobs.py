@@ -37,7 +37,9 @@ def _sample(name: str, labels: dict[str, str]) -> float:
 
 
 def test_happy_path_spec_heartbeat_instant_result(client: TestClient, session: Session) -> None:
-    c, token = _launch(client, session, resource="8g", parallelism=4, extra_params={"k": "v"})
+    c, token = _launch(
+        client, session, resource="8g", parallelism=4, extra_params={"strategy": "all"}
+    )
     auth = bearer(token)
     spec = client.get(_url(c, "spec"), headers=auth)
     assert spec.status_code == 200, spec.text
@@ -51,7 +53,7 @@ def test_happy_path_spec_heartbeat_instant_result(client: TestClient, session: S
         "table_name": "trips",
         "parallelism": 4,
         "resource": "8g:8g",
-        "extra_params": {"k": "v"},
+        "extra_params": {"strategy": "all"},
         "heartbeat_interval_seconds": 10.0,
         "cancel_requested": False,
     }

@@ -15,6 +15,7 @@ from tms.config import load_settings
 from tms.engines import LaunchError, LaunchSpec
 from tms.engines.package import package_zip
 from tms.engines.process import tail_log
+from tms.engines.spark_conf import allow_list
 from tms.engines.spark_submit import (
     ENTRY_SCRIPT,
     Memory,
@@ -102,7 +103,21 @@ def test_k8s_master_ships_the_package_without_a_yarn_queue(tmp_path: Path) -> No
         queue="etl",
         extra_params={"spark.kubernetes.container.image": "tms:1"},
     )
-    argv = build_argv(launch, options("k8s://https://kube:6443", "/data/tms.zip"))
+    # The image is code: only an administrator's extra entry lets it through.
+    settings = load_settings(
+        config_file=False,
+        environ={"TMS_SPARK_CONF_ALLOWED_EXTRA": "spark.kubernetes.container.image"},
+    )
+    cluster = SubmitOptions(
+        "/spark/bin/spark-submit",
+        "k8s://https://kube:6443",
+        "/tms/jobs/entry.py",
+        "/data/tms.zip",
+        allowed=allow_list(settings),
+    )
+    with pytest.raises(LaunchError, match=r"spark\.kubernetes\.container\.image is not allowed"):
+        build_argv(launch, options("k8s://https://kube:6443", "/data/tms.zip"))
+    argv = build_argv(launch, cluster)
     assert "--queue" not in argv
     assert pairs(argv, "--py-files") == ["/data/tms.zip"]
     assert "spark.kubernetes.container.image=tms:1" in pairs(argv, "--conf")
@@ -130,6 +145,30 @@ def test_bad_resource_is_not_retryable(resource: str) -> None:
     with pytest.raises(LaunchError) as info:
         parse_resource(resource)
     assert not info.value.retryable
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"spark.pyspark.driver.python": "/usr/bin/id"},
+        {"spark.jars": "/tmp/evil.jar", "spark.executor.cores": "2"},
+        {"spark.plugins": "com.evil.Plugin"},
+        {"spark.driver.extraJavaOptions": "-javaagent:/tmp/a.jar"},
+        {"spark.executor.extraJavaOptions": "-Dx=1", "spark.files": "/etc/passwd"},
+    ],
+)
+def test_a_spark_setting_off_the_allow_list_is_refused_at_launch(
+    tmp_path: Path, extra: dict[str, str]
+) -> None:
+    """A row stored before the allow-list (or by an older instance) never reaches
+    spark-submit: the launch fails, for good, naming the key."""
+    with pytest.raises(LaunchError) as info:
+        build_argv(spec(tmp_path, extra_params=extra), options("local[2]"))
+    assert not info.value.retryable
+    refused = sorted(k for k in extra if k != "spark.executor.cores")
+    assert str(info.value).startswith(f"extra_params key {refused[0]} is not allowed")
+    if len(refused) > 1:
+        assert str(info.value).endswith("(and 1 more)")
 
 
 def test_split_extra_params() -> None:

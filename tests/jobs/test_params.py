@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tms.jobs.params import BadJobInput, schedule_kwargs
+from tms.jobs.params import BadJobInput, planning_problems, schedule_kwargs
 
 
 def test_short_names_and_hudi_keys() -> None:
@@ -36,3 +36,18 @@ def test_short_names_and_hudi_keys() -> None:
 def test_bad_values(action: str, params: dict[str, object]) -> None:
     with pytest.raises(BadJobInput):
         schedule_kwargs(action, params)
+
+
+def test_planning_problems_name_unknown_keys_and_unusable_values() -> None:
+    assert planning_problems("clean", {"retained": "3", "spark.executor.cores": "2"}) == {}
+    # A key of another action is accepted (Hudi's client sends one set to every action).
+    assert planning_problems("clean", {"strategy": "log-size"}) == {}
+    problems = planning_problems("clean", {"retaind": "3", "hoodie.cleaner.policy": ""})
+    assert sorted(problems) == ["hoodie.cleaner.policy", "retaind"]
+    assert problems["retaind"].startswith("retaind is not allowed: neither a Spark setting")
+    assert "retained" in problems["retaind"]  # the message lists what is known
+    assert problems["hoodie.cleaner.policy"].startswith("hoodie.cleaner.policy: expected")
+    assert planning_problems("compaction", {"retained": "0"}) == {}  # not compaction's
+    assert planning_problems("clean", {"retained": "0"}) == {
+        "retained": "retained: must be positive, got 0"
+    }

@@ -112,16 +112,27 @@ def test_launch_failure_is_retried(factory: sessionmaker[Session], tmp_path: Pat
     [
         ({"engine": "flink"}, "unknown execution engine 'flink'"),
         ({"resource": "lots"}, "resource 'lots'"),
+        # Rows stored before the allow-list existed (or by an older instance):
+        (
+            {"extra_params": {"spark.pyspark.driver.python": "/usr/bin/id"}},
+            "launch failed: extra_params key spark.pyspark.driver.python is not allowed",
+        ),
+        (
+            {"extra_params": {"spark.jars": "/tmp/x.jar", "spark.executor.cores": "1"}},
+            "launch failed: extra_params key spark.jars is not allowed",
+        ),
     ],
 )
 def test_launch_that_cannot_work_fails_at_once(
     factory: sessionmaker[Session], tmp_path: Path, op_kwargs: dict[str, Any], message: str
 ) -> None:
-    """Real spark-submit engine: an unknown engine or a bad resource string is not retried."""
+    """Real spark-submit engine: an unknown engine, a bad resource string or a Spark
+    setting off the allow-list is not retried (and no process is started)."""
     with session_scope(factory) as s:
         op = make_op(s, make_table(s), **op_kwargs)
     settings = settings_for(tmp_path)
-    Scheduler(settings, factory, default_registry(settings), "i1").tick()
+    report = Scheduler(settings, factory, default_registry(settings), "i1").tick()
+    assert report.launched == [] and len(report.launch_failed) == 1
     with session_scope(factory) as s:
         assert get_operation(s, op.id).status is S.FAILED
         (attempt,) = list_attempts(s, op.id)

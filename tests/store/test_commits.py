@@ -3,21 +3,27 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from sqlalchemy import func, select
+from alembic import command
+from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.store.helpers import make_table, record
+from tms.config import load_settings
+from tms.policies import apply_triggers
 from tms.store import (
     Action,
     Commit,
     CommitIn,
     NotFound,
+    Operation,
+    TableType,
     get_table,
     list_commits,
     lock_tables_by_base_path,
     record_commits,
     reset_counter,
 )
+from tms.store.db import alembic_config, make_session_factory, upgrade
 
 
 def test_record_commit_is_idempotent(factory: sessionmaker[Session]) -> None:
@@ -142,3 +148,68 @@ def test_list_commits_newest_first_with_keyset(session: Session) -> None:
     page = list_commits(session, table.id, limit=2)
     nxt = list_commits(session, table.id, limit=2, before_instant=page[-1].instant)
     assert [c.instant[-1] for c in page + nxt] == ["4", "3", "2", "1"]
+
+
+def test_commit_order_follows_the_table_lock_not_the_transaction_start(
+    factory: sessionmaker[Session],
+) -> None:
+    """A batch that began before another but stored its commits after it (it waited for
+    the table's lock) comes after it in the commit order: its commits are the ones the
+    counter counts after the compaction the other batch created."""
+    settings = load_settings(config_file=False, environ={}, compaction_delta_commits=3)
+    with factory.begin() as session:
+        tbl_id = make_table(session, table_type=TableType.MERGE_ON_READ).id
+    late = factory()
+    late.begin()
+    late.execute(select(func.now()))  # its transaction (and `now()`) starts here
+    with factory.begin() as session:
+        lock_tables_by_base_path(session, ["/data/t"])
+        commits = [CommitIn(tbl_id, f"2025010100000000{i}", "deltacommit") for i in range(3)]
+        created = apply_triggers(
+            session, record_commits(session, commits).tables.values(), settings
+        )
+        assert [op.action for op in created[tbl_id]] == [Action.COMPACTION]
+    lock_tables_by_base_path(late, ["/data/t"])
+    record_commits(
+        late, [CommitIn(tbl_id, f"2025010100000001{i}", "deltacommit") for i in range(2)]
+    )
+    late.commit()
+    late.close()
+    with factory() as session:
+        compaction = session.scalars(select(Operation)).one()
+        assert get_table(session, tbl_id).delta_commits_since_compaction == 2
+        after = select(Commit.instant).where(Commit.seq > compaction.commit_seq)
+        assert sorted(session.scalars(after)) == ["20250101000000010", "20250101000000011"]
+        # The transaction clock says otherwise: the late batch's commits look older.
+        started_late = select(Commit.instant).where(Commit.received_at < compaction.created_at)
+        assert len(session.scalars(started_late).all()) == 2
+
+
+def test_the_commit_order_migration_numbers_existing_rows_by_time(
+    engine: Engine, db_url: str
+) -> None:
+    """Rows stored before the upgrade get places in the order of their times, and new rows
+    come after them."""
+    with engine.connect() as conn:
+        config = alembic_config(db_url)
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0001")
+        conn.execute(
+            text(
+                "INSERT INTO tbl (id, db_name, table_name, base_path) OVERRIDING SYSTEM VALUE "
+                "VALUES (1, 'db', 't', '/data/t');"
+                "INSERT INTO commit (tbl_id, instant, action, received_at) VALUES "
+                "(1, '20250101000000001', 'deltacommit', '2025-01-01 00:00:01+00'),"
+                "(1, '20250101000000003', 'deltacommit', '2025-01-01 00:00:03+00');"
+                "INSERT INTO operation (tbl_id, action, created_at) "
+                "VALUES (1, 'compaction', '2025-01-01 00:00:02+00')"
+            )
+        )
+        conn.commit()
+    upgrade(db_url)
+    with make_session_factory(engine)() as session:
+        record(session, 1, "20250101000000004", "deltacommit")
+        seqs = {i: s for i, s in session.execute(select(Commit.instant, Commit.seq))}
+        op_seq = session.scalars(select(Operation.commit_seq)).one()
+    assert seqs["20250101000000001"] < op_seq < seqs["20250101000000003"]
+    assert seqs["20250101000000004"] > seqs["20250101000000003"]

@@ -21,6 +21,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tms.engines.base import JobHandle, LaunchError, LaunchSpec
 from tms.engines.package import package_zip
 from tms.engines.process import start_process
+from tms.engines.spark_conf import (
+    DEFAULT_ALLOW_LIST,
+    SparkConfAllowList,
+    allow_list,
+    is_spark_key,
+)
 
 if TYPE_CHECKING:
     from tms.config import Settings
@@ -32,6 +38,7 @@ __all__ = [
     "SubmitOptions",
     "build_argv",
     "build_env",
+    "check_spark_conf",
     "is_local_master",
     "parse_resource",
     "spark_home",
@@ -78,9 +85,20 @@ def _conf_value(value: Any) -> str:
 
 def split_extra_params(extra: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, Any]]:
     """(`spark.*` keys as `--conf` values, everything else for the job to read from its spec)."""
-    conf = {k: _conf_value(v) for k, v in extra.items() if k.startswith("spark.")}
-    job = {k: v for k, v in extra.items() if not k.startswith("spark.")}
+    conf = {k: _conf_value(v) for k, v in extra.items() if is_spark_key(k)}
+    job = {k: v for k, v in extra.items() if not is_spark_key(k)}
     return conf, job
+
+
+def check_spark_conf(extra: Mapping[str, Any], allowed: SparkConfAllowList) -> None:
+    """Refuse the launch when a `spark.*` key is not on the allow-list: the API refuses
+    such requests, but a row may predate the list or come from an older instance. Not
+    retryable: the same operation would be refused again."""
+    refused = allowed.refused(extra)
+    if refused:
+        key, reason = next(iter(sorted(refused.items())))
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise LaunchError(f"extra_params key {key} is not allowed: {reason}{more}", retryable=False)
 
 
 def is_local_master(master: str) -> bool:
@@ -108,10 +126,13 @@ class SubmitOptions:
     master: str
     entry_script: str = str(ENTRY_SCRIPT)
     py_files: str | None = None
+    allowed: SparkConfAllowList = DEFAULT_ALLOW_LIST
 
 
 def build_argv(launch: LaunchSpec, options: SubmitOptions) -> list[str]:
-    """The spark-submit command line of one attempt (no secrets in it)."""
+    """The spark-submit command line of one attempt (no secrets in it); `LaunchError` when
+    the operation carries a Spark setting that is not allowed."""
+    check_spark_conf(launch.extra_params, options.allowed)
     argv = [options.spark_submit, "--master", options.master, "--name", launch.app_name]
     memory = parse_resource(launch.resource)
     if memory is not None:
@@ -160,7 +181,12 @@ class SparkSubmitEngine:
         home = spark_home(self._settings.spark_home)
         master = self._settings.spark_master
         py_files = None if is_local_master(master) else str(self._package())
-        return SubmitOptions(str(home / "bin" / "spark-submit"), master, py_files=py_files)
+        return SubmitOptions(
+            str(home / "bin" / "spark-submit"),
+            master,
+            py_files=py_files,
+            allowed=allow_list(self._settings),
+        )
 
     def launch(self, launch: LaunchSpec) -> JobHandle:
         from tms.services.spark import ensure_java

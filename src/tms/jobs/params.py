@@ -1,12 +1,18 @@
 """Planning parameters a job reads from its operation's `extra_params` (the non-`spark.*`
-keys). Short names, or the Hudi config keys writers already use for the same thing."""
+keys). Short names, or the Hudi config keys writers already use for the same thing.
+
+The API refuses keys that are neither Spark settings nor planning parameters of any action
+(a typo would otherwise do nothing), and values the operation's action cannot use. A key of
+another action is accepted and unused: Hudi's table-service-manager client sends one
+configured set of parameters to its compaction, clustering and clean calls alike.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["BadJobInput", "schedule_kwargs"]
+__all__ = ["PLANNING_KEYS", "BadJobInput", "planning_problems", "schedule_kwargs"]
 
 
 class BadJobInput(ValueError):
@@ -81,9 +87,39 @@ _PARAMS: dict[str, dict[str, tuple[_Parser, tuple[str, ...]]]] = {
 }
 
 
+PLANNING_KEYS: frozenset[str] = frozenset(
+    key for arguments in _PARAMS.values() for _, keys in arguments.values() for key in keys
+)
+"""Every planning parameter key of any action."""
+
+
+def planning_problems(action: str, extra_params: Mapping[str, Any]) -> dict[str, str]:
+    """Per non-`spark.*` key, a message saying why the operation cannot take it: not a
+    planning parameter of any action, or a value `action` cannot use. Empty when all fit."""
+    problems: dict[str, str] = {}
+    for key in extra_params:
+        if not key.startswith("spark.") and key not in PLANNING_KEYS:
+            problems[key] = (
+                f"{key} is not allowed: neither a Spark setting (spark.*) nor a planning "
+                "parameter "
+                f"({', '.join(sorted(k for k in PLANNING_KEYS if '.' not in k))} "
+                "or their hoodie.* keys)"
+            )
+    for parse, keys in _PARAMS.get(action, {}).values():
+        for key in keys:
+            if extra_params.get(key) is None:
+                continue
+            try:
+                parse(key, extra_params[key])
+            except BadJobInput as exc:
+                problems[key] = str(exc).removeprefix("extra_params ")
+    return problems
+
+
 def schedule_kwargs(action: str, extra_params: Mapping[str, Any]) -> dict[str, Any]:
     """Keyword arguments for the action's `schedule_*` function; keys it does not know are
-    ignored (writers send their whole config), values it cannot use raise `BadJobInput`."""
+    ignored (the API refuses them; rows stored before it did are still read), values it
+    cannot use raise `BadJobInput`."""
     kwargs: dict[str, Any] = {}
     for argument, (parse, keys) in _PARAMS.get(action, {}).items():
         for key in keys:

@@ -61,6 +61,7 @@ from tms.store import (
     register_instance,
     session_scope,
 )
+from tms.store.outcome_log import note_outcome
 from tms.store.transitions import lock_running_operation
 
 if TYPE_CHECKING:
@@ -70,6 +71,13 @@ if TYPE_CHECKING:
 __all__ = ["Scheduler", "TickReport"]
 
 log = logging.getLogger(__name__)
+
+# What a lost attempt (expired lease) meant for its operation, by the status it moved to.
+_LOST = {
+    OperationStatus.SCHEDULED: "lost, retry scheduled",
+    OperationStatus.FAILED: "lost, out of retries",
+    OperationStatus.CANCELLED: "lost, cancelled",
+}
 
 
 @dataclass
@@ -167,11 +175,12 @@ class Scheduler:
                 register_instance(session, self.instance_id)
             for reaped in reap_expired_leases(session, backoff=self._backoff):
                 operation, attempt = reaped.operation, reaped.attempt
-                log.warning(
-                    "operation %s: attempt %s lost its lease; now %s",
-                    operation.id,
-                    attempt.id,
-                    operation.status,
+                note_outcome(
+                    session,
+                    operation,
+                    _LOST.get(operation.status, "lost"),
+                    attempt.error or "lease expired",
+                    attempt=attempt,
                 )
                 operation_moved(operation)
                 attempt_ended(operation.action.value, attempt)
@@ -253,13 +262,6 @@ class Scheduler:
                     moved = fail_attempt(
                         session, attempt, error=error, exit_code=code, retry_at=retry_at
                     )
-                log.warning(
-                    "operation %s: attempt %s ended with code %s before reporting; now %s",
-                    job.operation_id,
-                    job.attempt_id,
-                    code,
-                    moved.status,
-                )
                 operation_moved(moved)
                 attempt_ended(job.action, attempt)
         except TransitionRefused:
@@ -330,9 +332,7 @@ class Scheduler:
         return RunningJob(job.operation_id, job.attempt_id, job.action, handle)
 
     def _launch_failed(self, job: ClaimedJob, exc: LaunchError) -> None:
-        log.error(
-            "operation %s: launch of attempt %s failed: %s", job.operation_id, job.attempt_id, exc
-        )
+        # The outcome (failed, or a retry scheduled, with the reason) is logged by the store.
         retry_at = timedelta(seconds=self._backoff.delay(job.run_times)) if exc.retryable else None
         try:
             with session_scope(self._factory) as session:

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Identity,
     Index,
     MetaData,
+    Sequence,
     Text,
     UniqueConstraint,
     func,
@@ -30,6 +31,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 __all__ = [
+    "COMMIT_ORDER",
     "Action",
     "Attempt",
     "AttemptOutcome",
@@ -118,6 +120,20 @@ def _now() -> Any:
     return mapped_column(server_default=func.now())
 
 
+COMMIT_ORDER = Sequence("commit_order", metadata=Base.metadata)
+"""The order in which commits were stored and operations created, one sequence for both.
+
+Drawn at insert, after the table's row is locked (`lock_tables_by_base_path`), so for one
+table it is the order of the transactions that stored its commits: a commit with a greater
+`seq` than an operation's `commit_seq` was stored after that operation was created. The
+transaction clock (`now()`, its start) cannot tell: a batch that started earlier may wait
+for the table's lock and commit later."""
+
+
+def _commit_order() -> Any:
+    return mapped_column(BigInteger, server_default=COMMIT_ORDER.next_value())
+
+
 class Tbl(Base):
     """A registered Hudi table: identity, scheduling defaults, and commit counters that the
     policies compare with their thresholds."""
@@ -175,6 +191,8 @@ class Commit(Base):
     files: Mapped[int] = mapped_column(server_default="0")
     log_files: Mapped[int] = mapped_column(server_default="0")
     received_at: Mapped[datetime] = _now()
+    seq: Mapped[int] = _commit_order()
+    """Place in the store's commit order (`COMMIT_ORDER`)."""
 
 
 class Operation(Base):
@@ -258,6 +276,9 @@ class Operation(Base):
     finished_at: Mapped[datetime | None]
     last_error: Mapped[str | None]
     result: Mapped[dict[str, Any] | None]
+    commit_seq: Mapped[int] = _commit_order()
+    """Place in the store's commit order when created: its table's commits with a greater
+    `seq` were stored after it (those are what the counters count after a trigger)."""
 
     table: Mapped[Tbl] = relationship(lazy="select")
 

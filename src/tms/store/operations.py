@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 from tms.store.errors import NotFound, OperationConflict, TransitionRefused
 from tms.store.events import record_event
 from tms.store.models import PENDING, Action, Operation, OperationStatus, Tbl
+from tms.store.outcome_log import note_outcome
 from tms.store.wakeups import notify_due
 
 __all__ = [
@@ -292,4 +293,5 @@ def remove_operation(session: Session, operation_id: int, *, reason: str = "remo
     operation = session.scalars(stmt).one()
     if was == S.SCHEDULED:
         record_event(session, operation_id, S.SCHEDULED, S.CANCELLED, reason)
+        note_outcome(session, operation, "cancelled", reason)
     return operation

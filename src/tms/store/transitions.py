@@ -19,6 +19,7 @@ from tms.store.errors import NotFound, TransitionRefused
 from tms.store.events import record_event
 from tms.store.models import Attempt, AttemptOutcome, Operation, OperationStatus
 from tms.store.operations import lock_operation
+from tms.store.outcome_log import note_outcome, outcome_label
 
 __all__ = [
     "cancel_operation",
@@ -74,7 +75,11 @@ def _transition(
     values: dict[str, Any] | None = None,
     reason: str | None = None,
     attempt: Attempt | None = None,
+    detail: str | None = None,
+    logged_attempt: Attempt | None = None,
 ) -> Operation:
+    """One guarded transition, its event, and (for an outcome) its log line; `detail` (an
+    attempt's error) and `logged_attempt` (when `attempt` is not a guard) go to the log."""
     conditions = [Operation.id == operation_id, Operation.status.in_(list(expected))]
     if attempt is not None:
         conditions.append(Operation.current_attempt_id == attempt.id)
@@ -104,6 +109,12 @@ def _transition(
         reason,
         attempt_id=attempt.id if attempt is not None else None,
     )
+    label = outcome_label(OperationStatus(from_status), to)
+    if label is not None:
+        said = [part for part in (reason if reason != label else None, detail) if part]
+        note_outcome(
+            session, operation, label, ": ".join(said) or label, attempt=logged_attempt or attempt
+        )
     return operation
 
 
@@ -168,6 +179,7 @@ def complete_operation(
         values={**_LEASE_CLEARED, "result": result, "cancel_requested": False},
         reason="completed",
         attempt=attempt,
+        detail="the job reported success",
     )
     _finish_attempt(
         session, attempt, AttemptOutcome.SUCCEEDED, exit_code=exit_code, figures=figures
@@ -214,6 +226,7 @@ def fail_attempt(
         values=values,
         reason=reason,
         attempt=attempt,
+        detail=error,
     )
     _finish_attempt(
         session, attempt, AttemptOutcome.FAILED, error=error, exit_code=exit_code, figures=figures
@@ -238,6 +251,7 @@ def finish_cancelled(
         values=dict(_LEASE_CLEARED),
         reason="cancelled by request",
         attempt=attempt,
+        detail=error,
     )
     _finish_attempt(session, attempt, AttemptOutcome.CANCELLED, error=error, exit_code=exit_code)
     return operation
@@ -300,6 +314,7 @@ def invalidate_operation(session: Session, operation_id: int, *, reason: str) ->
         to=S.INVALID,
         values={**_LEASE_CLEARED, "last_error": reason},
         reason=reason,
+        logged_attempt=attempt,
     )
     if attempt is not None:
         _finish_attempt(session, attempt, AttemptOutcome.FAILED, error=reason)

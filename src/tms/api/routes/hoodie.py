@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from tms.api import observe
 from tms.api.deps import SessionDep, SettingsDep, require
 from tms.api.errors import ApiError, error_responses
+from tms.api.extra_params import check_extra_params
 from tms.api.probe import TableProbe
 from tms.api.registration import (
     DEFAULT_DB_NAME,
@@ -92,6 +93,9 @@ def _table(session: Session, db_name: str, table_name: str) -> Tbl:
 def _submit(
     action: Action, body: SubmitIn, response: Response, session: Session, settings: Settings
 ) -> SubmitOut:
+    check_extra_params(
+        body.extra_params, action=action, settings=settings, location=("body", "extra_params")
+    )
     table = _table(session, body.db_name, body.table_name)
     if action is Action.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
         raise ApiError.conflict(
@@ -142,6 +146,10 @@ def _remove(action: Action, body: RemoveIn, session: Session) -> OperationOut:
 def _client(
     action: Action, query: ClientQuery, session: Session, settings: Settings, calls: StorageCalls
 ) -> ClientOut:
+    if query.action == "REQUEST":
+        check_extra_params(
+            query.params, action=action, settings=settings, location=("query", "extra_params")
+        )
     base_path = (
         checked_base_path(settings, query.basepath, "query.basepath") if query.basepath else None
     )
