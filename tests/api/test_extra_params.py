@@ -82,7 +82,7 @@ def test_submit_refuses_unknown_planning_keys_and_unusable_values(
 def test_an_admin_token_gets_no_exception(make_client: MakeClient) -> None:
     client = make_client(auth_tokens=AUTH_TOKENS)
     registered = client.post(
-        "/v1/hoodie/service/register",
+        "/v1/hoodie/service/register?pending=true",
         json={"db_name": "lake", "table_name": "trips", "base_path": "/data/lake/trips"},
         headers=bearer(WRITER),
     )

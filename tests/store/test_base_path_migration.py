@@ -69,7 +69,7 @@ def test_stored_base_paths_are_normalized(at_0001: str) -> None:
             ("junk", "relative/junk"),
         ],
     )
-    upgrade(at_0001)
+    upgrade(at_0001, "0002")
     assert _revision(at_0001) == "0002"
     assert _paths(at_0001) == dict(
         zip(ids, ["/lake/a", "/lake/b", "s3://bucket/c", "/lake/d", "relative/junk"], strict=True)

@@ -193,7 +193,7 @@ def test_the_commit_order_migration_numbers_existing_rows_by_time(
     with engine.connect() as conn:
         config = alembic_config(db_url)
         config.attributes["connection"] = conn
-        command.downgrade(config, "0001")
+        command.downgrade(config, "0002")
         conn.execute(
             text(
                 "INSERT INTO tbl (id, db_name, table_name, base_path) OVERRIDING SYSTEM VALUE "
