@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi
-from tms.hudi import avro_codec
-from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from tms.hudi.jackson import dumps_jackson
-from tms.hudi.write_stat import RuntimeStats, WriteStat
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from tms.hudi.avro.jackson import dumps_jackson
+from tms.hudi.avro.write_stat import RuntimeStats, WriteStat
 
 TS = "20240101120000123"
 PREV = "20231231000000000"

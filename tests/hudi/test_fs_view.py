@@ -22,13 +22,13 @@ from tests.hudi.test_timeline import (
 
 from hudi import HudiFileGroupReader
 from hudi import HudiTable as OracleTable
-from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from tms.hudi.data_files import read_base_file, write_base_file
-from tms.hudi.filenames import PARTITION_METADATA, BaseFileName, LogFileName
-from tms.hudi.fs_view import FileSystemView
+from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.files.data import read_base_file, write_base_file
+from tms.hudi.files.fs_view import FileSystemView
+from tms.hudi.files.names import PARTITION_METADATA, BaseFileName, LogFileName
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
-from tms.hudi.write_stat import WriteStat
 
 SLICE_KEYS = ("partition", "file_id", "base_instant", "base_file", "log_files")
 

@@ -14,16 +14,17 @@ from tests import oracle
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.hudi import avro_codec
-from tms.hudi.avro_schema import avro_record_schema
-from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from tms.hudi.data_files import write_base_file, write_log_file, write_partition_metadata
-from tms.hudi.filenames import BaseFileName, LogFileName
-from tms.hudi.instant import Action, State
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from tms.hudi.avro.schema import avro_record_schema
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.files.data import write_base_file, write_log_file, write_partition_metadata
+from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
-from tms.hudi.table import HudiTable, UnsupportedTableError
-from tms.hudi.write_stat import WriteStat
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action, State
 
 TIMELINE = ".hoodie/timeline"
 SCHEMA = pa.schema(

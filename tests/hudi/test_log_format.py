@@ -20,23 +20,23 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi
-from tms.hudi.avro_schema import (
+from tms.hudi.avro.schema import (
     META_FIELDS,
     arrow_schema_from_avro,
     avro_record_schema,
     avro_records_to_table,
     table_to_avro_records,
 )
-from tms.hudi.delete_records import LogFormatError
-from tms.hudi.filenames import LogFileName
-from tms.hudi.log_block import MAGIC, BlockType, DeleteRecord, HeaderKey, LogBlock
-from tms.hudi.log_block_reader import read_log_blocks, read_log_file
-from tms.hudi.log_block_writer import (
+from tms.hudi.errors import LogFormatError
+from tms.hudi.files.log_block import MAGIC, BlockType, DeleteRecord, HeaderKey, LogBlock
+from tms.hudi.files.log_reader import read_log_blocks, read_log_file
+from tms.hudi.files.log_writer import (
     encode_avro_data_block,
     encode_delete_block,
     encode_log_block,
     encode_rollback_block,
 )
+from tms.hudi.files.names import LogFileName
 
 
 def _schema(*fields: pa.Field[Any]) -> pa.Schema:

@@ -14,24 +14,24 @@ import pyarrow.compute as pc
 import pytest
 
 from tests import oracle
-from tms.hudi import avro_codec, heartbeat
-from tms.hudi.avro_schema import avro_record_schema
-from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from tms.hudi.data_files import read_base_file, write_base_file, write_log_file
-from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.instant import Action, Instant, State
-from tms.hudi.new_table import create_table
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from tms.hudi.avro.schema import avro_record_schema
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.errors import InstantInFlightError, PlanNotFoundError, UnsupportedTableError
+from tms.hudi.files.data import read_base_file, write_base_file, write_log_file
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
+from tms.hudi.files.reader import read_file_slice
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
-from tms.hudi.reader import read_file_slice
-from tms.hudi.table import HudiTable, UnsupportedTableError
-from tms.hudi.transitions import new_instant_time, request, transition
-from tms.hudi.write_stat import WriteStat
-from tms.hudi.writer import HudiWriter
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.transitions import new_instant_time, request, transition
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 from tms.services.clean import execute_clean, schedule_clean
 from tms.services.clean_plan import earliest_commit_to_retain
-from tms.services.execution import PlanNotFoundError
-from tms.services.rollback import InstantInFlightError
 
 CITIES = ("sf", "nyc", "la")
 TOKEN = "0-1-0"

@@ -12,18 +12,18 @@ import pytest
 
 from hudi import HudiTable as OracleTable
 from tests import oracle
-from tms.hudi import avro_codec
-from tms.hudi.heartbeat import HEARTBEAT_FOLDER
-from tms.hudi.instant import Action
-from tms.hudi.markers import TEMP_FOLDER
-from tms.hudi.new_table import create_table
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
+from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
-from tms.hudi.table import HudiTable, UnsupportedTableError
-from tms.hudi.transitions import new_instant_time, request
-from tms.hudi.writer import HudiWriter
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.transitions import new_instant_time, request
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 from tms.services.clustering import execute_clustering, schedule_clustering
 from tms.services.clustering_plan import EXECUTION_STRATEGY, SORT_COLUMNS_PARAM
-from tms.services.execution import PlanNotFoundError
 
 ROWS = 1200
 FILE_ROWS = 60  # 10 small file groups per partition

@@ -163,7 +163,7 @@ class SparkSubmitEngine:
         return SubmitOptions(str(home / "bin" / "spark-submit"), master, py_files=py_files)
 
     def launch(self, launch: LaunchSpec) -> JobHandle:
-        from tms.services.spark import ensure_java
+        from tms.spark_runtime import ensure_java
 
         options = self.options()
         submit = Path(options.spark_submit)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tms.hudi.instant import Action
+from tms.hudi.timeline.instant import Action
 from tms.jobs.params import BadJobInput, schedule_kwargs
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def spark_session(spec: JobSpec, instant: str) -> Any:
     and handed to `get_spark`, whose defaults only fill what the submit left unset."""
     from pyspark import SparkConf
 
-    from tms.services.spark import get_spark
+    from tms.spark_runtime import get_spark
 
     conf = dict(SparkConf().getAll())
     master = conf.pop("spark.master", None)

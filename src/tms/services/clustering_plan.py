@@ -13,18 +13,18 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tms.hudi import avro_codec
-from tms.hudi.data_files import META_COLUMNS
-from tms.hudi.filenames import BaseFileName, LogFileName
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.instant import Action, is_instant_time
-from tms.hudi.markers import (
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.files.data import META_COLUMNS
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.markers import (
     list_markers,
 )
+from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import CLUSTER_OPERATION, Timeline
-from tms.hudi.transitions import new_instant_time, request
+from tms.hudi.timeline.instant import Action, is_instant_time
+from tms.hudi.timeline.timeline import CLUSTER_OPERATION, Timeline
+from tms.hudi.timeline.transitions import new_instant_time, request
 
 if TYPE_CHECKING:
     pass

@@ -22,27 +22,28 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tms.hudi import avro_codec
-from tms.hudi.avro_schema import META_FIELDS, arrow_schema_from_avro
-from tms.hudi.commit_metadata import CommitMetadata
-from tms.hudi.data_files import read_base_file, write_base_file
-from tms.hudi.filenames import BaseFileName, LogFileName
-from tms.hudi.fs_view import BaseFile, FileSlice, LogFile
-from tms.hudi.instant import Action, State, is_instant_time
-from tms.hudi.markers import (
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.commit_metadata import CommitMetadata
+from tms.hudi.avro.schema import META_FIELDS, arrow_schema_from_avro
+from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
+from tms.hudi.errors import CompactionConflictError, UnsupportedTableError
+from tms.hudi.files.data import read_base_file, write_base_file
+from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
+from tms.hudi.files.markers import (
     Marker,
     MarkerType,
     create_marker,
     delete_markers,
     delete_unreported_files,
 )
-from tms.hudi.reader import read_file_slice
+from tms.hudi.files.names import BaseFileName, LogFileName
+from tms.hudi.files.reader import read_file_slice
 from tms.hudi.storage import Storage
-from tms.hudi.table import HudiError, HudiTable, UnsupportedTableError
+from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
-from tms.hudi.timeline import Timeline
-from tms.hudi.transitions import new_instant_time, request, transition
-from tms.hudi.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
+from tms.hudi.timeline.instant import Action, State, is_instant_time
+from tms.hudi.timeline.timeline import Timeline
+from tms.hudi.timeline.transitions import new_instant_time, request, transition
 from tms.services.compaction_strategy import (
     TOTAL_LOG_FILES_SIZE,
     CompactionStrategy,
@@ -59,10 +60,6 @@ RECORD_KEY = "_hoodie_record_key"
 COMMIT_TIME = "_hoodie_commit_time"
 FILE_NAME = "_hoodie_file_name"
 PENDING_WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT)
-
-
-class CompactionConflictError(HudiError):
-    """The timeline does not allow a compaction at that instant; nothing was written."""
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,14 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tms.hudi import avro_codec, heartbeat
-from tms.hudi.instant import Action, Instant, State
-from tms.hudi.markers import delete_markers, list_markers
-from tms.hudi.table import HudiError, HudiTable
-from tms.hudi.timeline import Timeline
-from tms.hudi.transitions import (
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.errors import InstantInFlightError
+from tms.hudi.files.markers import delete_markers, list_markers
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.timeline import Timeline
+from tms.hudi.timeline.transitions import (
     delete_pending,
     new_instant_time,
     request,
@@ -27,10 +29,6 @@ from tms.hudi.transitions import (
 )
 
 TABLE_SERVICE_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT)
-
-
-class InstantInFlightError(HudiError):
-    """The instant's heartbeat is alive: another job is running it."""
 
 
 @dataclass(frozen=True)

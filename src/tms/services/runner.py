@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from tms.hudi.table import HudiTable
 from tms.services.execution import ServiceResult
-from tms.services.spark import get_spark
+from tms.spark_runtime import get_spark
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ It writes what Hudi's Spark writer writes for table version 6 (timeline layout 1
 columns, requested/inflight/completed instants with JSON commit metadata, partition metadata,
 markers while writing and a heartbeat while the instant is in flight. This module holds the
 instant and routes each batch's rows to file groups (existing ones by record key, new ones for
-the rest); the files themselves are written by `tms.hudi.write_handles`, and new tables are
-created by `tms.hudi.new_table`. Copy-on-write tables rewrite the base files they touch;
+the rest); the files themselves are written by `tms.hudi.write.handles`, and new tables are
+created by `tms.hudi.write.new_table`. Copy-on-write tables rewrite the base files they touch;
 merge-on-read tables append updates and deletes to log files. It runs in one process and is
 meant for tests, demos, benchmarks and small tables.
 """
@@ -17,26 +17,27 @@ import json
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tms.hudi import heartbeat, keys
-from tms.hudi.avro_schema import avro_record_schema
-from tms.hudi.commit_metadata import CommitMetadata
-from tms.hudi.data_files import META_COLUMNS, read_base_file, write_partition_metadata
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.instant import Action, State
-from tms.hudi.markers import delete_markers
-from tms.hudi.merge import latest_by_key
+from tms.hudi.avro.commit_metadata import CommitMetadata
+from tms.hudi.avro.schema import avro_record_schema
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.files.data import META_COLUMNS, read_base_file, write_partition_metadata
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.markers import delete_markers
+from tms.hudi.files.merge import latest_by_key
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import Timeline
-from tms.hudi.transitions import new_instant_time, request, transition
-from tms.hudi.write_handles import (
+from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.timeline import Timeline
+from tms.hudi.timeline.transitions import new_instant_time, request, transition
+from tms.hudi.write import keys
+from tms.hudi.write.handles import (
     WriteOperation,
     append_log_file,
     create_file_groups,
     merge_base_file,
 )
-from tms.hudi.write_stat import WriteStat
 
 __all__ = ["HudiWriter"]
 

@@ -13,11 +13,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tms.hudi.avro_schema import arrow_schema_from_avro, avro_records_to_table
-from tms.hudi.filenames import PARTITION_METADATA
-from tms.hudi.log_block import DeleteRecord, LogBlock
-from tms.hudi.log_block_reader import read_log_blocks
-from tms.hudi.log_block_writer import encode_avro_data_block, encode_delete_block
+from tms.hudi.avro.schema import arrow_schema_from_avro, avro_records_to_table
+from tms.hudi.files.log_block import DeleteRecord, LogBlock
+from tms.hudi.files.log_reader import read_log_blocks
+from tms.hudi.files.log_writer import encode_avro_data_block, encode_delete_block
+from tms.hudi.files.names import PARTITION_METADATA
 from tms.hudi.storage import Storage
 
 META_COLUMNS = (

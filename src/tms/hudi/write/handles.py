@@ -5,7 +5,7 @@ new file groups, copy-on-write updates and deletes rewrite the latest base file 
 slice, merge-on-read ones append a log file holding a data or delete block to the latest file
 slice. Files get Hudi's names, and each handle creates its marker before writing, so a
 rollback of the instant finds the file. The instant itself (timeline, heartbeat, commit
-metadata) is `tms.hudi.writer`'s: a handle only knows the file it writes.
+metadata) is `tms.hudi.write.writer`'s: a handle only knows the file it writes.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tms.hudi.avro_schema import avro_record_schema
-from tms.hudi.data_files import read_base_file, write_base_file, write_log_file
-from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.log_block import DeleteRecord
-from tms.hudi.markers import Marker, MarkerType, create_marker
-from tms.hudi.merge import DeleteVersion, latest_by_key, merge_versions
+from tms.hudi.avro.schema import avro_record_schema
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.files.data import read_base_file, write_base_file, write_log_file
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.log_block import DeleteRecord
+from tms.hudi.files.markers import Marker, MarkerType, create_marker
+from tms.hudi.files.merge import DeleteVersion, latest_by_key, merge_versions
+from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.table import HudiTable
-from tms.hudi.write_stat import WriteStat
 
 __all__ = ["WriteOperation", "append_log_file", "create_file_groups", "merge_base_file"]
 
