@@ -46,10 +46,10 @@ from tms.services.spark import TaskInfo, run_tasks
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+from tms.hudi.meta_fields import FILE_NAME, RECORD_KEY
 from tms.services.clustering_plan import (
     FALLBACK_BYTES_PER_ROW,
     HUDI_TARGET_FILE_SIZE,
-    RECORD_KEY,
     SORT_COLUMNS_PARAM,
     TARGET_FILE_SIZE_PARAM,
     check_columns,
@@ -263,7 +263,7 @@ def _write_file(
     name = BaseFileName(file_id, info.write_token, task.instant_time)
     path = posixpath.join(partition, str(name)) if partition else str(name)
     create_marker(storage, task.instant_time, Marker(partition, str(name), MarkerType.CREATE))
-    position = rows.schema.get_field_index("_hoodie_file_name")
+    position = rows.schema.get_field_index(FILE_NAME)
     rows = rows.set_column(
         position, rows.schema.field(position), pa.array([str(name)] * rows.num_rows, pa.string())
     )
