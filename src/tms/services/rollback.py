@@ -28,7 +28,8 @@ from tms.hudi.timeline.transitions import (
     transition,
 )
 
-TABLE_SERVICE_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT)
+PLANNED_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT)
+"""Actions whose plan outlives a rollback: the instant goes back to requested, not away."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def rollback_inflight(
             "successDeleteFiles": [storage.uri(p) for p in done],
             "failedDeleteFiles": [storage.uri(p) for p in paths if p not in done],
         }
-    if timeline.origin_action(instant) in TABLE_SERVICE_ACTIONS:
+    if timeline.origin_action(instant) in PLANNED_ACTIONS:
         revert_to_requested(storage, config, instant)
     else:
         delete_pending(storage, config, instant)
