@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from tms.hudi.new_table import create_table
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 from tms.services.compaction import execute_compaction, schedule_compaction
-from tms.services.spark import get_spark
+from tms.spark_runtime import get_spark
 
 CITIES = ["amsterdam", "berlin", "chennai", "denver"]
 

@@ -11,7 +11,7 @@ pytest_plugins = ["tests.db_fixtures"]
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One local SparkSession shared by every Spark test (starting one takes seconds)."""
-    from tms.services.spark import get_spark
+    from tms.spark_runtime import get_spark
 
     session = get_spark("local[2]", app_name="tms-tests")
     yield session

@@ -8,14 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from hudi import HudiTable as OracleTable
-
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
+from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
 
 
 def snapshot(base_path: str) -> pa.Table:
@@ -25,12 +18,12 @@ def snapshot(base_path: str) -> pa.Table:
     if not batches:
         return pa.table({})
     rows = pa.Table.from_batches(batches)
-    keep = ["_hoodie_record_key"] + [c for c in rows.column_names if c not in META_COLUMNS]
-    return rows.select(keep).sort_by("_hoodie_record_key")
+    keep = [RECORD_KEY] + [c for c in rows.column_names if c not in META_FIELDS]
+    return rows.select(keep).sort_by(RECORD_KEY)
 
 
 def rows_by_key(base_path: str) -> dict[str, dict[str, Any]]:
-    return {row.pop("_hoodie_record_key"): row for row in snapshot(base_path).to_pylist()}
+    return {row.pop(RECORD_KEY): row for row in snapshot(base_path).to_pylist()}
 
 
 def file_slices(base_path: str) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner, Result
 from tests import oracle
 from tests.hudi.test_timeline import new_table, next_time, put, write
 from tms.cli import app
-from tms.hudi import avro_codec
+from tms.hudi.avro import codec as avro_codec
 from tms.hudi.properties import MERGE_ON_READ
 
 SLICE_KEYS = ("partition", "file_id", "base_instant", "base_file", "log_files")

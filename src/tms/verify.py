@@ -4,13 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
+from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
 
 
 def oracle_snapshot(base_path: str) -> pa.Table:
@@ -21,5 +15,5 @@ def oracle_snapshot(base_path: str) -> pa.Table:
     if not batches:
         return pa.table({})
     rows = pa.Table.from_batches(batches)
-    keep = ["_hoodie_record_key"] + [c for c in rows.column_names if c not in META_COLUMNS]
-    return rows.select(keep).sort_by("_hoodie_record_key")
+    keep = [RECORD_KEY] + [c for c in rows.column_names if c not in META_FIELDS]
+    return rows.select(keep).sort_by(RECORD_KEY)

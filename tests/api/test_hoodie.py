@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from tests.api.conftest import MakeClient
 from tests.api.helpers import instant, register, submit
-from tms.hudi.writer import HudiWriter
+from tms.hudi.write.writer import HudiWriter
 from tms.store import Operation
 
 if TYPE_CHECKING:

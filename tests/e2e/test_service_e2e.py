@@ -28,8 +28,8 @@ from tests.e2e.writer_callbacks import (
     CallbackWriter,
     commit_metadata,
 )
-from tms.hudi.new_table import create_table
-from tms.hudi.writer import HudiWriter
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 from tms.store.models import Commit, Instance
 
 pytestmark = pytest.mark.spark

@@ -16,8 +16,8 @@ import httpx
 import pyarrow as pa
 
 from tms.config import DEFAULT_CALLBACK_KEY
-from tms.hudi.commit_metadata import CommitMetadata
-from tms.hudi.writer import HudiWriter
+from tms.hudi.avro.commit_metadata import CommitMetadata
+from tms.hudi.write.writer import HudiWriter
 
 __all__ = [
     "CALLBACK_HEADERS",

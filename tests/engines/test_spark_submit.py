@@ -212,7 +212,7 @@ def test_engine_options_ship_a_zip_of_tms_for_cluster_masters(tmp_path: Path) ->
     shipped = SparkSubmitEngine(yarn).options().py_files
     assert shipped is not None and Path(shipped).parent == tmp_path / "py-files"
     names = zipfile.ZipFile(shipped).namelist()
-    assert "tms/jobs/entry.py" in names and "tms/hudi/avsc/HoodieCompactionPlan.avsc" in names
+    assert "tms/jobs/entry.py" in names and "tms/hudi/avro/avsc/HoodieCompactionPlan.avsc" in names
     assert not any("__pycache__" in n for n in names)
     assert package_zip(tmp_path / "py-files") == Path(shipped)  # same content, same file
 

@@ -9,8 +9,8 @@ from typing import Any
 import fastavro
 import pytest
 
-from tms.hudi import avro_codec
-from tms.hudi.avro_codec import NAMESPACE, decode, encode, load_schema
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.codec import NAMESPACE, decode, encode, load_schema
 
 REQUIRED = [
     "HoodieCompactionOperation",

@@ -10,10 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi
-from tms.hudi import avro_codec
-from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from tms.hudi.jackson import dumps_jackson
-from tms.hudi.write_stat import RuntimeStats, WriteStat
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from tms.hudi.avro.jackson import dumps_jackson
+from tms.hudi.avro.write_stat import RuntimeStats, WriteStat
+from tms.hudi.meta_fields import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 
 TS = "20240101120000123"
 PREV = "20231231000000000"
@@ -473,11 +474,11 @@ def _base_file(base: Path, file_id: str, instant: str, ids: list[str]) -> WriteS
     n = len(ids)
     table = pa.table(
         {
-            "_hoodie_commit_time": [instant] * n,
-            "_hoodie_commit_seqno": [f"{instant}_0_{i}" for i in range(n)],
-            "_hoodie_record_key": ids,
-            "_hoodie_partition_path": ["a"] * n,
-            "_hoodie_file_name": [name] * n,
+            COMMIT_TIME: [instant] * n,
+            COMMIT_SEQNO: [f"{instant}_0_{i}" for i in range(n)],
+            RECORD_KEY: ids,
+            PARTITION_PATH: ["a"] * n,
+            FILE_NAME: [name] * n,
             "id": ids,
             "ts": list(range(n)),
             "p": ["a"] * n,

@@ -22,13 +22,14 @@ from tests.hudi.test_timeline import (
 
 from hudi import HudiFileGroupReader
 from hudi import HudiTable as OracleTable
-from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from tms.hudi.data_files import read_base_file, write_base_file
-from tms.hudi.filenames import PARTITION_METADATA, BaseFileName, LogFileName
-from tms.hudi.fs_view import FileSystemView
+from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.files.data import read_base_file, write_base_file
+from tms.hudi.files.fs_view import FileSystemView
+from tms.hudi.files.names import PARTITION_METADATA, BaseFileName, LogFileName
+from tms.hudi.meta_fields import FILE_NAME
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
-from tms.hudi.write_stat import WriteStat
 
 SLICE_KEYS = ("partition", "file_id", "base_instant", "base_file", "log_files")
 
@@ -61,7 +62,7 @@ def copy_base_file(base: str, source: str, file_id: str, instant: str) -> str:
     path = f"{partition}/{name}" if partition else name
     storage = HudiTable.open(base).storage
     data = read_base_file(storage, source)
-    data = data.set_column(4, "_hoodie_file_name", pa.array([name] * data.num_rows, pa.string()))
+    data = data.set_column(4, FILE_NAME, pa.array([name] * data.num_rows, pa.string()))
     write_base_file(storage, path, data)
     return path
 
@@ -142,7 +143,7 @@ def test_completed_replacecommit_hides_the_file_groups_it_replaced(tmp_path: Pat
     inputs = [g.latest_slice.base_file for g in replaced]
     merged = pa.concat_tables([read_base_file(storage, f.path) for f in inputs if f is not None])
     name = str(BaseFileName(new_id, "0-3-0", ts))
-    merged = merged.set_column(4, "_hoodie_file_name", pa.array([name] * merged.num_rows))
+    merged = merged.set_column(4, FILE_NAME, pa.array([name] * merged.num_rows))
     write_base_file(storage, f"nyc/{name}", merged)
     metadata = ReplaceCommitMetadata(
         operation_type="CLUSTER",
@@ -223,7 +224,7 @@ def compact_by_hand(base: str, ts: str) -> None:
             [HudiFileGroupReader(base).read_file_slice(oracle_slices[op["fileId"]])]
         )
         name = str(BaseFileName(op["fileId"], "0-9-0", ts))
-        merged = merged.set_column(4, "_hoodie_file_name", pa.array([name] * merged.num_rows))
+        merged = merged.set_column(4, FILE_NAME, pa.array([name] * merged.num_rows))
         write_base_file(storage, name, merged)
         metadata.add_write_stat(
             "", WriteStat(file_id=op["fileId"], path=name, prev_commit=op["baseInstantTime"])

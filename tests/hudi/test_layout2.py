@@ -14,25 +14,27 @@ from tests import oracle
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.hudi import avro_codec
-from tms.hudi.avro_schema import avro_record_schema
-from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from tms.hudi.data_files import write_base_file, write_log_file, write_partition_metadata
-from tms.hudi.filenames import BaseFileName, LogFileName
-from tms.hudi.instant import Action, State
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from tms.hudi.avro.schema import avro_record_schema
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.files.data import write_base_file, write_log_file, write_partition_metadata
+from tms.hudi.files.names import BaseFileName, LogFileName
+from tms.hudi.meta_fields import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
-from tms.hudi.table import HudiTable, UnsupportedTableError
-from tms.hudi.write_stat import WriteStat
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action, State
 
 TIMELINE = ".hoodie/timeline"
 SCHEMA = pa.schema(
     [
-        ("_hoodie_commit_time", pa.string()),
-        ("_hoodie_commit_seqno", pa.string()),
-        ("_hoodie_record_key", pa.string()),
-        ("_hoodie_partition_path", pa.string()),
-        ("_hoodie_file_name", pa.string()),
+        (COMMIT_TIME, pa.string()),
+        (COMMIT_SEQNO, pa.string()),
+        (RECORD_KEY, pa.string()),
+        (PARTITION_PATH, pa.string()),
+        (FILE_NAME, pa.string()),
         ("id", pa.string()),
         ("ts", pa.int64()),
         ("part", pa.string()),
@@ -61,11 +63,11 @@ FILE_D = "dddddddd-0000-0000-0000-000000000000-0"
 def records(instant: str, file_name: str, part: str, values: list[tuple[str, int]]) -> pa.Table:
     return pa.table(
         {
-            "_hoodie_commit_time": [instant] * len(values),
-            "_hoodie_commit_seqno": [f"{instant}_0_{i}" for i in range(len(values))],
-            "_hoodie_record_key": [key for key, _ in values],
-            "_hoodie_partition_path": [part] * len(values),
-            "_hoodie_file_name": [file_name] * len(values),
+            COMMIT_TIME: [instant] * len(values),
+            COMMIT_SEQNO: [f"{instant}_0_{i}" for i in range(len(values))],
+            RECORD_KEY: [key for key, _ in values],
+            PARTITION_PATH: [part] * len(values),
+            FILE_NAME: [file_name] * len(values),
             "id": [key for key, _ in values],
             "ts": [ts for _, ts in values],
             "part": [part] * len(values),

@@ -20,23 +20,24 @@ import pyarrow.parquet as pq
 import pytest
 
 import hudi
-from tms.hudi.avro_schema import (
+from tms.hudi.avro.schema import (
     META_FIELDS,
     arrow_schema_from_avro,
     avro_record_schema,
     avro_records_to_table,
     table_to_avro_records,
 )
-from tms.hudi.delete_records import LogFormatError
-from tms.hudi.filenames import LogFileName
-from tms.hudi.log_block import MAGIC, BlockType, DeleteRecord, HeaderKey, LogBlock
-from tms.hudi.log_block_reader import read_log_blocks, read_log_file
-from tms.hudi.log_block_writer import (
+from tms.hudi.errors import LogFormatError
+from tms.hudi.files.log_block import MAGIC, BlockType, DeleteRecord, HeaderKey, LogBlock
+from tms.hudi.files.log_reader import read_log_blocks, read_log_file
+from tms.hudi.files.log_writer import (
     encode_avro_data_block,
     encode_delete_block,
     encode_log_block,
     encode_rollback_block,
 )
+from tms.hudi.files.names import LogFileName
+from tms.hudi.meta_fields import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 
 
 def _schema(*fields: pa.Field[Any]) -> pa.Schema:
@@ -61,11 +62,11 @@ FULL_SCHEMA = arrow_schema_from_avro(AVRO)
 
 def _row(key: str, ts: int, value: str | None, commit: str, seq: int = 0) -> dict[str, object]:
     return {
-        "_hoodie_commit_time": commit,
-        "_hoodie_commit_seqno": f"{commit}_0_{seq}",
-        "_hoodie_record_key": key,
-        "_hoodie_partition_path": PARTITION,
-        "_hoodie_file_name": f"{FILE_ID}_{TOKEN}_{C1}.parquet",
+        COMMIT_TIME: commit,
+        COMMIT_SEQNO: f"{commit}_0_{seq}",
+        RECORD_KEY: key,
+        PARTITION_PATH: PARTITION,
+        FILE_NAME: f"{FILE_ID}_{TOKEN}_{C1}.parquet",
         "id": key,
         "ts": ts,
         "v": value,
@@ -358,7 +359,7 @@ class _Table:
     def snapshot(self) -> dict[str, tuple[int, str | None]]:
         table = hudi.HudiTable(str(self.root))
         rows = pa.Table.from_batches(table.read()).to_pylist()
-        return {r["_hoodie_record_key"]: (r["ts"], r["v"]) for r in rows}
+        return {r[RECORD_KEY]: (r["ts"], r["v"]) for r in rows}
 
 
 def _base(*keys: str) -> dict[str, tuple[int, str | None]]:
@@ -463,9 +464,9 @@ def test_hudi_rs_reads_every_supported_column_type(tmp_path: Path) -> None:
     def row(key: str, ts: int, n: int, commit: str) -> dict[str, object]:
         return {
             **{name: None for name in META_FIELDS},
-            "_hoodie_commit_time": commit,
-            "_hoodie_record_key": key,
-            "_hoodie_partition_path": PARTITION,
+            COMMIT_TIME: commit,
+            RECORD_KEY: key,
+            PARTITION_PATH: PARTITION,
             "id": key,
             "ts": ts,
             "i": n,

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tms.hudi.new_table import create_table
 from tms.hudi.properties import (
     CHECKSUM,
     PROPERTIES_PATH,
@@ -18,6 +17,7 @@ from tms.hudi.properties import (
     table_checksum,
 )
 from tms.hudi.storage import Storage
+from tms.hudi.write.new_table import create_table
 
 # As Hudi 0.14's `Properties.store` leaves it, plus what hand edits add: `!` comments, blank
 # lines, `:` and whitespace separators, continuation lines, `\uXXXX` escapes.

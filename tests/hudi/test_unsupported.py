@@ -10,10 +10,11 @@ from tests.hudi.test_timeline import new_table, next_time, put, write
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.hudi import avro_codec
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
-from tms.hudi.table import HudiTable, UnsupportedTableError
+from tms.hudi.table import HudiTable
 
 
 def set_properties(base: str, **changes: str) -> None:

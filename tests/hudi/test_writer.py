@@ -9,12 +9,12 @@ import pyarrow as pa
 import pytest
 from tests import oracle
 
-from tms.hudi.heartbeat import HEARTBEAT_FOLDER
-from tms.hudi.markers import TEMP_FOLDER
-from tms.hudi.new_table import create_table
+from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 
 
 def batch(ids: range | list[int], ts: int, city: list[str] | None = None) -> pa.Table:

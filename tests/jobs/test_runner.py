@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from tests.jobs.stub_api import OK_BEAT, StubApi, spec_json, stub_api
-from tms.hudi.instant import Action
-from tms.hudi.new_table import create_table
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action
+from tms.hudi.write.new_table import create_table
 from tms.jobs.client import JobClient, JobSpec
 from tms.jobs.runner import (
     EXIT_FAILED,
@@ -28,7 +28,7 @@ from tms.jobs.runner import (
     JobRunner,
 )
 from tms.services.execution import ServiceResult
-from tms.services.spark import ensure_java
+from tms.spark_runtime import ensure_java
 
 ENTRY = Path(__file__).resolve().parents[2] / "src" / "tms" / "jobs" / "entry.py"
 
@@ -273,8 +273,8 @@ def test_a_pending_plan_another_operation_tracks_is_left_to_it(table: str) -> No
 
 
 def test_pending_plans_lists_the_timelines_pending_plans_of_the_action(table: str) -> None:
-    from tms.hudi import avro_codec
-    from tms.hudi.transitions import request
+    from tms.hudi.avro import codec as avro_codec
+    from tms.hudi.timeline.transitions import request
     from tms.jobs.dispatch import pending_plans
 
     hudi_table = HudiTable.open(table)

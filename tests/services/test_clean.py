@@ -14,24 +14,25 @@ import pyarrow.compute as pc
 import pytest
 
 from tests import oracle
-from tms.hudi import avro_codec, heartbeat
-from tms.hudi.avro_schema import avro_record_schema
-from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from tms.hudi.data_files import read_base_file, write_base_file, write_log_file
-from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.instant import Action, Instant, State
-from tms.hudi.new_table import create_table
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
+from tms.hudi.avro.schema import avro_record_schema
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.errors import InstantInFlightError, PlanNotFoundError, UnsupportedTableError
+from tms.hudi.files.data import read_base_file, write_base_file, write_log_file
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
+from tms.hudi.files.reader import read_file_slice
+from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
-from tms.hudi.reader import read_file_slice
-from tms.hudi.table import HudiTable, UnsupportedTableError
-from tms.hudi.transitions import new_instant_time, request, transition
-from tms.hudi.write_stat import WriteStat
-from tms.hudi.writer import HudiWriter
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.transitions import new_instant_time, request, transition
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 from tms.services.clean import execute_clean, schedule_clean
 from tms.services.clean_plan import earliest_commit_to_retain
-from tms.services.execution import PlanNotFoundError
-from tms.services.rollback import InstantInFlightError
 
 CITIES = ("sf", "nyc", "la")
 TOKEN = "0-1-0"
@@ -271,7 +272,7 @@ def compact(table: HudiTable) -> str:
         rows, _ = read_file_slice(storage, piece, "ts", timeline.is_completed)
         name = BaseFileName(piece.file_id, TOKEN, ts)
         path = f"{piece.partition_path}/{name}" if piece.partition_path else str(name)
-        rows = rows.set_column(4, "_hoodie_file_name", pa.array([str(name)] * rows.num_rows))
+        rows = rows.set_column(4, FILE_NAME, pa.array([str(name)] * rows.num_rows))
         size = write_base_file(storage, path, rows)
         stat = WriteStat(
             file_id=piece.file_id,
@@ -331,7 +332,7 @@ def append_to_pending_compaction(table: HudiTable, piece: FileSlice, compaction:
     )
     rows, _ = read_file_slice(storage, piece, "ts", timeline.is_completed)
     rows = rows.slice(0, 2)
-    rows = rows.set_column(0, "_hoodie_commit_time", pa.array([ts] * 2))
+    rows = rows.set_column(0, COMMIT_TIME, pa.array([ts] * 2))
     rows = rows.set_column(rows.schema.get_field_index("ts"), "ts", pc.add(rows["ts"], 100))
     name = LogFileName(piece.file_id, compaction, 1, TOKEN)
     schema = avro_record_schema(config.table_name, rows.schema)
@@ -464,7 +465,7 @@ def replace_file_group(table: HudiTable, piece: FileSlice) -> tuple[str, str]:
     name = BaseFileName(file_id, TOKEN, ts)
     path = f"{piece.partition_path}/{name}"
     rows = read_base_file(storage, piece.base_file.path)
-    rows = rows.set_column(4, "_hoodie_file_name", pa.array([str(name)] * rows.num_rows))
+    rows = rows.set_column(4, FILE_NAME, pa.array([str(name)] * rows.num_rows))
     size = write_base_file(storage, path, rows)
     metadata = ReplaceCommitMetadata(
         operation_type="INSERT_OVERWRITE",

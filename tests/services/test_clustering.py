@@ -12,18 +12,19 @@ import pytest
 
 from hudi import HudiTable as OracleTable
 from tests import oracle
-from tms.hudi import avro_codec
-from tms.hudi.heartbeat import HEARTBEAT_FOLDER
-from tms.hudi.instant import Action
-from tms.hudi.markers import TEMP_FOLDER
-from tms.hudi.new_table import create_table
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
+from tms.hudi.files.markers import TEMP_FOLDER
+from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
-from tms.hudi.table import HudiTable, UnsupportedTableError
-from tms.hudi.transitions import new_instant_time, request
-from tms.hudi.writer import HudiWriter
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.transitions import new_instant_time, request
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 from tms.services.clustering import execute_clustering, schedule_clustering
 from tms.services.clustering_plan import EXECUTION_STRATEGY, SORT_COLUMNS_PARAM
-from tms.services.execution import PlanNotFoundError
 
 ROWS = 1200
 FILE_ROWS = 60  # 10 small file groups per partition
@@ -69,8 +70,8 @@ def group_target(base: str, slices_per_group: int = 4) -> int:
 def commit_times(base: str) -> dict[str, str]:
     """Record key -> `_hoodie_commit_time`, as the oracle reads them."""
     rows = pa.Table.from_batches(OracleTable(base).read())
-    keys = rows.column("_hoodie_record_key").to_pylist()
-    return dict(zip(keys, rows.column("_hoodie_commit_time").to_pylist(), strict=True))
+    keys = rows.column(RECORD_KEY).to_pylist()
+    return dict(zip(keys, rows.column(COMMIT_TIME).to_pylist(), strict=True))
 
 
 def plan_of(base: str, instant: str) -> dict[str, Any]:
@@ -147,8 +148,8 @@ def test_sort_columns_order_the_rows_of_each_new_file(spark: Any, tmp_path: Path
         rows = pq.read_table(posixpath.join(base, piece["partition"], piece["base_file"]))
         fares = rows.column("fare").to_pylist()
         assert fares == sorted(fares)
-        assert set(rows.column("_hoodie_file_name").to_pylist()) == {piece["base_file"]}
-        assert set(rows.column("_hoodie_partition_path").to_pylist()) == {piece["partition"]}
+        assert set(rows.column(FILE_NAME).to_pylist()) == {piece["base_file"]}
+        assert set(rows.column(PARTITION_PATH).to_pylist()) == {piece["partition"]}
 
 
 def test_plan_groups_small_file_slices_as_hudi_reads_them(tmp_path: Path) -> None:

@@ -16,10 +16,10 @@ from tests.services.test_clustering import (
     planned_file_ids,
     small_files_table,
 )
-from tms.hudi.instant import Action
-from tms.hudi.markers import TEMP_FOLDER
+from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action
 from tms.services.clustering import schedule_clustering
 
 HEARTBEAT_INTERVAL = 1

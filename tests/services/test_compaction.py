@@ -10,22 +10,19 @@ import pyarrow as pa
 import pytest
 
 from tests import oracle
-from tms.hudi import avro_codec
-from tms.hudi.filenames import BaseFileName, LogFileName
-from tms.hudi.fs_view import BaseFile, FileSlice, LogFile
-from tms.hudi.heartbeat import HEARTBEAT_FOLDER
-from tms.hudi.instant import Action, State
-from tms.hudi.markers import TEMP_FOLDER
-from tms.hudi.new_table import create_table
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.errors import CompactionConflictError, PlanNotFoundError, UnsupportedTableError
+from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
+from tms.hudi.files.markers import TEMP_FOLDER
+from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.properties import COPY_ON_WRITE, METADATA_PARTITIONS
-from tms.hudi.table import HudiTable, UnsupportedTableError
-from tms.hudi.transitions import new_instant_time, request
-from tms.hudi.writer import HudiWriter
-from tms.services.compaction import (
-    CompactionConflictError,
-    execute_compaction,
-    schedule_compaction,
-)
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.transitions import new_instant_time, request
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
+from tms.services.compaction import execute_compaction, schedule_compaction
 from tms.services.compaction_strategy import (
     MIB,
     TOTAL_IO_MB,
@@ -37,7 +34,6 @@ from tms.services.compaction_strategy import (
     LogSizeStrategy,
     strategy_by_name,
 )
-from tms.services.execution import PlanNotFoundError
 
 CITIES = ("sf", "nyc", "la")
 Model = dict[str, dict[str, Any]]

@@ -11,10 +11,10 @@ import pytest
 from tests import oracle
 from tests.crash import has_markers, kill_tms_when, run_tms
 from tests.services.test_compaction import batch
-from tms.hudi.instant import Action, State
-from tms.hudi.new_table import create_table
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 from tms.services.compaction import schedule_compaction
 
 

@@ -23,15 +23,15 @@ from typer.testing import CliRunner
 from tests.jobs.stub_api import OK_BEAT, spec_json, stub_api
 from tests.jobs.test_runner import FakeSpark
 from tms.cli import app
-from tms.hudi import avro_codec
+from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import UnsafePathError
-from tms.hudi.instant import Action, Instant, State
-from tms.hudi.markers import Marker, MarkerType, create_marker
-from tms.hudi.new_table import create_table
+from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.table import HudiTable
-from tms.hudi.transitions import new_instant_time, request, transition
-from tms.hudi.writer import HudiWriter
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.transitions import new_instant_time, request, transition
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 from tms.jobs.client import JobClient
 from tms.jobs.runner import EXIT_FAILED, JobRunner
 from tms.services.clean import execute_clean

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tms.api.schemas.callback import WriteStatIn
-from tms.hudi.instant import Action as HudiAction
+from tms.hudi.timeline.instant import Action as HudiAction
 from tms.store.models import TableType
 
 __all__ = [

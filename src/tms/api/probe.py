@@ -13,10 +13,10 @@ import enum
 import logging
 from dataclasses import dataclass
 
-from tms.hudi.instant import Action as HudiAction
 from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action as HudiAction
 from tms.store.models import TableType
 
 __all__ = ["Seen", "StorageInfo", "TableProbe", "TableState"]

@@ -20,7 +20,8 @@ from tms.api.schemas.tables import TableIn, TableOut
 from tms.api.storage_calls import StorageCalls
 from tms.api.views import table_out
 from tms.config import Settings
-from tms.hudi.base_path import BasePathError, check_base_path
+from tms.hudi.base_path import check_base_path
+from tms.hudi.errors import BasePathError
 from tms.store.models import Action, TableType
 from tms.store.tables import Registered, register_table, update_table
 

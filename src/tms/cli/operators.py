@@ -95,7 +95,8 @@ def tables_ls(
 
 def _name_from_storage(base_path: str) -> str:
     """`hoodie.table.name` when the table is readable from here, else the folder's name."""
-    from tms.hudi.table import HudiError, HudiTable
+    from tms.hudi.errors import HudiError
+    from tms.hudi.table import HudiTable
 
     try:
         return HudiTable.open(base_path).name

@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 
 from tms.cli.render import cell, print_rows
-from tms.hudi.table import HudiError, HudiTable
+from tms.hudi.errors import HudiError
+from tms.hudi.table import HudiTable
 
 __all__ = ["files", "run", "timeline"]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from tms.client import Json
-from tms.hudi.new_table import create_table
 from tms.hudi.table import HudiTable
-from tms.hudi.writer import HudiWriter
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 
 __all__ = ["CITIES", "DemoWriter", "callback_payload", "data_files", "file_groups", "trips"]
 

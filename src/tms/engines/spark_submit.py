@@ -189,7 +189,7 @@ class SparkSubmitEngine:
         )
 
     def launch(self, launch: LaunchSpec) -> JobHandle:
-        from tms.services.spark import ensure_java
+        from tms.spark_runtime import ensure_java
 
         options = self.options()
         submit = Path(options.spark_submit)

@@ -1,4 +1,17 @@
 """The Hudi table format: properties, timeline, file-system view, plans, log files, writer.
 
-A pure library: it never imports the service side.
+A pure library: it never imports the service side. Inside, imports go only downward:
+
+    write/        writer, write handles, new tables          may import everything below
+    table         HudiTable                                  may import everything below
+    files/        names, file-system view, base and log files, markers, merge, slice reader
+                                                             may import timeline/, avro/ and below
+    timeline/     instants, timeline, transitions, heartbeats
+                                                             may import avro/ and below
+    avro/         codec, schemas, commit metadata, write stats, plans' forms, JSON fields
+    properties, table_paths, storage, base_path, actions, meta_fields, errors   (the base)
+
+No subpackage imports `tms.hudi.table` except `write/`, whose writer writes to a table; a
+subpackage's `__init__` may re-export its public names. `docs/architecture.md` states the
+same rows, and `tests/test_layering.py` enforces them.
 """

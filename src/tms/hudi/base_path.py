@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tms.hudi.errors import BasePathError
+
 __all__ = [
     "BasePathError",
     "Location",
@@ -27,10 +29,6 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", re.DOTALL)
 _LOCAL_HOSTS = ("", "localhost")
 _DEFAULT_AUTHORITY_SCHEMES = frozenset({"hdfs"})
 """Schemes whose `scheme:///path` means the cluster's default file system."""
-
-
-class BasePathError(ValueError):
-    """A base path that is not a usable table location; the message says why."""
 
 
 @dataclass(frozen=True)

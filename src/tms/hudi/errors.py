@@ -1,19 +1,30 @@
-"""Errors `tms.hudi` raises about a table, in one module so every part of the layer can
-raise them without importing `HudiTable`.
+"""Every error the table layer (`tms.hudi` and `tms.services`) raises about a table, in one
+module so each part of the layer can raise them without importing the part that owns the idea.
 
     HudiError
-    ├── TableNotFoundError        no table at the base path
-    └── TableRefusedError         a table the services will not touch; nothing was written
-        ├── UnsupportedTableError a feature we do not handle
-        └── UnsafePathError       a plan, metadata or marker names a path outside the table
+    ├── TableNotFoundError          no table at the base path
+    ├── TableRefusedError           a table the services will not touch; nothing was written
+    │   ├── UnsupportedTableError   a feature we do not handle
+    │   └── UnsafePathError         a plan, metadata or marker names a path outside the table
+    ├── BasePathError (ValueError)  a base path that names no usable table location
+    ├── LogFormatError (ValueError) bytes that are not Hudi log blocks
+    ├── PlanNotFoundError           no pending plan of that action at that instant
+    ├── CompactionConflictError     the timeline does not allow a compaction at that instant
+    └── InstantInFlightError        the instant's heartbeat is alive: another job runs it
 
 A refusal is final: retrying cannot change the table, so callers report it without retrying.
+The two that are also `ValueError`s are about input (a path, bytes) and are caught as such.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "BasePathError",
+    "CompactionConflictError",
     "HudiError",
+    "InstantInFlightError",
+    "LogFormatError",
+    "PlanNotFoundError",
     "TableNotFoundError",
     "TableRefusedError",
     "UnsafePathError",
@@ -22,7 +33,7 @@ __all__ = [
 
 
 class HudiError(Exception):
-    """Base of the errors `tms.hudi` raises about a table."""
+    """Base of the errors the table layer raises about a table."""
 
 
 class TableNotFoundError(HudiError):
@@ -46,3 +57,23 @@ class UnsafePathError(TableRefusedError):
         self.path = path
         self.reason = reason
         super().__init__(f"{source}: {path!r} {reason}; refusing to touch it")
+
+
+class BasePathError(HudiError, ValueError):
+    """A base path that is not a usable table location; the message says why."""
+
+
+class LogFormatError(HudiError, ValueError):
+    """Raised when bytes cannot be encoded or decoded as Hudi log blocks."""
+
+
+class PlanNotFoundError(HudiError):
+    """No pending plan of that action at that instant (completed, or never scheduled)."""
+
+
+class CompactionConflictError(HudiError):
+    """The timeline does not allow a compaction at that instant; nothing was written."""
+
+
+class InstantInFlightError(HudiError):
+    """The instant's heartbeat is alive: another job is running it."""

@@ -5,14 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tms.hudi.errors import (
-    HudiError,
     TableNotFoundError,
-    TableRefusedError,
-    UnsafePathError,
     UnsupportedTableError,
 )
-from tms.hudi.fs_view import FileSystemView
-from tms.hudi.instant import Action
+from tms.hudi.files.fs_view import FileSystemView
 from tms.hudi.properties import (
     BOOTSTRAP_BASE_PATH,
     METADATA_PARTITIONS_INFLIGHT,
@@ -22,16 +18,10 @@ from tms.hudi.properties import (
 )
 from tms.hudi.storage import Storage
 from tms.hudi.table_paths import check_relative
-from tms.hudi.timeline import Timeline
+from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.timeline import Timeline
 
-__all__ = [
-    "HudiError",
-    "HudiTable",
-    "TableNotFoundError",
-    "TableRefusedError",
-    "UnsafePathError",
-    "UnsupportedTableError",
-]
+__all__ = ["HudiTable"]
 
 WRITABLE_TABLE_VERSIONS = (6, 7)
 READABLE_TABLE_VERSIONS = (6, 7, 8, 9)

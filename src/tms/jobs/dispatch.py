@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tms.hudi.instant import Action
+from tms.hudi.actions import TABLE_SERVICE_ACTIONS
 from tms.jobs.params import BadJobInput, schedule_kwargs
 
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTIONS", "execute_plan", "pending_plans", "schedule_plan", "spark_session"]
 
-ACTIONS = ("compaction", "clustering", "clean")
+ACTIONS = TABLE_SERVICE_ACTIONS
 
 
 def _check_action(action: str) -> None:
@@ -24,15 +24,11 @@ def _check_action(action: str) -> None:
 
 def schedule_plan(spec: JobSpec, table: HudiTable) -> str | None:
     """Write the plan of a plan-less operation; its instant, or None when nothing is due."""
-    from tms.services import clean, clustering, compaction
+    from tms.services.registry import table_service
 
     _check_action(spec.action)
     kwargs = schedule_kwargs(spec.action, spec.extra_params)
-    if spec.action == "compaction":
-        return compaction.schedule_compaction(table, **kwargs)
-    if spec.action == "clustering":
-        return clustering.schedule_clustering(table, **kwargs)
-    return clean.schedule_clean(table, **kwargs)
+    return table_service(spec.action).schedule(table, kwargs)
 
 
 def pending_plans(table: HudiTable, action: str) -> list[str]:
@@ -42,15 +38,10 @@ def pending_plans(table: HudiTable, action: str) -> list[str]:
     operation tracks; the next plan-less job of that action adopts it instead of leaving it
     pending for good (its file groups would be skipped by every later plan).
     """
+    from tms.services.registry import table_service
+
     _check_action(action)
-    timeline = table.timeline()
-    if action == "compaction":
-        plans = timeline.pending_compactions()
-    elif action == "clustering":
-        plans = timeline.pending_clusterings()
-    else:
-        plans = timeline.pending((Action.CLEAN,))
-    return [instant.requested_time for instant in plans]
+    return table_service(action).pending_plans(table)
 
 
 def spark_session(spec: JobSpec, instant: str) -> Any:
@@ -58,7 +49,7 @@ def spark_session(spec: JobSpec, instant: str) -> Any:
     and handed to `get_spark`, whose defaults only fill what the submit left unset."""
     from pyspark import SparkConf
 
-    from tms.services.spark import get_spark
+    from tms.spark_runtime import get_spark
 
     conf = dict(SparkConf().getAll())
     master = conf.pop("spark.master", None)
@@ -70,12 +61,9 @@ def spark_session(spec: JobSpec, instant: str) -> Any:
 
 def execute_plan(spec: JobSpec, table: HudiTable, instant: str, spark: Any) -> ServiceResult:
     """Run the pending plan at `instant`; the Hudi heartbeat beats as often as ours."""
-    from tms.services import clean, clustering, compaction
+    from tms.services.registry import table_service
 
     _check_action(spec.action)
-    interval = spec.heartbeat_interval_seconds
-    if spec.action == "compaction":
-        return compaction.execute_compaction(spark, table, instant, heartbeat_interval=interval)
-    if spec.action == "clustering":
-        return clustering.execute_clustering(spark, table, instant, heartbeat_interval=interval)
-    return clean.execute_clean(spark, table, instant, heartbeat_interval=interval)
+    return table_service(spec.action).execute(
+        spark, table, instant, spec.heartbeat_interval_seconds
+    )

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tms.hudi.table import HudiTable, TableRefusedError
+from tms.hudi.errors import TableRefusedError
+from tms.hudi.table import HudiTable
 from tms.jobs.client import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import execute_plan, pending_plans, schedule_plan, spark_session
@@ -195,7 +196,7 @@ class JobRunner:
         instant: str | None,
         scheduling: bool,
     ) -> Report:
-        from tms.services.execution import PlanNotFoundError
+        from tms.hudi.errors import PlanNotFoundError
 
         if isinstance(exc, AttemptGone) or self._control.lost.is_set():
             self._control.lose()
@@ -261,7 +262,7 @@ def _roll_back_cancelled(spec: JobSpec, table: HudiTable | None, instant: str | 
     """A cancelled compaction or clustering goes back to requested (its files removed), as
     after a crash; a clean is left inflight, since half-deleted files cannot come back and
     the next clean finishes it."""
-    from tms.hudi.instant import State
+    from tms.hudi.timeline.instant import State
     from tms.services.rollback import rollback_inflight
 
     if table is None or instant is None or spec.action == "clean":

@@ -18,16 +18,17 @@ import posixpath
 import time
 from typing import TYPE_CHECKING, Any
 
-from tms.hudi import avro_codec, heartbeat
-from tms.hudi.filenames import BaseFileName, LogFileName
-from tms.hudi.instant import Action, State
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.errors import InstantInFlightError
+from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
-from tms.hudi.transitions import transition
+from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.transitions import transition
 from tms.services.clean_plan import KEEP_LATEST_COMMITS, schedule_clean
 from tms.services.execution import ServiceResult, pending_plan
-from tms.services.rollback import InstantInFlightError
 from tms.services.spark import TaskInfo, run_tasks
 
 if TYPE_CHECKING:

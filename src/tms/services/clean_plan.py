@@ -16,12 +16,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from tms.hudi import avro_codec
-from tms.hudi.fs_view import FileGroup, FileSlice
-from tms.hudi.instant import Action, Instant, State, is_instant_time
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.files.fs_view import FileGroup, FileSlice
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import Timeline
-from tms.hudi.transitions import new_instant_time, request
+from tms.hudi.timeline.instant import Action, Instant, State, is_instant_time
+from tms.hudi.timeline.timeline import Timeline
+from tms.hudi.timeline.transitions import new_instant_time, request
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"

@@ -19,36 +19,37 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tms.hudi.avro_schema import arrow_schema_from_avro
-from tms.hudi.commit_metadata import ReplaceCommitMetadata
-from tms.hudi.data_files import write_base_file
-from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
-from tms.hudi.fs_view import BaseFile, FileSlice, LogFile
-from tms.hudi.instant import Action, State
-from tms.hudi.markers import (
+from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
+from tms.hudi.avro.schema import arrow_schema_from_avro
+from tms.hudi.avro.write_stat import NULL_COMMIT, WriteStat
+from tms.hudi.errors import PlanNotFoundError
+from tms.hudi.files.data import write_base_file
+from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
+from tms.hudi.files.markers import (
     Marker,
     MarkerType,
     create_marker,
     delete_markers,
     delete_unreported_files,
 )
-from tms.hudi.reader import read_file_slice
+from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
+from tms.hudi.files.reader import read_file_slice
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
-from tms.hudi.timeline import CLUSTER_OPERATION
-from tms.hudi.transitions import transition
-from tms.hudi.write_stat import NULL_COMMIT, WriteStat
-from tms.services.execution import PlanNotFoundError, ServiceResult, executing, pending_plan
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.timeline import CLUSTER_OPERATION
+from tms.hudi.timeline.transitions import transition
+from tms.services.execution import ServiceResult, executing, pending_plan
 from tms.services.spark import TaskInfo, run_tasks
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+from tms.hudi.meta_fields import FILE_NAME, RECORD_KEY
 from tms.services.clustering_plan import (
     FALLBACK_BYTES_PER_ROW,
     HUDI_TARGET_FILE_SIZE,
-    RECORD_KEY,
     SORT_COLUMNS_PARAM,
     TARGET_FILE_SIZE_PARAM,
     check_columns,
@@ -262,7 +263,7 @@ def _write_file(
     name = BaseFileName(file_id, info.write_token, task.instant_time)
     path = posixpath.join(partition, str(name)) if partition else str(name)
     create_marker(storage, task.instant_time, Marker(partition, str(name), MarkerType.CREATE))
-    position = rows.schema.get_field_index("_hoodie_file_name")
+    position = rows.schema.get_field_index(FILE_NAME)
     rows = rows.set_column(
         position, rows.schema.field(position), pa.array([str(name)] * rows.num_rows, pa.string())
     )

@@ -13,18 +13,18 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tms.hudi import avro_codec
-from tms.hudi.data_files import META_COLUMNS
-from tms.hudi.filenames import BaseFileName, LogFileName
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.instant import Action, is_instant_time
-from tms.hudi.markers import (
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.markers import (
     list_markers,
 )
+from tms.hudi.files.names import BaseFileName, LogFileName
+from tms.hudi.meta_fields import META_FIELDS
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import CLUSTER_OPERATION, Timeline
-from tms.hudi.transitions import new_instant_time, request
+from tms.hudi.timeline.instant import Action, is_instant_time
+from tms.hudi.timeline.timeline import CLUSTER_OPERATION, Timeline
+from tms.hudi.timeline.transitions import new_instant_time, request
 
 if TYPE_CHECKING:
     pass
@@ -41,7 +41,6 @@ SORT_COLUMNS_PARAM = "hoodie.clustering.plan.strategy.sort.columns"
 TARGET_FILE_SIZE_PARAM = "hoodie.clustering.plan.strategy.target.file.max.bytes"
 PLAN_VERSION = 1
 FALLBACK_BYTES_PER_ROW = 64.0
-RECORD_KEY = "_hoodie_record_key"
 
 
 # Scheduling -----------------------------------------------------------------------------------
@@ -180,7 +179,7 @@ def check_columns(avro_schema: dict[str, Any], columns: Sequence[str]) -> None:
     if unknown:
         raise ValueError(
             f"unknown sort column(s) {', '.join(unknown)}; the table's columns are "
-            f"{', '.join(c for c in known if c not in META_COLUMNS)}"
+            f"{', '.join(c for c in known if c not in META_FIELDS)}"
         )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from tms.hudi.fs_view import FileSlice
+from tms.hudi.files.fs_view import FileSlice
 
 MIB = 1024 * 1024
 DEFAULT_MAX_BASE_FILE_SIZE = 120 * MIB

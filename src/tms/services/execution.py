@@ -9,15 +9,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tms.hudi import heartbeat
-from tms.hudi.instant import Action, Instant, State
-from tms.hudi.table import HudiError, HudiTable
-from tms.hudi.transitions import transition
+from tms.hudi.errors import PlanNotFoundError
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.transitions import transition
 from tms.services.rollback import rollback_inflight
-
-
-class PlanNotFoundError(HudiError):
-    """No pending plan of that action at that instant (completed, or never scheduled)."""
 
 
 @dataclass

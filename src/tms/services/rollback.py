@@ -13,12 +13,14 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tms.hudi import avro_codec, heartbeat
-from tms.hudi.instant import Action, Instant, State
-from tms.hudi.markers import delete_markers, list_markers
-from tms.hudi.table import HudiError, HudiTable
-from tms.hudi.timeline import Timeline
-from tms.hudi.transitions import (
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.errors import InstantInFlightError
+from tms.hudi.files.markers import delete_markers, list_markers
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.timeline import Timeline
+from tms.hudi.timeline.transitions import (
     delete_pending,
     new_instant_time,
     request,
@@ -26,11 +28,8 @@ from tms.hudi.transitions import (
     transition,
 )
 
-TABLE_SERVICE_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT)
-
-
-class InstantInFlightError(HudiError):
-    """The instant's heartbeat is alive: another job is running it."""
+PLANNED_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT)
+"""Actions whose plan outlives a rollback: the instant goes back to requested, not away."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ def rollback_inflight(
             "successDeleteFiles": [storage.uri(p) for p in done],
             "failedDeleteFiles": [storage.uri(p) for p in paths if p not in done],
         }
-    if timeline.origin_action(instant) in TABLE_SERVICE_ACTIONS:
+    if timeline.origin_action(instant) in PLANNED_ACTIONS:
         revert_to_requested(storage, config, instant)
     else:
         delete_pending(storage, config, instant)

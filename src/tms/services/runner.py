@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tms.hudi.table import HudiTable
 from tms.services.execution import ServiceResult
-from tms.services.spark import get_spark
+from tms.services.registry import table_service
+from tms.spark_runtime import get_spark
 
 
 @dataclass(frozen=True)
 class ServiceRequest:
     service: str
-    """compaction | clustering | clean"""
+    """One of `TABLE_SERVICE_ACTIONS`: compaction | clustering | clean"""
     instant: str | None = None
     master: str = "local[*]"
     parallelism: int | None = None
@@ -24,6 +26,17 @@ class ServiceRequest:
     retain: int = 10
     heartbeat_interval: float = 60.0
 
+    def planning_params(self) -> dict[str, Any]:
+        """Every service's planning parameters; each service takes the ones it plans with."""
+        return {
+            "strategy": self.strategy,
+            "target_file_size": self.target_file_size,
+            "small_file_limit": self.small_file_limit,
+            "sort_columns": self.sort_columns,
+            "policy": self.policy,
+            "retained": self.retain,
+        }
+
 
 def run_service(table: HudiTable, request: ServiceRequest) -> ServiceResult | None:
     """Schedule a plan unless `request.instant` names one, then execute it on Spark.
@@ -31,38 +44,13 @@ def run_service(table: HudiTable, request: ServiceRequest) -> ServiceResult | No
     Returns None when there was nothing to schedule. Unsupported tables are refused before
     anything is written.
     """
-    from tms.services import clean, clustering, compaction
-
     table.ensure_supported()
+    service = table_service(request.service)
     instant = request.instant
     if instant is None:
-        if request.service == "compaction":
-            instant = compaction.schedule_compaction(table, strategy=request.strategy)
-        elif request.service == "clustering":
-            instant = clustering.schedule_clustering(
-                table,
-                target_file_size=request.target_file_size,
-                small_file_limit=request.small_file_limit,
-                sort_columns=request.sort_columns,
-            )
-        elif request.service == "clean":
-            instant = clean.schedule_clean(table, policy=request.policy, retained=request.retain)
-        else:
-            raise ValueError(f"unknown service {request.service!r}")
+        instant = service.schedule(table, request.planning_params())
         if instant is None:
             return None
     conf = {"spark.default.parallelism": str(request.parallelism)} if request.parallelism else {}
     spark = get_spark(request.master, app_name=f"tms-{request.service}-{instant}", conf=conf)
-    if request.service == "compaction":
-        return compaction.execute_compaction(
-            spark, table, instant, heartbeat_interval=request.heartbeat_interval
-        )
-    if request.service == "clustering":
-        return clustering.execute_clustering(
-            spark, table, instant, heartbeat_interval=request.heartbeat_interval
-        )
-    if request.service == "clean":
-        return clean.execute_clean(
-            spark, table, instant, heartbeat_interval=request.heartbeat_interval
-        )
-    raise ValueError(f"unknown service {request.service!r}")
+    return service.execute(spark, table, instant, request.heartbeat_interval)

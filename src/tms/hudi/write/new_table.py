@@ -2,7 +2,7 @@
 
 Creating a table writes no instant, only the layout Hudi's writer lays out for table version 6
 (timeline layout 1), so Hudi, hudi-rs and our reader all open it. Writing batches to it is
-`tms.hudi.writer`'s.
+`tms.hudi.write.writer`'s.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from tms.hudi import keys
-from tms.hudi.avro_schema import avro_record_schema
+from tms.hudi.avro.schema import avro_record_schema
 from tms.hudi.properties import (
     ARCHIVELOG_FOLDER,
     BASE_FILE_FORMAT,
@@ -34,6 +33,7 @@ from tms.hudi.properties import (
 )
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.hudi.write import keys
 
 __all__ = ["create_table"]
 

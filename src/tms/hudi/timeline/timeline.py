@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tms.hudi import avro_codec
-from tms.hudi.commit_metadata import CommitMetadata, ReplaceCommitMetadata
-from tms.hudi.instant import COMPLETED_ACTION, Action, Instant, State, parse_instant_file
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
+from tms.hudi.timeline.instant import COMPLETED_ACTION, Action, Instant, State, parse_instant_file
 
 CLUSTER_OPERATION = "CLUSTER"
 WRITE_COMMIT_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)

@@ -26,8 +26,8 @@ Hudi 0.14+ writes and hudi-rs requires):
   the blocks written by ``TARGET_INSTANT_TIME``).
 - PARQUET_DATA: a whole Parquet file (read support only).
 
-This module holds what the writer (``tms.hudi.log_block_writer``) and the reader
-(``tms.hudi.log_block_reader``) must agree on: the constants, the enums of ordinals and the
+This module holds what the writer (``tms.hudi.files.log_writer``) and the reader
+(``tms.hudi.files.log_reader``) must agree on: the constants, the enums of ordinals and the
 decoded ``LogBlock``.
 """
 
@@ -41,7 +41,7 @@ from typing import Any
 
 import fastavro
 
-from tms.hudi.delete_records import LogFormatError
+from tms.hudi.errors import LogFormatError
 
 __all__ = [
     "LOG_BLOCK_VERSION",

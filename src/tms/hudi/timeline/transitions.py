@@ -9,9 +9,9 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from tms.hudi.instant import Action, Instant, State, format_instant_time
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
+from tms.hudi.timeline.instant import Action, Instant, State, format_instant_time
 
 
 def new_instant_time(existing: Sequence[Instant]) -> str:

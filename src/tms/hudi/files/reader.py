@@ -9,10 +9,10 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
-from tms.hudi.data_files import block_records, read_base_file, read_log_file
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.log_block import BlockType, LogBlock
-from tms.hudi.merge import DeleteVersion, merge_versions
+from tms.hudi.files.data import block_records, read_base_file, read_log_file
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.log_block import BlockType, LogBlock
+from tms.hudi.files.merge import DeleteVersion, merge_versions
 from tms.hudi.storage import Storage
 
 

@@ -7,7 +7,7 @@ layout 2 (table version >= 8) stores the Avro records ``HoodieCommitMetadata`` /
 ``HoodieReplaceCommitMetadata``. These models read both and write both, in Hudi's exact JSON
 shape (camelCase keys in Java field order, nulls written) so Hudi and hudi-rs read what we write.
 Unknown top-level fields are kept in ``extra`` and written back; the per-file write stats are
-``tms.hudi.write_stat.WriteStat``.
+``tms.hudi.avro.write_stat.WriteStat``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
-from tms.hudi import avro_codec
-from tms.hudi.jackson import dumps_jackson
-from tms.hudi.metadata_fields import as_mapping, as_optional_str, as_str_list
-from tms.hudi.write_stat import WriteStat
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.jackson import dumps_jackson
+from tms.hudi.avro.json_fields import as_mapping, as_optional_str, as_str_list
+from tms.hudi.avro.write_stat import WriteStat
 
 __all__ = ["CommitMetadata", "ReplaceCommitMetadata"]
 

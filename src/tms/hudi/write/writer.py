@@ -4,8 +4,8 @@ It writes what Hudi's Spark writer writes for table version 6 (timeline layout 1
 columns, requested/inflight/completed instants with JSON commit metadata, partition metadata,
 markers while writing and a heartbeat while the instant is in flight. This module holds the
 instant and routes each batch's rows to file groups (existing ones by record key, new ones for
-the rest); the files themselves are written by `tms.hudi.write_handles`, and new tables are
-created by `tms.hudi.new_table`. Copy-on-write tables rewrite the base files they touch;
+the rest); the files themselves are written by `tms.hudi.write.handles`, and new tables are
+created by `tms.hudi.write.new_table`. Copy-on-write tables rewrite the base files they touch;
 merge-on-read tables append updates and deletes to log files. It runs in one process and is
 meant for tests, demos, benchmarks and small tables.
 """
@@ -17,26 +17,35 @@ import json
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tms.hudi import heartbeat, keys
-from tms.hudi.avro_schema import avro_record_schema
-from tms.hudi.commit_metadata import CommitMetadata
-from tms.hudi.data_files import META_COLUMNS, read_base_file, write_partition_metadata
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.instant import Action, State
-from tms.hudi.markers import delete_markers
-from tms.hudi.merge import latest_by_key
+from tms.hudi.avro.commit_metadata import CommitMetadata
+from tms.hudi.avro.schema import avro_record_schema
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.files.data import read_base_file, write_partition_metadata
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.markers import delete_markers
+from tms.hudi.files.merge import latest_by_key
+from tms.hudi.meta_fields import (
+    COMMIT_SEQNO,
+    COMMIT_TIME,
+    FILE_NAME,
+    META_FIELDS,
+    PARTITION_PATH,
+    RECORD_KEY,
+)
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import Timeline
-from tms.hudi.transitions import new_instant_time, request, transition
-from tms.hudi.write_handles import (
+from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.timeline import Timeline
+from tms.hudi.timeline.transitions import new_instant_time, request, transition
+from tms.hudi.write import keys
+from tms.hudi.write.handles import (
     WriteOperation,
     append_log_file,
     create_file_groups,
     merge_base_file,
 )
-from tms.hudi.write_stat import WriteStat
 
 __all__ = ["HudiWriter"]
 
@@ -125,14 +134,14 @@ class HudiWriter:
         partitions = keys.partition_paths(
             batch, config.partition_fields, config.hive_style_partitioning
         )
-        data = batch.drop_columns([c for c in META_COLUMNS if c in batch.column_names])
+        data = batch.drop_columns([c for c in META_FIELDS if c in batch.column_names])
         n = data.num_rows
         meta = {
-            "_hoodie_commit_time": pa.array([instant_time] * n, pa.string()),
-            "_hoodie_commit_seqno": pa.array([""] * n, pa.string()),
-            "_hoodie_record_key": record_keys,
-            "_hoodie_partition_path": partitions,
-            "_hoodie_file_name": pa.array([""] * n, pa.string()),
+            COMMIT_TIME: pa.array([instant_time] * n, pa.string()),
+            COMMIT_SEQNO: pa.array([""] * n, pa.string()),
+            RECORD_KEY: record_keys,
+            PARTITION_PATH: partitions,
+            FILE_NAME: pa.array([""] * n, pa.string()),
         }
         tagged = pa.table({**meta, **{name: data.column(name) for name in data.column_names}})
         if operation is WriteOperation.DELETE:
@@ -155,9 +164,7 @@ class HudiWriter:
         merged = {(s.partition_path, s.file_id): s for s in view.latest_merged_file_slices()}
         writes: list[WriteStat] = []
         located, new = self._locate(tagged, merged, operation)
-        for partition in sorted(
-            set(pc.unique(tagged.column("_hoodie_partition_path")).to_pylist())
-        ):
+        for partition in sorted(set(pc.unique(tagged.column(PARTITION_PATH)).to_pylist())):
             write_partition_metadata(self.storage, partition, instant_time)
         for (partition, file_id), rows in located.items():
             target = slices[(partition, file_id)]
@@ -184,18 +191,16 @@ class HudiWriter:
         """Split a batch into rows of existing file groups and rows for new ones."""
         if operation is WriteOperation.INSERT or not merged:
             return {}, tagged
-        partitions = set(pc.unique(tagged.column("_hoodie_partition_path")).to_pylist())
+        partitions = set(pc.unique(tagged.column(PARTITION_PATH)).to_pylist())
         index_parts = []
         for (partition, file_id), file_slice in merged.items():
             if partition not in partitions or file_slice.base_file is None:
                 continue
-            existing = read_base_file(
-                self.storage, file_slice.base_file.path, columns=["_hoodie_record_key"]
-            )
+            existing = read_base_file(self.storage, file_slice.base_file.path, columns=[RECORD_KEY])
             index_parts.append(
                 pa.table(
                     {
-                        "_hoodie_record_key": existing.column("_hoodie_record_key"),
+                        RECORD_KEY: existing.column(RECORD_KEY),
                         "__partition": pa.array([partition] * existing.num_rows, pa.string()),
                         "__file_id": pa.array([file_id] * existing.num_rows, pa.string()),
                     }
@@ -205,10 +210,10 @@ class HudiWriter:
             return {}, tagged
         index = pa.concat_tables(index_parts)
         numbered = tagged.append_column("__row", pa.array(range(tagged.num_rows), pa.int64()))
-        joined = numbered.select(["_hoodie_record_key", "_hoodie_partition_path", "__row"]).join(
+        joined = numbered.select([RECORD_KEY, PARTITION_PATH, "__row"]).join(
             index,
-            keys=["_hoodie_record_key", "_hoodie_partition_path"],
-            right_keys=["_hoodie_record_key", "__partition"],
+            keys=[RECORD_KEY, PARTITION_PATH],
+            right_keys=[RECORD_KEY, "__partition"],
             join_type="inner",
         )
         located: dict[tuple[str, str], pa.Table] = {}
@@ -216,7 +221,7 @@ class HudiWriter:
             rows = joined.filter(pc.equal(joined.column("__file_id"), file_id))
             row_ids = pc.sort_indices(rows.column("__row"))
             taken = tagged.take(pc.take(rows.column("__row"), row_ids))
-            partition = taken.column("_hoodie_partition_path")[0].as_py()
+            partition = taken.column(PARTITION_PATH)[0].as_py()
             located[(partition, file_id)] = taken
         found = pc.is_in(numbered.column("__row"), value_set=joined.column("__row"))
         return located, tagged.filter(pc.invert(found))

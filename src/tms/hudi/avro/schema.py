@@ -14,6 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from tms.hudi.meta_fields import META_FIELDS
+
 __all__ = [
     "META_FIELDS",
     "arrow_schema_from_avro",
@@ -23,14 +25,6 @@ __all__ = [
     "table_to_avro_records",
 ]
 
-#: Hudi's meta columns, in the order every Hudi file carries them.
-META_FIELDS: tuple[str, ...] = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 _NULLABLE_STRING: list[Any] = ["null", "string"]
 

@@ -2,7 +2,7 @@
 
 Torn or garbled blocks are returned as CORRUPTED blocks and reading resumes at the next MAGIC,
 as Hudi's own reader does, so a crashed writer's partial tail does not hide earlier blocks.
-The block layout is described in ``tms.hudi.log_block``.
+The block layout is described in ``tms.hudi.files.log_block``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import BinaryIO
 
 import fastavro
 
-from tms.hudi.delete_records import PARSED_DELETE_SCHEMA, LogFormatError, unwrap_ordering_value
-from tms.hudi.log_block import (
+from tms.hudi.avro.delete_records import PARSED_DELETE_SCHEMA, unwrap_ordering_value
+from tms.hudi.errors import LogFormatError
+from tms.hudi.files.log_block import (
     LOG_BLOCK_VERSION,
     LOG_FORMAT_VERSION,
     MAGIC,

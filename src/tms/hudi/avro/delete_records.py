@@ -9,10 +9,7 @@ from typing import Any
 
 import fastavro
 
-
-class LogFormatError(ValueError):
-    """Raised when bytes cannot be encoded or decoded as Hudi log blocks."""
-
+from tms.hudi.errors import LogFormatError
 
 _MODEL_NS = "org.apache.hudi.avro.model"
 

@@ -1,6 +1,6 @@
 """Writing log blocks: the bytes our writers append to a merge-on-read table's log files.
 
-Each function returns one or more complete blocks, framed as ``tms.hudi.log_block`` describes,
+Each function returns one or more complete blocks, framed as ``tms.hudi.files.log_block`` describes,
 so callers append the bytes to a log file as they are. Data blocks carry their Avro schema in
 the SCHEMA header; delete blocks follow Java Hudi's and hudi-rs's rules on ordering values.
 """
@@ -15,13 +15,9 @@ from typing import Any
 
 import fastavro
 
-from tms.hudi.delete_records import (
-    PARSED_DELETE_SCHEMA,
-    LogFormatError,
-    avro_kind,
-    wrap_ordering_value,
-)
-from tms.hudi.log_block import (
+from tms.hudi.avro.delete_records import PARSED_DELETE_SCHEMA, avro_kind, wrap_ordering_value
+from tms.hudi.errors import LogFormatError
+from tms.hudi.files.log_block import (
     LOG_BLOCK_VERSION,
     LOG_FORMAT_VERSION,
     MAGIC,
@@ -90,7 +86,7 @@ def encode_avro_data_block(
     """An AVRO_DATA block of ``records`` written by ``instant_time`` under ``schema``.
 
     ``schema`` is the full record schema including the meta columns (see
-    ``tms.hudi.avro_schema.avro_record_schema``); records must carry the meta columns too,
+    ``tms.hudi.avro.schema.avro_record_schema``); records must carry the meta columns too,
     since readers take the record key and ordering value from them.
     """
     schema_json = _schema_json(schema)

@@ -13,20 +13,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tms.hudi.avro_schema import arrow_schema_from_avro, avro_records_to_table
-from tms.hudi.filenames import PARTITION_METADATA
-from tms.hudi.log_block import DeleteRecord, LogBlock
-from tms.hudi.log_block_reader import read_log_blocks
-from tms.hudi.log_block_writer import encode_avro_data_block, encode_delete_block
+from tms.hudi.avro.schema import arrow_schema_from_avro, avro_records_to_table
+from tms.hudi.files.log_block import DeleteRecord, LogBlock
+from tms.hudi.files.log_reader import read_log_blocks
+from tms.hudi.files.log_writer import encode_avro_data_block, encode_delete_block
+from tms.hudi.files.names import PARTITION_METADATA
+from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.storage import Storage
 
-META_COLUMNS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 AVRO_SCHEMA_KEY = b"parquet.avro.schema"
 
 
@@ -44,8 +38,8 @@ def write_base_file(
     schema when one is given.
     """
     metadata = dict(rows.schema.metadata or {})
-    if rows.num_rows and "_hoodie_record_key" in rows.column_names:
-        record_keys = rows.column("_hoodie_record_key")
+    if rows.num_rows and RECORD_KEY in rows.column_names:
+        record_keys = rows.column(RECORD_KEY)
         metadata[b"hoodie_min_record_key"] = str(pc.min(record_keys).as_py()).encode()
         metadata[b"hoodie_max_record_key"] = str(pc.max(record_keys).as_py()).encode()
     if avro_schema is not None:

@@ -5,7 +5,7 @@ new file groups, copy-on-write updates and deletes rewrite the latest base file 
 slice, merge-on-read ones append a log file holding a data or delete block to the latest file
 slice. Files get Hudi's names, and each handle creates its marker before writing, so a
 rollback of the instant finds the file. The instant itself (timeline, heartbeat, commit
-metadata) is `tms.hudi.writer`'s: a handle only knows the file it writes.
+metadata) is `tms.hudi.write.writer`'s: a handle only knows the file it writes.
 """
 
 from __future__ import annotations
@@ -17,15 +17,16 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tms.hudi.avro_schema import avro_record_schema
-from tms.hudi.data_files import read_base_file, write_base_file, write_log_file
-from tms.hudi.filenames import BaseFileName, LogFileName, new_file_id
-from tms.hudi.fs_view import FileSlice
-from tms.hudi.log_block import DeleteRecord
-from tms.hudi.markers import Marker, MarkerType, create_marker
-from tms.hudi.merge import DeleteVersion, latest_by_key, merge_versions
+from tms.hudi.avro.schema import avro_record_schema
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.files.data import read_base_file, write_base_file, write_log_file
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.log_block import DeleteRecord
+from tms.hudi.files.markers import Marker, MarkerType, create_marker
+from tms.hudi.files.merge import DeleteVersion, latest_by_key, merge_versions
+from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
+from tms.hudi.meta_fields import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.table import HudiTable
-from tms.hudi.write_stat import WriteStat
 
 __all__ = ["WriteOperation", "append_log_file", "create_file_groups", "merge_base_file"]
 
@@ -43,7 +44,7 @@ def create_file_groups(
 ) -> list[WriteStat]:
     """Inserts: new file groups per partition, each one base file of at most `max_file_rows`."""
     writes: list[WriteStat] = []
-    partitions = rows.column("_hoodie_partition_path")
+    partitions = rows.column(PARTITION_PATH)
     for partition in sorted(set(pc.unique(partitions).to_pylist())):
         part_rows = rows.filter(pc.equal(partitions, partition))
         for start in range(0, part_rows.num_rows, max_file_rows):
@@ -87,7 +88,7 @@ def merge_base_file(
     if operation is WriteOperation.DELETE:
         deletes = [
             DeleteVersion(key, _ordering(rows, ordering, i), 1)
-            for i, key in enumerate(rows.column("_hoodie_record_key").to_pylist())
+            for i, key in enumerate(rows.column(RECORD_KEY).to_pylist())
         ]
         merged = merge_versions(existing, [0] * existing.num_rows, deletes, ordering)
         updates = 0
@@ -100,9 +101,7 @@ def merge_base_file(
     partition = file_slice.partition_path
     path = f"{partition}/{name}" if partition else str(name)
     create_marker(storage, instant_time, Marker(partition, str(name), MarkerType.MERGE))
-    merged = merged.set_column(
-        4, "_hoodie_file_name", pa.array([str(name)] * merged.num_rows, pa.string())
-    )
+    merged = merged.set_column(4, FILE_NAME, pa.array([str(name)] * merged.num_rows, pa.string()))
     size = write_base_file(storage, path, merged)
     deleted = existing.num_rows - merged.num_rows if operation is WriteOperation.DELETE else 0
     return WriteStat(
@@ -142,7 +141,7 @@ def append_log_file(
         )
         deletes = [
             DeleteRecord(key, partition, _ordering(rows, ordering, i))
-            for i, key in enumerate(rows.column("_hoodie_record_key").to_pylist())
+            for i, key in enumerate(rows.column(RECORD_KEY).to_pylist())
         ]
         size = write_log_file(
             storage, path, instant_time, schema, deletes=deletes, ordering_field=ordering
@@ -178,8 +177,8 @@ def _file_rows(rows: pa.Table, instant_time: str, file_name: str, partition_inde
         pc.cast(pa.array(range(n), pa.int64()), pa.string()),
         "_",
     )
-    rows = rows.set_column(1, "_hoodie_commit_seqno", seqno)
-    return rows.set_column(4, "_hoodie_file_name", pa.array([file_name] * n, pa.string()))
+    rows = rows.set_column(1, COMMIT_SEQNO, seqno)
+    return rows.set_column(4, FILE_NAME, pa.array([file_name] * n, pa.string()))
 
 
 def _ordering(rows: pa.Table, ordering: str | None, index: int) -> object | None:

@@ -19,11 +19,11 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from tms.hudi.commit_metadata import ReplaceCommitMetadata
-from tms.hudi.filenames import PARTITION_METADATA, BaseFileName, LogFileName
-from tms.hudi.instant import Action, State
+from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
+from tms.hudi.files.names import PARTITION_METADATA, BaseFileName, LogFileName
 from tms.hudi.storage import FileInfo, Storage
-from tms.hudi.timeline import Timeline
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.timeline import Timeline
 
 
 @dataclass(frozen=True)

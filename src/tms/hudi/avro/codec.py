@@ -55,7 +55,7 @@ def _full_name(name: str, namespace: str = NAMESPACE) -> str:
 def _definitions() -> dict[str, dict[str, Any]]:
     """All shipped record definitions, keyed by simple record name (= file stem)."""
     found: dict[str, dict[str, Any]] = {}
-    folder = resources.files("tms.hudi").joinpath("avsc")
+    folder = resources.files("tms.hudi.avro").joinpath("avsc")
     for entry in folder.iterdir():
         if not entry.name.endswith(".avsc"):
             continue

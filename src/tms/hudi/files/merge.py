@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-RECORD_KEY = "_hoodie_record_key"
+from tms.hudi.meta_fields import RECORD_KEY
 
 
 @dataclass(frozen=True)

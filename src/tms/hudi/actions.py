@@ -1,0 +1,16 @@
+"""The table-service actions, as Hudi names them on the timeline and in its configs.
+
+The one list: the service registry (`tms.services.registry`), the job, the CLI and the store's
+`Action` enum (checked against it by a test) all follow it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CLEAN", "CLUSTERING", "COMPACTION", "TABLE_SERVICE_ACTIONS"]
+
+COMPACTION = "compaction"
+CLUSTERING = "clustering"
+CLEAN = "clean"
+
+TABLE_SERVICE_ACTIONS: tuple[str, ...] = (COMPACTION, CLUSTERING, CLEAN)
+"""The table services tms runs, in the order they are listed everywhere."""

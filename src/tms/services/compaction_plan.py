@@ -1,0 +1,188 @@
+"""Planning a compaction of a merge-on-read table: choosing the file slices with log files and
+writing `<ts>.compaction.requested` holding Hudi's `HoodieCompactionPlan` (version 2: one
+operation per file slice, naming its base and log files by file name, with Hudi's metrics).
+Executing the plan is `tms.services.compaction`'s.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.errors import CompactionConflictError, UnsupportedTableError
+from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
+from tms.hudi.files.names import BaseFileName, LogFileName
+from tms.hudi.table import HudiTable
+from tms.hudi.table_paths import TablePaths
+from tms.hudi.timeline.instant import Action, is_instant_time
+from tms.hudi.timeline.timeline import Timeline
+from tms.hudi.timeline.transitions import new_instant_time, request
+from tms.services.compaction_strategy import CompactionStrategy, slice_metrics, strategy_by_name
+
+PLAN_VERSION = 2
+"""`CompactionUtils.LATEST_COMPACTION_METADATA_VERSION`: file names, not paths, in operations."""
+PENDING_WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT)
+
+
+@dataclass(frozen=True)
+class CompactionOperation:
+    """One `HoodieCompactionOperation`: the file slice of one file group to compact."""
+
+    partition_path: str
+    file_id: str
+    base_instant_time: str
+    data_file_name: str | None
+    delta_file_names: tuple[str, ...]
+    metrics: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_slice(cls, file_slice: FileSlice) -> CompactionOperation:
+        return cls(
+            partition_path=file_slice.partition_path,
+            file_id=file_slice.file_id,
+            base_instant_time=file_slice.base_instant_time,
+            data_file_name=file_slice.base_file.file_name if file_slice.base_file else None,
+            delta_file_names=tuple(log.file_name for log in file_slice.log_files),
+            metrics=slice_metrics(file_slice),
+        )
+
+    @classmethod
+    def from_avro(cls, record: Mapping[str, Any], paths: TablePaths) -> CompactionOperation:
+        """Read a plan operation, its partition, file id and files confined to the table by
+        `paths` (`UnsafePathError` otherwise); version 1 plans hold full paths, version 2
+        names, and only names are kept."""
+        partition = paths.partition(record.get("partitionPath") or "")
+        data_file = record.get("dataFilePath")
+        return cls(
+            partition_path=partition,
+            file_id=paths.name(str(record["fileId"]), "file id"),
+            base_instant_time=str(record["baseInstantTime"]),
+            data_file_name=(
+                posixpath.basename(paths.data_file(partition, data_file)) if data_file else None
+            ),
+            delta_file_names=tuple(
+                posixpath.basename(paths.data_file(partition, p))
+                for p in record.get("deltaFilePaths") or []
+            ),
+            metrics=dict(record.get("metrics") or {}),
+        )
+
+    def to_avro(self) -> dict[str, Any]:
+        return {
+            "baseInstantTime": self.base_instant_time,
+            "deltaFilePaths": list(self.delta_file_names),
+            "dataFilePath": self.data_file_name,
+            "fileId": self.file_id,
+            "partitionPath": self.partition_path,
+            "metrics": dict(self.metrics),
+            "bootstrapFilePath": None,
+        }
+
+    def path(self, file_name: str) -> str:
+        return posixpath.join(self.partition_path, file_name) if self.partition_path else file_name
+
+    def file_slice(self) -> FileSlice:
+        """The slice as the plan names it (sizes unknown: only the files are read)."""
+        base = None
+        if self.data_file_name:
+            name = BaseFileName.parse(self.data_file_name)
+            if name is None:
+                raise ValueError(f"plan names an unrecognised base file {self.data_file_name!r}")
+            base = BaseFile(name, self.path(self.data_file_name), 0)
+        logs = []
+        for log_name in self.delta_file_names:
+            parsed = LogFileName.parse(log_name)
+            if parsed is None:
+                raise ValueError(f"plan names an unrecognised log file {log_name!r}")
+            logs.append(LogFile(parsed, self.path(log_name), 0))
+        return FileSlice(
+            self.partition_path, self.file_id, self.base_instant_time, base, tuple(logs)
+        )
+
+
+# Scheduling -----------------------------------------------------------------------------------
+
+
+def schedule_compaction(
+    table: HudiTable,
+    *,
+    strategy: str | CompactionStrategy = "all",
+    instant_time: str | None = None,
+) -> str | None:
+    """Plan a compaction of the latest file slices with log files; returns its instant, or
+    None when no slice needs compacting.
+
+    File groups already in a pending compaction or clustering are left out. Refused when a
+    commit or delta commit is pending (its log files could be left out of the plan and then
+    hidden behind the new base file), and when an explicit `instant_time` is not later than
+    every completed instant and pending compaction (Hudi's rule).
+    """
+    chosen = strategy_by_name(strategy) if isinstance(strategy, str) else strategy
+    timeline = table.timeline()
+    ensure_compactable(table, timeline)
+    if instant_time is None:
+        instant_time = new_instant_time(timeline.instants)
+    _check_schedulable(timeline, instant_time)
+    view = table.file_system_view(timeline)
+    busy = view.pending_compaction_file_ids() | view.pending_clustering_file_ids()
+    candidates = [
+        s
+        for s in view.latest_file_slices()
+        if s.has_log_files and (s.partition_path, s.file_id) not in busy
+    ]
+    selected = chosen.select(candidates)
+    if not selected:
+        return None
+    plan = {
+        "operations": [CompactionOperation.from_slice(s).to_avro() for s in selected],
+        "extraMetadata": None,
+        "version": PLAN_VERSION,
+        "strategy": None,
+        "preserveHoodieMetadata": True,
+        "missingSchedulePartitions": None,
+    }
+    request(
+        table.storage,
+        table.config,
+        instant_time,
+        Action.COMPACTION,
+        avro_codec.encode("HoodieCompactionPlan", plan),
+    )
+    return instant_time
+
+
+def ensure_compactable(table: HudiTable, timeline: Timeline) -> None:
+    """Compaction applies to supported merge-on-read tables only; refused otherwise."""
+    if not table.config.is_merge_on_read:
+        raise UnsupportedTableError(
+            f"compaction applies to MERGE_ON_READ tables; {table.base_path} is "
+            f"{table.config.table_type}"
+        )
+    table.ensure_supported(timeline)
+
+
+def _check_schedulable(timeline: Timeline, instant_time: str) -> None:
+    if not is_instant_time(instant_time):
+        raise ValueError(f"{instant_time!r} is not an instant time (yyyyMMddHHmmssSSS)")
+    if timeline.get(instant_time) is not None:
+        raise CompactionConflictError(f"instant time {instant_time} is already on the timeline")
+    later = [
+        i
+        for i in timeline.instants
+        if i.requested_time > instant_time and (i.is_completed or timeline.is_compaction(i))
+    ]
+    if later:
+        raise CompactionConflictError(
+            f"cannot schedule a compaction at {instant_time}: completed instants and pending "
+            f"compactions must be earlier, but these are not: {', '.join(map(str, later))}"
+        )
+    writes = timeline.pending(PENDING_WRITE_ACTIONS)
+    if writes:
+        raise CompactionConflictError(
+            f"cannot schedule a compaction at {instant_time} while writes are pending (their "
+            f"log files would be missed): {', '.join(map(str, writes))}; let them complete or "
+            "roll them back first"
+        )

@@ -1,0 +1,83 @@
+"""The table services, one entry per action: how to plan it, run a plan, and find its pending
+plans. Everything that picks a service by its action name (`tms run`, the job) looks it up
+here, so a new service is one new entry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.timeline import Timeline
+from tms.services import clean, clean_plan, clustering, clustering_plan, compaction, compaction_plan
+from tms.services.execution import ServiceResult
+
+__all__ = ["SERVICES", "TableService", "table_service"]
+
+
+@dataclass(frozen=True)
+class TableService:
+    """One table service: `planning_params` names the keyword arguments its planner takes."""
+
+    action: str
+    planning_params: tuple[str, ...]
+    _schedule: Callable[..., str | None]
+    _execute: Callable[..., ServiceResult]
+    _pending: Callable[[Timeline], list[Instant]]
+
+    def schedule(self, table: HudiTable, params: Mapping[str, Any]) -> str | None:
+        """Write a plan; its instant, or None when nothing is due. Parameters this service
+        does not plan with are ignored (a request carries every service's)."""
+        kwargs = {name: params[name] for name in self.planning_params if name in params}
+        return self._schedule(table, **kwargs)
+
+    def execute(
+        self, spark: Any, table: HudiTable, instant: str, heartbeat_interval: float
+    ) -> ServiceResult:
+        """Run the pending plan at `instant` on Spark."""
+        return self._execute(spark, table, instant, heartbeat_interval=heartbeat_interval)
+
+    def pending_plans(self, table: HudiTable) -> list[str]:
+        """Requested times of this service's pending plans, oldest first."""
+        return [instant.requested_time for instant in self._pending(table.timeline())]
+
+
+def _pending_cleans(timeline: Timeline) -> list[Instant]:
+    return timeline.pending((Action.CLEAN,))
+
+
+SERVICES: Mapping[str, TableService] = {
+    COMPACTION: TableService(
+        COMPACTION,
+        ("strategy",),
+        compaction_plan.schedule_compaction,
+        compaction.execute_compaction,
+        Timeline.pending_compactions,
+    ),
+    CLUSTERING: TableService(
+        CLUSTERING,
+        ("target_file_size", "small_file_limit", "max_bytes_per_group", "sort_columns"),
+        clustering_plan.schedule_clustering,
+        clustering.execute_clustering,
+        Timeline.pending_clusterings,
+    ),
+    CLEAN: TableService(
+        CLEAN,
+        ("policy", "retained"),
+        clean_plan.schedule_clean,
+        clean.execute_clean,
+        _pending_cleans,
+    ),
+}
+"""Every table service by action, in `TABLE_SERVICE_ACTIONS` order (a test checks it)."""
+
+
+def table_service(action: str) -> TableService:
+    """The service of `action`; ValueError for an action that is not a table service."""
+    try:
+        return SERVICES[action]
+    except KeyError:
+        raise ValueError(f"unknown service {action!r}") from None

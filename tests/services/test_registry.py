@@ -1,0 +1,61 @@
+"""One list of table-service actions: the registry, the job's parameters and the store's
+`Action` enum follow `tms.hudi.actions.TABLE_SERVICE_ACTIONS`."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from tms.hudi.actions import TABLE_SERVICE_ACTIONS
+from tms.jobs.params import schedule_kwargs
+from tms.services.registry import SERVICES, table_service
+from tms.services.runner import ServiceRequest
+from tms.store.models import Action as StoredAction
+
+EVERY_PARAM = {
+    "strategy": "log-size",
+    "target_file_size": "1000",
+    "small_file_limit": "500",
+    "max_bytes_per_group": "2000",
+    "sort_columns": "a,b",
+    "policy": "keep_latest_commits",
+    "retained": "3",
+}
+
+
+def test_the_registry_has_one_entry_per_table_service_action_in_order() -> None:
+    assert tuple(SERVICES) == TABLE_SERVICE_ACTIONS
+    assert all(SERVICES[action].action == action for action in TABLE_SERVICE_ACTIONS)
+
+
+def test_the_stored_action_enum_holds_every_table_service_action() -> None:
+    stored = [action.value for action in StoredAction]
+    assert stored[: len(TABLE_SERVICE_ACTIONS)] == list(TABLE_SERVICE_ACTIONS)
+    assert set(stored) - set(TABLE_SERVICE_ACTIONS) == {"indexing"}
+
+
+@pytest.mark.parametrize("action", TABLE_SERVICE_ACTIONS)
+def test_planning_params_are_keyword_arguments_of_the_planner(action: str) -> None:
+    service = table_service(action)
+    accepted = inspect.signature(service._schedule).parameters
+    assert set(service.planning_params) <= set(accepted)
+
+
+@pytest.mark.parametrize("action", TABLE_SERVICE_ACTIONS)
+def test_every_parameter_a_job_parses_reaches_the_planner(action: str) -> None:
+    parsed = schedule_kwargs(action, EVERY_PARAM)
+    assert parsed
+    assert set(parsed) <= set(table_service(action).planning_params)
+
+
+@pytest.mark.parametrize("action", TABLE_SERVICE_ACTIONS)
+def test_every_parameter_of_tms_run_reaches_the_planner(action: str) -> None:
+    params = ServiceRequest(service=action).planning_params()
+    taken = {name for name in params if name in table_service(action).planning_params}
+    assert taken == set(schedule_kwargs(action, EVERY_PARAM)) - {"max_bytes_per_group"}
+
+
+def test_an_unknown_action_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="'indexing'"):
+        table_service("indexing")
