@@ -132,7 +132,8 @@ def metadata(
     return result
 
 
-def build_table(base: str, version: int) -> Layout2Table:
+def new_table(base: str, version: int) -> Layout2Table:
+    """An empty merge-on-read table of that version, partitions p1 and p2."""
     storage = Storage(base)
     TableConfig(
         {
@@ -161,6 +162,11 @@ def build_table(base: str, version: int) -> Layout2Table:
     table = Layout2Table(base, storage)
     for part in ("p1", "p2"):
         write_partition_metadata(storage, part, T0)
+    return table
+
+
+def build_table(base: str, version: int) -> Layout2Table:
+    table = new_table(base, version)
 
     # T0: a legacy instant (Hudi 1.x reads `<ts>.<action>` with JSON metadata in layout 2; the
     # oracle, hudi-rs, skips it). Its only file group C is clustered away by T7 below.
@@ -359,3 +365,128 @@ def test_services_refuse_layout2_tables(table: Layout2Table) -> None:
     assert any(f"table version {version}" in reason for reason in reasons)
     with pytest.raises(UnsupportedTableError, match=f"table version {version}"):
         hudi.ensure_supported()
+
+
+# Slicing by completion time, one rule per test. Times: requested Rn, completed Dn.
+R1, D1 = "20240401100000000", "20240401100001000"
+R2, D2 = "20240401100100000", "20240401100101000"
+R3, D3 = "20240401100200000", "20240401100201000"
+R4, D4 = "20240401100300000", "20240401100301000"
+
+
+def delta_commit(table: Layout2Table, ts: str, done: str | None, stats: list[WriteStat]) -> None:
+    """A delta commit's instant files: completed at `done`, or left inflight when None."""
+    table.instant(f"{ts}.deltacommit.requested")
+    table.instant(f"{ts}.deltacommit.inflight")
+    if done is not None:
+        table.instant(f"{ts}_{done}.deltacommit", metadata("UPSERT", stats).to_avro_bytes())
+
+
+def request_compaction(table: Layout2Table, ts: str, base_instant: str, logs: list[str]) -> None:
+    plan = {
+        "operations": [
+            {
+                "baseInstantTime": base_instant,
+                "fileId": FILE_A,
+                "partitionPath": "p1",
+                "dataFilePath": str(BaseFileName(FILE_A, "0-1-0", base_instant)),
+                "deltaFilePaths": [str(LogFileName(FILE_A, log, 1, "0-1-0")) for log in logs],
+            }
+        ],
+        "version": 2,
+    }
+    table.instant(f"{ts}.compaction.requested", avro_codec.encode("HoodieCompactionPlan", plan))
+
+
+def slices_of(base: str, file_id: str) -> list[tuple[str, str | None, list[str]]]:
+    """(base instant, base file instant, delta commits of the log files) of each slice."""
+    view = HudiTable.open(base).file_system_view()
+    group = next(g for g in view.file_groups if g.file_id == file_id)
+    return [
+        (
+            s.base_instant_time,
+            s.base_file.name.instant_time if s.base_file else None,
+            [log.name.base_instant_time for log in s.log_files],
+        )
+        for s in group.slices
+    ]
+
+
+def merged_rows(base: str) -> list[dict[str, Any]]:
+    view = HudiTable.open(base).file_system_view()
+    return sorted(
+        (
+            {
+                "partition": s.partition_path,
+                "file_id": s.file_id,
+                "base_instant": s.base_instant_time,
+                "base_file": s.base_file.file_name if s.base_file else "",
+                "log_files": [log.file_name for log in s.log_files],
+            }
+            for s in view.latest_merged_file_slices()
+        ),
+        key=lambda s: (s["partition"], s["file_id"]),
+    )
+
+
+def test_log_files_of_a_group_without_base_file_share_the_slice_the_first_one_starts(
+    tmp_path: Path,
+) -> None:
+    """Writers that insert into log files (bucket index, Flink) leave groups with no base
+    file: the first delta commit starts the slice and later ones append to it."""
+    table = new_table(str(tmp_path / "t"), 9)
+    delta_commit(table, R1, D1, [table.log_file("p1", FILE_A, R1, [("a1", 1)])])
+    delta_commit(table, R2, D2, [table.log_file("p1", FILE_A, R2, [("a1", 2), ("a2", 2)])])
+
+    assert slices_of(table.base, FILE_A) == [(R1, None, [R1, R2])]
+    assert merged_rows(table.base) == oracle.file_slices(table.base)
+    got = {key: row["ts"] for key, row in oracle.rows_by_key(table.base).items()}
+    assert got == {"a1": 2, "a2": 2}
+
+
+def test_pending_compaction_takes_the_logs_of_delta_commits_completed_after_it_was_requested(
+    tmp_path: Path,
+) -> None:
+    """R2 completes before the compaction R3 is requested: its log stays in the slice being
+    compacted. RA is requested before R3 but completes after it: its log goes to the
+    compaction's new slice, as in Hudi 1.x. A snapshot read merges both slices."""
+    ra, da = "20240401100150000", "20240401100250000"  # R2 < RA < R3 < DA
+    table = new_table(str(tmp_path / "t"), 9)
+    delta_commit(table, R1, D1, [table.base_file("p1", FILE_A, R1, [("a1", 1), ("a2", 1)])])
+    delta_commit(table, R2, D2, [table.log_file("p1", FILE_A, R2, [("a1", 2)])])
+    late = table.log_file("p1", FILE_A, ra, [("a2", 4)])
+    delta_commit(table, ra, None, [])
+    request_compaction(table, R3, R1, [R2])
+    table.instant(f"{ra}_{da}.deltacommit", metadata("UPSERT", [late]).to_avro_bytes())
+
+    assert slices_of(table.base, FILE_A) == [(R1, R1, [R2]), (R3, None, [ra])]
+    # hudi-rs does not split at pending compactions: its slice is our merged one
+    assert merged_rows(table.base) == oracle.file_slices(table.base)
+    got = {key: row["ts"] for key, row in oracle.rows_by_key(table.base).items()}
+    assert got == {"a1": 2, "a2": 4}
+
+
+def test_a_log_completed_after_a_compaction_was_requested_but_before_it_completed(
+    tmp_path: Path,
+) -> None:
+    """The compaction R3 completes after RA's delta commit did; RA's log still belongs to R3's
+    slice (it completed after R3 was requested), not to the compacted one, so the compacted
+    base file plus that log is the latest slice."""
+    ra, da = "20240401100150000", "20240401100250000"  # R2 < RA < R3 < DA < D3x
+    d3 = "20240401100260000"
+    table = new_table(str(tmp_path / "t"), 8)
+    delta_commit(table, R1, D1, [table.base_file("p1", FILE_A, R1, [("a1", 1), ("a2", 1)])])
+    delta_commit(table, R2, D2, [table.log_file("p1", FILE_A, R2, [("a1", 2)])])
+    late = table.log_file("p1", FILE_A, ra, [("a2", 4)])
+    delta_commit(table, ra, None, [])
+    request_compaction(table, R3, R1, [R2])
+    table.instant(f"{R3}.compaction.inflight")
+    table.instant(f"{ra}_{da}.deltacommit", metadata("UPSERT", [late]).to_avro_bytes())
+    compacted = table.base_file("p1", FILE_A, R3, [("a1", 2), ("a2", 1)])
+    compaction = metadata("COMPACT", [compacted], compacted=True)
+    table.instant(f"{R3}_{d3}.commit", compaction.to_avro_bytes())
+
+    assert slices_of(table.base, FILE_A) == [(R1, R1, [R2]), (R3, R3, [ra])]
+    assert merged_rows(table.base) == oracle.file_slices(table.base)
+    got = {key: row["ts"] for key, row in oracle.rows_by_key(table.base).items()}
+    assert got == {"a1": 2, "a2": 4}

@@ -7,8 +7,12 @@ compaction plans to compact gets a new, empty slice at the compaction instant, a
 writers append to it instead of to the slice being compacted.
 
 Timeline layout 2 (table version 8+) names a log file by the delta commit that wrote it, not by
-its slice: a completed log file belongs to the latest slice whose base instant is at or before
-its delta commit's completion time (Hudi 1.x `HoodieFileGroup.getBaseInstantTime`).
+its slice. Taking a file group's log files in delta commit order, as Hudi 1.x does
+(`HoodieFileGroup.getBaseInstantTime`): the first log file of a group without a slice starts
+one at its delta commit; otherwise a log file belongs to the latest slice whose base instant is
+at or before its delta commit's completion time, or to the latest slice when that completion
+time is unknown (a delta commit archived without history). So a delta commit requested before
+a compaction but completed after it was requested writes into the compaction's new slice.
 """
 
 from __future__ import annotations
@@ -233,17 +237,18 @@ def _slice_named_by_log(log_instant: str, slice_instants: Collection[str]) -> st
 
 def _slice_by_completion_time(timeline: Timeline) -> SliceOfLog:
     """Layout 2: a log file names its delta commit; it belongs to the latest slice that starts
-    at or before that delta commit's completion time (a pending one to the latest slice)."""
+    at or before that delta commit's completion time (to the latest slice when it has none)."""
 
     def slice_of(delta_commit: str, slice_instants: Collection[str]) -> str:
         if not slice_instants:
             return delta_commit
-        instant = timeline.get(delta_commit)
-        if instant is not None and instant.is_pending:
-            return max(slice_instants)
-        # Archived or legacy instants have no completion time here: their requested time is
-        # the closest lower bound we know.
-        completed = (instant.completion_time if instant else None) or delta_commit
+        latest = max(slice_instants)
+        completed = timeline.completion_time(delta_commit)
+        if completed is None:
+            return latest
+        if len(completed) != len(latest):
+            # Hudi's rule for times of other widths: compare the requested time instead.
+            completed = delta_commit
         earlier = [ts for ts in slice_instants if ts <= completed]
         return max(earlier) if earlier else delta_commit
 
@@ -286,7 +291,9 @@ def _partition_file_groups(
             starts.add(pending_at)
         slice_logs: dict[str, list[LogFile]] = defaultdict(list)
         for log_instant in sorted(logs[file_id]):
-            slice_logs[slice_of_log(log_instant, starts)] += logs[file_id][log_instant]
+            start = slice_of_log(log_instant, starts)
+            starts.add(start)  # later log files may belong to a slice a log file started
+            slice_logs[start] += logs[file_id][log_instant]
         slices = tuple(
             FileSlice(
                 partition,

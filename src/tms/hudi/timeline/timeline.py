@@ -11,6 +11,7 @@ from tms.hudi.avro import codec as avro_codec
 from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
+from tms.hudi.timeline.archived import ArchivedTimeline
 from tms.hudi.timeline.instant import COMPLETED_ACTION, Action, Instant, State, parse_instant_file
 
 CLUSTER_OPERATION = "CLUSTER"
@@ -77,6 +78,22 @@ class Timeline:
             if current is None or current.action is Action.SAVEPOINT:
                 index[instant.requested_time] = instant
         return index
+
+    @functools.cached_property
+    def archived(self) -> ArchivedTimeline:
+        """Instants archived out of this timeline (layout 2 history), read on first use."""
+        return ArchivedTimeline.load(self.storage, self.config)
+
+    def completion_time(self, requested_time: str) -> str | None:
+        """When the instant requested at that time completed; None while it is pending or when
+        nothing records it. A legacy instant (no completion time in its name) completed at its
+        requested time; one older than the active timeline is looked up in the history."""
+        instant = self.get(requested_time)
+        if instant is not None:
+            return (instant.completion_time or requested_time) if instant.is_completed else None
+        if self.instants and requested_time < self.instants[0].requested_time:
+            return self.archived.completion_time(requested_time)
+        return None
 
     def completed(self, actions: Iterable[Action] | None = None) -> list[Instant]:
         wanted = set(actions) if actions is not None else None
