@@ -11,8 +11,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from click.testing import Result
 from tests.hudi.test_layout2 import FILE_A, Layout2Table, delta_commit, new_table, slices_of
+from typer.testing import CliRunner
 
+from tms.cli import app
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.errors import UnsafePathError
 from tms.hudi.properties import TableConfig
@@ -251,3 +254,33 @@ def test_completion_times_of_active_legacy_and_pending_instants(tmp_path: Path) 
     assert timeline.completion_time(RB) == RB
     assert timeline.completion_time(RL) is None
     assert timeline.archived.instants == ()
+
+
+def run_cli(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+def test_tms_timeline_lists_archived_instants_on_request(tmp_path: Path) -> None:
+    table = table_with_archived_log(tmp_path, "20240201000101000")
+    plain = json.loads(run_cli("timeline", "--base-path", table.base, "--json").stdout)
+    assert "archived" not in plain
+    result = run_cli("timeline", "--base-path", table.base, "--json", "--archived")
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert [(r["instant"], r["completion_time"], r["state"]) for r in shown["archived"]] == [
+        (RB, "20240201000001000", "ARCHIVED"),
+        (RL, "20240201000101000", "ARCHIVED"),
+    ]
+    assert [r["instant"] for r in shown["instants"]] == [RC]
+    text = run_cli("timeline", "--base-path", table.base, "--archived")
+    assert text.exit_code == 0 and "ARCHIVED" in text.stdout
+
+
+def test_tms_files_on_a_broken_history_exits_2_naming_the_file(tmp_path: Path) -> None:
+    table = table_with_archived_log(tmp_path, "20240201000101000")
+    name = HudiTable.open(table.base).timeline().archived.files[0]
+    table.storage.write_bytes(f"{HISTORY}/{name}", b"not parquet")
+    for command in (["files"], ["timeline", "--archived"]):
+        result = run_cli(*command, "--base-path", table.base)
+        assert result.exit_code == 2, result.output
+        assert name in result.stderr and "Traceback" not in result.output

@@ -27,30 +27,49 @@ def _open(base_path: str) -> HudiTable:
         raise typer.Exit(2) from exc
 
 
-def timeline(base_path: BasePath, as_json: AsJson = False) -> None:
+def _refused(exc: HudiError) -> typer.Exit:
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(2)
+
+
+def timeline(
+    base_path: BasePath,
+    as_json: AsJson = False,
+    archived: Annotated[
+        bool, typer.Option("--archived", help="Also list the archived instants (layout 2).")
+    ] = False,
+) -> None:
     """Print the timeline: every instant with action, state and times."""
     table = _open(base_path)
-    rows = table.timeline().describe()
+    loaded = table.timeline()
+    rows = loaded.describe()
+    history: list[dict[str, object]] = []
+    if archived:
+        try:
+            history = [{**row, "state": "ARCHIVED"} for row in loaded.archived.describe()]
+        except HudiError as exc:
+            raise _refused(exc) from exc
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "table": table.name,
-                    "base_path": base_path,
-                    "table_version": table.config.table_version,
-                    "instants": rows,
-                },
-                indent=2,
-            )
-        )
+        document: dict[str, object] = {
+            "table": table.name,
+            "base_path": base_path,
+            "table_version": table.config.table_version,
+            "instants": rows,
+        }
+        if archived:
+            document["archived"] = history
+        typer.echo(json.dumps(document, indent=2))
         return
-    print_rows(rows, ["instant", "action", "state", "completion_time", "requested_as"])
+    print_rows(history + rows, ["instant", "action", "state", "completion_time", "requested_as"])
 
 
 def files(base_path: BasePath, as_json: AsJson = False) -> None:
     """Print file groups with their latest file slices."""
     table = _open(base_path)
-    view = table.file_system_view()
+    try:
+        view = table.file_system_view()
+    except HudiError as exc:
+        raise _refused(exc) from exc
     rows = view.describe()
     if as_json:
         typer.echo(
