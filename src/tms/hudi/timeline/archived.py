@@ -147,6 +147,7 @@ def _read_lsm_file(storage: Storage, path: str) -> list[Instant]:
     try:
         table = pq.read_table(io.BytesIO(storage.read_bytes(path)), columns=list(COLUMNS))
     except (OSError, ValueError, KeyError) as exc:
+        log.warning("archived timeline: cannot read %s: %s", path, exc)
         raise ArchivedTimelineError(f"archived timeline: {path} is not readable") from exc
     instants: list[Instant] = []
     for row in table.to_pylist():
