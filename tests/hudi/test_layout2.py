@@ -490,3 +490,23 @@ def test_a_log_completed_after_a_compaction_was_requested_but_before_it_complete
     assert merged_rows(table.base) == oracle.file_slices(table.base)
     got = {key: row["ts"] for key, row in oracle.rows_by_key(table.base).items()}
     assert got == {"a1": 2, "a2": 4}
+
+
+def test_times_of_another_width_than_the_slices_compare_by_requested_time(
+    tmp_path: Path,
+) -> None:
+    """Hudi 1.x compares a completion time with base instants only when both have the same
+    width (`CompletionTimeQueryView.getCompletionTime`); otherwise it compares the delta
+    commit's requested time. Here the base files carry second-precision times."""
+    r1, r3 = "20240401100000", "20240401100200"  # base file and pending compaction
+    ra, da = "20240401100150000", "20240401100250000"  # requested before r3, completed after
+    table = new_table(str(tmp_path / "t"), 9)
+    delta_commit(table, r1, None, [table.base_file("p1", FILE_A, r1, [("a1", 1)])])
+    table.instant(f"{r1}_20240401100001.deltacommit", metadata("INSERT", []).to_avro_bytes())
+    late = table.log_file("p1", FILE_A, ra, [("a1", 2)])
+    delta_commit(table, ra, None, [])
+    request_compaction(table, r3, r1, [])
+    table.instant(f"{ra}_{da}.deltacommit", metadata("UPSERT", [late]).to_avro_bytes())
+
+    # by completion time the log would be in r3's slice; by requested time it is in r1's
+    assert slices_of(table.base, FILE_A) == [(r1, r1, [ra]), (r3, None, [])]
