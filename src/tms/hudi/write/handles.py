@@ -3,9 +3,11 @@
 As Hudi's `HoodieCreateHandle`, `HoodieMergeHandle` and `HoodieAppendHandle` do: inserts go to
 new file groups, copy-on-write updates and deletes rewrite the latest base file as a new file
 slice, merge-on-read ones append a log file holding a data or delete block to the latest file
-slice. Files get Hudi's names, and each handle creates its marker before writing, so a
-rollback of the instant finds the file. The instant itself (timeline, heartbeat, commit
-metadata) is `tms.hudi.write.writer`'s: a handle only knows the file it writes.
+slice (a log file is named by its slice's base instant in timeline layout 1, by the delta
+commit writing it in layout 2). Files get Hudi's names, and each handle creates its marker
+before writing, so a rollback of the instant finds the file. The instant itself (timeline,
+heartbeat, commit metadata) is `tms.hudi.write.writer`'s: a handle only knows the file it
+writes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tms.hudi.files.merge import DeleteVersion, latest_by_key, merge_versions
 from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.meta_fields import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.layout import TimelineLayout
 
 __all__ = ["WriteOperation", "append_log_file", "create_file_groups", "merge_base_file"]
 
@@ -127,8 +130,18 @@ def append_log_file(
 ) -> WriteStat:
     """Merge-on-read: a new log file in the latest slice with a data or delete block."""
     storage, config = table.storage, table.config
-    version = max((log.name.version for log in file_slice.log_files), default=0) + 1
-    name = LogFileName(file_slice.file_id, file_slice.base_instant_time, version, WRITER_TOKEN)
+    log_instant = TimelineLayout.of(config).log_file_instant(
+        file_slice.base_instant_time, instant_time
+    )
+    version = 1 + max(
+        (
+            log.name.version
+            for log in file_slice.log_files
+            if log.name.base_instant_time == log_instant
+        ),
+        default=0,
+    )
+    name = LogFileName(file_slice.file_id, log_instant, version, WRITER_TOKEN)
     partition = file_slice.partition_path
     path = f"{partition}/{name}" if partition else str(name)
     create_marker(storage, instant_time, Marker(partition, str(name), MarkerType.APPEND))

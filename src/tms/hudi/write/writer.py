@@ -1,8 +1,9 @@
 """A small Hudi writer: insert, upsert and delete batches, each one commit on the timeline.
 
-It writes what Hudi's Spark writer writes for table version 6 (timeline layout 1): meta
-columns, requested/inflight/completed instants with JSON commit metadata, partition metadata,
-markers while writing and a heartbeat while the instant is in flight. This module holds the
+It writes what Hudi's Spark writer writes for table versions 6 to 9: meta columns,
+requested/inflight/completed instants with commit metadata (JSON in timeline layout 1, Avro
+with completion times in the file names in layout 2), partition metadata, markers while writing
+and a heartbeat while the instant is in flight. This module holds the
 instant and routes each batch's rows to file groups (existing ones by record key, new ones for
 the rest); the files themselves are written by `tms.hudi.write.handles`, and new tables are
 created by `tms.hudi.write.new_table`. Copy-on-write tables rewrite the base files they touch;
@@ -50,6 +51,7 @@ from tms.hudi.write.handles import (
 __all__ = ["HudiWriter"]
 
 DEFAULT_MAX_FILE_ROWS = 250_000
+WRITABLE_TABLE_VERSIONS = (6, 7, 8, 9)
 
 
 class HudiWriter:
@@ -92,9 +94,9 @@ class HudiWriter:
     # The write ---------------------------------------------------------------------------
 
     def _write(self, batch: pa.Table, operation: WriteOperation) -> str:
-        if self.config.table_version not in (6, 7):
+        if self.config.table_version not in WRITABLE_TABLE_VERSIONS:
             raise ValueError(
-                f"the writer writes table version 6; this table is version "
+                f"the writer writes table versions 6 to 9; this table is version "
                 f"{self.config.table_version}"
             )
         timeline = self.table.timeline()
@@ -114,7 +116,7 @@ class HudiWriter:
                 self.config,
                 requested,
                 State.INFLIGHT,
-                CommitMetadata(operation_type=operation.value).to_json(),
+                CommitMetadata(operation_type=operation.value),
             )
             writes = self._write_files(tagged, instant_time, operation, timeline, schema_json)
             metadata = CommitMetadata(
@@ -123,7 +125,7 @@ class HudiWriter:
             )
             for stat in writes:
                 metadata.add_write_stat(stat.partition_path or "", stat)
-            transition(self.storage, self.config, inflight, State.COMPLETED, metadata.to_json())
+            transition(self.storage, self.config, inflight, State.COMPLETED, metadata)
             delete_markers(self.storage, instant_time)
         return instant_time
 
