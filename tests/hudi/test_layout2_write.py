@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from tests import oracle
 
+from tms.demo.table import DemoWriter, callback_payload
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from tms.hudi.avro.write_stat import WriteStat
@@ -179,3 +180,16 @@ def test_legacy_json_instants_of_layout2_are_still_read(tmp_path: Path) -> None:
     assert (legacy.requested_time, legacy.completion_time) == (legacy_time, None)
     assert timeline.commit_metadata(legacy).operation_type == "INSERT"
     assert len(oracle.rows_by_key(table.storage.base_path)) == 4
+
+
+def test_the_demo_writes_a_version_9_table_the_oracle_reads(tmp_path: Path) -> None:
+    base = str(tmp_path / "trips")
+    writer = DemoWriter(base, rows=200, total_commits=3, table_version=9)
+    for _ in range(3):
+        writer.commit()
+    table = HudiTable.open(base)
+    assert table.config.table_version == 9
+    assert len(oracle.rows_by_key(base)) == 200 - 200 // 50
+    upsert = table.timeline().instants[1]
+    payload = callback_payload(base, upsert.requested_time)
+    assert sum(s["numUpdateWrites"] for s in payload["hoodieWriteStat"]) == 20
