@@ -9,6 +9,8 @@ import pyarrow as pa
 import pytest
 from tests import oracle
 
+from tms.hudi.files.data import read_log_file
+from tms.hudi.files.log_block import BlockType
 from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.files.names import LogFileName
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, TableConfig
@@ -16,6 +18,7 @@ from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
 from tms.hudi.timeline.timeline import Timeline
+from tms.hudi.write.log_blocks import LogBlockFormat
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
 
@@ -247,3 +250,37 @@ def test_a_delete_as_latest_commit_keeps_the_table_readable(tmp_path: Path) -> N
     writer.insert(batch(range(10), ts=1))
     writer.delete(batch([3, 4], ts=2).select(["id", "city"]))
     assert sorted(oracle.rows_by_key(base)) == [f"k{i:04d}" for i in range(10) if i not in (3, 4)]
+
+
+@pytest.mark.parametrize("table_version", [6, 9])
+def test_parquet_log_blocks_read_back_by_oracle(tmp_path: Path, table_version: int) -> None:
+    base = str(tmp_path / "t")
+    table = create_table(
+        base,
+        "t",
+        record_key_fields=["id"],
+        ordering_field="ts",
+        partition_fields=["city"],
+        table_version=table_version,
+    )
+    writer = HudiWriter(table, max_file_rows=50, log_block_format=LogBlockFormat.PARQUET)
+    model: dict[str, dict[str, Any]] = {}
+    for rows in (
+        batch(range(90), ts=1),
+        batch(range(0, 90, 4), ts=3),
+        batch(range(0, 90, 6), ts=2),
+    ):
+        writer.upsert(rows)
+        expected_after(model, rows)
+    writer.delete(batch([8, 9], ts=9).select(["id", "city"]))
+    del model["k0008"], model["k0009"]
+
+    assert oracle.rows_by_key(base) == model
+    assert our_file_slices(base) == oracle.file_slices(base)
+    blocks = [
+        block.block_type
+        for s in HudiTable.open(base).file_system_view().latest_file_slices()
+        for log in s.log_files
+        for block in read_log_file(table.storage, log.path)
+    ]
+    assert BlockType.PARQUET_DATA in blocks and BlockType.AVRO_DATA not in blocks

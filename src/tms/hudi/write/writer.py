@@ -47,6 +47,7 @@ from tms.hudi.write.handles import (
     create_file_groups,
     merge_base_file,
 )
+from tms.hudi.write.log_blocks import LogBlockFormat
 
 __all__ = ["HudiWriter"]
 
@@ -62,10 +63,13 @@ class HudiWriter:
         table: HudiTable,
         max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
         heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
+        log_block_format: LogBlockFormat = LogBlockFormat.AVRO,
     ) -> None:
         self.table = table
         self.max_file_rows = max_file_rows
         self.heartbeat_interval = heartbeat_interval
+        self.log_block_format = log_block_format
+        """Data blocks of merge-on-read log files: Avro records or a Parquet file."""
 
     @classmethod
     def open(cls, base_path: str, max_file_rows: int = DEFAULT_MAX_FILE_ROWS) -> HudiWriter:
@@ -172,7 +176,15 @@ class HudiWriter:
             target = slices[(partition, file_id)]
             if self.config.is_merge_on_read:
                 writes.append(
-                    append_log_file(self.table, target, rows, instant_time, operation, schema_json)
+                    append_log_file(
+                        self.table,
+                        target,
+                        rows,
+                        instant_time,
+                        operation,
+                        schema_json,
+                        self.log_block_format,
+                    )
                 )
             else:
                 writes.append(
