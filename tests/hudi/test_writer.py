@@ -131,6 +131,10 @@ def assert_layout2_timeline(base: str, timeline: Timeline) -> None:
         assert any(name.startswith(f"{requested}_{completion}.") for name in files)
         times += [requested, completion]
     assert times == sorted(times) and len(set(times)) == len(times)
+    for instant in timeline.commits():
+        for stat in timeline.commit_metadata(instant).write_stats():
+            if stat.log_files:  # a log file records the delta commit it is named by
+                assert stat.prev_commit == instant.requested_time
     for file_slice in oracle.file_slices(base):
         for log in file_slice["log_files"]:
             named = LogFileName.parse(log)

@@ -172,7 +172,7 @@ def append_log_file(
     return WriteStat(
         file_id=file_slice.file_id,
         path=path,
-        prev_commit=file_slice.base_instant_time,
+        prev_commit=log_instant,  # the instant the log file is named by, as Hudi records it
         partition_path=partition,
         total_write_bytes=size,
         file_size_in_bytes=size,
