@@ -52,7 +52,7 @@ from tms.hudi.write.log_blocks import LogBlockFormat
 __all__ = ["HudiWriter"]
 
 DEFAULT_MAX_FILE_ROWS = 250_000
-WRITABLE_TABLE_VERSIONS = (6, 7, 8, 9)
+WRITER_TABLE_VERSIONS = (6, 7, 8, 9)
 
 
 class HudiWriter:
@@ -98,7 +98,7 @@ class HudiWriter:
     # The write ---------------------------------------------------------------------------
 
     def _write(self, batch: pa.Table, operation: WriteOperation) -> str:
-        if self.config.table_version not in WRITABLE_TABLE_VERSIONS:
+        if self.config.table_version not in WRITER_TABLE_VERSIONS:
             raise ValueError(
                 f"the writer writes table versions 6 to 9; this table is version "
                 f"{self.config.table_version}"
