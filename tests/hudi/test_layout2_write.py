@@ -3,10 +3,12 @@ hudi-rs: file names, completion times, Avro commit metadata, clustering and comp
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 from pathlib import Path
 
+import fastavro
 import pyarrow as pa
 import pytest
 from tests import oracle
@@ -24,7 +26,9 @@ from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hudi-tables"
-NOMETA_FIXTURES = [
+FIXTURES_V8_V9 = [
+    "cow_v9_txns_simple_meta",
+    "mor_avro_v9_txns_simple_meta",
     "cow_v8_nonpartitioned",
     "cow_v9_txns_simple_nometa",
     "mor_avro_v9_txns_simple_nometa",
@@ -66,7 +70,7 @@ def timeline_files(table: HudiTable) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.is_file())
 
 
-@pytest.mark.parametrize("fixture", NOMETA_FIXTURES)
+@pytest.mark.parametrize("fixture", FIXTURES_V8_V9)
 def test_instant_file_names_match_the_ones_hudi_wrote(tmp_path: Path, fixture: str) -> None:
     """Every instant file Hudi 1.x wrote is the name our layout gives that instant."""
     base = unzip_fixture(fixture, tmp_path)
@@ -193,3 +197,29 @@ def test_the_demo_writes_a_version_9_table_the_oracle_reads(tmp_path: Path) -> N
     upsert = table.timeline().instants[1]
     payload = callback_payload(base, upsert.requested_time)
     assert sum(s["numUpdateWrites"] for s in payload["hoodieWriteStat"]) == 20
+
+
+@pytest.mark.parametrize(
+    ("metadata", "hudi_written"),
+    [
+        (CommitMetadata(operation_type="UPSERT"), "_20260307135836076.deltacommit"),
+        (
+            ReplaceCommitMetadata(
+                operation_type="CLUSTER", partition_to_replace_file_ids={"eu": ["f-0"]}
+            ),
+            "_20260307135840902.replacecommit",
+        ),
+    ],
+)
+def test_our_avro_commit_metadata_resolves_against_hudi_1x_schemas(
+    tmp_path: Path, metadata: CommitMetadata, hudi_written: str
+) -> None:
+    """Hudi reads an instant file with its own schema as reader schema: ours must resolve."""
+    base = unzip_fixture("mor_avro_v9_txns_simple_nometa", tmp_path)
+    (real,) = (base / ".hoodie" / "timeline").glob(f"*{hudi_written}")
+    hudi_schema = fastavro.reader(io.BytesIO(real.read_bytes())).writer_schema
+    metadata.add_write_stat("eu", WriteStat(file_id="f-1", path="eu/f-1.parquet", num_writes=2))
+    ours = TimelineLayout(2, ".hoodie/timeline").commit_metadata_bytes(metadata)
+    (record,) = list(fastavro.reader(io.BytesIO(ours), reader_schema=hudi_schema))
+    assert record["operationType"] == metadata.operation_type
+    assert record["partitionToWriteStats"]["eu"][0]["numWrites"] == 2
