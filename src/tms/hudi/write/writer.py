@@ -2,11 +2,11 @@
 
 It writes what Hudi's Spark writer writes for table versions 6 to 9: meta columns,
 requested/inflight/completed instants with commit metadata (JSON in timeline layout 1, Avro
-with completion times in the file names in layout 2), partition metadata, markers while writing
-and a heartbeat while the instant is in flight. This module holds the
-instant and routes each batch's rows to file groups (existing ones by record key, new ones for
-the rest); the files themselves are written by `tms.hudi.write.handles`, and new tables are
-created by `tms.hudi.write.new_table`. Copy-on-write tables rewrite the base files they touch;
+and completion times in the file names in layout 2), partition metadata, markers while
+writing and a heartbeat while the instant is in flight. This module holds the instant and
+routes each batch's rows to file groups (existing ones by record key, new ones for the rest);
+the files themselves are written by `tms.hudi.write.handles`, and new tables are created by
+`tms.hudi.write.new_table`. Copy-on-write tables rewrite the base files they touch;
 merge-on-read tables append updates and deletes to log files. It runs in one process and is
 meant for tests, demos, benchmarks and small tables.
 """
