@@ -40,7 +40,11 @@ def rows(ids: range | list[int], ts: int) -> pa.Table:
 
 
 def new_table(
-    base: str, table_type: str = MERGE_ON_READ, partitioned: bool = False, name: str = "trips"
+    base: str,
+    table_type: str = MERGE_ON_READ,
+    partitioned: bool = False,
+    name: str = "trips",
+    table_version: int = 6,
 ) -> HudiWriter:
     table = create_table(
         base,
@@ -49,6 +53,7 @@ def new_table(
         record_key_fields=["id"],
         ordering_field="ts",
         partition_fields=["city"] if partitioned else [],
+        table_version=table_version,
     )
     return HudiWriter(table, max_file_rows=40)
 
@@ -202,15 +207,16 @@ def our_commits(base: str) -> list[tuple[str, str]]:
 # Tests ------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("table_version", [6, 9])
 @pytest.mark.parametrize(
     ("table_type", "action"),
     [(COPY_ON_WRITE, Action.COMMIT), (MERGE_ON_READ, Action.DELTA_COMMIT)],
 )
 def test_writer_instants_are_completed_commits(
-    tmp_path: Path, table_type: str, action: Action
+    tmp_path: Path, table_type: str, action: Action, table_version: int
 ) -> None:
     base = str(tmp_path / "t")
-    writer = new_table(base, table_type, partitioned=True)
+    writer = new_table(base, table_type, partitioned=True, table_version=table_version)
     written = [
         write(writer, "insert", range(50), 1),
         write(writer, "upsert", range(0, 50, 3), 2),
@@ -224,6 +230,9 @@ def test_writer_instants_are_completed_commits(
     assert all(got.origin_action(i) is action for i in got.instants)
     assert our_commits(base) == oracle_commits(base)
     assert got.commit_metadata(got.instants[0]).total_records_written() == 50
+    if table_version >= 8:  # layout 2 names each completed instant by its completion time
+        times = [t for i in got.instants for t in (i.requested_time, i.completion_time)]
+        assert None not in times and times == sorted(times) and len(set(times)) == len(times)
 
 
 def test_requested_and_inflight_instants_are_pending(tmp_path: Path) -> None:

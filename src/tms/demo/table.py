@@ -66,7 +66,9 @@ def callback_payload(base_path: str, instant: str) -> Json:
 class DemoWriter:
     """An insert, then upserts of a tenth of the trips, and a delete in the last commit."""
 
-    def __init__(self, base_path: str, rows: int, total_commits: int) -> None:
+    def __init__(
+        self, base_path: str, rows: int, total_commits: int, table_version: int = 6
+    ) -> None:
         shutil.rmtree(base_path, ignore_errors=True)
         table = create_table(
             base_path,
@@ -74,6 +76,7 @@ class DemoWriter:
             record_key_fields=["uuid"],
             ordering_field="ts",
             partition_fields=["city"],
+            table_version=table_version,
         )
         self.writer = HudiWriter(table, max_file_rows=max(rows // 16, 100))
         self.rows = rows

@@ -154,7 +154,7 @@ def execute_clustering(
         )
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
-        transition(storage, table.config, inflight, State.COMPLETED, metadata.to_json())
+        transition(storage, table.config, inflight, State.COMPLETED, metadata)
         delete_markers(storage, instant_time)
     result.file_groups = sum(len(ids) for ids in replaced.values())
     result.files_written = len(stats)

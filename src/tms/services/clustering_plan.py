@@ -23,6 +23,7 @@ from tms.hudi.meta_fields import META_FIELDS
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, is_instant_time
+from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION, Timeline
 from tms.hudi.timeline.transitions import new_instant_time, request
 
@@ -111,7 +112,8 @@ def schedule_clustering(
         "version": PLAN_VERSION,
     }
     content = avro_codec.encode("HoodieRequestedReplaceMetadata", requested)
-    request(table.storage, table.config, instant, Action.REPLACE_COMMIT, content)
+    action = TimelineLayout.of(table.config).clustering_action
+    request(table.storage, table.config, instant, action, content)
     return instant
 
 

@@ -128,7 +128,7 @@ def execute_compaction(
         metadata.extra_metadata.update(plan.get("extraMetadata") or {})
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
-        transition(storage, table.config, inflight, State.COMPLETED, metadata.to_json())
+        transition(storage, table.config, inflight, State.COMPLETED, metadata)
         delete_markers(storage, instant_time)
     result.file_groups = len(operations)
     result.files_written = len(stats)

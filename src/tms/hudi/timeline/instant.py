@@ -102,17 +102,10 @@ class Instant:
         return Instant(self.requested_time, action, state, completion_time)
 
     def file_name(self, layout_version: int = 1) -> str:
-        """The instant file that records this state."""
-        ts, action = self.requested_time, self.action.value
-        if self.state is State.REQUESTED:
-            return f"{ts}.{action}.requested"
-        if self.state is State.INFLIGHT:
-            return f"{ts}.inflight" if self.action is Action.COMMIT else f"{ts}.{action}.inflight"
-        if layout_version >= 2:
-            if self.completion_time is None:
-                raise ValueError(f"completed instant {ts} needs a completion time in layout 2")
-            return f"{ts}_{self.completion_time}.{action}"
-        return f"{ts}.{action}"
+        """The instant file that records this state (the rules are `timeline.layout`'s)."""
+        from tms.hudi.timeline.layout import instant_file_name
+
+        return instant_file_name(self, layout_version)
 
     def __str__(self) -> str:
         done = f" completed {self.completion_time}" if self.completion_time else ""

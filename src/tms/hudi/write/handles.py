@@ -3,9 +3,11 @@
 As Hudi's `HoodieCreateHandle`, `HoodieMergeHandle` and `HoodieAppendHandle` do: inserts go to
 new file groups, copy-on-write updates and deletes rewrite the latest base file as a new file
 slice, merge-on-read ones append a log file holding a data or delete block to the latest file
-slice. Files get Hudi's names, and each handle creates its marker before writing, so a
-rollback of the instant finds the file. The instant itself (timeline, heartbeat, commit
-metadata) is `tms.hudi.write.writer`'s: a handle only knows the file it writes.
+slice (a log file is named by its slice's base instant in timeline layout 1, by the delta
+commit writing it in layout 2). Files get Hudi's names, and each handle creates its marker
+before writing, so a rollback of the instant finds the file. The instant itself (timeline,
+heartbeat, commit metadata) is `tms.hudi.write.writer`'s: a handle only knows the file it
+writes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from tms.hudi.files.merge import DeleteVersion, latest_by_key, merge_versions
 from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.meta_fields import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.layout import TimelineLayout
+from tms.hudi.write.log_blocks import LogBlockFormat, write_data_log_file
 
 __all__ = ["WriteOperation", "append_log_file", "create_file_groups", "merge_base_file"]
 
@@ -124,11 +128,23 @@ def append_log_file(
     instant_time: str,
     operation: WriteOperation,
     schema_json: str | None,
+    block_format: LogBlockFormat = LogBlockFormat.AVRO,
 ) -> WriteStat:
-    """Merge-on-read: a new log file in the latest slice with a data or delete block."""
+    """Merge-on-read: a new log file in the latest slice with a data block (Avro or Parquet)
+    or a delete block."""
     storage, config = table.storage, table.config
-    version = max((log.name.version for log in file_slice.log_files), default=0) + 1
-    name = LogFileName(file_slice.file_id, file_slice.base_instant_time, version, WRITER_TOKEN)
+    log_instant = TimelineLayout.of(config).log_file_instant(
+        file_slice.base_instant_time, instant_time
+    )
+    version = 1 + max(
+        (
+            log.name.version
+            for log in file_slice.log_files
+            if log.name.base_instant_time == log_instant
+        ),
+        default=0,
+    )
+    name = LogFileName(file_slice.file_id, log_instant, version, WRITER_TOKEN)
     partition = file_slice.partition_path
     path = f"{partition}/{name}" if partition else str(name)
     create_marker(storage, instant_time, Marker(partition, str(name), MarkerType.APPEND))
@@ -150,13 +166,13 @@ def append_log_file(
     else:
         rows = _file_rows(rows, instant_time, file_slice.file_id, 0)
         schema = avro_record_schema(config.table_name, rows.schema)
-        size = write_log_file(storage, path, instant_time, schema, records=rows)
+        size = write_data_log_file(storage, path, instant_time, schema, rows, block_format)
         counts = {"num_update_writes": rows.num_rows, "num_writes": rows.num_rows}
     base_name = file_slice.base_file.file_name if file_slice.base_file else ""
     return WriteStat(
         file_id=file_slice.file_id,
         path=path,
-        prev_commit=file_slice.base_instant_time,
+        prev_commit=log_instant,  # the instant the log file is named by, as Hudi records it
         partition_path=partition,
         total_write_bytes=size,
         file_size_in_bytes=size,

@@ -1,8 +1,9 @@
 """New tables: the `.hoodie` folder and `hoodie.properties` of an empty Hudi table.
 
-Creating a table writes no instant, only the layout Hudi's writer lays out for table version 6
-(timeline layout 1), so Hudi, hudi-rs and our reader all open it. Writing batches to it is
-`tms.hudi.write.writer`'s.
+Creating a table writes no instant, only the layout and the properties Hudi's writer lays out
+for the table version: version 6 (timeline layout 1, Hudi 0.14/0.15), version 8 (Hudi 1.0) or
+version 9 (Hudi 1.1), both with timeline layout 2 in `.hoodie/timeline/`. Hudi, hudi-rs and
+our reader all open them. Writing batches to it is `tms.hudi.write.writer`'s.
 """
 
 from __future__ import annotations
@@ -16,29 +17,57 @@ from tms.hudi.avro.schema import avro_record_schema
 from tms.hudi.properties import (
     ARCHIVELOG_FOLDER,
     BASE_FILE_FORMAT,
+    COMMIT_TIME_ORDERING,
     COPY_ON_WRITE,
     CREATE_SCHEMA,
+    EVENT_TIME_ORDERING,
     HIVE_STYLE_PARTITIONING,
+    INITIAL_VERSION,
     KEY_GENERATOR_CLASS,
+    KEY_GENERATOR_TYPE,
     MERGE_ON_READ,
+    ORDERING_FIELDS,
     PARTITION_FIELDS,
+    PAYLOAD_CLASS,
     POPULATE_META_FIELDS,
     PRECOMBINE_FIELD,
     RECORD_KEY_FIELDS,
+    RECORD_MERGE_MODE,
+    RECORD_MERGE_STRATEGY_ID,
+    TABLE_FORMAT,
     TABLE_NAME,
     TABLE_TYPE,
     TABLE_VERSION,
+    TIMELINE_HISTORY_PATH,
     TIMELINE_LAYOUT_VERSION,
+    TIMELINE_PATH,
+    TIMELINE_TIMEZONE,
     TableConfig,
 )
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.write import keys
 
-__all__ = ["create_table"]
+__all__ = ["TABLE_VERSIONS", "create_table"]
+
+TABLE_VERSIONS = (6, 8, 9)
+"""Table versions a new table can have."""
 
 DEFAULT_PAYLOAD_CLASS = "org.apache.hudi.common.model.DefaultHoodieRecordPayload"
 """Event-time ordering: the highest ordering value wins, as our merges do."""
+OVERWRITE_PAYLOAD_CLASS = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
+"""Commit-time ordering (no ordering field): the latest write wins, as our merges do."""
+MERGE_STRATEGY_IDS = {
+    EVENT_TIME_ORDERING: "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+    COMMIT_TIME_ORDERING: "ce9acb64-bde0-424c-9b91-f6ebba25356d",
+}
+"""`HoodieRecordMerger`'s strategy ids of the merge modes, recorded by table version 8."""
+KEY_GENERATOR_TYPES = {
+    keys.SIMPLE_KEY_GENERATOR: "SIMPLE",
+    keys.COMPLEX_KEY_GENERATOR: "COMPLEX",
+    keys.NON_PARTITIONED_KEY_GENERATOR: "NON_PARTITION",
+}
+"""Table version 8+ records the key generator by type (`KeyGeneratorType`), not by class."""
 
 
 def create_table(
@@ -52,42 +81,45 @@ def create_table(
     hive_style_partitioning: bool = False,
     schema: pa.Schema | None = None,
     extra_properties: dict[str, str] | None = None,
+    table_version: int = 6,
 ) -> HudiTable:
-    """Create an empty table (version 6, timeline layout 1) with `.hoodie` laid out as Hudi does."""
+    """Create an empty table of `table_version` with `.hoodie` laid out as Hudi does."""
     storage = Storage(base_path)
     if storage.exists(".hoodie/hoodie.properties"):
         raise FileExistsError(f"a Hudi table already exists at {base_path}")
     if table_type not in (COPY_ON_WRITE, MERGE_ON_READ):
         raise ValueError(f"table_type must be {COPY_ON_WRITE} or {MERGE_ON_READ}, not {table_type}")
+    if table_version not in TABLE_VERSIONS:
+        raise ValueError(f"table_version must be one of {TABLE_VERSIONS}, not {table_version}")
     if not record_key_fields:
         raise ValueError("record_key_fields must name at least one field")
     props = {
         TABLE_NAME: table_name,
         TABLE_TYPE: table_type,
-        TABLE_VERSION: "6",
-        TIMELINE_LAYOUT_VERSION: "1",
+        TABLE_VERSION: str(table_version),
         RECORD_KEY_FIELDS: ",".join(record_key_fields),
         PARTITION_FIELDS: ",".join(partition_fields),
         HIVE_STYLE_PARTITIONING: str(hive_style_partitioning).lower(),
-        KEY_GENERATOR_CLASS: keys.key_generator_class(record_key_fields, partition_fields),
         BASE_FILE_FORMAT: "PARQUET",
         ARCHIVELOG_FOLDER: "archived",
         POPULATE_META_FIELDS: "true",
-        "hoodie.table.type.version": "6",
-        "hoodie.compaction.payload.class": DEFAULT_PAYLOAD_CLASS,
         "hoodie.datasource.write.drop.partition.columns": "false",
         "hoodie.table.metadata.partitions": "",
         "hoodie.partition.metafile.use.base.format": "false",
         "hoodie.database.name": "",
-        "hoodie.timeline.timezone": "UTC",
+        TIMELINE_TIMEZONE: "UTC",
     }
-    if ordering_field:
-        props[PRECOMBINE_FIELD] = ordering_field
+    key_generator = keys.key_generator_class(record_key_fields, partition_fields)
+    if table_version == 6:
+        props |= _version_6(key_generator, ordering_field)
+    else:
+        props |= _layout_2(table_version, key_generator, ordering_field)
     if schema is not None:
         props[CREATE_SCHEMA] = json.dumps(avro_record_schema(table_name, schema))
     props.update(extra_properties or {})
+    timeline = ".hoodie/timeline/history" if table_version >= 8 else ".hoodie/archived"
     for folder in (
-        ".hoodie/archived",
+        timeline,
         ".hoodie/.temp",
         ".hoodie/.aux/.bootstrap/.partitions",
         ".hoodie/.aux/.bootstrap/.fileids",
@@ -96,3 +128,42 @@ def create_table(
         storage.makedirs(folder)
     TableConfig(props).save(storage)
     return HudiTable.open(base_path)
+
+
+def _version_6(key_generator: str, ordering_field: str | None) -> dict[str, str]:
+    """Timeline layout 1; key generator by class, ordering by the precombine field."""
+    props = {
+        TIMELINE_LAYOUT_VERSION: "1",
+        "hoodie.table.type.version": "6",
+        KEY_GENERATOR_CLASS: key_generator,
+        PAYLOAD_CLASS: DEFAULT_PAYLOAD_CLASS,
+    }
+    if ordering_field:
+        props[PRECOMBINE_FIELD] = ordering_field
+    return props
+
+
+def _layout_2(table_version: int, key_generator: str, ordering_field: str | None) -> dict[str, str]:
+    """Versions 8 and 9 (Hudi 1.x): timeline layout 2 under `.hoodie/timeline/`, the record
+    merge mode, and the key generator by type. Version 8 names the ordering field
+    `precombine.field` and keeps the payload class and merge strategy id; version 9 names it
+    `ordering.fields` and records the table format instead."""
+    mode = EVENT_TIME_ORDERING if ordering_field else COMMIT_TIME_ORDERING
+    props = {
+        TIMELINE_LAYOUT_VERSION: "2",
+        TIMELINE_PATH: "timeline",
+        TIMELINE_HISTORY_PATH: "history",
+        INITIAL_VERSION: str(table_version),
+        KEY_GENERATOR_TYPE: KEY_GENERATOR_TYPES[key_generator],
+        RECORD_MERGE_MODE: mode,
+    }
+    if table_version == 8:
+        props[RECORD_MERGE_STRATEGY_ID] = MERGE_STRATEGY_IDS[mode]
+        props[PAYLOAD_CLASS] = DEFAULT_PAYLOAD_CLASS if ordering_field else OVERWRITE_PAYLOAD_CLASS
+        if ordering_field:
+            props[PRECOMBINE_FIELD] = ordering_field
+    else:
+        props[TABLE_FORMAT] = "native"
+        if ordering_field:
+            props[ORDERING_FIELDS] = ordering_field
+    return props

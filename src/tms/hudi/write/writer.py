@@ -1,11 +1,12 @@
 """A small Hudi writer: insert, upsert and delete batches, each one commit on the timeline.
 
-It writes what Hudi's Spark writer writes for table version 6 (timeline layout 1): meta
-columns, requested/inflight/completed instants with JSON commit metadata, partition metadata,
-markers while writing and a heartbeat while the instant is in flight. This module holds the
-instant and routes each batch's rows to file groups (existing ones by record key, new ones for
-the rest); the files themselves are written by `tms.hudi.write.handles`, and new tables are
-created by `tms.hudi.write.new_table`. Copy-on-write tables rewrite the base files they touch;
+It writes what Hudi's Spark writer writes for table versions 6 to 9: meta columns,
+requested/inflight/completed instants with commit metadata (JSON in timeline layout 1, Avro
+and completion times in the file names in layout 2), partition metadata, markers while
+writing and a heartbeat while the instant is in flight. This module holds the instant and
+routes each batch's rows to file groups (existing ones by record key, new ones for the rest);
+the files themselves are written by `tms.hudi.write.handles`, and new tables are created by
+`tms.hudi.write.new_table`. Copy-on-write tables rewrite the base files they touch;
 merge-on-read tables append updates and deletes to log files. It runs in one process and is
 meant for tests, demos, benchmarks and small tables.
 """
@@ -46,10 +47,12 @@ from tms.hudi.write.handles import (
     create_file_groups,
     merge_base_file,
 )
+from tms.hudi.write.log_blocks import LogBlockFormat
 
 __all__ = ["HudiWriter"]
 
 DEFAULT_MAX_FILE_ROWS = 250_000
+WRITER_TABLE_VERSIONS = (6, 7, 8, 9)
 
 
 class HudiWriter:
@@ -60,10 +63,13 @@ class HudiWriter:
         table: HudiTable,
         max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
         heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
+        log_block_format: LogBlockFormat = LogBlockFormat.AVRO,
     ) -> None:
         self.table = table
         self.max_file_rows = max_file_rows
         self.heartbeat_interval = heartbeat_interval
+        self.log_block_format = log_block_format
+        """Data blocks of merge-on-read log files: Avro records or a Parquet file."""
 
     @classmethod
     def open(cls, base_path: str, max_file_rows: int = DEFAULT_MAX_FILE_ROWS) -> HudiWriter:
@@ -92,9 +98,9 @@ class HudiWriter:
     # The write ---------------------------------------------------------------------------
 
     def _write(self, batch: pa.Table, operation: WriteOperation) -> str:
-        if self.config.table_version not in (6, 7):
+        if self.config.table_version not in WRITER_TABLE_VERSIONS:
             raise ValueError(
-                f"the writer writes table version 6; this table is version "
+                f"the writer writes table versions 6 to 9; this table is version "
                 f"{self.config.table_version}"
             )
         timeline = self.table.timeline()
@@ -114,7 +120,7 @@ class HudiWriter:
                 self.config,
                 requested,
                 State.INFLIGHT,
-                CommitMetadata(operation_type=operation.value).to_json(),
+                CommitMetadata(operation_type=operation.value),
             )
             writes = self._write_files(tagged, instant_time, operation, timeline, schema_json)
             metadata = CommitMetadata(
@@ -123,7 +129,7 @@ class HudiWriter:
             )
             for stat in writes:
                 metadata.add_write_stat(stat.partition_path or "", stat)
-            transition(self.storage, self.config, inflight, State.COMPLETED, metadata.to_json())
+            transition(self.storage, self.config, inflight, State.COMPLETED, metadata)
             delete_markers(self.storage, instant_time)
         return instant_time
 
@@ -170,7 +176,15 @@ class HudiWriter:
             target = slices[(partition, file_id)]
             if self.config.is_merge_on_read:
                 writes.append(
-                    append_log_file(self.table, target, rows, instant_time, operation, schema_json)
+                    append_log_file(
+                        self.table,
+                        target,
+                        rows,
+                        instant_time,
+                        operation,
+                        schema_json,
+                        self.log_block_format,
+                    )
                 )
             else:
                 writes.append(
