@@ -24,7 +24,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from tms.api import observe
+from tms import observe
 from tms.api.auth import authorize_callback
 from tms.api.commit_action import action_from_payload, action_from_stats, summarize
 from tms.api.commit_batch import Notification, Outcome

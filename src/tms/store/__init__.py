@@ -4,6 +4,20 @@ Repository functions take a `Session` and never commit: the caller owns the tran
 (`with session_scope(factory) as session: …`), so a request's writes commit together.
 """
 
+from tms.store.attempt_outcome import (
+    AttemptEnd,
+    Cancelled,
+    Completed,
+    Exited,
+    Failed,
+    Finished,
+    LaunchFailed,
+    Lost,
+    PlanInvalid,
+    finish_attempt,
+    holds_lease,
+    lock_attempt_operation,
+)
 from tms.store.attempts import (
     attempt_for_token,
     get_attempt,
@@ -11,6 +25,7 @@ from tms.store.attempts import (
     issue_attempt_token,
     list_attempts,
     record_launch,
+    set_exit_code,
 )
 from tms.store.claiming import (
     Claim,
@@ -67,11 +82,13 @@ from tms.store.models import (
     Tbl,
 )
 from tms.store.operations import (
+    OperationState,
     Submitted,
     count_operations,
     find_operation,
     get_operation,
     list_operations,
+    operation_states,
     queue_depth,
     remove_operation,
     set_operation_instant,
@@ -88,6 +105,7 @@ from tms.store.tables import (
     normalize_base_path,
     register_table,
     reset_counter,
+    tables_by_id,
     update_table,
 )
 from tms.store.transitions import (
@@ -99,23 +117,34 @@ from tms.store.transitions import (
     reschedule_operation,
     retry_operation,
 )
+from tms.store.wakeups import listen_for_due, notify_due
 
 __all__ = [
     "Action",
     "Attempt",
+    "AttemptEnd",
     "AttemptOutcome",
     "Backoff",
+    "Cancelled",
     "Claim",
     "Commit",
     "CommitIn",
     "CommitsRecorded",
+    "Completed",
     "CountedTable",
+    "Exited",
+    "Failed",
+    "Finished",
     "Instance",
+    "LaunchFailed",
+    "Lost",
     "NotFound",
     "Operation",
     "OperationConflict",
     "OperationEvent",
+    "OperationState",
     "OperationStatus",
+    "PlanInvalid",
     "Reaped",
     "Registered",
     "StoreError",
@@ -138,6 +167,7 @@ __all__ = [
     "find_operation",
     "find_table",
     "find_table_by_base_path",
+    "finish_attempt",
     "finish_cancelled",
     "get_attempt",
     "get_operation",
@@ -145,6 +175,7 @@ __all__ = [
     "hash_token",
     "head_revision",
     "heartbeat_instance",
+    "holds_lease",
     "invalidate_operation",
     "is_up_to_date",
     "issue_attempt_token",
@@ -154,12 +185,16 @@ __all__ = [
     "list_instances",
     "list_operations",
     "list_tables",
+    "listen_for_due",
+    "lock_attempt_operation",
     "lock_scheduling",
     "lock_tables_by_base_path",
     "make_engine",
     "make_session_factory",
     "new_instance_id",
     "normalize_base_path",
+    "notify_due",
+    "operation_states",
     "prune_instances",
     "queue_depth",
     "reap_expired_leases",
@@ -173,8 +208,10 @@ __all__ = [
     "reset_counter",
     "retry_operation",
     "session_scope",
+    "set_exit_code",
     "set_operation_instant",
     "submit_operation",
+    "tables_by_id",
     "update_table",
     "upgrade",
 ]

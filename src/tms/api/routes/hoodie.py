@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 from sqlalchemy.orm import Session
 
-from tms.api import observe
+from tms import observe
 from tms.api.deps import SessionDep, SettingsDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.extra_params import check_extra_params
@@ -138,7 +138,7 @@ def _remove(action: Action, body: RemoveIn, session: Session) -> OperationOut:
     removed = remove_operation(session, operation.id, reason="removed by RFC-43 remove")
     session.commit()
     if removed.status != before:
-        observe.transitioned(removed)
+        observe.operation_moved(removed)
     out: OperationOut = OperationOut.build(removed, table)
     return out
 
@@ -198,7 +198,7 @@ def _client(
     session.commit()
     observe.operations_created(created, "client")
     for operation in changed:
-        observe.transitioned(operation)
+        observe.operation_moved(operation)
     return ClientOut(
         action=query.action,
         table_id=table.id,

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 from pydantic import WithJsonSchema
 
-from tms.api import observe
+from tms import observe
 from tms.api.deps import SessionDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.routes.tables import Cursor, parse_cursor
@@ -113,7 +113,7 @@ def cancel_operation_route(operation_id: OperationId, session: SessionDep) -> Op
     operation = cancel_operation(session, operation_id, reason="cancelled by operator")
     session.commit()
     if operation.status is OperationStatus.CANCELLED:
-        observe.transitioned(operation)
+        observe.operation_moved(operation)
     return operation_out(session, operation)
 
 
@@ -132,7 +132,7 @@ def retry_operation_route(operation_id: OperationId, session: SessionDep) -> Ope
         )
     operation = retry_operation(session, operation_id, reason="retried by operator")
     session.commit()
-    observe.transitioned(operation)
+    observe.operation_moved(operation)
     return operation_out(session, operation)
 
 
