@@ -15,17 +15,10 @@ from fastapi import APIRouter, Query, Response
 from sqlalchemy.orm import Session
 
 from tms import observe
-from tms.api.deps import SessionDep, SettingsDep, require
+from tms.api.deps import SessionDep, SettingsDep, StorageCallsDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.extra_params import check_extra_params
-from tms.api.probe import TableProbe
-from tms.api.registration import (
-    DEFAULT_DB_NAME,
-    PendingQuery,
-    checked_base_path,
-    register,
-    register_body,
-)
+from tms.api.routes.tables import PendingQuery, register_body
 from tms.api.schemas import (
     ClientOut,
     ClientQuery,
@@ -36,8 +29,10 @@ from tms.api.schemas import (
     SubmitOut,
     TableOut,
 )
-from tms.api.storage_calls import StorageCalls, StorageCallsDep
 from tms.config import Role, Settings
+from tms.ingest.probe import TableProbe
+from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, register
+from tms.ingest.storage_calls import StorageCalls
 from tms.store.errors import TransitionRefused
 from tms.store.models import Action, Operation, TableType, Tbl
 from tms.store.operations import find_operation, remove_operation, submit_operation

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tms.api.schemas.callback import WriteStatIn
 from tms.hudi.instant import Action as HudiAction
+from tms.ingest.schema import WriteStatIn
 from tms.store.models import TableType
 
 __all__ = [
