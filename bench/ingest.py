@@ -224,8 +224,13 @@ def _stat(table: BenchTable, rng: random.Random, base: str, *, log: bool) -> dic
 
 def register_tables(db: BenchDatabase, count: int, lake: str) -> list[BenchTable]:
     """`count` tables through the store's own `register_table`: 4 of 5 merge-on-read."""
-    from tms.store import TableType, make_engine, make_session_factory, session_scope
-    from tms.store.tables import register_table
+    from tms.store import (
+        TableType,
+        make_engine,
+        make_session_factory,
+        register_table,
+        session_scope,
+    )
 
     engine = make_engine(db.url, pool_size=1)
     tables: list[BenchTable] = []

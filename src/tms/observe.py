@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from tms import metrics
-from tms.store.models import Operation, OperationStatus
+from tms.store import Operation, OperationStatus
 
 __all__ = [
     "attempt_ended",

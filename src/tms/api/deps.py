@@ -20,8 +20,7 @@ from tms.api.auth import authorize, unauthorized
 from tms.api.schemas.common import MAX_ID
 from tms.config import Role, Settings
 from tms.ingest.storage_calls import StorageCalls
-from tms.store.attempts import attempt_for_token
-from tms.store.models import Attempt
+from tms.store import Attempt, attempt_for_token
 
 __all__ = [
     "BearerDep",

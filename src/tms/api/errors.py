@@ -37,7 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tms.api.schemas.errors import ErrorOut
 from tms.http.errors import ApiError, error_body
-from tms.store.errors import (
+from tms.store import (
     NotFound,
     OperationConflict,
     StoreError,

@@ -17,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from tms.config import Settings
 from tms.engines.spark_conf import allow_list
 from tms.jobs.params import planning_problems
-from tms.store.models import Action
+from tms.store import Action
 
 __all__ = ["check_extra_params"]
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from tms.hudi.instant import Action as HudiAction
 from tms.ingest.schema import WriteStatIn
-from tms.store.models import TableType
+from tms.store import TableType
 
 __all__ = [
     "CommitSummary",

@@ -17,8 +17,7 @@ from tms.config import Settings
 from tms.http.errors import ApiError
 from tms.hudi.base_path import BasePathError, check_base_path
 from tms.ingest.probe import Seen, StorageInfo, TableState
-from tms.store.models import Action, TableType
-from tms.store.tables import Registered, register_table, update_table
+from tms.store import Action, Registered, TableType, register_table, update_table
 
 __all__ = [
     "DEFAULT_DB_NAME",

@@ -33,11 +33,19 @@ from tms.config import Role, Settings
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, register
 from tms.ingest.storage_calls import StorageCalls
-from tms.store.errors import TransitionRefused
-from tms.store.models import Action, Operation, TableType, Tbl
-from tms.store.operations import find_operation, remove_operation, submit_operation
-from tms.store.tables import find_table, find_table_by_base_path
-from tms.store.transitions import cancel_operation
+from tms.store import (
+    Action,
+    Operation,
+    TableType,
+    Tbl,
+    TransitionRefused,
+    cancel_operation,
+    find_operation,
+    find_table,
+    find_table_by_base_path,
+    remove_operation,
+    submit_operation,
+)
 
 router = APIRouter(
     prefix="/v1/hoodie/service",

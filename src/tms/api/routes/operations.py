@@ -15,11 +15,16 @@ from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut,
 from tms.api.schemas.common import MAX_ID, Text, parse_action
 from tms.api.views import operation_out, operations_out
 from tms.config import Role
-from tms.store.attempts import list_attempts
-from tms.store.events import list_events
-from tms.store.models import Action, OperationStatus
-from tms.store.operations import get_operation, list_operations
-from tms.store.transitions import cancel_operation, retry_operation
+from tms.store import (
+    Action,
+    OperationStatus,
+    cancel_operation,
+    get_operation,
+    list_attempts,
+    list_events,
+    list_operations,
+    retry_operation,
+)
 
 router = APIRouter(
     prefix="/v1/operations", tags=["operations"], responses=error_responses(401, 403, 422, 503)

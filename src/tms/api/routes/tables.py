@@ -21,7 +21,7 @@ from tms.hudi.table import HudiTable
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import checked_base_path, register, require_table
 from tms.ingest.storage_calls import StorageCalls
-from tms.store.tables import delete_table, get_table, list_tables, update_table
+from tms.store import delete_table, get_table, list_tables, update_table
 
 PendingQuery = Annotated[
     bool,

@@ -32,7 +32,7 @@ from tms.http.fields import (
     check_text,
     check_unicode,
 )
-from tms.store.models import Action
+from tms.store import Action
 
 __all__ = [
     "MAX_ID",
