@@ -2,7 +2,7 @@
 
 Readable tables by default, the API's JSON with `--json`. Errors are one line on stderr:
 exit 1 when the API refuses (its message), exit 2 when the service does not answer. The
-operations group lives in `tms.cli.ops`.
+operations group lives in `tms.cli.operations`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Annotated, Any
 
 import typer
 
+from tms.api_client import Json
 from tms.cli.remote import AsJson, Token, Url, connect, qualified, resolve_table, split_name
 from tms.cli.render import echo_json, print_rows
-from tms.client import Json
 
 __all__ = ["tables_app"]
 

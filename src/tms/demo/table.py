@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from tms.client import Json
+from tms.api_client import Json
 from tms.hudi.new_table import create_table
 from tms.hudi.table import HudiTable
 from tms.hudi.writer import HudiWriter

@@ -1,7 +1,7 @@
 """Request and response models of the API, separate from the ORM models in `tms.store`."""
 
-from tms.api.schemas.client import ClientQuery
 from tms.api.schemas.errors import ErrorDetail, ErrorOut, Problem
+from tms.api.schemas.hudi_client import ClientQuery
 from tms.api.schemas.jobs import (
     HeartbeatIn,
     HeartbeatOut,
