@@ -126,7 +126,7 @@ class BenchDatabase:
 def fresh_database(prefix: str, *, keep: bool = False) -> Iterator[BenchDatabase]:
     """Create `<prefix>_<pid>_<hex>`, apply the migrations, drop it afterwards (unless
     `keep`, for inspecting it)."""
-    from tms.store.db import upgrade
+    from tms.store import upgrade
 
     admin = admin_url()
     name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
@@ -163,7 +163,7 @@ def server_app() -> FastAPI:
     configured from the `TMS_*` variables `api_server` sets."""
     from tms.api.app import create_app
     from tms.config import load_settings
-    from tms.store.db import make_engine, make_session_factory
+    from tms.store import make_engine, make_session_factory
 
     settings = load_settings(config_file=False)
     assert settings.database_url is not None

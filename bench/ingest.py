@@ -224,8 +224,13 @@ def _stat(table: BenchTable, rng: random.Random, base: str, *, log: bool) -> dic
 
 def register_tables(db: BenchDatabase, count: int, lake: str) -> list[BenchTable]:
     """`count` tables through the store's own `register_table`: 4 of 5 merge-on-read."""
-    from tms.store import TableType, make_engine, make_session_factory, session_scope
-    from tms.store.tables import register_table
+    from tms.store import (
+        TableType,
+        make_engine,
+        make_session_factory,
+        register_table,
+        session_scope,
+    )
 
     engine = make_engine(db.url, pool_size=1)
     tables: list[BenchTable] = []
@@ -510,17 +515,18 @@ def _finish_profile(spy: subprocess.Popen[bytes], out: Path) -> dict[str, Any]:
 LAYERS = [
     ("RequestResponseCycle.run_asgi", "uvicorn: ASGI cycle (send, receive)"),
     ("HttpMetricsMiddleware.__call__", "tms.api.http_metrics (HTTP metrics)"),
-    ("commit_callback", "tms.api.callback.commit_callback (own code)"),
+    ("commit_callback", "tms.api.app.commit_callback (own code)"),
+    ("handle_callback", "tms.ingest.callback.handle_callback (own code)"),
     ("_read_body", "request body: read"),
     ("model_validate_json", "request body: pydantic JSON validation"),
-    ("summarize", "tms.api.commit_action.summarize"),
-    ("action_from_stats", "tms.api.commit_action.action_from_stats"),
-    ("TableProbe", "tms.api.probe.TableProbe (storage, in a thread)"),
-    ("GroupCommit.submit", "tms.api.group_commit (queueing, futures)"),
-    ("GroupCommit._flush", "tms.api.group_commit (queueing, futures)"),
+    ("summarize", "tms.ingest.commit_action.summarize"),
+    ("action_from_stats", "tms.ingest.commit_action.action_from_stats"),
+    ("TableProbe", "tms.ingest.probe.TableProbe (storage, in a thread)"),
+    ("GroupCommit.submit", "tms.ingest.group_commit (queueing, futures)"),
+    ("GroupCommit._flush", "tms.ingest.group_commit (queueing, futures)"),
     ("to_thread", "thread hand-off of a batch"),
-    ("write_notifications", "tms.api.commit_batch: session, BEGIN, COMMIT"),
-    ("_write", "tms.api.commit_batch._write (pairing results)"),
+    ("write_notifications", "tms.ingest.commit_batch: session, BEGIN, COMMIT"),
+    ("_write", "tms.ingest.commit_batch._write (pairing results)"),
     ("lock_tables_by_base_path", "tms.store.commits.lock_tables_by_base_path"),
     ("record_commits", "tms.store.commits.record_commits"),
     ("apply_triggers", "tms.policies.triggers.apply_triggers"),

@@ -127,8 +127,13 @@ class Table:
 def register_tables(db: BenchDatabase, prefix: str, count: int, commits: int) -> list[Table]:
     """Merge-on-read tables whose compaction triggers after `commits` delta commits (clean
     and clustering off, so the K-th commit creates exactly one operation)."""
-    from tms.store import TableType, make_engine, make_session_factory, session_scope
-    from tms.store.tables import register_table
+    from tms.store import (
+        TableType,
+        make_engine,
+        make_session_factory,
+        register_table,
+        session_scope,
+    )
 
     engine = make_engine(db.url, pool_size=1)
     tables = []

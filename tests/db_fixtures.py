@@ -22,8 +22,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from tms.store.db import make_engine, make_session_factory, upgrade
-from tms.store.embedded import EmbeddedPostgres, start_embedded
+from tms.store import EmbeddedPostgres, make_engine, make_session_factory, start_embedded, upgrade
 
 LOCAL_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 

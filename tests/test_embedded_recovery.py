@@ -20,7 +20,7 @@ import pytest
 
 from tests.test_serve import ServeProcess
 from tms.serve import free_port
-from tms.store.embedded_supervisor import BACKOFF_MAX_SECONDS, restart_delay
+from tms.store import BACKOFF_MAX_SECONDS, restart_delay
 
 WAIT_SECONDS = 120.0
 

@@ -3,7 +3,9 @@
 The table "Who may import whom" in the architecture document is the single statement of the
 rules; this test reads it and checks every `tms` import in `src/tms` against it (imports under
 `TYPE_CHECKING` and inside functions count too). A module belongs to the most specific row that
-names it (`hudi.timeline` before `hudi`). A second check keeps SQL inside `tms.store`.
+names it (`hudi.timeline` before `hudi`); a name in a row's last column admits that unit and
+every unit below it (`hudi` admits `hudi.timeline`). A second check keeps SQL inside
+`tms.store`.
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def layering_violations(
             other = unit_of(target, layers)
             if other is None or other == own:
                 continue
-            if other not in layers[own]:
+            if not any(other == name or other.startswith(name + ".") for name in layers[own]):
                 found.append(
                     Violation(module, line, f"imports {target}", f"{own} may not import {other}")
                 )

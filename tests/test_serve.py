@@ -19,8 +19,13 @@ import pytest
 from tests.db_fixtures import PgServer
 from tms.config import Settings, load_settings
 from tms.serve import ServiceStartError, free_port, serve_in_thread
-from tms.store import list_instances
-from tms.store.db import head_revision, is_up_to_date, make_engine, make_session_factory
+from tms.store import (
+    head_revision,
+    is_up_to_date,
+    list_instances,
+    make_engine,
+    make_session_factory,
+)
 
 START_TIMEOUT = 90.0
 

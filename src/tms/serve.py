@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import make_url
 
 from tms.config import Settings
-from tms.store.db import head_revision, make_engine, make_session_factory, upgrade
+from tms.store import head_revision, make_engine, make_session_factory, upgrade
 
 if TYPE_CHECKING:
     import uvicorn
@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
-    from tms.store.embedded import EmbeddedPostgres
-    from tms.store.embedded_supervisor import EmbeddedSupervisor
+    from tms.store import EmbeddedPostgres, EmbeddedSupervisor
 
 __all__ = [
     "Database",
@@ -91,7 +90,7 @@ class Database:
 def _database_url(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
     if settings.database_url is not None:
         return settings.database_url, None
-    from tms.store.embedded import start_embedded
+    from tms.store import start_embedded
 
     embedded = start_embedded(settings.data_dir)
     return embedded.url(), embedded
@@ -132,7 +131,7 @@ def open_database(settings: Settings) -> Database:
         raise
     supervisor = None
     if embedded is not None:
-        from tms.store.embedded_supervisor import EmbeddedSupervisor
+        from tms.store import EmbeddedSupervisor
 
         # Connections to a server that died are dead: a restart drops the whole pool.
         supervisor = EmbeddedSupervisor(embedded, on_restart=engine.dispose)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from tms.api.group_commit import GroupCommit
+from tms.ingest.group_commit import GroupCommit
 
 
 class Recorder:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tms.api.storage_calls import StorageBusy, StorageCalls, StorageTimeout
+from tms.ingest.storage_calls import StorageBusy, StorageCalls, StorageTimeout
 
 BOUND = 60.0
 """Generous bound on waits for a condition (never a timed assertion)."""

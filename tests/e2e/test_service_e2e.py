@@ -30,7 +30,7 @@ from tests.e2e.writer_callbacks import (
 )
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
-from tms.store.models import Commit, Instance
+from tms.store import Commit, Instance
 
 pytestmark = pytest.mark.spark
 

@@ -9,7 +9,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
 from tests.db_fixtures import PgServer, _unique
-from tms.store.db import current_revision, upgrade
+from tms.store import current_revision, upgrade
 
 INSERT = text(
     "INSERT INTO tbl (db_name, table_name, base_path) VALUES (:db, :name, :path) RETURNING id"

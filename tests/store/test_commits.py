@@ -17,13 +17,15 @@ from tms.store import (
     NotFound,
     Operation,
     TableType,
+    alembic_config,
     get_table,
     list_commits,
     lock_tables_by_base_path,
+    make_session_factory,
     record_commits,
     reset_counter,
+    upgrade,
 )
-from tms.store.db import alembic_config, make_session_factory, upgrade
 
 
 def test_record_commit_is_idempotent(factory: sessionmaker[Session]) -> None:

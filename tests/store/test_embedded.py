@@ -10,10 +10,17 @@ from pathlib import Path
 
 import psycopg
 
-from tms.store import Action, make_engine, make_session_factory, session_scope, submit_operation
-from tms.store.db import is_up_to_date, upgrade
-from tms.store.embedded import start_embedded
-from tms.store.tables import register_table
+from tms.store import (
+    Action,
+    is_up_to_date,
+    make_engine,
+    make_session_factory,
+    register_table,
+    session_scope,
+    start_embedded,
+    submit_operation,
+    upgrade,
+)
 
 
 def test_embedded_server_starts_creates_database_and_migrates(tmp_path: Path) -> None:

@@ -13,8 +13,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.pool import NullPool
 
 from tests.db_fixtures import PgServer, _unique
-from tms.store.db import alembic_config, current_revision, head_revision, is_up_to_date, upgrade
-from tms.store.models import Base
+from tms.store import Base, alembic_config, current_revision, head_revision, is_up_to_date, upgrade
 
 CATALOG = {
     "columns": """

@@ -1,27 +1,30 @@
-"""Assembles the FastAPI application; no behaviour lives here."""
+"""Assembles the FastAPI application and puts the commit callback (`tms.ingest`) in front of
+it, with the API's authentication and error format; no other behaviour lives here."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import Receive, Scope, Send
 
-from tms.api.auth import log_callback_keys
-from tms.api.callback import CALLBACK_PATH, CALLBACK_ROUTE, commit_callback, openapi_path
-from tms.api.commit_batch import database_unreachable, write_notifications
+from tms.api.auth import authorize_callback, log_callback_keys
 from tms.api.docs import install_docs
-from tms.api.errors import error_responses, install_error_handlers
+from tms.api.errors import error_response, error_responses, install_error_handlers
 from tms.api.gate import CALLBACK_GUARD, RequestGate
-from tms.api.group_commit import GroupCommit
 from tms.api.http_metrics import HttpMetricsMiddleware
 from tms.api.routes import health, hoodie, jobs, operations, tables
-from tms.api.storage_calls import StorageCalls
 from tms.config import Settings
+from tms.ingest.callback import CALLBACK_PATH, handle_callback, openapi_path
+from tms.ingest.commit_batch import database_unreachable, write_notifications
+from tms.ingest.group_commit import GroupCommit
+from tms.ingest.storage_calls import StorageCalls
 
 __all__ = ["TmsApi", "create_app"]
 
@@ -39,6 +42,32 @@ Errors are `{"error": {"code", "message", "field"}}`; bad input is 422 naming th
 Bearer tokens (`TMS_AUTH_TOKENS`): viewers read, writers also notify and submit, admins
 also change and delete tables. The commit callback takes Hudi's `HUDI-CALLBACK-KEY`.
 """
+
+
+@dataclass(frozen=True)
+class _Route:
+    """What `HttpMetricsMiddleware` reads for its route label (FastAPI puts its route
+    there)."""
+
+    path: str = CALLBACK_PATH
+
+
+CALLBACK_ROUTE = _Route()
+"""`scope["route"]` of the callback, set before the gate so refusals are labelled too."""
+
+
+async def commit_callback(scope: Scope, receive: Receive, send: Send) -> None:
+    """The commit callback as a plain ASGI endpoint (`tms.ingest.callback`), its refusals
+    in the API's error format."""
+    scope["route"] = CALLBACK_ROUTE
+    request = Request(scope, receive)
+    try:
+        response = await handle_callback(request, authorize_callback)
+    except ClientDisconnect:
+        return
+    except Exception as exc:
+        response = await error_response(request, exc)
+    await response(scope, receive, send)
 
 
 class TmsApi(FastAPI):

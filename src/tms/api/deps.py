@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from tms.api.auth import authorize, unauthorized
 from tms.api.schemas.common import MAX_ID
 from tms.config import Role, Settings
-from tms.store.attempts import attempt_for_token
-from tms.store.models import Attempt
+from tms.ingest.storage_calls import StorageCalls
+from tms.store import Attempt, attempt_for_token
 
 __all__ = [
     "BearerDep",
@@ -28,8 +28,10 @@ __all__ = [
     "RoleCheck",
     "SessionDep",
     "SettingsDep",
+    "StorageCallsDep",
     "job_attempt",
     "require",
+    "storage_calls",
     "verified_attempt",
 ]
 
@@ -113,3 +115,14 @@ def job_attempt(
 
 JobAttemptDep = Annotated[Attempt, Depends(job_attempt)]
 """The attempt a job route acts for; `tms.api.gate` checks its token before the body."""
+
+
+async def storage_calls(request: Request) -> StorageCalls:
+    """The application's `StorageCalls` (made by `tms.api.app.create_app`); no I/O, so a
+    dependency on the event loop."""
+    calls: StorageCalls = request.app.state.storage_calls
+    return calls
+
+
+StorageCallsDep = Annotated[StorageCalls, Depends(storage_calls)]
+"""The application's `StorageCalls`, as a route parameter."""

@@ -36,7 +36,8 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tms.api.schemas.errors import ErrorOut
-from tms.store.errors import (
+from tms.http.errors import ApiError, error_body
+from tms.store import (
     NotFound,
     OperationConflict,
     StoreError,
@@ -94,38 +95,6 @@ _STORE_ERRORS: dict[type[StoreError], tuple[int, str]] = {
 }
 
 
-class ApiError(Exception):
-    """An error the API returns on purpose: status, stable code, message, offending field."""
-
-    def __init__(
-        self,
-        status_code: int,
-        code: str,
-        message: str,
-        *,
-        field: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.code = code
-        self.message = message
-        self.field = field
-        self.headers = headers
-
-    @classmethod
-    def invalid(cls, field: str, message: str) -> ApiError:
-        return cls(422, "validation_error", f"{field}: {message}", field=field)
-
-    @classmethod
-    def not_found(cls, message: str) -> ApiError:
-        return cls(404, "not_found", message)
-
-    @classmethod
-    def conflict(cls, code: str, message: str) -> ApiError:
-        return cls(409, code, message)
-
-
 def error_responses(*statuses: int, **descriptions: str) -> Responses:
     """OpenAPI `responses=` for error statuses, each with the error schema; a keyword
     `_404="…"` gives a status its own description."""
@@ -136,10 +105,6 @@ def error_responses(*statuses: int, **descriptions: str) -> Responses:
         }
         for status in statuses
     }
-
-
-def error_body(code: str, message: str, field: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "field": field, **extra}}
 
 
 def _json(

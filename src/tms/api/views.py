@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tms.api.schemas import OperationOut, TableOut, Thresholds
 from tms.config import Settings
 from tms.policies import Thresholds as PolicyThresholds
 from tms.policies import thresholds_for
-from tms.store.models import Operation, Tbl
+from tms.store import Operation, Tbl, tables_by_id
 
-__all__ = ["operation_out", "operations_out", "table_out", "tables_by_id"]
+__all__ = ["operation_out", "operations_out", "table_out"]
 
 
 def table_out(table: Tbl, settings: Settings, *, created: bool | None = None) -> TableOut:
@@ -45,13 +44,6 @@ def table_out(table: Tbl, settings: Settings, *, created: bool | None = None) ->
         updated_at=table.updated_at,
         created=created,
     )
-
-
-def tables_by_id(session: Session, ids: Iterable[int]) -> dict[int, Tbl]:
-    wanted = sorted(set(ids))
-    if not wanted:
-        return {}
-    return {t.id: t for t in session.scalars(select(Tbl).where(Tbl.id.in_(wanted)))}
 
 
 def operations_out(session: Session, operations: Sequence[Operation]) -> list[OperationOut]:

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import typer
 
-from tms.cli import demo, operators, ops, service, tables
+from tms.cli import demo, operations, service, table_layer, tables
 
 __all__ = ["app", "main"]
 
 app = typer.Typer(help="Table management service for Apache Hudi.", no_args_is_help=True)
 
-app.command()(tables.timeline)
-app.command()(tables.files)
-app.command()(tables.run)
+app.command()(table_layer.timeline)
+app.command()(table_layer.files)
+app.command()(table_layer.run)
 app.command()(service.serve)
 app.add_typer(service.db_app, name="db")
-app.add_typer(operators.tables_app, name="tables")
-app.add_typer(ops.ops_app, name="ops")
+app.add_typer(tables.tables_app, name="tables")
+app.add_typer(operations.ops_app, name="ops")
 app.command()(demo.demo)
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from tms.client import ApiError, Json, ServiceUnreachable, TmsClient
+from tms.api_client import ApiClient, Json, ServiceRefused, ServiceUnreachable
 
 __all__ = ["AsJson", "Token", "Url", "connect", "qualified", "resolve_table", "split_name"]
 
@@ -48,12 +48,12 @@ def service_url(url: str | None) -> str:
 
 
 @contextmanager
-def connect(url: str | None, token: str | None) -> Iterator[TmsClient]:
+def connect(url: str | None, token: str | None) -> Iterator[ApiClient]:
     """A client whose failures end the command with one line on stderr."""
-    client = TmsClient(service_url(url), token)
+    client = ApiClient(service_url(url), token)
     try:
         yield client
-    except ApiError as exc:
+    except ServiceRefused as exc:
         typer.echo(f"error: {exc.message} (HTTP {exc.status} {exc.code})", err=True)
         raise typer.Exit(1) from exc
     except ServiceUnreachable as exc:
@@ -74,7 +74,7 @@ def qualified(item: Json) -> str:
     return f"{item.get('db_name') or '?'}.{item.get('table_name') or '?'}"
 
 
-def resolve_table(client: TmsClient, ref: str) -> Json:
+def resolve_table(client: ApiClient, ref: str) -> Json:
     """A table by its id or by `db.table` name; an unknown one ends the command (exit 1)."""
     if ref.isdigit():
         return client.table(int(ref))

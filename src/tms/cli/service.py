@@ -68,7 +68,7 @@ def serve(
 def db_upgrade() -> None:
     """Apply the database migrations, then exit (`tms serve` also does this on start)."""
     from tms.serve import migrate
-    from tms.store.db import head_revision
+    from tms.store import head_revision
 
     settings = load_or_exit()
     setup_logging("warning")

@@ -1,147 +1,217 @@
-"""Table-layer commands: read a Hudi table's timeline and files, run a table service on
-Spark. They work on storage directly and need no service."""
+"""The operator CLI's `tms tables …`: registered tables, through a running service's API.
+
+Readable tables by default, the API's JSON with `--json`. Errors are one line on stderr:
+exit 1 when the API refuses (its message), exit 2 when the service does not answer. The
+operations group lives in `tms.cli.operations`.
+"""
 
 from __future__ import annotations
 
-import enum
-import json
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from tms.cli.render import cell, print_rows
-from tms.hudi.errors import HudiError
-from tms.hudi.table import HudiTable
+from tms.api_client import Json
+from tms.cli.remote import AsJson, Token, Url, connect, qualified, resolve_table, split_name
+from tms.cli.render import echo_json, print_rows
 
-__all__ = ["files", "run", "timeline"]
+__all__ = ["tables_app"]
 
-BasePath = Annotated[str, typer.Option("--base-path", help="Base path of the Hudi table.")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+tables_app = typer.Typer(help="Registered tables (talks to the service).", no_args_is_help=True)
 
+TableRef = Annotated[str, typer.Argument(help="Table id, or db.table (db defaults to 'default').")]
 
-def _open(base_path: str) -> HudiTable:
-    try:
-        return HudiTable.open(base_path)
-    except HudiError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+_TYPES = {"MERGE_ON_READ": "MOR", "COPY_ON_WRITE": "COW"}
 
 
-def _refused(exc: HudiError) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(2)
-
-
-def timeline(
-    base_path: BasePath,
-    as_json: AsJson = False,
-    archived: Annotated[
-        bool, typer.Option("--archived", help="Also list the archived instants (layout 2).")
-    ] = False,
-) -> None:
-    """Print the timeline: every instant with action, state and times."""
-    table = _open(base_path)
-    loaded = table.timeline()
-    rows = loaded.describe()
-    history: list[dict[str, object]] = []
-    if archived:
-        try:
-            history = [{**row, "state": "ARCHIVED"} for row in loaded.archived.describe()]
-        except HudiError as exc:
-            raise _refused(exc) from exc
-    if as_json:
-        document: dict[str, object] = {
-            "table": table.name,
-            "base_path": base_path,
-            "table_version": table.config.table_version,
-            "instants": rows,
+def _table_rows(tables: list[Json]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": t["id"],
+            "table": qualified(t),
+            "type": _TYPES.get(t.get("table_type") or "", t.get("table_type")),
+            "queue": t["queue"],
+            "priority": t["priority"],
+            "state": "paused" if t["paused"] else "active",
+            "last_commit": t.get("last_commit_instant"),
+            "deltas": t["delta_commits_since_compaction"],
+            "commits": t["commits_since_clean"],
+            "base_path": t["base_path"],
         }
-        if archived:
-            document["archived"] = history
-        typer.echo(json.dumps(document, indent=2))
-        return
-    print_rows(history + rows, ["instant", "action", "state", "completion_time", "requested_as"])
+        for t in tables
+    ]
 
 
-def files(base_path: BasePath, as_json: AsJson = False) -> None:
-    """Print file groups with their latest file slices."""
-    table = _open(base_path)
-    try:
-        view = table.file_system_view()
-    except HudiError as exc:
-        raise _refused(exc) from exc
-    rows = view.describe()
-    if as_json:
-        typer.echo(
-            json.dumps({"table": table.name, "base_path": base_path, "file_slices": rows}, indent=2)
-        )
-        return
-    print_rows(rows, ["partition", "file_id", "base_instant", "base_file", "log_files"])
-
-
-class Service(enum.StrEnum):
-    compaction = "compaction"
-    clustering = "clustering"
-    clean = "clean"
-
-
-def run(
-    service: Annotated[Service, typer.Argument(help="The table service to run.")],
-    base_path: BasePath,
-    instant: Annotated[
-        str | None, typer.Option(help="Execute this pending plan; without it, schedule one.")
+@tables_app.command("ls")
+def tables_ls(
+    db: Annotated[str | None, typer.Option(help="Only tables of this database.")] = None,
+    paused: Annotated[
+        bool | None, typer.Option("--paused/--active", help="Only paused / active tables.")
     ] = None,
-    master: Annotated[str, typer.Option(help="Spark master.")] = "local[*]",
-    parallelism: Annotated[int | None, typer.Option(help="Spark tasks at most at once.")] = None,
-    strategy: Annotated[
-        str, typer.Option(help="Compaction plan strategy: all | log-size.")
-    ] = "all",
-    target_file_size: Annotated[
-        int, typer.Option(help="Clustering: target size of a file group, in bytes.")
-    ] = 128 * 1024 * 1024,
-    small_file_limit: Annotated[
-        int, typer.Option(help="Clustering: file groups below this size are clustered.")
-    ] = 100 * 1024 * 1024,
-    sort_columns: Annotated[
-        str, typer.Option(help="Clustering: comma-separated columns to sort rows by.")
-    ] = "",
-    policy: Annotated[
-        str, typer.Option(help="Clean: KEEP_LATEST_COMMITS | KEEP_LATEST_FILE_VERSIONS.")
-    ] = "KEEP_LATEST_COMMITS",
-    retain: Annotated[int, typer.Option(help="Clean: commits or file versions to keep.")] = 10,
-    heartbeat_interval: Annotated[
-        float, typer.Option(help="Seconds between heartbeats of the running instant.")
-    ] = 60.0,
+    limit: Annotated[int | None, typer.Option(help="At most this many.", min=1)] = None,
     as_json: AsJson = False,
+    url: Url = None,
+    token: Token = None,
 ) -> None:
-    """Schedule (unless --instant is given) and execute a table service on Spark."""
-    from tms.services import runner
-
-    table = _open(base_path)
-    request = runner.ServiceRequest(
-        service=service.value,
-        instant=instant,
-        master=master,
-        parallelism=parallelism,
-        strategy=strategy,
-        target_file_size=target_file_size,
-        small_file_limit=small_file_limit,
-        sort_columns=[c.strip() for c in sort_columns.split(",") if c.strip()],
-        policy=policy,
-        retain=retain,
-        heartbeat_interval=heartbeat_interval,
-    )
-    try:
-        result = runner.run_service(table, request)
-    except (HudiError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    if result is None:
-        message = {"service": service.value, "state": "NOTHING_TO_DO"}
-        typer.echo(json.dumps(message) if as_json else f"{service.value}: nothing to schedule")
-        return
+    """List registered tables with their counters (DELTAS: delta commits since the last
+    compaction; COMMITS: commits since the last clean)."""
+    with connect(url, token) as client:
+        tables = client.tables(db_name=db, paused=paused, limit=limit)
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        echo_json(tables)
         return
-    for key, value in result.to_dict().items():
-        typer.echo(f"{key:>22}: {cell(value)}")
+    if not tables:
+        typer.echo("no tables")
+        return
+    print_rows(
+        _table_rows(tables),
+        [
+            "id",
+            "table",
+            "type",
+            "queue",
+            "priority",
+            "state",
+            "last_commit",
+            "deltas",
+            "commits",
+            "base_path",
+        ],
+        [
+            "id",
+            "table",
+            "type",
+            "queue",
+            "prio",
+            "state",
+            "last commit",
+            "deltas",
+            "commits",
+            "base path",
+        ],
+    )
+
+
+def _name_from_storage(base_path: str) -> str:
+    """`hoodie.table.name` when the table is readable from here, else the folder's name."""
+    from tms.hudi.errors import HudiError
+    from tms.hudi.table import HudiTable
+
+    try:
+        return HudiTable.open(base_path).name
+    except (HudiError, OSError, ValueError):
+        return Path(base_path.rstrip("/")).name
+
+
+@tables_app.command("add")
+def tables_add(
+    base_path: Annotated[str, typer.Argument(help="The table's base path (as writers see it).")],
+    name: Annotated[
+        str | None,
+        typer.Option(help="db.table or table. Default: hoodie.table.name in 'default'."),
+    ] = None,
+    owner: Annotated[str | None, typer.Option(help="Owner label.")] = None,
+    queue: Annotated[str | None, typer.Option(help="Queue (default: 'default').")] = None,
+    priority: Annotated[int | None, typer.Option(help="Higher runs first.")] = None,
+    actions: Annotated[
+        str | None,
+        typer.Option(help="Actions policies may create, e.g. compaction,clean,clustering."),
+    ] = None,
+    compaction_delta_commits: Annotated[
+        int | None, typer.Option(help="Policy: compact after N delta commits (0 = never).", min=0)
+    ] = None,
+    clean_commits: Annotated[
+        int | None, typer.Option(help="Policy: clean after N commits (0 = never).", min=0)
+    ] = None,
+    clustering_commits: Annotated[
+        int | None, typer.Option(help="Policy: cluster after N commits (0 = never).", min=0)
+    ] = None,
+    paused: Annotated[bool, typer.Option("--paused", help="Register it paused.")] = False,
+    as_json: AsJson = False,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Register a table (again with the same name and path: nothing changes)."""
+    if name is None:
+        name = _name_from_storage(base_path)
+    db_name, table_name = split_name(name)
+    policy = {
+        k: v
+        for k, v in {
+            "compaction_delta_commits": compaction_delta_commits,
+            "clean_commits": clean_commits,
+            "clustering_commits": clustering_commits,
+        }.items()
+        if v is not None
+    }
+    body: dict[str, Any] = {
+        "db_name": db_name,
+        "table_name": table_name,
+        "base_path": base_path,
+        "owner": owner,
+        "queue": queue,
+        "priority": priority,
+        "enabled_actions": actions,
+        "policy": policy or None,
+        "paused": paused or None,
+    }
+    with connect(url, token) as client:
+        table = client.add_table({k: v for k, v in body.items() if v is not None})
+    if as_json:
+        echo_json(table)
+        return
+    verb = "registered" if table.get("created") else "already registered:"
+    thresholds = table["thresholds"]
+    kind = table.get("table_type") or "type unknown"
+    typer.echo(
+        f"{verb} {qualified(table)} as table {table['id']} ({kind}, "
+        f"compaction every {thresholds['compaction_delta_commits']} delta commits, "
+        f"clean every {thresholds['clean_commits']} commits)"
+    )
+
+
+@tables_app.command("rm")
+def tables_rm(
+    table: TableRef,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Forget a table and its commits, operations and attempts (storage is not touched)."""
+    with connect(url, token) as client:
+        found = resolve_table(client, table)
+        name = f"{qualified(found)} (table {found['id']})"
+        if not yes:
+            typer.confirm(f"Forget {name} with its commits, operations and attempts?", abort=True)
+        client.delete_table(found["id"])
+    typer.echo(f"removed {name}")
+
+
+def _set_paused(
+    table: str, paused: bool, url: str | None, token: str | None, as_json: bool
+) -> None:
+    with connect(url, token) as client:
+        found = resolve_table(client, table)
+        changed = client.update_table(found["id"], {"paused": paused})
+    if as_json:
+        echo_json(changed)
+        return
+    state = "paused: no new operations by policy" if paused else "resumed"
+    typer.echo(f"{qualified(changed)} (table {changed['id']}) {state}")
+
+
+@tables_app.command("pause")
+def tables_pause(
+    table: TableRef, as_json: AsJson = False, url: Url = None, token: Token = None
+) -> None:
+    """Stop policies from creating operations for a table (submitted ones still run)."""
+    _set_paused(table, True, url, token, as_json)
+
+
+@tables_app.command("resume")
+def tables_resume(
+    table: TableRef, as_json: AsJson = False, url: Url = None, token: Token = None
+) -> None:
+    """Let policies create operations for a paused table again."""
+    _set_paused(table, False, url, token, as_json)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from tms.client import TmsClient
+from tms.api_client import ApiClient
 from tms.config import DEFAULT_CALLBACK_KEY, Settings, load_settings
 from tms.demo.table import DemoWriter, callback_payload, data_files, file_groups
 from tms.demo.watch import Echo, OperationSummary, Watcher
@@ -135,7 +135,7 @@ def run_demo(options: DemoOptions, echo: Echo) -> DemoReport:
     service = serve_in_thread(settings)
     report.service_url = service.url
     try:
-        with TmsClient(service.url) as client:
+        with ApiClient(service.url) as client:
             echo(
                 f"  serving at {service.url}; compaction every {options.commits_per_compaction} "
                 f"delta commits, Spark {options.master}"
@@ -151,7 +151,7 @@ def run_demo(options: DemoOptions, echo: Echo) -> DemoReport:
 def _run(
     options: DemoOptions,
     base_path: str,
-    client: TmsClient,
+    client: ApiClient,
     report: DemoReport,
     echo: Echo,
     started: float,

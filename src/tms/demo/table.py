@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from tms.client import Json
+from tms.api_client import Json
 from tms.hudi.table import HudiTable
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tms.client import Json, TmsClient
+from tms.api_client import ApiClient, Json
 
 __all__ = ["TERMINAL", "Echo", "OperationSummary", "Watcher", "describe_figures"]
 
@@ -31,7 +31,7 @@ class OperationSummary:
 class Watcher:
     """Polls the table's operations and prints each change of status once."""
 
-    def __init__(self, client: TmsClient, echo: Echo, started: float, poll: float) -> None:
+    def __init__(self, client: ApiClient, echo: Echo, started: float, poll: float) -> None:
         self.client = client
         self.echo = echo
         self.started = started

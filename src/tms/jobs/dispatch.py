@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tms.hudi.actions import TABLE_SERVICE_ACTIONS
-from tms.jobs.params import BadJobInput, schedule_kwargs
+from tms.services.params import BadJobInput, schedule_kwargs
 
 if TYPE_CHECKING:
     from tms.hudi.table import HudiTable

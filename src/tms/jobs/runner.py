@@ -25,7 +25,7 @@ from tms.hudi.table import HudiTable
 from tms.jobs.client import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import execute_plan, pending_plans, schedule_plan, spark_session
-from tms.jobs.params import BadJobInput
+from tms.services.params import BadJobInput
 
 if TYPE_CHECKING:
     from tms.services.execution import ServiceResult

@@ -16,10 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
-from tms.store.commits import CountedTable
-from tms.store.models import Action, Operation, TableType
-from tms.store.operations import submit_operation
-from tms.store.tables import reset_counter
+from tms.store import Action, CountedTable, Operation, TableType, reset_counter, submit_operation
 
 if TYPE_CHECKING:
     from tms.config import Settings

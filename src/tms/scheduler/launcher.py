@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tms.engines.base import JobHandle, LaunchSpec
-from tms.store.claiming import Claim
+from tms.store import Claim
 
 __all__ = ["ClaimedJob", "RunningJob", "exit_error", "launch_spec", "log_path_for"]
 

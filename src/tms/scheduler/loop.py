@@ -32,37 +32,35 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from tms import metrics
+from tms import metrics, observe
 from tms.engines.base import LaunchError
 from tms.engines.process import tail_log
 from tms.scheduler.launcher import ClaimedJob, RunningJob, exit_error, launch_spec
-from tms.scheduler.observe import attempt_ended, operation_moved
 from tms.scheduler.wakeup import Wakeup
 from tms.store import (
     Attempt,
     Backoff,
-    Operation,
+    Exited,
+    Finished,
+    LaunchFailed,
     OperationStatus,
-    TransitionRefused,
     claim_due_operations,
-    fail_attempt,
-    finish_cancelled,
+    finish_attempt,
     heartbeat_instance,
     issue_attempt_token,
+    operation_states,
     queue_depth,
     reap_expired_leases,
     record_launch,
     register_instance,
     session_scope,
+    set_exit_code,
 )
-from tms.store.outcome_log import note_outcome
-from tms.store.transitions import lock_running_operation
 
 if TYPE_CHECKING:
     from tms.config import Settings
@@ -71,13 +69,6 @@ if TYPE_CHECKING:
 __all__ = ["Scheduler", "TickReport"]
 
 log = logging.getLogger(__name__)
-
-# What a lost attempt (expired lease) meant for its operation, by the status it moved to.
-_LOST = {
-    OperationStatus.SCHEDULED: "lost, retry scheduled",
-    OperationStatus.FAILED: "lost, out of retries",
-    OperationStatus.CANCELLED: "lost, cancelled",
-}
 
 
 @dataclass
@@ -174,18 +165,9 @@ class Scheduler:
             if not heartbeat_instance(session, self.instance_id):
                 register_instance(session, self.instance_id)
             for reaped in reap_expired_leases(session, backoff=self._backoff):
-                operation, attempt = reaped.operation, reaped.attempt
-                note_outcome(
-                    session,
-                    operation,
-                    _LOST.get(operation.status, "lost"),
-                    attempt.error or "lease expired",
-                    attempt=attempt,
-                )
-                operation_moved(operation)
-                attempt_ended(operation.action.value, attempt)
-                report.reaped.append(operation.id)
-                job = self._running.pop(attempt.id, None)
+                _observe(reaped.operation.action.value, Finished(reaped.operation, reaped.attempt))
+                report.reaped.append(reaped.operation.id)
+                job = self._running.pop(reaped.attempt.id, None)
                 if job is not None:
                     lost.append(job)
         for job in lost:  # hung, or cut off from the service: it must not go on writing
@@ -194,7 +176,7 @@ class Scheduler:
             code = job.handle.poll()
             if code is not None:
                 with session_scope(self._factory) as session:
-                    _set_exit_code(session, job.attempt_id, code)
+                    set_exit_code(session, job.attempt_id, code)
 
     # 2. watching our jobs ---------------------------------------------------------------
 
@@ -203,15 +185,7 @@ class Scheduler:
             return
         ids = {job.operation_id for job in self._running.values()}
         with session_scope(self._factory) as session:
-            rows = session.execute(
-                select(
-                    Operation.id,
-                    Operation.status,
-                    Operation.current_attempt_id,
-                    Operation.cancel_requested,
-                ).where(Operation.id.in_(ids))
-            ).all()
-        state = {row.id: row for row in rows}
+            state = operation_states(session, ids)
         now = self._clock()
         for job in list(self._running.values()):
             code = job.handle.poll()
@@ -242,30 +216,19 @@ class Scheduler:
 
     def _job_exited(self, job: RunningJob, code: int) -> None:
         del self._running[job.attempt_id]
-        try:
-            with session_scope(self._factory) as session:
-                _set_exit_code(session, job.attempt_id, code)
-                operation = lock_running_operation(session, job.operation_id, job.attempt_id)
-                if operation is None:
-                    return  # the job reported (or the lease was reaped): nothing to add
-                attempt = session.get_one(Attempt, job.attempt_id)
-                error = exit_error(
-                    code,
-                    killed_because=job.stop_reason if job.killed else None,
-                    log_path=job.handle.log_path,
-                    tail=tail_log(job.handle.log_path),
-                )
-                if operation.cancel_requested:
-                    moved = finish_cancelled(session, attempt, error=error, exit_code=code)
-                else:
-                    retry_at = timedelta(seconds=self._backoff.delay(operation.run_times))
-                    moved = fail_attempt(
-                        session, attempt, error=error, exit_code=code, retry_at=retry_at
-                    )
-                operation_moved(moved)
-                attempt_ended(job.action, attempt)
-        except TransitionRefused:
-            log.info("attempt %s finished elsewhere meanwhile", job.attempt_id)
+        error = exit_error(
+            code,
+            killed_because=job.stop_reason if job.killed else None,
+            log_path=job.handle.log_path,
+            tail=tail_log(job.handle.log_path),
+        )
+        with session_scope(self._factory) as session:
+            set_exit_code(session, job.attempt_id, code)
+            attempt = session.get_one(Attempt, job.attempt_id)
+            finished = finish_attempt(session, attempt, Exited(error, code), backoff=self._backoff)
+            # None: the job reported (or the lease was reaped): nothing to add.
+            if finished is not None:
+                _observe(job.action, finished)
 
     # 3. claiming and launching ----------------------------------------------------------
 
@@ -333,16 +296,17 @@ class Scheduler:
 
     def _launch_failed(self, job: ClaimedJob, exc: LaunchError) -> None:
         # The outcome (failed, or a retry scheduled, with the reason) is logged by the store.
-        retry_at = timedelta(seconds=self._backoff.delay(job.run_times)) if exc.retryable else None
-        try:
-            with session_scope(self._factory) as session:
-                attempt = session.get_one(Attempt, job.attempt_id)
-                moved = fail_attempt(
-                    session, attempt, error=f"launch failed: {exc}", retry_at=retry_at
-                )
-                operation_moved(moved)
-                attempt_ended(job.action, attempt)
-        except TransitionRefused:
+        with session_scope(self._factory) as session:
+            attempt = session.get_one(Attempt, job.attempt_id)
+            finished = finish_attempt(
+                session,
+                attempt,
+                LaunchFailed(str(exc), retryable=exc.retryable),
+                backoff=self._backoff,
+            )
+            if finished is not None:
+                _observe(job.action, finished)
+        if finished is None:
             log.info("attempt %s was finished elsewhere meanwhile", job.attempt_id)
 
     # 4. metrics -----------------------------------------------------------------------
@@ -361,11 +325,7 @@ class Scheduler:
         self._depth_queues |= depth.keys()
 
 
-def _set_exit_code(session: Session, attempt_id: int, code: int) -> None:
-    """Keep the process's exit code on the attempt, whoever finished it."""
-    session.execute(
-        update(Attempt)
-        .where(Attempt.id == attempt_id, Attempt.exit_code.is_(None))
-        .values(exit_code=code)
-        .execution_options(synchronize_session=False)
-    )
+def _observe(action: str, finished: Finished) -> None:
+    attempt = finished.attempt
+    observe.operation_moved(finished.operation)
+    observe.attempt_ended(action, attempt.outcome.value, attempt.started_at, attempt.finished_at)

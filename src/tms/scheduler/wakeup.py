@@ -1,7 +1,8 @@
 """A scheduler's wait between ticks: the interval, or less when an operation becomes due.
 
-It LISTENs on `tms.store.wakeups.CHANNEL` over a connection of its own. Without one (the
-database is down, or the listen failed) it just sleeps: polling is always the fallback.
+It LISTENs for due operations (`tms.store.listen_for_due`) over a connection of its own.
+Without one (the database is down, or the listen failed) it just sleeps: polling is always
+the fallback.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from tms.store.wakeups import CHANNEL
+from tms.store import listen_for_due
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +59,7 @@ class Wakeup:
         if self._engine is None or self._engine.dialect.name != "postgresql":
             return None
         try:
-            connection = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
-            connection.exec_driver_sql(f"LISTEN {CHANNEL}")
+            connection = listen_for_due(self._engine)
         except Exception:
             log.warning("cannot LISTEN for scheduler wake-ups; polling only", exc_info=True)
             return None

@@ -18,6 +18,7 @@ __all__ = [
     "issue_attempt_token",
     "list_attempts",
     "record_launch",
+    "set_exit_code",
 ]
 
 
@@ -76,3 +77,13 @@ def record_launch(
             .values(**values)
             .execution_options(synchronize_session="fetch")
         )
+
+
+def set_exit_code(session: Session, attempt_id: int, code: int) -> None:
+    """Keep the process's exit code on the attempt, whoever finished it."""
+    session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt_id, Attempt.exit_code.is_(None))
+        .values(exit_code=code)
+        .execution_options(synchronize_session=False)
+    )

@@ -22,8 +22,10 @@ from typing import TypeVar
 from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
+from tms.store.attempt_outcome import Lost, finish_attempt
 from tms.store.models import Attempt, Operation, OperationStatus
 from tms.store.retry import Backoff
+from tms.store.transitions import clock
 
 __all__ = [
     "CLAIM_LOCK_KEY",
@@ -111,50 +113,6 @@ events AS (
     FROM attempts a
 )
 SELECT operation_id, id AS attempt_id FROM attempts
-"""
-
-_REAP = f"""
-WITH expired AS (
-    SELECT o.id, o.current_attempt_id, o.run_times, o.lease_expires_at, o.last_heartbeat_at,
-           CASE WHEN o.cancel_requested THEN 'CANCELLED'
-                WHEN o.retry_on_error AND o.run_times <= o.max_retries THEN 'SCHEDULED'
-                ELSE 'FAILED' END::operation_status AS to_status
-    FROM operation o
-    WHERE o.status = 'RUNNING' AND o.lease_expires_at < {_NOW}
-    ORDER BY o.lease_expires_at, o.id
-    LIMIT :limit
-    FOR UPDATE OF o SKIP LOCKED
-),
-lost AS (
-    UPDATE attempt a
-    SET outcome = 'LOST', finished_at = {_NOW},
-        error = COALESCE(a.error || E'\\n', '') || 'lease expired at ' || e.lease_expires_at
-                || ' (last heartbeat ' || COALESCE(e.last_heartbeat_at::text, 'never') || ')'
-    FROM expired e
-    WHERE a.id = e.current_attempt_id AND a.outcome = 'RUNNING'
-    RETURNING a.id
-),
-moved AS (
-    UPDATE operation o
-    SET status = e.to_status,
-        next_run_at = CASE WHEN e.to_status = 'SCHEDULED'
-            THEN {_NOW} + make_interval(secs => {{delay}}) ELSE o.next_run_at END,
-        scheduled_at = CASE WHEN e.to_status = 'SCHEDULED' THEN {_NOW} ELSE o.scheduled_at END,
-        finished_at = CASE WHEN e.to_status = 'SCHEDULED' THEN NULL ELSE {_NOW} END,
-        lease_owner = NULL, lease_expires_at = NULL, current_attempt_id = NULL,
-        last_error = 'attempt ' || e.current_attempt_id || ' lost: lease expired at '
-                     || e.lease_expires_at,
-        updated_at = {_NOW}
-    FROM expired e
-    WHERE o.id = e.id
-    RETURNING o.id, o.status, e.current_attempt_id
-),
-events AS (
-    INSERT INTO operation_event (operation_id, attempt_id, from_status, to_status, at, reason)
-    SELECT m.id, m.current_attempt_id, 'RUNNING', m.status, {_NOW}, 'lease expired'
-    FROM moved m
-)
-SELECT id, current_attempt_id FROM moved
 """
 
 
@@ -253,21 +211,31 @@ def reap_expired_leases(
     now: datetime | None = None,
     limit: int = 100,
 ) -> list[Reaped]:
-    """Mark attempts whose lease expired LOST, in one statement, up to `limit` at a time.
+    """Mark attempts whose lease expired LOST, up to `limit` at a time (oldest expiry first;
+    rows another transaction holds are skipped, not waited on).
 
     Each operation goes back to SCHEDULED after a backoff delay while it has retries left
     (a lost attempt counts as one), to FAILED when it has none, and to CANCELLED if a
     cancellation was requested. The caller rolls back what the lost attempt left on storage.
     """
-    delay, params = backoff.sql_delay("e.run_times")
-    rows = session.execute(
-        text(_REAP.replace("{delay}", delay)), {"now": now, "limit": limit, **params}
+    expired = session.execute(
+        select(Operation.id, Operation.current_attempt_id)
+        .where(
+            Operation.status == OperationStatus.RUNNING,
+            Operation.lease_expires_at < clock(now),
+            Operation.current_attempt_id.is_not(None),
+        )
+        .order_by(Operation.lease_expires_at, Operation.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
     ).all()
-    if not rows:
-        return []
-    operations = _load(session, Operation, [r.id for r in rows])
-    attempts = _load(session, Attempt, [r.current_attempt_id for r in rows])
-    return [Reaped(operations[r.id], attempts[r.current_attempt_id]) for r in rows]
+    reaped: list[Reaped] = []
+    for row in expired:
+        attempt = session.get_one(Attempt, row.current_attempt_id, populate_existing=True)
+        finished = finish_attempt(session, attempt, Lost(), backoff=backoff, now=now)
+        if finished is not None:
+            reaped.append(Reaped(finished.operation, finished.attempt))
+    return reaped
 
 
 _Row = TypeVar("_Row", Operation, Attempt)

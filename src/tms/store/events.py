@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
@@ -18,7 +21,10 @@ def record_event(
     reason: str | None = None,
     *,
     attempt_id: int | None = None,
+    at: datetime | None = None,
 ) -> None:
+    """`at` pins the event's time (a test's clock); the database clock otherwise."""
+    values: dict[str, Any] = {} if at is None else {"at": at}
     session.execute(
         insert(OperationEvent).values(
             operation_id=operation_id,
@@ -26,6 +32,7 @@ def record_event(
             from_status=from_status,
             to_status=to_status,
             reason=reason,
+            **values,
         )
     )
 

@@ -25,11 +25,13 @@ from tms.store.outcome_log import note_outcome
 from tms.store.wakeups import notify_due
 
 __all__ = [
+    "OperationState",
     "Submitted",
     "count_operations",
     "find_operation",
     "get_operation",
     "list_operations",
+    "operation_states",
     "queue_depth",
     "remove_operation",
     "set_operation_instant",
@@ -295,3 +297,29 @@ def remove_operation(session: Session, operation_id: int, *, reason: str = "remo
         record_event(session, operation_id, S.SCHEDULED, S.CANCELLED, reason)
         note_outcome(session, operation, "cancelled", reason)
     return operation
+
+
+@dataclass(frozen=True)
+class OperationState:
+    """What a scheduler watching a job needs to know of its operation."""
+
+    id: int
+    status: OperationStatus
+    current_attempt_id: int | None
+    cancel_requested: bool
+
+
+def operation_states(session: Session, ids: Collection[int]) -> dict[int, OperationState]:
+    """Status, running attempt and cancel request of the operations `ids`, by id."""
+    rows = session.execute(
+        select(
+            Operation.id,
+            Operation.status,
+            Operation.current_attempt_id,
+            Operation.cancel_requested,
+        ).where(Operation.id.in_(list(ids)))
+    ).all()
+    return {
+        row.id: OperationState(row.id, row.status, row.current_attempt_id, row.cancel_requested)
+        for row in rows
+    }

@@ -20,8 +20,8 @@ _MAX_EXPONENT = 60  # factor ** 60 already exceeds any sane cap; keeps floats fi
 class Backoff:
     """`delay(n)` = min(max, base · factor^(n-1)) · (1 ± jitter) after the n-th launch failed.
 
-    The reaper computes the same formula in SQL (`sql_delay`), so a lost attempt and a failed
-    one wait alike.
+    The one computation of a retry's delay: `store.attempt_outcome` applies it to failed,
+    exited, unlaunched and lost attempts alike.
     """
 
     base_seconds: float = 5.0
@@ -45,18 +45,3 @@ class Backoff:
 
     def next_run_at(self, now: datetime, attempt: int) -> datetime:
         return now + timedelta(seconds=self.delay(attempt))
-
-    def sql_delay(self, attempt_sql: str) -> tuple[str, dict[str, float]]:
-        """SQL seconds expression for the delay after attempt `attempt_sql`, with its params."""
-        expr = (
-            "GREATEST(0, LEAST(CAST(:bo_max AS float8), CAST(:bo_base AS float8) * "
-            f"power(CAST(:bo_factor AS float8), LEAST(GREATEST({attempt_sql} - 1, 0), "
-            f"{_MAX_EXPONENT}))) * (1 + CAST(:bo_jitter AS float8) * (2 * random() - 1)))"
-        )
-        params = {
-            "bo_max": self.max_seconds,
-            "bo_base": self.base_seconds,
-            "bo_factor": self.factor,
-            "bo_jitter": self.jitter,
-        }
-        return expr, params

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,7 @@ __all__ = [
     "normalize_base_path",
     "register_table",
     "reset_counter",
+    "tables_by_id",
     "update_table",
 ]
 
@@ -165,6 +166,14 @@ def find_table_by_base_path(session: Session, base_path: str) -> Tbl | None:
     return session.scalars(
         _BY_BASE_PATH, {"p_base_path": normalize_base_path(base_path)}
     ).one_or_none()
+
+
+def tables_by_id(session: Session, ids: Iterable[int]) -> dict[int, Tbl]:
+    """The tables `ids` (one query), by id; ids of deleted tables are left out."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    return {t.id: t for t in session.scalars(select(Tbl).where(Tbl.id.in_(wanted)))}
 
 
 def list_tables(

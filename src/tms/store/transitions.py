@@ -32,19 +32,24 @@ __all__ = [
 ]
 
 S = OperationStatus
-_LEASE_CLEARED: dict[str, Any] = {
+LEASE_CLEARED: dict[str, Any] = {
     "lease_owner": None,
     "lease_expires_at": None,
     "current_attempt_id": None,
 }
 
 
-def _when(at: datetime | timedelta | None) -> ColumnElement[datetime]:
+def clock(now: datetime | None) -> ColumnElement[datetime]:
+    """The database clock, unless a caller (a test) pins it."""
+    return func.now() if now is None else literal(now)
+
+
+def when(at: datetime | timedelta | None, now: datetime | None = None) -> ColumnElement[datetime]:
     """A time on the database clock: now, now + delay, or an absolute time."""
     if at is None:
-        return func.now()
+        return clock(now)
     if isinstance(at, timedelta):
-        return func.now() + literal(at)
+        return clock(now) + literal(at)
     return literal(at)
 
 
@@ -65,7 +70,7 @@ def lock_running_operation(
     ).one_or_none()
 
 
-def _transition(
+def transition(
     session: Session,
     operation_id: int,
     *,
@@ -77,9 +82,13 @@ def _transition(
     attempt: Attempt | None = None,
     detail: str | None = None,
     logged_attempt: Attempt | None = None,
+    label: str | None = None,
+    now: datetime | None = None,
 ) -> Operation:
     """One guarded transition, its event, and (for an outcome) its log line; `detail` (an
-    attempt's error) and `logged_attempt` (when `attempt` is not a guard) go to the log."""
+    attempt's error) and `logged_attempt` (when `attempt` is not a guard) go to the log.
+    `label` names an outcome the statuses alone do not tell (a lost attempt); its log line
+    gives `detail` only."""
     conditions = [Operation.id == operation_id, Operation.status.in_(list(expected))]
     if attempt is not None:
         conditions.append(Operation.current_attempt_id == attempt.id)
@@ -88,11 +97,11 @@ def _transition(
     old = select(Operation.id, Operation.status).where(*conditions).with_for_update().cte("old")
     extra = dict(values or {})
     if to.terminal:
-        extra.setdefault("finished_at", func.now())
+        extra.setdefault("finished_at", clock(now))
     stmt = (
         update(Operation)
         .where(Operation.id == old.c.id)
-        .values(status=to, updated_at=func.now(), **extra)
+        .values(status=to, updated_at=clock(now), **extra)
         .returning(Operation, old.c.status)
         .execution_options(populate_existing=True, synchronize_session=False)
     )
@@ -108,7 +117,11 @@ def _transition(
         to,
         reason,
         attempt_id=attempt.id if attempt is not None else None,
+        at=now,
     )
+    if label is not None:
+        note_outcome(session, operation, label, detail or label, attempt=attempt)
+        return operation
     label = outcome_label(OperationStatus(from_status), to)
     if label is not None:
         said = [part for part in (reason if reason != label else None, detail) if part]
@@ -136,7 +149,7 @@ def _refused(
     return TransitionRefused(operation_id, wanted, expected, row.status, detail)
 
 
-def _finish_attempt(
+def finish_attempt_row(
     session: Session,
     attempt: Attempt,
     outcome: AttemptOutcome,
@@ -144,8 +157,9 @@ def _finish_attempt(
     error: str | None = None,
     exit_code: int | None = None,
     figures: dict[str, Any] | None = None,
+    now: datetime | None = None,
 ) -> None:
-    values: dict[str, Any] = {"outcome": outcome, "finished_at": func.now()}
+    values: dict[str, Any] = {"outcome": outcome, "finished_at": clock(now)}
     if error is not None:
         values["error"] = error
     if exit_code is not None:
@@ -170,18 +184,18 @@ def complete_operation(
     exit_code: int | None = 0,
 ) -> Operation:
     """RUNNING → COMPLETED for the attempt holding the lease; the attempt SUCCEEDED."""
-    operation = _transition(
+    operation = transition(
         session,
         attempt.operation_id,
         wanted="complete",
         expected={S.RUNNING},
         to=S.COMPLETED,
-        values={**_LEASE_CLEARED, "result": result, "cancel_requested": False},
+        values={**LEASE_CLEARED, "result": result, "cancel_requested": False},
         reason="completed",
         attempt=attempt,
         detail="the job reported success",
     )
-    _finish_attempt(
+    finish_attempt_row(
         session, attempt, AttemptOutcome.SUCCEEDED, exit_code=exit_code, figures=figures
     )
     return operation
@@ -209,15 +223,14 @@ def fail_attempt(
         and not current.cancel_requested
         and current.run_times <= current.max_retries
     )
-    values: dict[str, Any] = {**_LEASE_CLEARED, "last_error": error}
+    values: dict[str, Any] = {**LEASE_CLEARED, "last_error": error}
     if retry:
-        when = _when(retry_at)
-        values |= {"next_run_at": when, "scheduled_at": func.now()}
+        values |= {"next_run_at": when(retry_at), "scheduled_at": func.now()}
         reason = f"attempt {current.run_times} failed; retry {current.run_times} of "
         reason += f"{current.max_retries}"
     else:
         reason = "failed" if retry_at is None else "failed, out of retries"
-    operation = _transition(
+    operation = transition(
         session,
         attempt.operation_id,
         wanted="fail",
@@ -228,7 +241,7 @@ def fail_attempt(
         attempt=attempt,
         detail=error,
     )
-    _finish_attempt(
+    finish_attempt_row(
         session, attempt, AttemptOutcome.FAILED, error=error, exit_code=exit_code, figures=figures
     )
     return operation
@@ -242,18 +255,18 @@ def finish_cancelled(
     exit_code: int | None = None,
 ) -> Operation:
     """The job stopped on a cancel request (and rolled its plan back): RUNNING → CANCELLED."""
-    operation = _transition(
+    operation = transition(
         session,
         attempt.operation_id,
         wanted="finish cancelled",
         expected={S.RUNNING},
         to=S.CANCELLED,
-        values=dict(_LEASE_CLEARED),
+        values=dict(LEASE_CLEARED),
         reason="cancelled by request",
         attempt=attempt,
         detail=error,
     )
-    _finish_attempt(session, attempt, AttemptOutcome.CANCELLED, error=error, exit_code=exit_code)
+    finish_attempt_row(session, attempt, AttemptOutcome.CANCELLED, error=error, exit_code=exit_code)
     return operation
 
 
@@ -265,7 +278,7 @@ def cancel_operation(
     running operation that is not cancellable is refused."""
     current = lock_operation(session, operation_id)
     if current.status != S.RUNNING:
-        return _transition(
+        return transition(
             session,
             operation_id,
             wanted="cancel",
@@ -306,18 +319,18 @@ def invalidate_operation(session: Session, operation_id: int, *, reason: str) ->
         select(Operation.current_attempt_id).where(Operation.id == operation_id).with_for_update()
     ).one_or_none()
     attempt = session.get(Attempt, current) if current is not None else None
-    operation = _transition(
+    operation = transition(
         session,
         operation_id,
         wanted="invalidate",
         expected={S.SCHEDULED, S.RUNNING},
         to=S.INVALID,
-        values={**_LEASE_CLEARED, "last_error": reason},
+        values={**LEASE_CLEARED, "last_error": reason},
         reason=reason,
         logged_attempt=attempt,
     )
     if attempt is not None:
-        _finish_attempt(session, attempt, AttemptOutcome.FAILED, error=reason)
+        finish_attempt_row(session, attempt, AttemptOutcome.FAILED, error=reason)
     return operation
 
 
@@ -330,7 +343,7 @@ def retry_operation(
 ) -> Operation:
     """FAILED|CANCELLED → SCHEDULED with a fresh retry budget (`run_times` back to 0;
     attempt numbers keep counting)."""
-    return _transition(
+    return transition(
         session,
         operation_id,
         wanted="retry",
@@ -338,7 +351,7 @@ def retry_operation(
         to=S.SCHEDULED,
         values={
             "run_times": 0,
-            "next_run_at": _when(at),
+            "next_run_at": when(at),
             "scheduled_at": func.now(),
             "finished_at": None,
             "cancel_requested": False,
@@ -351,12 +364,12 @@ def reschedule_operation(
     session: Session, operation_id: int, *, at: datetime | timedelta, reason: str
 ) -> Operation:
     """Move a SCHEDULED operation's due time (SCHEDULED → SCHEDULED, recorded)."""
-    return _transition(
+    return transition(
         session,
         operation_id,
         wanted="reschedule",
         expected={S.SCHEDULED},
         to=S.SCHEDULED,
-        values={"next_run_at": _when(at)},
+        values={"next_run_at": when(at)},
         reason=reason,
     )

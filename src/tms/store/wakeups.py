@@ -6,7 +6,7 @@ notification only cuts the wait from up to a scheduler interval to a round trip.
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.orm import Session
 
 CHANNEL = "tms_operations_due"
@@ -15,3 +15,14 @@ CHANNEL = "tms_operations_due"
 def notify_due(session: Session) -> None:
     """Tell listening schedulers that an operation became due; delivered at commit."""
     session.execute(select(func.pg_notify(CHANNEL, "")))
+
+
+def listen_for_due(engine: Engine) -> Connection:
+    """A connection of its own (autocommit) that LISTENs on `CHANNEL`; the caller closes it."""
+    connection = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        connection.exec_driver_sql(f"LISTEN {CHANNEL}")
+    except Exception:
+        connection.close()
+        raise
+    return connection

@@ -14,12 +14,18 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics
-from tms.store.db import check_ready, head_revision, probe_engine
-from tms.store.models import Action, OperationStatus
-from tms.store.operations import count_operations, queue_depth
+from tms.store import (
+    Action,
+    OperationStatus,
+    check_ready,
+    count_operations,
+    head_revision,
+    probe_engine,
+    queue_depth,
+)
 
 if TYPE_CHECKING:
-    from tms.store.embedded_supervisor import EmbeddedSupervisor, SupervisorStatus
+    from tms.store import EmbeddedSupervisor, SupervisorStatus
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger(__name__)

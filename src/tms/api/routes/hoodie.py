@@ -14,18 +14,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Response
 from sqlalchemy.orm import Session
 
-from tms.api import observe
-from tms.api.deps import SessionDep, SettingsDep, require
+from tms import observe
+from tms.api.deps import SessionDep, SettingsDep, StorageCallsDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.extra_params import check_extra_params
-from tms.api.probe import TableProbe
-from tms.api.registration import (
-    DEFAULT_DB_NAME,
-    PendingQuery,
-    checked_base_path,
-    register,
-    register_body,
-)
+from tms.api.routes.tables import PendingQuery, register_body
 from tms.api.schemas import (
     ClientOut,
     ClientQuery,
@@ -36,13 +29,23 @@ from tms.api.schemas import (
     SubmitOut,
     TableOut,
 )
-from tms.api.storage_calls import StorageCalls, StorageCallsDep
 from tms.config import Role, Settings
-from tms.store.errors import TransitionRefused
-from tms.store.models import Action, Operation, TableType, Tbl
-from tms.store.operations import find_operation, remove_operation, submit_operation
-from tms.store.tables import find_table, find_table_by_base_path
-from tms.store.transitions import cancel_operation
+from tms.ingest.probe import TableProbe
+from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, register
+from tms.ingest.storage_calls import StorageCalls
+from tms.store import (
+    Action,
+    Operation,
+    TableType,
+    Tbl,
+    TransitionRefused,
+    cancel_operation,
+    find_operation,
+    find_table,
+    find_table_by_base_path,
+    remove_operation,
+    submit_operation,
+)
 
 router = APIRouter(
     prefix="/v1/hoodie/service",
@@ -138,7 +141,7 @@ def _remove(action: Action, body: RemoveIn, session: Session) -> OperationOut:
     removed = remove_operation(session, operation.id, reason="removed by RFC-43 remove")
     session.commit()
     if removed.status != before:
-        observe.transitioned(removed)
+        observe.operation_moved(removed)
     out: OperationOut = OperationOut.build(removed, table)
     return out
 
@@ -198,7 +201,7 @@ def _client(
     session.commit()
     observe.operations_created(created, "client")
     for operation in changed:
-        observe.transitioned(operation)
+        observe.operation_moved(operation)
     return ClientOut(
         action=query.action,
         table_id=table.id,

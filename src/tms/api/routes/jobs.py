@@ -8,14 +8,11 @@ idempotent: sending the same outcome again answers 200 with `duplicate: true`.
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter
-from sqlalchemy import select
-from sqlalchemy.orm import Session
 
-from tms.api import observe
+from tms import observe
 from tms.api.deps import JobAttemptDep, SessionDep, SettingsDep
 from tms.api.errors import ApiError, error_responses
 from tms.api.schemas import (
@@ -29,16 +26,24 @@ from tms.api.schemas import (
     SpecOut,
 )
 from tms.api.schemas.jobs import MAX_ERROR_CHARS
-from tms.store.attempts import record_launch
-from tms.store.claiming import extend_lease
-from tms.store.models import Attempt, AttemptOutcome, Operation, OperationStatus, Tbl
-from tms.store.operations import set_operation_instant
-from tms.store.retry import Backoff
-from tms.store.transitions import (
-    complete_operation,
-    fail_attempt,
-    finish_cancelled,
-    invalidate_operation,
+from tms.store import (
+    Attempt,
+    AttemptEnd,
+    AttemptOutcome,
+    Backoff,
+    Cancelled,
+    Completed,
+    Failed,
+    Operation,
+    OperationStatus,
+    PlanInvalid,
+    Tbl,
+    extend_lease,
+    finish_attempt,
+    holds_lease,
+    lock_attempt_operation,
+    record_launch,
+    set_operation_instant,
 )
 
 router = APIRouter(
@@ -73,33 +78,12 @@ def _lease_lost(attempt: Attempt, operation: Operation) -> ApiError:
     )
 
 
-def _locked_operation(session: Session, attempt: Attempt) -> Operation:
-    """The attempt's operation, locked, with the attempt re-read under that lock: the reaper
-    changes both in one statement, so what we see next is consistent."""
-    operation = session.scalars(
-        select(Operation)
-        .where(Operation.id == attempt.operation_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    ).one()
-    session.refresh(attempt)
-    return operation
-
-
-def _holds_lease(attempt: Attempt, operation: Operation) -> bool:
-    return (
-        attempt.outcome is AttemptOutcome.RUNNING
-        and operation.status is OperationStatus.RUNNING
-        and operation.current_attempt_id == attempt.id
-    )
-
-
 @router.get("/spec", response_model=SpecOut)
 def spec(attempt: JobAttemptDep, session: SessionDep, settings: SettingsDep) -> SpecOut:
     """What to run: the operation, its table and its Spark settings."""
     operation = session.get(Operation, attempt.operation_id)
     assert operation is not None  # attempts reference operations (no deletes while running)
-    if not _holds_lease(attempt, operation):
+    if not holds_lease(attempt, operation):
         raise _lease_lost(attempt, operation)
     table = session.get(Tbl, operation.tbl_id)
     assert table is not None
@@ -142,8 +126,8 @@ def heartbeat(
 @router.post("/instant", response_model=InstantOut, responses=_BODY)
 def report_instant(attempt: JobAttemptDep, body: InstantIn, session: SessionDep) -> InstantOut:
     """The job scheduled the plan itself at this instant (operations submitted without one)."""
-    operation = _locked_operation(session, attempt)
-    if not _holds_lease(attempt, operation):
+    operation = lock_attempt_operation(session, attempt)
+    if not holds_lease(attempt, operation):
         raise _lease_lost(attempt, operation)
     operation = set_operation_instant(session, operation.id, body.instant)
     session.commit()
@@ -169,9 +153,9 @@ def report_result(
     """Finish the attempt. SUCCEEDED completes the operation; FAILED retries it after a
     backoff when `retryable`, the operation retries on error and has retries left, else
     fails it; CANCELLED cancels it; INVALID (the plan vanished) invalidates it."""
-    operation = _locked_operation(session, attempt)
+    operation = lock_attempt_operation(session, attempt)
     expected = _ATTEMPT_OUTCOME[body.outcome]
-    if not _holds_lease(attempt, operation):
+    if not holds_lease(attempt, operation):
         if attempt.outcome is expected:
             return _result_out(attempt, operation, duplicate=True)
         raise _lease_lost(attempt, operation)
@@ -180,31 +164,35 @@ def report_result(
     figures = _scrub(body.figures)
     if body.spark_app_id:
         record_launch(session, attempt, spark_app_id=_scrub(body.spark_app_id))
-    if body.outcome is JobOutcome.SUCCEEDED:
-        operation = complete_operation(
-            session, attempt, result=figures or None, figures=figures, exit_code=None
-        )
-    elif body.outcome is JobOutcome.FAILED:
-        delay = Backoff.from_settings(settings).delay(operation.run_times)
-        operation = fail_attempt(
-            session,
-            attempt,
-            error=error or "the job failed without an error message",
-            figures=figures,
-            retry_at=timedelta(seconds=delay) if body.retryable else None,
-        )
-    elif body.outcome is JobOutcome.CANCELLED:
-        operation = finish_cancelled(session, attempt, error=error)
-    else:
-        operation = invalidate_operation(
-            session, operation.id, reason=error or "the plan vanished from the timeline"
-        )
+    finished = finish_attempt(
+        session,
+        attempt,
+        _attempt_end(body, error, figures),
+        backoff=Backoff.from_settings(settings),
+    )
+    assert finished is not None  # the lease was checked under the same lock
+    operation = finished.operation
     session.commit()
 
     ended = operation.updated_at  # the transaction's clock: the attempt's finish time
-    observe.attempt_finished(operation.action, expected.value, attempt.started_at, ended)
-    observe.transitioned(operation)
+    observe.attempt_ended(operation.action.value, expected.value, attempt.started_at, ended)
+    observe.operation_moved(operation)
     return _result_out(attempt, operation, duplicate=False, outcome=expected)
+
+
+def _attempt_end(body: ResultIn, error: str | None, figures: dict[str, Any]) -> AttemptEnd:
+    """The store's name for what the job reported."""
+    if body.outcome is JobOutcome.SUCCEEDED:
+        return Completed(figures=figures)
+    if body.outcome is JobOutcome.FAILED:
+        return Failed(
+            error=error or "the job failed without an error message",
+            retryable=body.retryable,
+            figures=figures,
+        )
+    if body.outcome is JobOutcome.CANCELLED:
+        return Cancelled(error=error)
+    return PlanInvalid(reason=error or "the plan vanished from the timeline")
 
 
 def _result_out(

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 from pydantic import WithJsonSchema
 
-from tms.api import observe
+from tms import observe
 from tms.api.deps import SessionDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.routes.tables import Cursor, parse_cursor
@@ -15,11 +15,16 @@ from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut,
 from tms.api.schemas.common import MAX_ID, Text, parse_action
 from tms.api.views import operation_out, operations_out
 from tms.config import Role
-from tms.store.attempts import list_attempts
-from tms.store.events import list_events
-from tms.store.models import Action, OperationStatus
-from tms.store.operations import get_operation, list_operations
-from tms.store.transitions import cancel_operation, retry_operation
+from tms.store import (
+    Action,
+    OperationStatus,
+    cancel_operation,
+    get_operation,
+    list_attempts,
+    list_events,
+    list_operations,
+    retry_operation,
+)
 
 router = APIRouter(
     prefix="/v1/operations", tags=["operations"], responses=error_responses(401, 403, 422, 503)
@@ -113,7 +118,7 @@ def cancel_operation_route(operation_id: OperationId, session: SessionDep) -> Op
     operation = cancel_operation(session, operation_id, reason="cancelled by operator")
     session.commit()
     if operation.status is OperationStatus.CANCELLED:
-        observe.transitioned(operation)
+        observe.operation_moved(operation)
     return operation_out(session, operation)
 
 
@@ -132,7 +137,7 @@ def retry_operation_route(operation_id: OperationId, session: SessionDep) -> Ope
         )
     operation = retry_operation(session, operation_id, reason="retried by operator")
     session.commit()
-    observe.transitioned(operation)
+    observe.operation_moved(operation)
     return operation_out(session, operation)
 
 

@@ -8,18 +8,67 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import StringConstraints
+from sqlalchemy.orm import Session
 
-from tms.api.deps import SessionDep, SettingsDep, require
+from tms.api.deps import SessionDep, SettingsDep, StorageCallsDep, require
 from tms.api.errors import ApiError, error_responses
-from tms.api.registration import PendingQuery, register_body
 from tms.api.schemas import TableIn, TableOut, TablePage, TablePatch, TimelineInstant, TimelineOut
 from tms.api.schemas.common import MAX_ID, Identifier, Text
-from tms.api.storage_calls import StorageCallsDep
 from tms.api.views import table_out
-from tms.config import Role
+from tms.config import Role, Settings
 from tms.hudi.errors import TableNotFoundError, TableRefusedError
 from tms.hudi.table import HudiTable
-from tms.store.tables import delete_table, get_table, list_tables, update_table
+from tms.ingest.probe import TableProbe
+from tms.ingest.registration import checked_base_path, register, require_table
+from tms.ingest.storage_calls import StorageCalls
+from tms.store import delete_table, get_table, list_tables, update_table
+
+PendingQuery = Annotated[
+    bool,
+    Query(
+        description="true: register a table that will be created (storage need not show "
+        "a Hudi table at the base path yet)"
+    ),
+]
+
+
+def register_body(
+    session: Session,
+    body: TableIn,
+    response: Response,
+    settings: Settings,
+    calls: StorageCalls,
+    *,
+    pending: bool = False,
+) -> TableOut:
+    """`POST /v1/tables` and RFC-43 register, which answer alike: storage is read before the
+    transaction; 201 when created, 200 when this name and base path were registered already.
+    Unless `pending`, storage must show a Hudi table at the base path."""
+    field = "body.base_path"
+    base_path = checked_base_path(settings, body.base_path, field)
+    seen = calls.run(TableProbe(base_path).look)
+    if not pending:
+        require_table(seen, field)
+    registered = register(
+        session,
+        db_name=body.db_name,
+        table_name=body.table_name,
+        base_path=base_path,
+        info=seen.info,
+        owner=body.owner,
+        queue=body.queue,
+        priority=body.priority,
+        table_type=body.table_type,
+        enabled_actions=list(dict.fromkeys(body.enabled_actions))
+        if body.enabled_actions is not None
+        else None,
+        policy=body.policy.model_dump(exclude_none=True) if body.policy else None,
+        paused=body.paused,
+    )
+    session.commit()
+    response.status_code = 201 if registered.created else 200
+    return table_out(registered.table, settings, created=registered.created)
+
 
 router = APIRouter(
     prefix="/v1/tables", tags=["tables"], responses=error_responses(401, 403, 422, 503)

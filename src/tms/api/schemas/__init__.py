@@ -1,8 +1,7 @@
 """Request and response models of the API, separate from the ORM models in `tms.store`."""
 
-from tms.api.schemas.callback import CallbackIn, CallbackOut, WriteStatIn
-from tms.api.schemas.client import ClientQuery
 from tms.api.schemas.errors import ErrorDetail, ErrorOut, Problem
+from tms.api.schemas.hudi_client import ClientQuery
 from tms.api.schemas.jobs import (
     HeartbeatIn,
     HeartbeatOut,
@@ -38,8 +37,6 @@ from tms.api.schemas.tables import (
 
 __all__ = [
     "AttemptOut",
-    "CallbackIn",
-    "CallbackOut",
     "ClientOut",
     "ClientQuery",
     "ErrorDetail",
@@ -69,5 +66,4 @@ __all__ = [
     "Thresholds",
     "TimelineInstant",
     "TimelineOut",
-    "WriteStatIn",
 ]

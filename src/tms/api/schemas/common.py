@@ -19,10 +19,20 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    WithJsonSchema,
 )
 
-from tms.store.models import Action
+from tms.http.fields import (
+    BasePath,
+    Identifier,
+    Instant,
+    Label,
+    Text,
+    check_instant,
+    check_json_text,
+    check_text,
+    check_unicode,
+)
+from tms.store import Action
 
 __all__ = [
     "MAX_ID",
@@ -49,7 +59,6 @@ __all__ = [
 ]
 
 MAX_ID = 2**63 - 1
-_INSTANT = re.compile(r"^[0-9]{14}([0-9]{3})?$")
 # Spark memory: a number with an optional unit (b, k, m, g, t, p, optionally followed by b).
 _MEMORY = re.compile(r"^([0-9]{1,9})([kmgtp]b?|b)?$")
 _MAX_EXTRA_PARAMS = 200
@@ -66,53 +75,6 @@ class Lenient(BaseModel):
     """Bodies Hudi and RFC-43 clients send: unknown fields are accepted and ignored."""
 
     model_config = ConfigDict(extra="ignore")
-
-
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
-_INVALID_UNICODE = "must be valid Unicode text (a lone surrogate such as \\ud800 is not)"
-
-
-def check_unicode(value: str) -> str:
-    """Text that UTF-8 can encode: no lone surrogates."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(_INVALID_UNICODE) from None
-    return value
-
-
-def check_json_text(value: Any) -> Any:
-    """A JSON value (object, list, scalars) whose keys and strings are all valid Unicode;
-    walked with a stack, so deep nesting cannot exhaust the recursion limit."""
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            check_unicode(item)
-        elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return value
-
-
-def check_text(value: str) -> str:
-    """PostgreSQL text cannot hold NUL; control characters in names are always a mistake."""
-    check_unicode(value)
-    if _CONTROL.search(value):
-        raise ValueError("must not contain control characters")
-    return value
-
-
-def _strip(value: Any) -> Any:
-    return value.strip() if isinstance(value, str) else value
-
-
-def check_instant(value: str) -> str:
-    if not _INSTANT.match(value):
-        raise ValueError("expected a Hudi instant time: 17 digits yyyyMMddHHmmssSSS (or 14)")
-    return value
 
 
 def normalize_resource(value: str) -> str:
@@ -205,34 +167,6 @@ def parse_action(value: str) -> Action:
         raise ValueError(f"unknown action; expected one of {names}") from None
 
 
-Text = Annotated[str, AfterValidator(check_unicode)]
-"""Any text of a request (bodies and query parameters): valid Unicode."""
-Identifier = Annotated[
-    Text,
-    BeforeValidator(_strip),
-    Field(min_length=1, max_length=255),
-    AfterValidator(check_text),
-]
-"""Database and table names."""
-Label = Annotated[
-    Text, BeforeValidator(_strip), Field(min_length=1, max_length=255), AfterValidator(check_text)
-]
-"""Owners and queues."""
-BasePath = Annotated[
-    Text, BeforeValidator(_strip), Field(min_length=1, max_length=4096), AfterValidator(check_text)
-]
-Instant = Annotated[
-    Text,
-    BeforeValidator(_strip),
-    AfterValidator(check_instant),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "pattern": _INSTANT.pattern,
-            "description": "a Hudi instant time: 17 digits yyyyMMddHHmmssSSS (or 14)",
-        }
-    ),
-]
 Resource = Annotated[Text, Field(max_length=64), AfterValidator(normalize_resource)]
 ExtraParams = Annotated[dict[str, str], BeforeValidator(parse_extra_params)]
 Engine = Annotated[Text, AfterValidator(normalize_engine)]

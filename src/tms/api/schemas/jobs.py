@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from tms.api.schemas.common import Instant, Text, check_json_text
-from tms.store.models import Action, AttemptOutcome, OperationStatus
+from tms.store import Action, AttemptOutcome, OperationStatus
 
 __all__ = [
     "HeartbeatIn",

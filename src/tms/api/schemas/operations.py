@@ -17,7 +17,7 @@ from tms.api.schemas.common import (
     Priority,
     Resource,
 )
-from tms.store.models import (
+from tms.store import (
     Action,
     Attempt,
     AttemptOutcome,

@@ -17,7 +17,7 @@ from tms.api.schemas.common import (
     Text,
     parse_action,
 )
-from tms.store.models import Action, TableType
+from tms.store import Action, TableType
 
 __all__ = [
     "PolicyIn",

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tms.api.schemas.common import BasePath, Identifier, Instant, Text
+from tms.http.fields import BasePath, Identifier, Instant, Text
 
 __all__ = ["CallbackIn", "CallbackOut", "WriteStatIn"]
 

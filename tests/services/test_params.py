@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tms.jobs.params import BadJobInput, planning_problems, schedule_kwargs
+from tms.services.params import BadJobInput, planning_problems, schedule_kwargs
 
 
 def test_short_names_and_hudi_keys() -> None:

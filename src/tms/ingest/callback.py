@@ -1,78 +1,65 @@
 """Hudi's HTTP commit callback, `POST /v1/hoodie/service/commit`: store, count, ack.
 
 The busiest endpoint (every commit of every table) is a plain ASGI endpoint that the
-application dispatches to before FastAPI's middleware, routing and dependency solving (see
-`tms.api.app`), and its database work goes through group commit: concurrent notifications
-share one transaction. `tms.api.gate` authenticates the key and bounds the body
+application dispatches to before FastAPI's middleware, routing and dependency solving
+(`tms.api.app`, which authenticates the caller and renders refusals in the API's one error
+format), and its database work goes through group commit: concurrent notifications share
+one transaction. `tms.api.gate` authenticates the key and bounds the body
 (`TMS_MAX_CALLBACK_BYTES`) before it is read; a key scoped to base-path prefixes is checked
 here, once the body names the table. Hudi does not retry a failed callback, so the 200 is
 sent only after the commit row, the counters and any operations the policies created are
-committed. Errors have the API's one format (`tms.api.errors`).
+committed.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
-from tms.api import observe
-from tms.api.auth import authorize_callback
-from tms.api.commit_action import action_from_payload, action_from_stats, summarize
-from tms.api.commit_batch import Notification, Outcome
-from tms.api.errors import ApiError, error_response
-from tms.api.group_commit import GroupCommit
-from tms.api.probe import StorageInfo, TableProbe
-from tms.api.registration import DEFAULT_DB_NAME, checked_base_path, register
-from tms.api.schemas import CallbackIn, CallbackOut
-from tms.api.storage_calls import StorageCalls
+from tms import observe
 from tms.config import Settings
+from tms.http.errors import ApiError
+from tms.ingest.commit_action import action_from_payload, action_from_stats, summarize
+from tms.ingest.commit_batch import Notification, Outcome
+from tms.ingest.group_commit import GroupCommit
+from tms.ingest.probe import StorageInfo, TableProbe
+from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, register
+from tms.ingest.schema import CallbackIn, CallbackOut
+from tms.ingest.storage_calls import StorageCalls
 
-__all__ = ["CALLBACK_PATH", "CALLBACK_ROUTE", "commit_callback", "openapi_path"]
+__all__ = ["CALLBACK_PATH", "Authorize", "Grant", "handle_callback", "openapi_path"]
 
 CALLBACK_PATH = "/v1/hoodie/service/commit"
 
 
-@dataclass(frozen=True)
-class _Route:
-    """What `HttpMetricsMiddleware` reads for its route label (FastAPI puts its route
-    there)."""
+class Grant(Protocol):
+    """What the caller's credentials may notify (`tms.api.auth.CallbackGrant`)."""
 
-    path: str = CALLBACK_PATH
-
-
-CALLBACK_ROUTE = _Route()
-"""`scope["route"]` of the callback, set before the gate so refusals are labelled too."""
+    def check(self, base_path: str, field: str) -> None:
+        """Refuse (403 naming `field`) a base path the credentials may not notify."""
 
 
-async def commit_callback(scope: Scope, receive: Receive, send: Send) -> None:
-    """The endpoint; reads the settings, the session factory and the `GroupCommit` from
-    the state of `scope["app"]`."""
-    scope["route"] = CALLBACK_ROUTE
-    request = Request(scope, receive)
-    try:
-        response = await _respond(request)
-    except ClientDisconnect:
-        return
-    except Exception as exc:
-        response = await error_response(request, exc)
-    await response(scope, receive, send)
+Authorize = Callable[[Settings, Mapping[str, str]], Grant]
+"""Authenticates a callback's headers (`tms.api.auth.authorize_callback`); raises a 401."""
 
 
-async def _respond(request: Request) -> Response:
+async def handle_callback(request: Request, authorize: Authorize) -> Response:
+    """Store the notification in `request` (reads the settings, the session factory, the
+    `StorageCalls` and the `GroupCommit` from the state of its app) and answer it. Refusals
+    are raised (`ApiError`, `RequestValidationError`) for the API to render."""
     if request.method != "POST":
         raise ApiError(405, "method_not_allowed", "use POST", headers={"Allow": "POST"})
     state = request.app.state
     settings: Settings = state.settings
-    grant = authorize_callback(settings, request.headers)  # as the gate did, for the scope
+    grant = authorize(settings, request.headers)  # as the gate did, for the scope
     body = _parse(await request.body())
     base_path = checked_base_path(settings, body.base_path, "body.basePath")
     grant.check(base_path, field="body.basePath")

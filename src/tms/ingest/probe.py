@@ -17,7 +17,7 @@ from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action as HudiAction
-from tms.store.models import TableType
+from tms.store import TableType
 
 __all__ = ["Seen", "StorageInfo", "TableProbe", "TableState"]
 

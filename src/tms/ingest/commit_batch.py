@@ -16,12 +16,16 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics
-from tms.api.commit_action import CommitSummary, action_from_table_type
 from tms.config import Settings
+from tms.ingest.commit_action import CommitSummary, action_from_table_type
 from tms.policies import apply_triggers
-from tms.store.commits import CommitIn, lock_tables_by_base_path, record_commits
-from tms.store.models import Operation
-from tms.store.tables import normalize_base_path
+from tms.store import (
+    CommitIn,
+    Operation,
+    lock_tables_by_base_path,
+    normalize_base_path,
+    record_commits,
+)
 
 __all__ = ["Notification", "Outcome", "database_unreachable", "write_notifications"]
 

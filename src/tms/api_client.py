@@ -1,7 +1,7 @@
 """A small HTTP client of the service's API, for the operator CLI and the demo.
 
 It returns the API's JSON as plain dicts and turns every failure into one of two errors:
-`ApiError` (the service answered with an error: its status, code and message) or
+`ServiceRefused` (the service answered with an error: its status, code and message) or
 `ServiceUnreachable` (no answer at all), so callers can tell a refusal from an outage.
 """
 
@@ -16,11 +16,11 @@ from tms.config import DEFAULT_CALLBACK_KEY
 
 __all__ = [
     "SUBMIT_PATHS",
-    "ApiError",
+    "ApiClient",
     "ClientError",
     "Json",
+    "ServiceRefused",
     "ServiceUnreachable",
-    "TmsClient",
 ]
 
 Json = dict[str, Any]
@@ -35,7 +35,7 @@ class ClientError(Exception):
     """Any failure of a call; `str()` is a one-line message for people."""
 
 
-class ApiError(ClientError):
+class ServiceRefused(ClientError):
     """The service answered with an error status."""
 
     def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
@@ -46,7 +46,7 @@ class ApiError(ClientError):
         self.field = field
 
     @classmethod
-    def from_response(cls, response: httpx.Response) -> ApiError:
+    def from_response(cls, response: httpx.Response) -> ServiceRefused:
         """The API's `{"error": {code, message, field}}`, or the raw text of anything else
         (a proxy's error page)."""
         try:
@@ -74,7 +74,7 @@ class ServiceUnreachable(ClientError):
         self.reason = reason
 
 
-class TmsClient:
+class ApiClient:
     """Calls one service URL with an optional bearer token."""
 
     def __init__(self, url: str, token: str | None = None, *, timeout: float = 30.0) -> None:
@@ -85,7 +85,7 @@ class TmsClient:
     def close(self) -> None:
         self._http.close()
 
-    def __enter__(self) -> TmsClient:
+    def __enter__(self) -> ApiClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -100,14 +100,14 @@ class TmsClient:
         json: Any = None,
         headers: dict[str, str] | None = None,
     ) -> httpx.Response:
-        """One call; raises `ServiceUnreachable` or `ApiError`, else returns the response."""
+        """One call; raises `ServiceUnreachable` or `ServiceRefused`, else returns the response."""
         try:
             response = self._http.request(method, path, params=params, json=json, headers=headers)
         except httpx.TransportError as exc:
             reason = str(exc) or type(exc).__name__
             raise ServiceUnreachable(self.url, reason) from exc
         if response.is_error:
-            raise ApiError.from_response(response)
+            raise ServiceRefused.from_response(response)
         return response
 
     def _get(self, path: str, params: Any = None) -> Any:
@@ -119,7 +119,7 @@ class TmsClient:
         """True when `/readyz` says the service and its database are ready."""
         try:
             self.request("GET", "/readyz")
-        except ApiError:
+        except ServiceRefused:
             return False
         return True
 

@@ -21,13 +21,11 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Annotated, TypeVar
+from typing import TypeVar
 
-from fastapi import Depends, Request
+from tms.http.errors import ApiError
 
-from tms.api.errors import ApiError
-
-__all__ = ["StorageBusy", "StorageCalls", "StorageCallsDep", "StorageTimeout", "storage_calls"]
+__all__ = ["StorageBusy", "StorageCalls", "StorageTimeout"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -153,14 +151,3 @@ class StorageCalls:
             self._give_back()
             raise
         return future
-
-
-async def storage_calls(request: Request) -> StorageCalls:
-    """The application's `StorageCalls` (made by `tms.api.app.create_app`); no I/O, so a
-    dependency on the event loop."""
-    calls: StorageCalls = request.app.state.storage_calls
-    return calls
-
-
-StorageCallsDep = Annotated[StorageCalls, Depends(storage_calls)]
-"""The application's `StorageCalls`, as a route parameter."""

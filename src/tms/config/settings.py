@@ -1,53 +1,31 @@
-"""Service settings: one object read from `TMS_*` environment variables and `conf/tms.toml`.
+"""The `Settings` model: every setting with its default, its description and its check.
 
-Precedence, highest first: explicit keyword arguments, environment variables, the TOML file
-(`TMS_CONFIG`, else `conf/tms.toml` when it exists), the defaults below. Every value is checked
-when the settings are loaded, so a bad setting stops the service at start-up with a message
-that names the environment variable, instead of failing later in a request or a job.
+Checks run when settings are built (`tms.config.loading`), so a bad value stops the service
+at start-up with a message naming its environment variable.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import hashlib
 import hmac
-import os
 import re
-from collections.abc import Iterator, Mapping
-from contextvars import ContextVar
-from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
-    EnvSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
-    TomlConfigSettingsSource,
 )
 
-__all__ = [
-    "DEFAULT_CALLBACK_KEY",
-    "DEFAULT_CONFIG_FILE",
-    "ENV_PREFIX",
-    "AuthToken",
-    "CallbackKey",
-    "Role",
-    "SettingDoc",
-    "Settings",
-    "SettingsError",
-    "describe_settings",
-    "get_settings",
-    "load_settings",
-]
+from tms.config.sources import ENV_PREFIX, current_sources
 
-ENV_PREFIX = "TMS_"
-DEFAULT_CONFIG_FILE = Path("conf/tms.toml")
+__all__ = ["DEFAULT_CALLBACK_KEY", "AuthToken", "CallbackKey", "Role", "Settings"]
+
 DEFAULT_CALLBACK_KEY = "hudi_write_commit_http_callback"
 _PLACEHOLDER_SECRETS = frozenset({"changeme", "changethis", "secret", "token", "password"})
 _URL_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -56,10 +34,6 @@ _SPARK_MASTER = re.compile(
     r"^(local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[.+\]|yarn|(spark|k8s|mesos)://.+)$"
 )
 _URL_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
-
-
-class SettingsError(ValueError):
-    """Settings that cannot be used; the message lists each bad setting by its env variable."""
 
 
 class Role(enum.StrEnum):
@@ -239,15 +213,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        options = _SOURCES.get() or _Sources.default()
-        env = (
-            env_settings
-            if options.environ is None
-            else _MappingEnvSource(settings_cls, options.environ)
-        )
-        if options.config_file is None:
-            return init_settings, env
-        return init_settings, env, TomlConfigSettingsSource(settings_cls, options.config_file)
+        return current_sources(settings_cls, init_settings, env_settings)
 
     @field_validator("database_url", mode="before")
     @classmethod
@@ -487,115 +453,3 @@ def _split(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return list(value)
     return value
-
-
-@dataclass(frozen=True)
-class _Sources:
-    config_file: Path | None
-    environ: Mapping[str, str] | None
-
-    @staticmethod
-    def default() -> _Sources:
-        return _Sources(_config_file_from(os.environ), None)
-
-
-_SOURCES: ContextVar[_Sources | None] = ContextVar("tms_settings_sources", default=None)
-
-
-def _config_file_from(environ: Mapping[str, str]) -> Path | None:
-    named = environ.get(f"{ENV_PREFIX}CONFIG")
-    if named:
-        path = Path(named).expanduser()
-        if not path.is_file():
-            raise SettingsError(f"{ENV_PREFIX}CONFIG: {path} does not exist")
-        return path
-    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
-
-
-class _MappingEnvSource(EnvSettingsSource):
-    """The environment source, reading a given mapping instead of `os.environ`."""
-
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        self._environ = environ
-        super().__init__(settings_cls)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return {k.lower(): v for k, v in self._environ.items()}
-
-
-@contextlib.contextmanager
-def _sources(options: _Sources) -> Iterator[None]:
-    token = _SOURCES.set(options)
-    try:
-        yield
-    finally:
-        _SOURCES.reset(token)
-
-
-def load_settings(
-    *,
-    config_file: Path | Literal[False] | None = None,
-    environ: Mapping[str, str] | None = None,
-    **overrides: Any,
-) -> Settings:
-    """Build settings explicitly (tests, CLI): `config_file=False` reads no file, `None` the
-    usual one; `environ` replaces `os.environ`; keyword overrides win over both."""
-    env = os.environ if environ is None else environ
-    file = None if config_file is False else config_file or _config_file_from(env)
-    try:
-        with _sources(_Sources(file, environ)):
-            return Settings(**overrides)
-    except ValidationError as exc:
-        raise SettingsError(_explain(exc, file)) from None
-
-
-def _explain(exc: ValidationError, file: Path | None) -> str:
-    lines = [f"invalid settings (environment {ENV_PREFIX}*, config file {file or 'none'}):"]
-    for error in exc.errors(include_url=False):
-        loc = [str(part) for part in error["loc"]]
-        msg = error["msg"].removeprefix("Value error, ")
-        if not loc:
-            lines.append(f"  {msg}")
-            continue
-        name = loc[0]
-        where = f"{ENV_PREFIX}{name.upper()} ({'.'.join(loc)})"
-        if error["type"] == "extra_forbidden":
-            lines.append(f"  {name}: unknown setting (a typo in the config file?)")
-        elif name in {"auth_tokens", "callback_keys", "database_url"}:
-            lines.append(f"  {where}: {msg}")
-        else:
-            lines.append(f"  {where}: {msg}; got {error.get('input')!r}")
-    return "\n".join(lines)
-
-
-@lru_cache(maxsize=1)
-def get_settings() -> Settings:
-    """The process-wide settings, loaded once; `get_settings.cache_clear()` reloads."""
-    return load_settings()
-
-
-class SettingDoc(NamedTuple):
-    name: str
-    env: str
-    default: str
-    description: str
-
-
-def describe_settings() -> list[SettingDoc]:
-    """One row per setting, for the README table and the check that conf/tms.toml lists all."""
-    rows = []
-    for name, field in Settings.model_fields.items():
-        default = field.get_default(call_default_factory=True)
-        if isinstance(default, list | tuple | dict):
-            default = (
-                ",".join(f"{k}:{v}" for k, v in default.items())
-                if isinstance(default, dict)
-                else ",".join(str(v) for v in default)
-            )
-        if isinstance(default, bool):
-            default = str(default).lower()
-        elif isinstance(default, Path):
-            default = f"./{default}"
-        shown = "unset" if default in (None, "") else str(default)
-        rows.append(SettingDoc(name, f"{ENV_PREFIX}{name.upper()}", shown, field.description or ""))
-    return rows

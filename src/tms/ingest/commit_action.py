@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tms.api.schemas.callback import WriteStatIn
 from tms.hudi.timeline.instant import Action as HudiAction
-from tms.store.models import TableType
+from tms.ingest.schema import WriteStatIn
+from tms.store import TableType
 
 __all__ = [
     "CommitSummary",

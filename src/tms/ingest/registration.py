@@ -1,49 +1,34 @@
 """Registering tables from what callers say and what storage shows.
 
-Used by `POST /v1/tables`, RFC-43 register, the Hudi client's REGISTER/REQUEST and the
-commit callback's auto-registration, so all four treat a table alike: every base path is
-normalized and checked against the allowed schemes and prefixes (`checked_base_path`)
-before it is stored, compared or opened.
+Used by `POST /v1/tables` and RFC-43 register (`tms.api.routes.tables.register_body`), the
+Hudi client's REGISTER/REQUEST and the commit callback's auto-registration, so all four
+treat a table alike: every base path is normalized and checked against the allowed schemes
+and prefixes (`checked_base_path`) before it is stored, compared or opened.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import Query, Response
 from sqlalchemy.orm import Session
 
-from tms.api.errors import ApiError
-from tms.api.probe import Seen, StorageInfo, TableProbe, TableState
-from tms.api.schemas.tables import TableIn, TableOut
-from tms.api.storage_calls import StorageCalls
-from tms.api.views import table_out
 from tms.config import Settings
+from tms.http.errors import ApiError
 from tms.hudi.base_path import check_base_path
 from tms.hudi.errors import BasePathError
-from tms.store.models import Action, TableType
-from tms.store.tables import Registered, register_table, update_table
+from tms.ingest.probe import Seen, StorageInfo, TableState
+from tms.store import Action, Registered, TableType, register_table, update_table
 
 __all__ = [
     "DEFAULT_DB_NAME",
-    "PendingQuery",
     "checked_base_path",
     "register",
-    "register_body",
     "require_table",
 ]
 
 DEFAULT_DB_NAME = "default"
 """Database name of a table whose writer names none (Hudi's own default)."""
-
-PendingQuery = Annotated[
-    bool,
-    Query(
-        description="true: register a table that will be created (storage need not show "
-        "a Hudi table at the base path yet)"
-    ),
-]
 
 
 def register(
@@ -118,41 +103,3 @@ def require_table(seen: Seen, field: str) -> None:
             "(register with ?pending=true to skip the check)",
             field=field,
         )
-
-
-def register_body(
-    session: Session,
-    body: TableIn,
-    response: Response,
-    settings: Settings,
-    calls: StorageCalls,
-    *,
-    pending: bool = False,
-) -> TableOut:
-    """`POST /v1/tables` and RFC-43 register, which answer alike: storage is read before the
-    transaction; 201 when created, 200 when this name and base path were registered already.
-    Unless `pending`, storage must show a Hudi table at the base path."""
-    field = "body.base_path"
-    base_path = checked_base_path(settings, body.base_path, field)
-    seen = calls.run(TableProbe(base_path).look)
-    if not pending:
-        require_table(seen, field)
-    registered = register(
-        session,
-        db_name=body.db_name,
-        table_name=body.table_name,
-        base_path=base_path,
-        info=seen.info,
-        owner=body.owner,
-        queue=body.queue,
-        priority=body.priority,
-        table_type=body.table_type,
-        enabled_actions=list(dict.fromkeys(body.enabled_actions))
-        if body.enabled_actions is not None
-        else None,
-        policy=body.policy.model_dump(exclude_none=True) if body.policy else None,
-        paused=body.paused,
-    )
-    session.commit()
-    response.status_code = 201 if registered.created else 200
-    return table_out(registered.table, settings, created=registered.created)

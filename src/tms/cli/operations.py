@@ -11,9 +11,9 @@ from typing import Annotated, Any
 
 import typer
 
+from tms.api_client import Json
 from tms.cli.remote import AsJson, Token, Url, connect, qualified, resolve_table
 from tms.cli.render import echo_json, print_fields, print_rows, short_time
-from tms.client import Json
 
 __all__ = ["ops_app"]
 

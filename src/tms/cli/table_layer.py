@@ -1,0 +1,147 @@
+"""Table-layer commands: read a Hudi table's timeline and files, run a table service on
+Spark. They work on storage directly and need no service."""
+
+from __future__ import annotations
+
+import enum
+import json
+from typing import Annotated
+
+import typer
+
+from tms.cli.render import cell, print_rows
+from tms.hudi.errors import HudiError
+from tms.hudi.table import HudiTable
+
+__all__ = ["files", "run", "timeline"]
+
+BasePath = Annotated[str, typer.Option("--base-path", help="Base path of the Hudi table.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _open(base_path: str) -> HudiTable:
+    try:
+        return HudiTable.open(base_path)
+    except HudiError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def _refused(exc: HudiError) -> typer.Exit:
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(2)
+
+
+def timeline(
+    base_path: BasePath,
+    as_json: AsJson = False,
+    archived: Annotated[
+        bool, typer.Option("--archived", help="Also list the archived instants (layout 2).")
+    ] = False,
+) -> None:
+    """Print the timeline: every instant with action, state and times."""
+    table = _open(base_path)
+    loaded = table.timeline()
+    rows = loaded.describe()
+    history: list[dict[str, object]] = []
+    if archived:
+        try:
+            history = [{**row, "state": "ARCHIVED"} for row in loaded.archived.describe()]
+        except HudiError as exc:
+            raise _refused(exc) from exc
+    if as_json:
+        document: dict[str, object] = {
+            "table": table.name,
+            "base_path": base_path,
+            "table_version": table.config.table_version,
+            "instants": rows,
+        }
+        if archived:
+            document["archived"] = history
+        typer.echo(json.dumps(document, indent=2))
+        return
+    print_rows(history + rows, ["instant", "action", "state", "completion_time", "requested_as"])
+
+
+def files(base_path: BasePath, as_json: AsJson = False) -> None:
+    """Print file groups with their latest file slices."""
+    table = _open(base_path)
+    try:
+        view = table.file_system_view()
+    except HudiError as exc:
+        raise _refused(exc) from exc
+    rows = view.describe()
+    if as_json:
+        typer.echo(
+            json.dumps({"table": table.name, "base_path": base_path, "file_slices": rows}, indent=2)
+        )
+        return
+    print_rows(rows, ["partition", "file_id", "base_instant", "base_file", "log_files"])
+
+
+class Service(enum.StrEnum):
+    compaction = "compaction"
+    clustering = "clustering"
+    clean = "clean"
+
+
+def run(
+    service: Annotated[Service, typer.Argument(help="The table service to run.")],
+    base_path: BasePath,
+    instant: Annotated[
+        str | None, typer.Option(help="Execute this pending plan; without it, schedule one.")
+    ] = None,
+    master: Annotated[str, typer.Option(help="Spark master.")] = "local[*]",
+    parallelism: Annotated[int | None, typer.Option(help="Spark tasks at most at once.")] = None,
+    strategy: Annotated[
+        str, typer.Option(help="Compaction plan strategy: all | log-size.")
+    ] = "all",
+    target_file_size: Annotated[
+        int, typer.Option(help="Clustering: target size of a file group, in bytes.")
+    ] = 128 * 1024 * 1024,
+    small_file_limit: Annotated[
+        int, typer.Option(help="Clustering: file groups below this size are clustered.")
+    ] = 100 * 1024 * 1024,
+    sort_columns: Annotated[
+        str, typer.Option(help="Clustering: comma-separated columns to sort rows by.")
+    ] = "",
+    policy: Annotated[
+        str, typer.Option(help="Clean: KEEP_LATEST_COMMITS | KEEP_LATEST_FILE_VERSIONS.")
+    ] = "KEEP_LATEST_COMMITS",
+    retain: Annotated[int, typer.Option(help="Clean: commits or file versions to keep.")] = 10,
+    heartbeat_interval: Annotated[
+        float, typer.Option(help="Seconds between heartbeats of the running instant.")
+    ] = 60.0,
+    as_json: AsJson = False,
+) -> None:
+    """Schedule (unless --instant is given) and execute a table service on Spark."""
+    from tms.services import runner
+
+    table = _open(base_path)
+    request = runner.ServiceRequest(
+        service=service.value,
+        instant=instant,
+        master=master,
+        parallelism=parallelism,
+        strategy=strategy,
+        target_file_size=target_file_size,
+        small_file_limit=small_file_limit,
+        sort_columns=[c.strip() for c in sort_columns.split(",") if c.strip()],
+        policy=policy,
+        retain=retain,
+        heartbeat_interval=heartbeat_interval,
+    )
+    try:
+        result = runner.run_service(table, request)
+    except (HudiError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if result is None:
+        message = {"service": service.value, "state": "NOTHING_TO_DO"}
+        typer.echo(json.dumps(message) if as_json else f"{service.value}: nothing to schedule")
+        return
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    for key, value in result.to_dict().items():
+        typer.echo(f"{key:>22}: {cell(value)}")

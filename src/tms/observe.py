@@ -1,0 +1,57 @@
+"""Metric updates for what the store recorded, shared by the API, ingest and the scheduler.
+
+Callers update metrics once the transaction they describe committed (a rolled-back request or
+tick must not count).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from tms import metrics
+from tms.store import Operation, OperationStatus
+
+__all__ = [
+    "attempt_ended",
+    "commit_notified",
+    "operation_moved",
+    "operations_created",
+    "seconds_between",
+]
+
+
+def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    if start is None or end is None:
+        return None
+    return max(0.0, (end - start).total_seconds())
+
+
+def commit_notified(source: str, *, new: bool) -> None:
+    metrics.COMMIT_NOTIFICATIONS.labels(source, "new" if new else "duplicate").inc()
+
+
+def operations_created(operations: Iterable[Operation], origin: str) -> None:
+    for operation in operations:
+        metrics.OPERATIONS_CREATED.labels(operation.action.value, origin).inc()
+
+
+def operation_moved(operation: Operation) -> None:
+    """Count the operation's new status; time it when the status is terminal."""
+    action = operation.action.value
+    status = OperationStatus(operation.status)
+    metrics.OPERATION_TRANSITIONS.labels(action, status.value).inc()
+    if status.terminal:
+        took = seconds_between(operation.created_at, operation.finished_at)
+        if took is not None:
+            metrics.OPERATION_DURATION.labels(action, status.value).observe(took)
+
+
+def attempt_ended(
+    action: str, outcome: str, started: datetime | None, ended: datetime | None
+) -> None:
+    """Count an attempt's outcome and time it from launch to end."""
+    metrics.ATTEMPTS.labels(action, outcome).inc()
+    took = seconds_between(started, ended)
+    if took is not None:
+        metrics.ATTEMPT_DURATION.labels(action, outcome).observe(took)
