@@ -32,8 +32,8 @@ from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
-from tms.jobs.client import JobClient
 from tms.jobs.runner import EXIT_FAILED, JobRunner
+from tms.jobs.service_api import JobClient
 from tms.services.clean import execute_clean
 from tms.services.clustering import execute_clustering, schedule_clustering
 from tms.services.compaction import execute_compaction, schedule_compaction

@@ -1,7 +1,8 @@
 """The PySpark job of one attempt: talks to the service over HTTP (spec, heartbeats,
 result) with the attempt's token and runs the table service; never touches the database."""
 
-from tms.jobs.client import (
+from tms.jobs.runner import JobRunner, Report
+from tms.jobs.service_api import (
     ApiRejected,
     ApiUnavailable,
     AttemptGone,
@@ -10,7 +11,6 @@ from tms.jobs.client import (
     JobClient,
     JobSpec,
 )
-from tms.jobs.runner import JobRunner, Report
 
 __all__ = [
     "ApiRejected",

@@ -7,7 +7,7 @@ import logging
 import threading
 from typing import Any
 
-from tms.jobs.client import AttemptGone, JobApiError, JobClient
+from tms.jobs.service_api import AttemptGone, JobApiError, JobClient
 
 __all__ = ["Heartbeater", "JobControl", "JobStopped"]
 

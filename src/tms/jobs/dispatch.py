@@ -9,7 +9,7 @@ from tms.services.params import BadJobInput, schedule_kwargs
 
 if TYPE_CHECKING:
     from tms.hudi.table import HudiTable
-    from tms.jobs.client import JobSpec
+    from tms.jobs.service_api import JobSpec
     from tms.services.execution import ServiceResult
 
 __all__ = ["ACTIONS", "execute_plan", "pending_plans", "schedule_plan", "spark_session"]

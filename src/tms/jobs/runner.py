@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from tms.hudi.errors import TableRefusedError
 from tms.hudi.table import HudiTable
-from tms.jobs.client import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import execute_plan, pending_plans, schedule_plan, spark_session
+from tms.jobs.service_api import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.services.params import BadJobInput
 
 if TYPE_CHECKING:
