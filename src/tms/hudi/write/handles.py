@@ -124,8 +124,13 @@ def append_log_file(
     instant_time: str,
     operation: WriteOperation,
     schema_json: str | None,
+    parquet_blocks: bool = False,
 ) -> WriteStat:
-    """Merge-on-read: a new log file in the latest slice with a data or delete block."""
+    """Merge-on-read: a new log file in the latest slice with a data or delete block.
+
+    Data blocks are Avro blocks, or Parquet blocks with ``parquet_blocks`` (Hudi's
+    ``hoodie.logfile.data.block.format=parquet``).
+    """
     storage, config = table.storage, table.config
     version = max((log.name.version for log in file_slice.log_files), default=0) + 1
     name = LogFileName(file_slice.file_id, file_slice.base_instant_time, version, WRITER_TOKEN)
@@ -150,7 +155,9 @@ def append_log_file(
     else:
         rows = _file_rows(rows, instant_time, file_slice.file_id, 0)
         schema = avro_record_schema(config.table_name, rows.schema)
-        size = write_log_file(storage, path, instant_time, schema, records=rows)
+        size = write_log_file(
+            storage, path, instant_time, schema, records=rows, parquet_blocks=parquet_blocks
+        )
         counts = {"num_update_writes": rows.num_rows, "num_writes": rows.num_rows}
     base_name = file_slice.base_file.file_name if file_slice.base_file else ""
     return WriteStat(

@@ -60,8 +60,11 @@ class HudiWriter:
         table: HudiTable,
         max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
         heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
+        *,
+        parquet_log_blocks: bool = False,
     ) -> None:
         self.table = table
+        self.parquet_log_blocks = parquet_log_blocks
         self.max_file_rows = max_file_rows
         self.heartbeat_interval = heartbeat_interval
 
@@ -143,7 +146,13 @@ class HudiWriter:
             PARTITION_PATH: partitions,
             FILE_NAME: pa.array([""] * n, pa.string()),
         }
-        tagged = pa.table({**meta, **{name: data.column(name) for name in data.column_names}})
+        # The batch's own fields (nullability, metadata such as an enum's Avro type) are kept.
+        tagged = pa.Table.from_arrays(
+            [*meta.values(), *data.columns],
+            schema=pa.schema(
+                [pa.field(name, array.type) for name, array in meta.items()] + list(data.schema)
+            ),
+        )
         if operation is WriteOperation.DELETE:
             return tagged
         ordering = config.ordering_fields[0] if config.ordering_fields else None
@@ -170,7 +179,15 @@ class HudiWriter:
             target = slices[(partition, file_id)]
             if self.config.is_merge_on_read:
                 writes.append(
-                    append_log_file(self.table, target, rows, instant_time, operation, schema_json)
+                    append_log_file(
+                        self.table,
+                        target,
+                        rows,
+                        instant_time,
+                        operation,
+                        schema_json,
+                        self.parquet_log_blocks,
+                    )
                 )
             else:
                 writes.append(
