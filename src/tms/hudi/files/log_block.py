@@ -24,7 +24,7 @@ Hudi 0.14+ writes and hudi-rs requires):
   ordering values are wrapped in Hudi's per-type wrapper records (HUDI-5760).
 - COMMAND: empty; the header says which command (``COMMAND_BLOCK_TYPE`` "0" = rollback of
   the blocks written by ``TARGET_INSTANT_TIME``).
-- PARQUET_DATA: a whole Parquet file (read support only).
+- PARQUET_DATA: a whole Parquet file (footer key ``parquet.avro.schema`` holds the SCHEMA).
 
 This module holds what the writer (``tms.hudi.files.log_writer``) and the reader
 (``tms.hudi.files.log_reader``) must agree on: the constants, the enums of ordinals and the
