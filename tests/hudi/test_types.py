@@ -18,6 +18,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 import pytest
+from tests import oracle
 
 from tms.hudi.avro.schema import (
     AVRO_TYPE_KEY,
@@ -34,7 +35,10 @@ from tms.hudi.files.log_writer import encode_avro_data_block, encode_parquet_dat
 from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.files.reader import read_file_slice
 from tms.hudi.meta_fields import COMMIT_TIME, META_FIELDS, RECORD_KEY
+from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.storage import Storage
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 
 NS = "hoodie.t.t_record"
 UTC = dt.UTC
@@ -464,3 +468,59 @@ def test_a_slice_reads_across_added_columns_and_widened_types(
     for row in expected.values():
         row.pop(COMMIT_TIME)
     assert got == expected
+
+
+def _batch(keys: list[str], ts: int, *, new: bool) -> pa.Table:
+    fields = [
+        pa.field("id", pa.string()),
+        pa.field("ts", pa.int64() if new else pa.int32()),
+        pa.field("amount", pa.float64() if new else pa.float32()),
+        pa.field("info", pa.struct([("a", pa.string()), *([("b", pa.int64())] if new else [])])),
+        *([pa.field("added", pa.string())] if new else []),
+    ]
+    rows = [
+        {
+            "id": key,
+            "ts": ts,
+            "amount": ts + 0.5,
+            "info": {"a": key, "b": ts} if new else {"a": key},
+            "added": f"{key}@{ts}",
+        }
+        for key in keys
+    ]
+    return pa.Table.from_pylist(rows, schema=pa.schema(fields))
+
+
+def test_copy_on_write_upsert_with_an_evolved_schema_keeps_every_column(tmp_path: Path) -> None:
+    """A batch with a widened type and an added column rewrites base files in its schema:
+    old records get nulls for what they lack, hudi-rs reads the evolved table."""
+    base = str(tmp_path / "cow")
+    table = create_table(
+        base, "cow", table_type=COPY_ON_WRITE, record_key_fields=["id"], ordering_field="ts"
+    )
+    writer = HudiWriter(table)
+    writer.insert(_batch(["a", "b", "c"], 1, new=False))
+    writer.upsert(_batch(["b", "d"], 2**33, new=True))
+
+    got = {row["id"]: row for row in oracle.snapshot(base).to_pylist()}
+    old = {"ts": 1, "amount": 1.5, "added": None}
+    assert got == {
+        "a": {RECORD_KEY: "a", "id": "a", **old, "info": {"a": "a", "b": None}},
+        "b": {
+            RECORD_KEY: "b",
+            "id": "b",
+            "ts": 2**33,
+            "amount": 2**33 + 0.5,
+            "info": {"a": "b", "b": 2**33},
+            "added": f"b@{2**33}",
+        },
+        "c": {RECORD_KEY: "c", "id": "c", **old, "info": {"a": "c", "b": None}},
+        "d": {
+            RECORD_KEY: "d",
+            "id": "d",
+            "ts": 2**33,
+            "amount": 2**33 + 0.5,
+            "info": {"a": "d", "b": 2**33},
+            "added": f"d@{2**33}",
+        },
+    }
