@@ -12,11 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import fastavro
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from tests import oracle
 
@@ -33,7 +35,7 @@ from tms.hudi.files.log_block import BlockType
 from tms.hudi.files.log_reader import read_log_blocks
 from tms.hudi.files.log_writer import encode_avro_data_block, encode_parquet_data_block
 from tms.hudi.files.names import BaseFileName, LogFileName
-from tms.hudi.files.reader import read_file_slice
+from tms.hudi.files.reader import conform_table, read_file_slice
 from tms.hudi.meta_fields import COMMIT_TIME, META_FIELDS, RECORD_KEY
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.storage import Storage
@@ -524,3 +526,61 @@ def test_copy_on_write_upsert_with_an_evolved_schema_keeps_every_column(tmp_path
             "added": f"d@{2**33}",
         },
     }
+
+
+# Tables written by Hudi itself -------------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "hudi-tables"
+
+
+def _unzipped(name: str, tmp_path: Path) -> Path:
+    with zipfile.ZipFile(FIXTURES / f"{name}.zip") as archive:
+        archive.extractall(tmp_path)
+    (root,) = [p for p in tmp_path.iterdir() if (p / ".hoodie").is_dir()]
+    return root
+
+
+@pytest.mark.parametrize(
+    "fixture",
+    ["cow_v8_nonpartitioned", "cow_v9_txns_simple_nometa", "mor_avro_v9_txns_simple_nometa"],
+)
+def test_schemas_in_hudi_written_files_map_to_arrow_and_back_exactly(
+    fixture: str, tmp_path: Path
+) -> None:
+    """Hudi records each base file's Avro schema in its footer: we map it to the file's own
+    Arrow types, and spell it back exactly as Hudi did (record names, namespaces, defaults)."""
+    root = _unzipped(fixture, tmp_path)
+    # Files of Hudi's Spark row writer carry Spark's schema instead; the others carry Avro's.
+    footers = {
+        path: (pq.read_schema(path).metadata or {}).get(b"parquet.avro.schema")
+        for path in root.rglob("*.parquet")
+        if ".hoodie" not in path.parts
+    }
+    files = {path: text for path, text in footers.items() if text is not None}
+    assert files
+    for path, text in files.items():
+        avro = json.loads(text)
+        schema = arrow_schema_from_avro(avro)
+        table_name = avro["namespace"].removeprefix("hoodie.")
+        assert avro_record_schema(table_name, schema) == avro
+        rows = pq.read_table(path)
+        # Hudi's two-level lists cannot hold null items; otherwise the types are the file's.
+        read = conform_table(rows, schema)
+        assert read.schema == schema
+        assert read.to_pylist() == rows.to_pylist()
+
+
+def test_hudi_written_avro_log_blocks_read_in_their_own_schema(tmp_path: Path) -> None:
+    root = _unzipped("mor_avro_v9_txns_simple_nometa", tmp_path)
+    logs = [p for p in root.rglob(".*.log.*") if ".hoodie" not in p.parts]
+    assert logs
+    seen = 0
+    for path in logs:
+        for block in read_log_blocks(path.read_bytes()):
+            if block.block_type is BlockType.AVRO_DATA:
+                assert block.schema is not None
+                rows = block_records(block)
+                assert rows.schema == arrow_schema_from_avro(block.schema)
+                assert all(rows.column(RECORD_KEY).to_pylist())
+                seen += rows.num_rows
+    assert seen > 0
