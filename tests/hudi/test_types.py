@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ def _meta(avro_type: dict[str, Any]) -> dict[bytes, bytes]:
 
 ENUM = {"type": "enum", "name": "Color", "namespace": "hoodie.t", "symbols": ["RED", "BLUE"]}
 FIXED = {"type": "fixed", "name": "Hash", "namespace": "hoodie.t", "size": 4}
+UUID = {"type": "string", "logicalType": "uuid"}
 BYTES_DECIMAL = {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 4}
 ARR_ITEM = pa.struct([("f1", pa.string()), ("f2", pa.int32())])
 MAP_VALUE = pa.struct([("v1", pa.float64()), ("v2", pa.bool_())])
@@ -109,6 +111,17 @@ CASES: dict[str, tuple[pa.Field, Any, list[Any]]] = {
         {"type": "long", "logicalType": "local-timestamp-micros"},
         [dt.datetime(2024, 1, 1, 8, 30, 0, 7), None],
     ),
+    "time_millis": (
+        pa.field("x", pa.time32("ms")),
+        {"type": "int", "logicalType": "time-millis"},
+        [dt.time(23, 59, 59, 999000), None],
+    ),
+    "time_micros": (
+        pa.field("x", pa.time64("us")),
+        {"type": "long", "logicalType": "time-micros"},
+        [dt.time(0, 0, 0, 1), None],
+    ),
+    "uuid": (pa.field("x", pa.string(), metadata=_meta(UUID)), UUID, [str(uuid.UUID(int=7)), None]),
     "enum": (pa.field("x", pa.string(), metadata=_meta(ENUM)), ENUM, ["BLUE", None]),
     "fixed": (pa.field("x", pa.binary(4), metadata=_meta(FIXED)), FIXED, [b"abcd", None]),
     "nested_record": (

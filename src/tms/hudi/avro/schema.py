@@ -277,7 +277,8 @@ def _arrow_type(
         value = pa.field("value", dtype, nullable=nullable, metadata=_metadata(kept))
         return pa.map_(pa.field("key", pa.string(), nullable=False), value), False, None
     if isinstance(base, str) and base in _PRIMITIVES:
-        return _PRIMITIVES[base], False, None
+        # A logical type Arrow has no type for (uuid, ...): the primitive, the rest kept.
+        return _PRIMITIVES[base], False, avro_type if logical is not None else None
     if isinstance(base, list | dict):
         return _arrow_type(base, field_name, namespace, names)
     raise ValueError(f"field {field_name!r}: unsupported Avro type {avro_type}")

@@ -164,6 +164,19 @@ def parsed_block_schema(schema_json: str) -> Any:
     if parsed is None:
         if len(_PARSED_CACHE) > 64:
             _PARSED_CACHE.clear()
-        parsed = fastavro.parse_schema(json.loads(schema_json))
+        parsed = fastavro.parse_schema(_plain_uuids(json.loads(schema_json)))
         _PARSED_CACHE[schema_json] = parsed
     return parsed
+
+
+def _plain_uuids(node: Any) -> Any:
+    """The schema with ``uuid`` strings read as plain strings (fastavro would make them
+    ``uuid.UUID`` objects, which Arrow does not take); the bytes are the same."""
+    if isinstance(node, list):
+        return [_plain_uuids(branch) for branch in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _plain_uuids(value) for key, value in node.items()}
+    if out.get("logicalType") == "uuid" and out.get("type") == "string":
+        del out["logicalType"]
+    return out
