@@ -6,7 +6,9 @@ markers while writing and a heartbeat while the instant is in flight. This modul
 instant and routes each batch's rows to file groups (existing ones by record key, new ones for
 the rest); the files themselves are written by `tms.hudi.write.handles`, and new tables are
 created by `tms.hudi.write.new_table`. Copy-on-write tables rewrite the base files they touch;
-merge-on-read tables append updates and deletes to log files. It runs in one process and is
+merge-on-read tables append updates and deletes to log files (Avro data blocks, or Parquet
+ones with `parquet_log_blocks`). A batch's Arrow field metadata may name an Avro type Arrow
+has no type for (an enum, a `fixed`; see `tms.hudi.avro.schema.AVRO_TYPE_KEY`). It runs in one process and is
 meant for tests, demos, benchmarks and small tables.
 """
 
