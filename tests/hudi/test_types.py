@@ -30,16 +30,21 @@ from tms.hudi.avro.schema import (
     table_to_avro_records,
     with_meta_fields,
 )
-from tms.hudi.files.data import block_records, write_base_file, write_log_file
+from tms.hudi.files.data import block_records, write_base_file
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
 from tms.hudi.files.log_block import BlockType
 from tms.hudi.files.log_reader import read_log_blocks
-from tms.hudi.files.log_writer import encode_avro_data_block, encode_parquet_data_block
+from tms.hudi.files.log_writer import encode_avro_data_block
 from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.files.reader import conform_table, read_file_slice
 from tms.hudi.meta_fields import COMMIT_TIME, META_FIELDS, RECORD_KEY
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.storage import Storage
+from tms.hudi.write.log_blocks import (
+    LogBlockFormat,
+    encode_parquet_data_block,
+    write_data_log_file,
+)
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
 
@@ -445,13 +450,13 @@ def test_a_slice_reads_across_added_columns_and_widened_types(
     ):
         name = LogFileName(file_id, c1, version, "0-0-0")
         rows = _rows(schema, commit, keys, ts)
-        log_size = write_log_file(
+        log_size = write_data_log_file(
             storage,
             str(name),
             commit,
             avro_record_schema("t", rows.schema),
-            records=rows,
-            parquet_blocks=log_format == "parquet",
+            rows,
+            LogBlockFormat(log_format),
         )
         logs.append(LogFile(name, str(name), log_size))
     file_slice = FileSlice("", file_id, c1, BaseFile(base_name, str(base_name), size), tuple(logs))

@@ -29,6 +29,7 @@ from tests import oracle
 from tms.hudi.avro.schema import AVRO_TYPE_KEY
 from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
 from tms.hudi.table import HudiTable
+from tms.hudi.write.log_blocks import LogBlockFormat
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
 from tms.services.clean import execute_clean
@@ -114,7 +115,9 @@ class TypedTable:
         self.fields = fields
         table = create_table(self.base, name, record_key_fields=["id"], ordering_field="ts")
         self.avro_blocks = HudiWriter(table, max_file_rows=FILE_ROWS)
-        self.parquet_blocks = HudiWriter(table, max_file_rows=FILE_ROWS, parquet_log_blocks=True)
+        self.parquet_blocks = HudiWriter(
+            table, max_file_rows=FILE_ROWS, log_block_format=LogBlockFormat.PARQUET
+        )
         self.model: dict[str, dict[str, Any]] = {}
 
     def batch(self, ids: range, ts: int, *, new: bool) -> pa.Table:

@@ -16,11 +16,7 @@ import pyarrow.parquet as pq
 from tms.hudi.avro.schema import arrow_schema_from_avro, avro_records_to_table
 from tms.hudi.files.log_block import DeleteRecord, LogBlock
 from tms.hudi.files.log_reader import read_log_blocks
-from tms.hudi.files.log_writer import (
-    encode_avro_data_block,
-    encode_delete_block,
-    encode_parquet_data_block,
-)
+from tms.hudi.files.log_writer import encode_avro_data_block, encode_delete_block
 from tms.hudi.files.names import PARTITION_METADATA
 from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.storage import Storage
@@ -65,16 +61,10 @@ def write_log_file(
     records: pa.Table | None = None,
     deletes: Sequence[DeleteRecord] = (),
     ordering_field: str | None = None,
-    parquet_blocks: bool = False,
 ) -> int:
-    """Write a new log file holding a data block and/or a delete block; returns its size.
-
-    The data block is an Avro block, or a Parquet block with ``parquet_blocks``.
-    """
+    """Write a new log file holding a data block and/or a delete block; returns its size."""
     data = b""
-    if records is not None and records.num_rows and parquet_blocks:
-        data += encode_parquet_data_block(instant_time, avro_schema, records)
-    elif records is not None and records.num_rows:
+    if records is not None and records.num_rows:
         data += encode_avro_data_block(instant_time, avro_schema, records.to_pylist())
     if deletes:
         data += encode_delete_block(

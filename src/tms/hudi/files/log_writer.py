@@ -14,8 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import fastavro
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tms.hudi.avro.delete_records import PARSED_DELETE_SCHEMA, avro_kind, wrap_ordering_value
 from tms.hudi.avro.schema import avro_datum_converter
@@ -35,12 +33,8 @@ __all__ = [
     "encode_avro_data_block",
     "encode_delete_block",
     "encode_log_block",
-    "encode_parquet_data_block",
     "encode_rollback_block",
 ]
-
-PARQUET_AVRO_SCHEMA_KEY = b"parquet.avro.schema"
-"""Parquet footer key under which Hudi's Parquet writers record the Avro schema."""
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -117,22 +111,6 @@ def encode_avro_data_block(
     )
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema_json}
     return encode_log_block(BlockType.AVRO_DATA, header, content)
-
-
-def encode_parquet_data_block(instant_time: str, schema: dict[str, Any], rows: pa.Table) -> bytes:
-    """A PARQUET_DATA block of ``rows`` written by ``instant_time``: a whole Parquet file.
-
-    As Hudi's ``HoodieParquetDataBlock``: the SCHEMA header names the Avro record schema, the
-    content is the Parquet file (its footer carries the same schema), compressed with gzip,
-    Hudi's default for Parquet log blocks.
-    """
-    schema_json = _schema_json(schema)
-    metadata = dict(rows.schema.metadata or {})
-    metadata[PARQUET_AVRO_SCHEMA_KEY] = schema_json.encode("utf-8")
-    buffer = io.BytesIO()
-    pq.write_table(rows.replace_schema_metadata(metadata), buffer, compression="gzip")
-    header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema_json}
-    return encode_log_block(BlockType.PARQUET_DATA, header, buffer.getvalue())
 
 
 def _field_kind(schema: Mapping[str, Any], field_name: str | None) -> str | None:

@@ -28,6 +28,7 @@ from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.reader import conform_table
 from tms.hudi.meta_fields import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.table import HudiTable
+from tms.hudi.write.log_blocks import LogBlockFormat, write_data_log_file
 
 __all__ = ["WriteOperation", "append_log_file", "create_file_groups", "merge_base_file"]
 
@@ -125,13 +126,10 @@ def append_log_file(
     instant_time: str,
     operation: WriteOperation,
     schema_json: str | None,
-    parquet_blocks: bool = False,
+    block_format: LogBlockFormat = LogBlockFormat.AVRO,
 ) -> WriteStat:
-    """Merge-on-read: a new log file in the latest slice with a data or delete block.
-
-    Data blocks are Avro blocks, or Parquet blocks with ``parquet_blocks`` (Hudi's
-    ``hoodie.logfile.data.block.format=parquet``).
-    """
+    """Merge-on-read: a new log file in the latest slice with a data block (Avro or Parquet)
+    or a delete block."""
     storage, config = table.storage, table.config
     version = max((log.name.version for log in file_slice.log_files), default=0) + 1
     name = LogFileName(file_slice.file_id, file_slice.base_instant_time, version, WRITER_TOKEN)
@@ -156,9 +154,7 @@ def append_log_file(
     else:
         rows = _file_rows(rows, instant_time, file_slice.file_id, 0)
         schema = avro_record_schema(config.table_name, rows.schema)
-        size = write_log_file(
-            storage, path, instant_time, schema, records=rows, parquet_blocks=parquet_blocks
-        )
+        size = write_data_log_file(storage, path, instant_time, schema, rows, block_format)
         counts = {"num_update_writes": rows.num_rows, "num_writes": rows.num_rows}
     base_name = file_slice.base_file.file_name if file_slice.base_file else ""
     return WriteStat(

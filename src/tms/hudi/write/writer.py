@@ -6,9 +6,7 @@ markers while writing and a heartbeat while the instant is in flight. This modul
 instant and routes each batch's rows to file groups (existing ones by record key, new ones for
 the rest); the files themselves are written by `tms.hudi.write.handles`, and new tables are
 created by `tms.hudi.write.new_table`. Copy-on-write tables rewrite the base files they touch;
-merge-on-read tables append updates and deletes to log files (Avro data blocks, or Parquet
-ones with `parquet_log_blocks`). A batch's Arrow field metadata may name an Avro type Arrow
-has no type for (an enum, a `fixed`; see `tms.hudi.avro.schema.AVRO_TYPE_KEY`). It runs in one process and is
+merge-on-read tables append updates and deletes to log files. It runs in one process and is
 meant for tests, demos, benchmarks and small tables.
 """
 
@@ -48,6 +46,7 @@ from tms.hudi.write.handles import (
     create_file_groups,
     merge_base_file,
 )
+from tms.hudi.write.log_blocks import LogBlockFormat
 
 __all__ = ["HudiWriter"]
 
@@ -62,13 +61,13 @@ class HudiWriter:
         table: HudiTable,
         max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
         heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
-        *,
-        parquet_log_blocks: bool = False,
+        log_block_format: LogBlockFormat = LogBlockFormat.AVRO,
     ) -> None:
         self.table = table
-        self.parquet_log_blocks = parquet_log_blocks
         self.max_file_rows = max_file_rows
         self.heartbeat_interval = heartbeat_interval
+        self.log_block_format = log_block_format
+        """Data blocks of merge-on-read log files: Avro records or a Parquet file."""
 
     @classmethod
     def open(cls, base_path: str, max_file_rows: int = DEFAULT_MAX_FILE_ROWS) -> HudiWriter:
@@ -188,7 +187,7 @@ class HudiWriter:
                         instant_time,
                         operation,
                         schema_json,
-                        self.parquet_log_blocks,
+                        self.log_block_format,
                     )
                 )
             else:
