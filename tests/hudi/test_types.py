@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import os
 import uuid
 import zipfile
 from pathlib import Path
@@ -548,7 +549,12 @@ def test_copy_on_write_upsert_with_an_evolved_schema_keeps_every_column(tmp_path
 
 # Tables written by Hudi itself -------------------------------------------------------------
 
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "hudi-tables"
+FIXTURES = Path(
+    os.environ.get(
+        "TMS_HUDI_FIXTURES",
+        Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hudi-tables",
+    )
+)
 
 
 def _unzipped(name: str, tmp_path: Path) -> Path:
