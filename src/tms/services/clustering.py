@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
-from tms.hudi.avro.schema import arrow_schema_from_avro
+from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, WriteStat
 from tms.hudi.errors import PlanNotFoundError
 from tms.hudi.files.data import write_base_file
@@ -181,7 +181,11 @@ def _slice_input(piece: dict[str, Any], paths: TablePaths) -> _SliceInput:
 def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
     """Runs on an executor: merge the group's slices and write them as new file groups."""
     storage = Storage(task.base_uri)
-    schema = arrow_schema_from_avro(json.loads(task.schema_json)) if task.schema_json else None
+    schema = (
+        arrow_schema_from_avro(with_meta_fields(json.loads(task.schema_json)))
+        if task.schema_json
+        else None
+    )
 
     def is_committed(ts: str) -> bool:
         return ts in task.completed or ts < task.earliest_active
@@ -210,7 +214,7 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
         else FALLBACK_BYTES_PER_ROW
     )
     rows_per_file = max(1, int(task.target_file_size // max(bytes_per_row, 1.0)))
-    avro_schema = json.loads(task.schema_json) if task.schema_json else None
+    avro_schema = with_meta_fields(json.loads(task.schema_json)) if task.schema_json else None
     for partition, tables in parts.items():
         data = pa.concat_tables(tables, promote_options="default")
         keys = [*task.sort_columns, RECORD_KEY]

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
-from tms.hudi.avro.schema import arrow_schema_from_avro
+from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.hudi.files.data import read_base_file, write_base_file
 from tms.hudi.files.fs_view import FileSlice
@@ -34,7 +34,7 @@ from tms.hudi.files.markers import (
 )
 from tms.hudi.files.names import BaseFileName
 from tms.hudi.files.reader import read_file_slice
-from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, META_FIELDS, RECORD_KEY
+from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, RECORD_KEY
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
@@ -97,7 +97,7 @@ def execute_compaction(
     paths = TablePaths(table.storage, f"compaction plan {instant_time}")
     operations = [CompactionOperation.from_avro(op, paths) for op in plan.get("operations") or []]
     schema_json = timeline.latest_schema()
-    avro_schema = _with_meta_fields(json.loads(schema_json)) if schema_json else None
+    avro_schema = with_meta_fields(json.loads(schema_json)) if schema_json else None
     result = ServiceResult(action=Action.COMPACTION.value, instant=instant_time)
     storage = table.storage
     with executing(table, instant, result, heartbeat_interval) as inflight:
@@ -137,18 +137,6 @@ def execute_compaction(
     result.log_files_compacted = sum(s.total_log_files_compacted for s in stats)
     result.log_records_compacted = sum(s.total_log_records for s in stats)
     return result
-
-
-def _with_meta_fields(avro_schema: dict[str, Any]) -> dict[str, Any]:
-    """The table schema as base files carry it: Hudi's meta fields first."""
-    fields = avro_schema.get("fields") or []
-    present = {f["name"] for f in fields}
-    meta = [
-        {"name": name, "type": ["null", "string"], "doc": "", "default": None}
-        for name in META_FIELDS
-        if name not in present
-    ]
-    return {**avro_schema, "fields": meta + list(fields)}
 
 
 def _compact_slice(

@@ -24,7 +24,7 @@ Hudi 0.14+ writes and hudi-rs requires):
   ordering values are wrapped in Hudi's per-type wrapper records (HUDI-5760).
 - COMMAND: empty; the header says which command (``COMMAND_BLOCK_TYPE`` "0" = rollback of
   the blocks written by ``TARGET_INSTANT_TIME``).
-- PARQUET_DATA: a whole Parquet file (read support only).
+- PARQUET_DATA: a whole Parquet file (footer key ``parquet.avro.schema`` holds the SCHEMA).
 
 This module holds what the writer (``tms.hudi.files.log_writer``) and the reader
 (``tms.hudi.files.log_reader``) must agree on: the constants, the enums of ordinals and the
@@ -164,6 +164,19 @@ def parsed_block_schema(schema_json: str) -> Any:
     if parsed is None:
         if len(_PARSED_CACHE) > 64:
             _PARSED_CACHE.clear()
-        parsed = fastavro.parse_schema(json.loads(schema_json))
+        parsed = fastavro.parse_schema(_plain_uuids(json.loads(schema_json)))
         _PARSED_CACHE[schema_json] = parsed
     return parsed
+
+
+def _plain_uuids(node: Any) -> Any:
+    """The schema with ``uuid`` strings read as plain strings (fastavro would make them
+    ``uuid.UUID`` objects, which Arrow does not take); the bytes are the same."""
+    if isinstance(node, list):
+        return [_plain_uuids(branch) for branch in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _plain_uuids(value) for key, value in node.items()}
+    if out.get("logicalType") == "uuid" and out.get("type") == "string":
+        del out["logicalType"]
+    return out

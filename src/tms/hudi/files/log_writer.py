@@ -16,6 +16,7 @@ from typing import Any
 import fastavro
 
 from tms.hudi.avro.delete_records import PARSED_DELETE_SCHEMA, avro_kind, wrap_ordering_value
+from tms.hudi.avro.schema import avro_datum_converter
 from tms.hudi.errors import LogFormatError
 from tms.hudi.files.log_block import (
     LOG_BLOCK_VERSION,
@@ -87,17 +88,20 @@ def encode_avro_data_block(
 
     ``schema`` is the full record schema including the meta columns (see
     ``tms.hudi.avro.schema.avro_record_schema``); records must carry the meta columns too,
-    since readers take the record key and ordering value from them.
+    since readers take the record key and ordering value from them. Records may be rows as
+    Arrow gives them (maps as lists of key/value pairs).
     """
     schema_json = _schema_json(schema)
     parsed = parsed_block_schema(schema_json)
+    convert = avro_datum_converter(schema)
     bodies: list[bytes] = []
     buf = io.BytesIO()
     for record in records:
         buf.seek(0)
         buf.truncate()
         try:
-            fastavro.schemaless_writer(buf, parsed, dict(record))
+            datum = convert(record) if convert is not None else dict(record)
+            fastavro.schemaless_writer(buf, parsed, datum)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise LogFormatError(f"record does not fit the block schema: {exc}") from exc
         body = buf.getvalue()

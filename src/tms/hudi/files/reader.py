@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from tms.hudi.files.data import block_records, read_base_file, read_log_file
 from tms.hudi.files.fs_view import FileSlice
@@ -75,24 +76,62 @@ def read_file_slice(
         log_records += records.num_rows
     if not parts:
         return pa.table({}), log_records
-    data = pa.concat_tables(
-        [part.select([n for n in schema.names if n in part.column_names]) for part in parts]
-        if schema is not None
-        else parts,
-        promote_options="default",
-    )
     if schema is not None:
-        data = _conform(data, schema)
+        data = pa.concat_tables([conform_table(part, schema) for part in parts])
+    else:
+        data = pa.concat_tables(parts, promote_options="default")
     return merge_versions(data, positions, deletes, ordering_field), log_records
 
 
-def _conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
-    """Columns in the schema's order and types; columns the data lacks become nulls."""
+def conform_table(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``data`` in the schema's column order and types, for schema evolution between files.
+
+    A base file or log block written under an older (or newer) schema than the table's is
+    read as Hudi reads it: columns (and nested struct fields) it lacks become nulls, ones the
+    schema lacks are dropped, and widened types (int to long, float to double, ...) are cast.
+    """
     columns = []
     for target in schema:
         if target.name in data.column_names:
-            column = data.column(target.name)
-            columns.append(column if column.type == target.type else column.cast(target.type))
+            columns.append(conform_array(data.column(target.name), target.type))
         else:
             columns.append(pa.nulls(data.num_rows, target.type))
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def conform_array(
+    values: pa.Array | pa.ChunkedArray, target: pa.DataType
+) -> pa.Array | pa.ChunkedArray:
+    """One column (possibly nested) converted to ``target`` by field name, not position."""
+    if values.type == target:
+        return values
+    if isinstance(values, pa.ChunkedArray):
+        return pa.chunked_array([conform_array(c, target) for c in values.chunks], type=target)
+    if pa.types.is_struct(target) and pa.types.is_struct(values.type):
+        present = {values.type.field(i).name for i in range(values.type.num_fields)}
+        children = [
+            conform_array(values.field(f.name), f.type)
+            if f.name in present
+            else pa.nulls(len(values), f.type)
+            for f in target
+        ]
+        return pa.StructArray.from_arrays(
+            children, fields=list(target), mask=values.is_null() if values.null_count else None
+        )
+    if pa.types.is_list(target) and pa.types.is_list(values.type):
+        items = conform_array(values.flatten(), target.value_type)
+        offsets = pc.subtract(values.offsets, values.offsets[0])
+        return pa.ListArray.from_arrays(
+            offsets, items, type=target, mask=values.is_null() if values.null_count else None
+        )
+    if pa.types.is_map(target) and pa.types.is_map(values.type):
+        # .keys and .items ignore a slice's offset; take the entries the slice spans.
+        start = values.offsets[0].as_py()
+        length = values.offsets[-1].as_py() - start
+        keys = conform_array(values.keys.slice(start, length), target.key_type)
+        items = conform_array(values.items.slice(start, length), target.item_type)
+        offsets = pc.subtract(values.offsets, values.offsets[0])
+        return pa.MapArray.from_arrays(
+            offsets, keys, items, type=target, mask=values.is_null() if values.null_count else None
+        )
+    return values.cast(target)

@@ -27,6 +27,7 @@ from tms.hudi.files.log_block import DeleteRecord
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.merge import DeleteVersion, latest_by_key, merge_versions
 from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
+from tms.hudi.files.reader import conform_table
 from tms.hudi.meta_fields import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.layout import TimelineLayout
@@ -97,8 +98,8 @@ def merge_base_file(
         merged = merge_versions(existing, [0] * existing.num_rows, deletes, ordering)
         updates = 0
     else:
-        incoming = rows.select(existing.column_names).cast(existing.schema)
-        combined = pa.concat_tables([existing, incoming])
+        schema = _evolved_schema(existing.schema, rows.schema)
+        combined = pa.concat_tables([conform_table(existing, schema), conform_table(rows, schema)])
         merged = latest_by_key(combined, ordering)
         updates = rows.num_rows
     name = BaseFileName(file_slice.file_id, WRITER_TOKEN, instant_time)
@@ -183,6 +184,16 @@ def append_log_file(
         total_log_blocks=1,
         **counts,
     )
+
+
+def _evolved_schema(existing: pa.Schema, incoming: pa.Schema) -> pa.Schema:
+    """The schema a rewritten base file gets: the batch's types (widened ones included) for
+    its columns, the file's for columns the batch lacks, then columns the batch adds."""
+    fields = [
+        incoming.field(f.name) if incoming.get_field_index(f.name) >= 0 else f for f in existing
+    ]
+    fields += [f for f in incoming if existing.get_field_index(f.name) < 0]
+    return pa.schema(fields)
 
 
 def _file_rows(rows: pa.Table, instant_time: str, file_name: str, partition_index: int) -> pa.Table:

@@ -149,7 +149,13 @@ class HudiWriter:
             PARTITION_PATH: partitions,
             FILE_NAME: pa.array([""] * n, pa.string()),
         }
-        tagged = pa.table({**meta, **{name: data.column(name) for name in data.column_names}})
+        # The batch's own fields (nullability, metadata such as an enum's Avro type) are kept.
+        tagged = pa.Table.from_arrays(
+            [*meta.values(), *data.columns],
+            schema=pa.schema(
+                [pa.field(name, array.type) for name, array in meta.items()] + list(data.schema)
+            ),
+        )
         if operation is WriteOperation.DELETE:
             return tagged
         ordering = config.ordering_fields[0] if config.ordering_fields else None
