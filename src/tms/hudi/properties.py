@@ -211,7 +211,8 @@ class TableConfig:
 
     @property
     def ordering_fields(self) -> list[str]:
-        return _split_list(self.get(PRECOMBINE_FIELD) or self.get(ORDERING_FIELDS))
+        """`hoodie.table.ordering.fields` (version 9), else the older precombine key."""
+        return _split_list(self.get(ORDERING_FIELDS) or self.get(PRECOMBINE_FIELD))
 
     @property
     def partition_fields(self) -> list[str]:

@@ -9,6 +9,7 @@ from tms.hudi.errors import (
     UnsupportedTableError,
 )
 from tms.hudi.files.fs_view import FileSystemView
+from tms.hudi.merge_config import merge_refusals
 from tms.hudi.properties import (
     BOOTSTRAP_BASE_PATH,
     METADATA_PARTITIONS_INFLIGHT,
@@ -97,6 +98,7 @@ class HudiTable:
             reasons.append(f"base file format {config.base_file_format} is not handled")
         if not config.populate_meta_fields:
             reasons.append("hoodie.populate.meta.fields=false (virtual keys) is not handled")
+        reasons += merge_refusals(config)
         timeline = timeline or self.timeline()
         if any(timeline.origin_action(i) is Action.LOG_COMPACTION for i in timeline.instants):
             reasons.append(

@@ -34,6 +34,7 @@ from tms.hudi.files.markers import (
 )
 from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.reader import read_file_slice
+from tms.hudi.merge_config import record_merging
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
@@ -80,7 +81,7 @@ class _GroupTask:
     slices: tuple[_SliceInput, ...]
     sort_columns: tuple[str, ...]
     target_file_size: int
-    ordering_field: str | None
+    ordering_fields: tuple[str, ...]
     schema_json: str | None
     completed: frozenset[str]
     earliest_active: str
@@ -117,14 +118,14 @@ def execute_clustering(
     schema_json = timeline.latest_schema()
     if schema_json:
         check_columns(json.loads(schema_json), [c for c in sort_columns if c])
-    ordering = table.config.ordering_fields
+    ordering = record_merging(table.config).compared_fields
     template = _GroupTask(
         base_uri=table.base_path,
         instant_time=instant_time,
         slices=(),
         sort_columns=tuple(c for c in sort_columns if c),
         target_file_size=int(params.get(TARGET_FILE_SIZE_PARAM) or HUDI_TARGET_FILE_SIZE),
-        ordering_field=ordering[0] if ordering else None,
+        ordering_fields=ordering,
         schema_json=schema_json,
         completed=frozenset(i.requested_time for i in timeline.instants if i.is_completed),
         earliest_active=timeline.instants[0].requested_time,
@@ -196,7 +197,7 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
     for piece in task.slices:
         file_slice = _file_slice(storage, piece)
         rows, log_records = read_file_slice(
-            storage, file_slice, task.ordering_field, is_committed, schema
+            storage, file_slice, task.ordering_fields, is_committed, schema
         )
         result.log_files += len(file_slice.log_files)
         result.log_records += log_records

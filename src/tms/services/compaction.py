@@ -34,6 +34,7 @@ from tms.hudi.files.markers import (
 )
 from tms.hudi.files.names import BaseFileName
 from tms.hudi.files.reader import read_file_slice
+from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, RECORD_KEY
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
@@ -65,7 +66,7 @@ class _Execution:
 
     base_path: str
     instant_time: str
-    ordering_field: str | None
+    ordering_fields: tuple[str, ...]
     avro_schema: dict[str, Any] | None
     schema: pa.Schema | None
     committed: frozenset[str]
@@ -102,11 +103,11 @@ def execute_compaction(
     storage = table.storage
     with executing(table, instant, result, heartbeat_interval) as inflight:
         timeline = table.timeline()
-        ordering = table.config.ordering_fields
+        ordering = record_merging(table.config).compared_fields
         execution = _Execution(
             base_path=table.base_path,
             instant_time=instant_time,
-            ordering_field=ordering[0] if ordering else None,
+            ordering_fields=ordering,
             avro_schema=avro_schema,
             schema=arrow_schema_from_avro(avro_schema) if avro_schema else None,
             committed=frozenset(i.requested_time for i in timeline.completed()),
@@ -147,7 +148,7 @@ def _compact_slice(
     storage = Storage(execution.base_path)
     file_slice = operation.file_slice()
     merged, log_records = read_file_slice(
-        storage, file_slice, execution.ordering_field, execution.is_committed, execution.schema
+        storage, file_slice, execution.ordering_fields, execution.is_committed, execution.schema
     )
     if file_slice.base_file is None and merged.num_rows == 0:
         return None  # a log-only slice whose records were all deleted: nothing to write

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from tms.hudi.files.data import block_records, read_base_file, read_log_file
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.log_block import BlockType, LogBlock
-from tms.hudi.files.merge import DeleteVersion, merge_versions
+from tms.hudi.files.merge import DeleteVersion, Ordering, merge_versions
 from tms.hudi.storage import Storage
 
 
@@ -41,7 +41,7 @@ def committed_blocks(
 def read_file_slice(
     storage: Storage,
     file_slice: FileSlice,
-    ordering_field: str | None,
+    ordering: Ordering,
     is_committed: Callable[[str], bool],
     schema: pa.Schema | None = None,
 ) -> tuple[pa.Table, int]:
@@ -80,7 +80,7 @@ def read_file_slice(
         data = pa.concat_tables([conform_table(part, schema) for part in parts])
     else:
         data = pa.concat_tables(parts, promote_options="default")
-    return merge_versions(data, positions, deletes, ordering_field), log_records
+    return merge_versions(data, positions, deletes, ordering), log_records
 
 
 def conform_table(data: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -28,6 +28,7 @@ from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.merge import DeleteVersion, latest_by_key, merge_versions
 from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.reader import conform_table
+from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.layout import TimelineLayout
@@ -88,19 +89,20 @@ def merge_base_file(
     """Copy-on-write: a new version of the base file with the batch merged in."""
     assert file_slice.base_file is not None
     storage, config = table.storage, table.config
-    ordering = config.ordering_fields[0] if config.ordering_fields else None
+    compared = record_merging(config).compared_fields
+    ordering = compared[0] if compared else None
     existing = read_base_file(storage, file_slice.base_file.path)
     if operation is WriteOperation.DELETE:
         deletes = [
             DeleteVersion(key, _ordering(rows, ordering, i), 1)
             for i, key in enumerate(rows.column(RECORD_KEY).to_pylist())
         ]
-        merged = merge_versions(existing, [0] * existing.num_rows, deletes, ordering)
+        merged = merge_versions(existing, [0] * existing.num_rows, deletes, compared)
         updates = 0
     else:
         schema = _evolved_schema(existing.schema, rows.schema)
         combined = pa.concat_tables([conform_table(existing, schema), conform_table(rows, schema)])
-        merged = latest_by_key(combined, ordering)
+        merged = latest_by_key(combined, compared)
         updates = rows.num_rows
     name = BaseFileName(file_slice.file_id, WRITER_TOKEN, instant_time)
     partition = file_slice.partition_path
@@ -149,7 +151,8 @@ def append_log_file(
     partition = file_slice.partition_path
     path = f"{partition}/{name}" if partition else str(name)
     create_marker(storage, instant_time, Marker(partition, str(name), MarkerType.APPEND))
-    ordering = config.ordering_fields[0] if config.ordering_fields else None
+    compared = record_merging(config).compared_fields
+    ordering = compared[0] if compared else None
     if operation is WriteOperation.DELETE:
         schema: dict[str, Any] = (
             json.loads(schema_json)

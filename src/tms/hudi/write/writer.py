@@ -25,6 +25,7 @@ from tms.hudi.files.data import read_base_file, write_partition_metadata
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.markers import delete_markers
 from tms.hudi.files.merge import latest_by_key
+from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import (
     COMMIT_SEQNO,
     COMMIT_TIME,
@@ -158,9 +159,10 @@ class HudiWriter:
         )
         if operation is WriteOperation.DELETE:
             return tagged
-        ordering = config.ordering_fields[0] if config.ordering_fields else None
-        if ordering and ordering not in tagged.column_names:
-            raise ValueError(f"ordering field {ordering!r} is missing from the batch")
+        ordering = record_merging(config).compared_fields
+        missing = [name for name in ordering if name not in tagged.column_names]
+        if missing:
+            raise ValueError(f"ordering field {missing[0]!r} is missing from the batch")
         return latest_by_key(tagged, ordering)
 
     def _write_files(
