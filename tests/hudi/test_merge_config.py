@@ -316,3 +316,36 @@ def test_tms_run_refuses_a_custom_merge_mode(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert "CUSTOM" in result.stderr and "EVENT_TIME_ORDERING" in result.stderr
     assert listing(base) == before
+
+
+def test_tms_run_refuses_virtual_keys_saying_why(tmp_path: Path) -> None:
+    base = v6_table(tmp_path, {"hoodie.populate.meta.fields": "false"})
+    before = listing(base)
+
+    result = CliRunner().invoke(app, ["run", "compaction", "--base-path", base])
+
+    assert result.exit_code == 2, result.output
+    assert "hoodie.populate.meta.fields=false" in result.stderr
+    assert "no stored record key" in result.stderr and "key generator" in result.stderr
+    assert listing(base) == before
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {
+            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+            "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+            "hoodie.keygen.timebased.output.dateformat": "yyyy/MM/dd",
+        },
+        {"hoodie.table.keygenerator.type": "TIMESTAMP"},
+        {"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.CustomKeyGenerator"},
+    ],
+)
+def test_any_key_generator_is_accepted_while_keys_are_stored(
+    tmp_path: Path, props: dict[str, str]
+) -> None:
+    """Services read `_hoodie_record_key` and `_hoodie_partition_path` as written; the key
+    generator only matters when meta fields are not populated."""
+    base = v6_table(tmp_path, props)
+    assert HudiTable.open(base).unsupported_features() == []

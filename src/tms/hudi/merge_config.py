@@ -6,8 +6,8 @@ a payload class or strategy id implies a mode (the strategy id first from table 
 the payload class before); with neither, the stated mode, else event time when the table has
 ordering fields and commit time when it has none. Event time without ordering fields orders by
 commit time. What we cannot reproduce (custom mergers, custom or partial-update payloads,
-partial-update modes, merge properties such as delete markers) is refused with the reason,
-before anything is written.
+partial-update modes, merge properties such as delete markers, virtual keys) is refused with
+the reason, before anything is written.
 """
 
 from __future__ import annotations
@@ -156,6 +156,8 @@ def _infer(config: TableConfig) -> tuple[MergeMode, list[str]]:
             f"{RECORD_MERGE_MODE}={stated} disagrees with the payload class or merge strategy"
             f" ({payload or strategy_id}), which imply {mode}"
         )
+    if not config.populate_meta_fields:
+        reasons.append(_VIRTUAL_KEYS)
     partial = props.get(PARTIAL_UPDATE_MODE, "").strip().upper()
     if partial and partial != "NONE":
         reasons.append(f"{PARTIAL_UPDATE_MODE}={partial}: partial updates are not handled")
@@ -166,6 +168,14 @@ def _infer(config: TableConfig) -> tuple[MergeMode, list[str]]:
             " markers) are not handled"
         )
     return mode, reasons
+
+
+_VIRTUAL_KEYS = (
+    "hoodie.populate.meta.fields=false (virtual keys): records carry no stored record key or"
+    " partition path, and computing them with the table's key generator is not handled"
+)
+"""Merging matches versions of a record by its key; without meta fields the key would have to
+be computed from the data fields exactly as the writer's key generator did."""
 
 
 def _custom_reason(

@@ -96,8 +96,6 @@ class HudiTable:
             reasons.append("the table is bootstrapped from another table; bootstrap is not handled")
         if config.base_file_format != "PARQUET":
             reasons.append(f"base file format {config.base_file_format} is not handled")
-        if not config.populate_meta_fields:
-            reasons.append("hoodie.populate.meta.fields=false (virtual keys) is not handled")
         reasons += merge_refusals(config)
         timeline = timeline or self.timeline()
         if any(timeline.origin_action(i) is Action.LOG_COMPACTION for i in timeline.instants):
