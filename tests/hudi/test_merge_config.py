@@ -349,3 +349,19 @@ def test_any_key_generator_is_accepted_while_keys_are_stored(
     generator only matters when meta fields are not populated."""
     base = v6_table(tmp_path, props)
     assert HudiTable.open(base).unsupported_features() == []
+
+
+def test_a_missing_ordering_value_decides_alike_with_and_without_deletes() -> None:
+    data = pa.table(
+        {
+            RECORD_KEY: ["a", "a"],
+            "ts": pa.array([5, 5], pa.int64()),
+            "seq": pa.array([None, 3], pa.int64()),
+            "v": [0, 1],
+        }
+    )
+    without_deletes = winners(latest_by_key(data, ("ts", "seq")))
+    with_an_old_delete = winners(
+        merge_versions(data, [1, 2], [DeleteVersion("a", 1, 0)], ("ts", "seq"))
+    )
+    assert without_deletes == with_an_old_delete == {"a": 0}

@@ -148,7 +148,7 @@ def _less(left: object, right: object) -> bool:
             if a == b:
                 continue
             if a is None or b is None:
-                return a is None
+                return b is None  # a missing value sorts last, as in `latest_by_key`
             return _less(a, b)
         return len(left) < len(right)
     try:
