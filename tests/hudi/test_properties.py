@@ -125,3 +125,20 @@ def test_properties_written_by_us_read_back_by_writer_tables(tmp_path: Path) -> 
     props = parse_properties(text)
     assert props[CHECKSUM] == str(table_checksum("trips", props.get("hoodie.database.name", "")))
     assert parse_properties(format_properties(props)) == props
+
+
+@pytest.mark.parametrize(
+    ("props", "expected"),
+    [
+        ({"hoodie.table.precombine.field": "ts"}, ["ts"]),  # version 6 and 8
+        ({"hoodie.table.ordering.fields": "ts, seq"}, ["ts", "seq"]),  # version 9
+        # a table upgraded to version 9 names its fields under the new key; it is the one read
+        (
+            {"hoodie.table.precombine.field": "ts", "hoodie.table.ordering.fields": "event_time"},
+            ["event_time"],
+        ),
+        ({}, []),
+    ],
+)
+def test_ordering_fields_under_either_spelling(props: dict[str, str], expected: list[str]) -> None:
+    assert TableConfig(props).ordering_fields == expected

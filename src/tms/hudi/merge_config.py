@@ -18,9 +18,7 @@ from enum import StrEnum
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.properties import (
-    ORDERING_FIELDS,
     PAYLOAD_CLASS,
-    PRECOMBINE_FIELD,
     RECORD_MERGE_MODE,
     RECORD_MERGE_STRATEGY_ID,
     TableConfig,
@@ -83,17 +81,12 @@ def record_merging(config: TableConfig) -> RecordMerging:
     mode, reasons = _infer(config)
     if reasons:
         raise UnsupportedTableError("; ".join(reasons))
-    return RecordMerging(mode, _ordering_fields(config.props))
+    return RecordMerging(mode, tuple(config.ordering_fields))
 
 
 def merge_refusals(config: TableConfig) -> list[str]:
     """Why records of this table cannot be merged as Hudi merges them; empty when they can."""
     return _infer(config)[1]
-
-
-def _ordering_fields(props: Mapping[str, str]) -> tuple[str, ...]:
-    value = props.get(ORDERING_FIELDS, "") or props.get(PRECOMBINE_FIELD, "")
-    return tuple(part.strip() for part in value.split(",") if part.strip())
 
 
 def _first(props: Mapping[str, str], keys: tuple[str, ...]) -> tuple[str, str]:
@@ -139,7 +132,7 @@ def _infer(config: TableConfig) -> tuple[MergeMode, list[str]]:
     strategy_key, strategy_id = _first(props, STRATEGY_ID_KEYS)
     by_payload, by_strategy = _mode_of_payload(payload), _mode_of_strategy(strategy_id)
     if by_payload is None and by_strategy is None:
-        default = MergeMode.EVENT_TIME_ORDERING if _ordering_fields(props) else None
+        default = MergeMode.EVENT_TIME_ORDERING if config.ordering_fields else None
         mode = stated or default or MergeMode.COMMIT_TIME_ORDERING
     elif config.table_version >= 8:
         mode = by_strategy or by_payload or MergeMode.CUSTOM
