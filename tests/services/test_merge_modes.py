@@ -10,11 +10,13 @@ import pyarrow as pa
 import pytest
 
 from tests import oracle
+from tests.services.test_clustering import group_target
 from tms.hudi.properties import PRECOMBINE_FIELD, TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
+from tms.services.clustering import execute_clustering, schedule_clustering
 from tms.services.compaction import execute_compaction, schedule_compaction
 
 OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
@@ -47,6 +49,13 @@ def compact(spark: Any, base: str) -> None:
     execute_compaction(spark, HudiTable.open(base), instant, heartbeat_interval=1)
 
 
+def cluster(spark: Any, base: str) -> None:
+    table = HudiTable.open(base)
+    instant = schedule_clustering(table, target_file_size=group_target(base, slices_per_group=8))
+    assert instant is not None
+    execute_clustering(spark, HudiTable.open(base), instant, heartbeat_interval=1)
+
+
 def log_files(base: str) -> list[str]:
     return [log for s in oracle.file_slices(base) for log in s["log_files"]]
 
@@ -56,8 +65,9 @@ def notes(rows: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 
 @pytest.mark.spark
-def test_commit_time_ordering_keeps_the_later_write_through_compaction(
-    spark: Any, tmp_path: Path
+@pytest.mark.parametrize("service", ["compaction", "clustering"])
+def test_commit_time_ordering_keeps_the_later_write_through_the_service(
+    spark: Any, tmp_path: Path, service: str
 ) -> None:
     """Version 6 with `OverwriteWithLatestAvroPayload` merges by commit time: the later write
     wins even with a lower ordering value, and a delete removes the record whatever its value."""
@@ -69,7 +79,7 @@ def test_commit_time_ordering_keeps_the_later_write_through_compaction(
         ordering_field="ts",
         extra_properties={"hoodie.compaction.payload.class": OVERWRITE_PAYLOAD},
     )
-    writer = HudiWriter(table, max_file_rows=100)
+    writer = HudiWriter(table, max_file_rows=20)
     model: Model = {}
     later = lambda new, current: True  # noqa: E731
     write(writer, model, batch(range(60), ts=10, seq=0), later)
@@ -80,7 +90,9 @@ def test_commit_time_ordering_keeps_the_later_write_through_compaction(
         model.pop(f"k{i:03d}")
     assert oracle.rows_by_key(base) == model  # hudi-rs merges by commit time too
 
-    compact(spark, base)
+    assert log_files(base)
+
+    (compact if service == "compaction" else cluster)(spark, base)
 
     assert not log_files(base)
     assert oracle.rows_by_key(base) == model
