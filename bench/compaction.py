@@ -1,12 +1,13 @@
 """Compaction throughput against Spark's own Parquet read-and-write of the same rows.
 
-Builds a merge-on-read table of `--rows` rows (default 2 million) with `--update-fraction`
+For each table version of `--table-versions` (default 6 and 9: timeline layouts 1 and 2),
+builds a merge-on-read table of `--rows` rows (default 2 million) with `--update-fraction`
 of them (default 20%) updated across `--delta-commits` delta commits, schedules a compaction
-and times `execute_compaction`. The baseline, measured in the same run on the same Spark
+and times `execute_compaction`. The baseline, measured once in the same run on the same Spark
 session, reads the same number of rows from Parquet and writes them back. Prints rows per
-second of both and their ratio (goal: at least 0.5).
+second of each and their ratio to the one baseline (goal: at least 0.5).
 
-    .venv/bin/python bench/compaction.py [--rows N] [--master local[*]]
+    .venv/bin/python bench/compaction.py [--rows N] [--table-versions 6,9] [--master local[*]]
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
 from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.execution import ServiceResult
 from tms.spark_runtime import get_spark
 
 CITIES = ["amsterdam", "berlin", "chennai", "denver"]
@@ -47,7 +49,7 @@ def make_rows(ids: np.ndarray, ts: int, rng: np.random.Generator) -> pa.Table:
 
 
 def build_table(
-    base: str, rows: int, update_fraction: float, delta_commits: int
+    base: str, rows: int, update_fraction: float, delta_commits: int, table_version: int
 ) -> dict[str, float]:
     rng = np.random.default_rng(7)
     table = create_table(
@@ -56,6 +58,7 @@ def build_table(
         record_key_fields=["uuid"],
         ordering_field="ts",
         partition_fields=["city"],
+        table_version=table_version,
     )
     writer = HudiWriter(table, max_file_rows=125_000)
     started = time.perf_counter()
@@ -78,10 +81,20 @@ def baseline(spark: object, base: str, out: str) -> tuple[int, float]:
     """Spark reads the table's base files (the same rows) and writes them back as Parquet."""
     files = [str(p) for p in Path(base).rglob("*.parquet")]
     started = time.perf_counter()
-    frame = spark.read.parquet(*files)  # type: ignore[attr-defined]
+    frame = spark.read.parquet(*files)
     frame.write.mode("overwrite").parquet(out)
     elapsed = time.perf_counter() - started
     return frame.count(), elapsed
+
+
+def compact(spark: object, base: str) -> tuple[float, ServiceResult]:
+    """Schedule and execute one compaction of the table at `base`; its seconds and result."""
+    table = HudiTable.open(base)
+    instant = schedule_compaction(table)
+    assert instant is not None, "nothing to compact"
+    started = time.perf_counter()
+    result = execute_compaction(spark, table, instant)
+    return time.perf_counter() - started, result
 
 
 def main() -> None:
@@ -89,46 +102,54 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--update-fraction", type=float, default=0.2)
     parser.add_argument("--delta-commits", type=int, default=4)
+    parser.add_argument("--table-versions", default="6,9")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--workdir", default=None)
     args = parser.parse_args()
+    versions = [int(v) for v in args.table_versions.split(",")]
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="tms-bench-"))
-    base = str(work / "bench_trips")
-    shutil.rmtree(base, ignore_errors=True)
-    build = build_table(base, args.rows, args.update_fraction, args.delta_commits)
+    bases = {v: str(work / f"bench_trips_v{v}") for v in versions}
+    builds = {}
+    for version, base in bases.items():
+        shutil.rmtree(base, ignore_errors=True)
+        builds[version] = build_table(
+            base, args.rows, args.update_fraction, args.delta_commits, version
+        )
     spark = get_spark(args.master, app_name="tms-bench-compaction")
 
     # Warm the session and Python workers once so neither measurement pays for start-up.
     spark.sparkContext.parallelize(range(4), 4).map(lambda x: x).collect()
     # The baseline runs twice and keeps its better time, so JVM warm-up does not count.
-    runs = [baseline(spark, base, str(work / f"baseline_out_{i}")) for i in range(2)]
+    first = bases[versions[0]]
+    runs = [baseline(spark, first, str(work / f"baseline_out_{i}")) for i in range(2)]
     baseline_rows, baseline_seconds = min(runs, key=lambda run: run[1])
-
-    table = HudiTable.open(base)
-    instant = schedule_compaction(table)
-    assert instant is not None, "nothing to compact"
-    started = time.perf_counter()
-    result = execute_compaction(spark, table, instant)
-    compaction_seconds = time.perf_counter() - started
-
-    ours = result.records_written / compaction_seconds
     theirs = baseline_rows / baseline_seconds
+
+    per_version = {}
+    for version, base in bases.items():
+        seconds, result = compact(spark, base)
+        ours = result.records_written / seconds
+        per_version[f"v{version}"] = {
+            "file_groups": result.file_groups,
+            "log_records_compacted": result.log_records_compacted,
+            "compaction_seconds": round(seconds, 2),
+            "compaction_rows_per_second": round(ours),
+            "ratio": round(ours / theirs, 3),
+            "table_build_seconds": round(
+                builds[version]["insert_seconds"] + builds[version]["update_seconds"], 1
+            ),
+        }
     figures = {
         "machine": f"{platform.node()} {platform.machine()} {platform.processor() or ''}".strip(),
         "master": args.master,
         "rows": args.rows,
-        "updated_rows": int(build["updated_rows"]),
+        "updated_rows": int(builds[versions[0]]["updated_rows"]),
         "delta_commits": args.delta_commits,
-        "file_groups": result.file_groups,
-        "log_records_compacted": result.log_records_compacted,
-        "compaction_seconds": round(compaction_seconds, 2),
-        "compaction_rows_per_second": round(ours),
         "baseline_rows": baseline_rows,
         "baseline_seconds": round(baseline_seconds, 2),
         "baseline_rows_per_second": round(theirs),
-        "ratio": round(ours / theirs, 3),
-        "table_build_seconds": round(build["insert_seconds"] + build["update_seconds"], 1),
+        "table_versions": per_version,
     }
     print(json.dumps(figures, indent=2))
     spark.stop()
