@@ -23,7 +23,8 @@ from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["HudiTable"]
 
-WRITABLE_TABLE_VERSIONS = (6, 7)
+WRITABLE_TABLE_VERSIONS = (6, 7, 8, 9)
+"""Versions our services run on (8 and 9 only without a metadata table, checked apart)."""
 READABLE_TABLE_VERSIONS = (6, 7, 8, 9)
 BOOTSTRAP_INDEX_FOLDER = ".hoodie/.aux/.bootstrap"
 
