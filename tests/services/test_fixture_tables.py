@@ -4,6 +4,7 @@ hudi-rs before and after; tables with a metadata table are refused and left unto
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests import oracle
+from tests.crash import run_tms
 from tests.hudi.test_fixture_views import WITH_METADATA_TABLE, WITHOUT_METADATA_TABLE, unzip_fixture
 from tests.jobs.stub_api import spec_json, stub_api
 from tests.jobs.test_runner import no_spark, results, routes, run
@@ -208,3 +210,27 @@ def test_tables_with_a_metadata_table_are_refused_untouched(
     assert reported["outcome"] == "FAILED" and reported["retryable"] is False
     assert "metadata table" in reported["error"]
     assert checksums(base) == before
+
+
+@pytest.mark.spark
+def test_tms_run_clean_keeping_latest_commits_of_a_hudi_written_table(tmp_path: Path) -> None:
+    base = copy_of("cow_v9_txns_simple_nometa", tmp_path)
+    before = oracle.snapshot(base)
+    slices_before = oracle.file_slices(base)
+    latest = latest_slice_files(base)
+    on_storage = data_files(base)
+
+    args = ["run", "clean", "--base-path", base, "--policy", "KEEP_LATEST_COMMITS"]
+    done = run_tms([*args, "--retain", "2", "--master", "local[1]", "--json"])
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    deleted = on_storage - data_files(base)
+    assert deleted and not deleted & latest  # older versions only, never a latest slice
+    assert json.loads(done.stdout)["files_deleted"] == len(deleted)
+    assert oracle.snapshot(base).equals(before)
+    assert oracle.file_slices(base) == slices_before
+    timeline = HudiTable.open(base).timeline()
+    (clean,) = timeline.completed((Action.CLEAN,))
+    assert clean.completion_time is not None  # named `<requested>_<completion>.clean`
+    commits = [i.requested_time for i in timeline.commits()]
+    assert timeline.clean_metadata(clean)["earliestCommitToRetain"] == commits[-2]
