@@ -106,19 +106,10 @@ def test_compaction_of_a_hudi_written_merge_on_read_table(spark: Any, tmp_path: 
     assert (instant, "commit") in oracle.completed_instants(base)
 
 
-NESTED_TYPES = pytest.mark.xfail(
-    strict=True,
-    reason="arrays and maps of records (this fixture's schema) do not pass through the writer "
-    "and the services yet",
-)
 PREPARE_FOR_CLUSTERING: dict[str, Callable[[str], None]] = {
     # one file group only: small ones beside it make clustering worth planning
     "cow_v8_nonpartitioned": insert_new_keys,
 }
-CLUSTERING_CASES = [
-    pytest.param(name, marks=NESTED_TYPES) if name == "cow_v8_nonpartitioned" else name
-    for name in WITHOUT_METADATA_TABLE
-]
 
 
 def test_clustering_plans_nothing_for_a_single_file_group(tmp_path: Path) -> None:
@@ -130,7 +121,7 @@ def test_clustering_plans_nothing_for_a_single_file_group(tmp_path: Path) -> Non
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("name", CLUSTERING_CASES)
+@pytest.mark.parametrize("name", WITHOUT_METADATA_TABLE)
 def test_clustering_of_a_hudi_written_table(spark: Any, tmp_path: Path, name: str) -> None:
     base = copy_of(name, tmp_path)
     PREPARE_FOR_CLUSTERING.get(name, lambda _: None)(base)

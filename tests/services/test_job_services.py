@@ -14,7 +14,6 @@ from tests.jobs.test_runner import results, routes, run
 from tests.services.test_clean import cow_with_versions
 from tests.services.test_compaction import mor_table
 from tms.hudi.table import HudiTable
-from tms.jobs.client import JobSpec
 from tms.jobs.runner import EXIT_OK
 
 PARAMS: dict[str, dict[str, Any]] = {
@@ -51,7 +50,7 @@ def test_the_job_schedules_and_executes_each_service(
 
     spec = spec_json(base_path=base, action=action, extra_params=PARAMS[action])
 
-    def session(_: JobSpec, __: str) -> Any:
+    def session(_: Any, __: str) -> Any:
         return SharedSpark(spark)
 
     with stub_api(routes(spec)) as api:
