@@ -610,3 +610,24 @@ def test_executes_a_plan_hudi_wrote(
     metadata = table.timeline().clean_metadata(Instant(instant, Action.CLEAN, State.COMPLETED))
     assert metadata["earliestCommitToRetain"] == ""
     assert sorted(metadata["partitionMetadata"]) == ["nyc", "sf"]
+
+
+def test_commits_retained_count_in_requested_order_on_layout_2(tmp_path: Path) -> None:
+    """Hudi 1.x's cleaner counts the last commits by requested time, as its timeline orders
+    them, even when a later-requested commit completed first (concurrent writers)."""
+    base = str(tmp_path / "t")
+    create_table(base, "t", record_key_fields=["id"], ordering_field="ts", table_version=9)
+    folder = timeline_dir(base)
+    times = {"a": ("20240101000001000", "20240101000004000")}  # requested, completed
+    times["b"] = ("20240101000002000", "20240101000003000")  # completed before a
+    times["c"] = ("20240101000005000", "20240101000006000")
+    for requested, completed in times.values():
+        (folder / f"{requested}.commit.requested").write_bytes(b"")
+        (folder / f"{requested}.inflight").write_bytes(b"")
+        (folder / f"{requested}_{completed}.commit").write_bytes(
+            CommitMetadata(operation_type="UPSERT").to_avro_bytes()
+        )
+
+    earliest = earliest_commit_to_retain(HudiTable.open(base).timeline(), 2)
+
+    assert earliest is not None and earliest.requested_time == times["b"][0]
