@@ -358,13 +358,13 @@ def test_cli_files_agree_with_the_oracle(table: Layout2Table) -> None:
     assert ours == oracle.file_slices(table.base)
 
 
-def test_services_refuse_layout2_tables(table: Layout2Table) -> None:
+def test_services_refuse_layout2_tables_only_with_a_metadata_table(table: Layout2Table) -> None:
     hudi = HudiTable.open(table.base)
-    version = hudi.config.table_version
-    reasons = hudi.unsupported_features()
-    assert any(f"table version {version}" in reason for reason in reasons)
-    with pytest.raises(UnsupportedTableError, match=f"table version {version}"):
-        hudi.ensure_supported()
+    assert not [r for r in hudi.unsupported_features() if "table version" in r]
+    properties = Path(table.base, ".hoodie", "hoodie.properties")
+    properties.write_text(properties.read_text() + "hoodie.table.metadata.partitions=files\n")
+    with pytest.raises(UnsupportedTableError, match="metadata table"):
+        HudiTable.open(table.base).ensure_supported()
 
 
 # Slicing by completion time, one rule per test. Times: requested Rn, completed Dn.

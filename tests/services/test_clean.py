@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -14,6 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 from tests import oracle
+from tests.services.timeline_files import timeline_dir
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from tms.hudi.avro.schema import avro_record_schema
@@ -28,6 +30,7 @@ from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
@@ -50,7 +53,9 @@ def batch(ids: list[int] | range, ts: int) -> pa.Table:
     )
 
 
-def new_table(tmp_path: Path, table_type: str, partitioned: bool = True) -> tuple[str, HudiWriter]:
+def new_table(
+    tmp_path: Path, table_type: str, partitioned: bool = True, table_version: int = 6
+) -> tuple[str, HudiWriter]:
     base = str(tmp_path / "trips")
     table = create_table(
         base,
@@ -59,13 +64,14 @@ def new_table(tmp_path: Path, table_type: str, partitioned: bool = True) -> tupl
         record_key_fields=["id"],
         ordering_field="ts",
         partition_fields=["city"] if partitioned else [],
+        table_version=table_version,
     )
     return base, HudiWriter(table, max_file_rows=5)
 
 
-def cow_with_versions(tmp_path: Path, upserts: int = 4) -> str:
+def cow_with_versions(tmp_path: Path, upserts: int = 4, table_version: int = 6) -> str:
     """30 keys in 6 file groups; sf and nyc groups rewritten by every upsert, la never."""
-    base, writer = new_table(tmp_path, COPY_ON_WRITE)
+    base, writer = new_table(tmp_path, COPY_ON_WRITE, table_version=table_version)
     writer.insert(batch(range(30), ts=1))
     for n in range(upserts):
         writer.upsert(batch([i for i in range(30) if i % 3 != 2], ts=10 + n))
@@ -73,19 +79,26 @@ def cow_with_versions(tmp_path: Path, upserts: int = 4) -> str:
 
 
 def slices_on_disk(base: str) -> dict[tuple[str, str], set[str]]:
-    """Base instants of the slices whose files are on disk, per (partition, file id)."""
+    """Base instants of the slices whose files are on disk, per (partition, file id),
+    replaced file groups included. A layout 2 log file names its delta commit, not its
+    slice, so slices come from the file-system view (checked against hudi-rs elsewhere)
+    of a timeline whose replacecommits count as plain commits."""
+    table = HudiTable.open(base)
+    timeline = table.timeline()
+    unreplaced = dataclasses.replace(
+        timeline,
+        instants=tuple(
+            Instant(i.requested_time, Action.COMMIT, i.state, i.completion_time)
+            if i.action is Action.REPLACE_COMMIT and i.is_completed
+            else i
+            for i in timeline.instants
+        ),
+    )
     found: dict[tuple[str, str], set[str]] = defaultdict(set)
-    root = Path(base)
-    for path in root.rglob("*"):
-        if ".hoodie" in path.relative_to(root).parts or not path.is_file():
-            continue
-        partition = "" if path.parent == root else path.parent.relative_to(root).as_posix()
-        parsed_base = BaseFileName.parse(path.name)
-        if parsed_base:
-            found[(partition, parsed_base.file_id)].add(parsed_base.instant_time)
-        parsed_log = LogFileName.parse(path.name)
-        if parsed_log:
-            found[(partition, parsed_log.file_id)].add(parsed_log.base_instant_time)
+    for group in table.file_system_view(unreplaced).file_groups:
+        for piece in group.slices:
+            if any(Path(base, p).is_file() for p in piece.paths):
+                found[(group.partition_path, group.file_id)].add(piece.base_instant_time)
     return dict(found)
 
 
@@ -122,8 +135,10 @@ def clean_and_check(spark: Any, base: str, **kwargs: Any) -> tuple[str, list[str
 # Scheduling without Spark -----------------------------------------------------------------
 
 
-def test_schedule_refuses_unknown_policy_and_retained_below_one(tmp_path: Path) -> None:
-    base = cow_with_versions(tmp_path, upserts=1)
+def test_schedule_refuses_unknown_policy_and_retained_below_one(
+    tmp_path: Path, table_version: int
+) -> None:
+    base = cow_with_versions(tmp_path, upserts=1, table_version=table_version)
     table = HudiTable.open(base)
     with pytest.raises(ValueError, match="KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS"):
         schedule_clean(table, policy="KEEP_LATEST_BY_HOURS")
@@ -132,8 +147,8 @@ def test_schedule_refuses_unknown_policy_and_retained_below_one(tmp_path: Path) 
     assert not table.timeline().pending((Action.CLEAN,))
 
 
-def test_nothing_to_clean_writes_no_plan(tmp_path: Path) -> None:
-    base = cow_with_versions(tmp_path, upserts=4)  # 5 commits
+def test_nothing_to_clean_writes_no_plan(tmp_path: Path, table_version: int) -> None:
+    base = cow_with_versions(tmp_path, upserts=4, table_version=table_version)  # 5 commits
     table = HudiTable.open(base)
     assert schedule_clean(table, retained=5) is None  # all commits retained
     assert schedule_clean(table, retained=4) is None  # the 4 retained + the slice before them
@@ -141,17 +156,19 @@ def test_nothing_to_clean_writes_no_plan(tmp_path: Path) -> None:
     assert not [i for i in table.timeline().instants if i.action is Action.CLEAN]
 
 
-def test_unsupported_table_is_refused_before_writing(tmp_path: Path) -> None:
-    base = cow_with_versions(tmp_path, upserts=2)
+def test_unsupported_table_is_refused_before_writing(tmp_path: Path, table_version: int) -> None:
+    base = cow_with_versions(tmp_path, upserts=2, table_version=table_version)
     props = Path(base, ".hoodie/hoodie.properties")
     props.write_text(props.read_text() + "hoodie.table.metadata.partitions=files\n")
     with pytest.raises(UnsupportedTableError, match="metadata table"):
         schedule_clean(HudiTable.open(base), policy="KEEP_LATEST_FILE_VERSIONS", retained=1)
-    assert not list(Path(base, ".hoodie").glob("*.clean*"))
+    assert not list(timeline_dir(base).glob("*.clean*"))
 
 
-def test_earliest_retained_commit_stops_before_a_pending_write(tmp_path: Path) -> None:
-    base, writer = new_table(tmp_path, COPY_ON_WRITE)
+def test_earliest_retained_commit_stops_before_a_pending_write(
+    tmp_path: Path, table_version: int
+) -> None:
+    base, writer = new_table(tmp_path, COPY_ON_WRITE, table_version=table_version)
     writer.insert(batch(range(30), ts=1))
     for n in range(2):
         writer.upsert(batch(range(30), ts=10 + n))
@@ -173,8 +190,8 @@ def test_earliest_retained_commit_stops_before_a_pending_write(tmp_path: Path) -
         assert earliest is not None and earliest.requested_time == expected
     assert earliest_commit_to_retain(table.timeline(), 5) is None
     # the crashed write may still need what u2 left; after its rollback u3 is the earliest
-    Path(base, f".hoodie/{crashed}.inflight").unlink()
-    Path(base, f".hoodie/{crashed}.commit.requested").unlink()
+    Path(timeline_dir(base), f"{crashed}.inflight").unlink()
+    Path(timeline_dir(base), f"{crashed}.commit.requested").unlink()
     earliest = earliest_commit_to_retain(table.timeline(), 2)
     assert earliest is not None and earliest.requested_time == commits[3]
 
@@ -192,9 +209,9 @@ def test_earliest_retained_commit_stops_before_a_pending_write(tmp_path: Path) -
     ],
 )
 def test_cow_clean_keeps_what_the_policy_promises(
-    spark: Any, tmp_path: Path, policy: str, retained: int, versions_left: int
+    spark: Any, tmp_path: Path, policy: str, retained: int, versions_left: int, table_version: int
 ) -> None:
-    base = cow_with_versions(tmp_path, upserts=4)
+    base = cow_with_versions(tmp_path, upserts=4, table_version=table_version)
     table = HudiTable.open(base)
     commits = [i.requested_time for i in table.timeline().commits()]
     latest_slices = oracle.file_slices(base)
@@ -211,7 +228,7 @@ def test_cow_clean_keeps_what_the_policy_promises(
     # what the oracle reads is the latest slice of each group, all still on disk
     assert oracle.file_slices(base) == latest_slices
 
-    plan = avro_codec.decode(Path(base, f".hoodie/{instant}.clean.requested").read_bytes())
+    plan = avro_codec.decode(Path(timeline_dir(base), f"{instant}.clean.requested").read_bytes())
     assert plan["version"] == 2 and plan["policy"] == policy
     assert plan["lastCompletedCommitTimestamp"] == commits[-1]
     assert all(p.startswith(base + "/") for p in paths)
@@ -223,7 +240,7 @@ def test_cow_clean_keeps_what_the_policy_promises(
         }
     else:
         assert plan["earliestInstantToRetain"] is None
-    inflight = Path(base, f".hoodie/{instant}.clean.inflight").read_bytes()
+    inflight = Path(timeline_dir(base), f"{instant}.clean.inflight").read_bytes()
     assert avro_codec.decode(inflight) == plan
 
     timeline = table.timeline()
@@ -284,14 +301,16 @@ def compact(table: HudiTable) -> str:
             file_size_in_bytes=size,
         )
         metadata.add_write_stat(piece.partition_path, stat)
-    transition(storage, config, inflight, State.COMPLETED, metadata.to_json())
+    transition(storage, config, inflight, State.COMPLETED, metadata)
     return ts
 
 
-def mor_with_compactions(tmp_path: Path) -> str:
+def mor_with_compactions(tmp_path: Path, table_version: int = 6) -> str:
     """Two file groups, each: slice 1 (base + 2 logs), slice 2 (compacted base + 2 logs),
     slice 3 (compacted base + 1 log)."""
-    base, writer = new_table(tmp_path, MERGE_ON_READ, partitioned=False)
+    base, writer = new_table(
+        tmp_path, MERGE_ON_READ, partitioned=False, table_version=table_version
+    )
     writer.max_file_rows = 10
     writer.insert(batch(range(20), ts=1))
     ts = 10
@@ -305,8 +324,10 @@ def mor_with_compactions(tmp_path: Path) -> str:
 
 
 @pytest.mark.spark
-def test_mor_clean_deletes_old_slices_with_their_log_files(spark: Any, tmp_path: Path) -> None:
-    base = mor_with_compactions(tmp_path)
+def test_mor_clean_deletes_old_slices_with_their_log_files(
+    spark: Any, tmp_path: Path, table_version: int
+) -> None:
+    base = mor_with_compactions(tmp_path, table_version)
     table = HudiTable.open(base)
     before = slices_on_disk(base)
     assert len(before) == 2 and {len(v) for v in before.values()} == {3}
@@ -334,7 +355,10 @@ def append_to_pending_compaction(table: HudiTable, piece: FileSlice, compaction:
     rows = rows.slice(0, 2)
     rows = rows.set_column(0, COMMIT_TIME, pa.array([ts] * 2))
     rows = rows.set_column(rows.schema.get_field_index("ts"), "ts", pc.add(rows["ts"], 100))
-    name = LogFileName(piece.file_id, compaction, 1, TOKEN)
+    # layout 1 names it by the compaction (its slice's base), layout 2 by the delta commit
+    name = LogFileName(
+        piece.file_id, TimelineLayout.of(config).log_file_instant(compaction, ts), 1, TOKEN
+    )
     schema = avro_record_schema(config.table_name, rows.schema)
     size = write_log_file(storage, str(name), ts, schema, records=rows)
     metadata = CommitMetadata(
@@ -355,12 +379,14 @@ def append_to_pending_compaction(table: HudiTable, piece: FileSlice, compaction:
         log_files=[str(name)],
     )
     metadata.add_write_stat("", stat)
-    transition(storage, config, inflight, State.COMPLETED, metadata.to_json())
+    transition(storage, config, inflight, State.COMPLETED, metadata)
 
 
 @pytest.mark.spark
-def test_slices_a_pending_compaction_reads_survive(spark: Any, tmp_path: Path) -> None:
-    base = mor_with_compactions(tmp_path)
+def test_slices_a_pending_compaction_reads_survive(
+    spark: Any, tmp_path: Path, table_version: int
+) -> None:
+    base = mor_with_compactions(tmp_path, table_version)
     table = HudiTable.open(base)
     group = table.file_system_view().file_groups[0]
     target = group.latest_slice  # compacted base + 1 log: the input of the pending compaction
@@ -398,7 +424,7 @@ def write_savepoint(table: HudiTable, commit: str, files: dict[str, list[str]]) 
         },
     }
     inflight = Instant(commit, Action.SAVEPOINT, State.INFLIGHT)
-    table.storage.write_bytes(f".hoodie/{inflight.file_name()}", b"")
+    table.storage.write_bytes(TimelineLayout.of(table.config).path(inflight), b"")
     content = avro_codec.encode("HoodieSavepointMetadata", metadata)
     transition(table.storage, table.config, inflight, State.COMPLETED, content)
 
@@ -416,15 +442,16 @@ def write_pending_clustering(table: HudiTable, piece: FileSlice) -> str:
         "clusteringPlan": {"inputGroups": [{"slices": [slice_info], "numOutputFileGroups": 1}]},
     }
     content = avro_codec.encode("HoodieRequestedReplaceMetadata", requested)
-    request(table.storage, table.config, ts, Action.REPLACE_COMMIT, content)
+    action = TimelineLayout.of(table.config).clustering_action
+    request(table.storage, table.config, ts, action, content)
     return ts
 
 
 @pytest.mark.spark
 def test_savepointed_files_and_pending_clustering_groups_survive(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, table_version: int
 ) -> None:
-    base = cow_with_versions(tmp_path, upserts=3)
+    base = cow_with_versions(tmp_path, upserts=3, table_version=table_version)
     table = HudiTable.open(base)
     groups = [g for g in table.file_system_view().file_groups if g.partition_path == "sf"]
     saved, clustered = groups
@@ -483,15 +510,15 @@ def replace_file_group(table: HudiTable, piece: FileSlice) -> tuple[str, str]:
         file_size_in_bytes=size,
     )
     metadata.add_write_stat(piece.partition_path, stat)
-    transition(storage, config, inflight, State.COMPLETED, metadata.to_json())
+    transition(storage, config, inflight, State.COMPLETED, metadata)
     return ts, file_id
 
 
 @pytest.mark.spark
 def test_replaced_file_groups_go_once_older_than_the_retained_commits(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, table_version: int
 ) -> None:
-    base = cow_with_versions(tmp_path, upserts=1)  # i u1
+    base = cow_with_versions(tmp_path, upserts=1, table_version=table_version)  # i u1
     table = HudiTable.open(base)
     replaced = next(g for g in table.file_system_view().file_groups if g.partition_path == "la")
     replace_time, new_group = replace_file_group(table, replaced.latest_slice)  # i u1 R
@@ -513,16 +540,18 @@ def test_replaced_file_groups_go_once_older_than_the_retained_commits(
 
 
 @pytest.mark.spark
-def test_rerun_after_a_crash_mid_clean_completes(spark: Any, tmp_path: Path) -> None:
-    base = cow_with_versions(tmp_path, upserts=3)
+def test_rerun_after_a_crash_mid_clean_completes(
+    spark: Any, tmp_path: Path, table_version: int
+) -> None:
+    base = cow_with_versions(tmp_path, upserts=3, table_version=table_version)
     table = HudiTable.open(base)
     before = read_state(base)
     instant = schedule_clean(table, policy="KEEP_LATEST_FILE_VERSIONS", retained=1)
     assert instant is not None
     paths = planned_paths(table, instant)
     # the crashed attempt: inflight written, some files deleted, then killed
-    requested = Path(base, f".hoodie/{instant}.clean.requested")
-    Path(base, f".hoodie/{instant}.clean.inflight").write_bytes(requested.read_bytes())
+    requested = Path(timeline_dir(base), f"{instant}.clean.requested")
+    Path(timeline_dir(base), f"{instant}.clean.inflight").write_bytes(requested.read_bytes())
     for path in paths[::2]:
         Path(path).unlink()
     assert schedule_clean(table, policy="KEEP_LATEST_FILE_VERSIONS", retained=1) == instant
@@ -546,9 +575,11 @@ def test_rerun_after_a_crash_mid_clean_completes(spark: Any, tmp_path: Path) -> 
 
 @pytest.mark.spark
 @pytest.mark.parametrize("version", [1, 2])
-def test_executes_a_plan_hudi_wrote(spark: Any, tmp_path: Path, version: int) -> None:
+def test_executes_a_plan_hudi_wrote(
+    spark: Any, tmp_path: Path, version: int, table_version: int
+) -> None:
     """Hudi's plans name files by Hadoop URI (version 2) or by name (version 1)."""
-    base = cow_with_versions(tmp_path, upserts=2)
+    base = cow_with_versions(tmp_path, upserts=2, table_version=table_version)
     table = HudiTable.open(base)
     old = [s for g in table.file_system_view().file_groups for s in g.slices[:-1]]
     by_partition: dict[str, list[str]] = defaultdict(list)
@@ -579,3 +610,24 @@ def test_executes_a_plan_hudi_wrote(spark: Any, tmp_path: Path, version: int) ->
     metadata = table.timeline().clean_metadata(Instant(instant, Action.CLEAN, State.COMPLETED))
     assert metadata["earliestCommitToRetain"] == ""
     assert sorted(metadata["partitionMetadata"]) == ["nyc", "sf"]
+
+
+def test_commits_retained_count_in_requested_order_on_layout_2(tmp_path: Path) -> None:
+    """Hudi 1.x's cleaner counts the last commits by requested time, as its timeline orders
+    them, even when a later-requested commit completed first (concurrent writers)."""
+    base = str(tmp_path / "t")
+    create_table(base, "t", record_key_fields=["id"], ordering_field="ts", table_version=9)
+    folder = timeline_dir(base)
+    times = {"a": ("20240101000001000", "20240101000004000")}  # requested, completed
+    times["b"] = ("20240101000002000", "20240101000003000")  # completed before a
+    times["c"] = ("20240101000005000", "20240101000006000")
+    for requested, completed in times.values():
+        (folder / f"{requested}.commit.requested").write_bytes(b"")
+        (folder / f"{requested}.inflight").write_bytes(b"")
+        (folder / f"{requested}_{completed}.commit").write_bytes(
+            CommitMetadata(operation_type="UPSERT").to_avro_bytes()
+        )
+
+    earliest = earliest_commit_to_retain(HudiTable.open(base).timeline(), 2)
+
+    assert earliest is not None and earliest.requested_time == times["b"][0]

@@ -12,6 +12,7 @@ import pytest
 
 from hudi import HudiTable as OracleTable
 from tests import oracle
+from tests.services.timeline_files import timeline_dir
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
 from tms.hudi.files.markers import TEMP_FOLDER
@@ -42,7 +43,13 @@ def trips(ids: range | list[int], ts: int) -> pa.Table:
     )
 
 
-def small_files_table(tmp_path: Path, table_type: str, *, rows: int = ROWS) -> str:
+def small_files_table(
+    tmp_path: Path,
+    table_type: str,
+    *,
+    rows: int = ROWS,
+    table_version: int = 6,
+) -> str:
     """Many small file groups over two partitions, with updates and deletes applied (log files
     on a merge-on-read table, rewritten base files on copy-on-write)."""
     base = str(tmp_path / "trips")
@@ -53,6 +60,7 @@ def small_files_table(tmp_path: Path, table_type: str, *, rows: int = ROWS) -> s
         record_key_fields=["id"],
         ordering_field="ts",
         partition_fields=["region"],
+        table_version=table_version,
     )
     writer = HudiWriter(table, max_file_rows=FILE_ROWS)
     writer.insert(trips(range(rows), ts=1))
@@ -91,9 +99,9 @@ def planned_file_ids(base: str, instant: str) -> set[str]:
 @pytest.mark.spark
 @pytest.mark.parametrize("table_type", [COPY_ON_WRITE, MERGE_ON_READ])
 def test_clustering_keeps_every_record_in_fewer_file_groups(
-    spark: Any, tmp_path: Path, table_type: str
+    spark: Any, tmp_path: Path, table_type: str, table_version: int
 ) -> None:
-    base = small_files_table(tmp_path, table_type)
+    base = small_files_table(tmp_path, table_type, table_version=table_version)
     before = oracle.snapshot(base)
     times_before = commit_times(base)
     slices_before = oracle.file_slices(base)
@@ -126,8 +134,10 @@ def test_clustering_keeps_every_record_in_fewer_file_groups(
 
 
 @pytest.mark.spark
-def test_sort_columns_order_the_rows_of_each_new_file(spark: Any, tmp_path: Path) -> None:
-    base = small_files_table(tmp_path, MERGE_ON_READ)
+def test_sort_columns_order_the_rows_of_each_new_file(
+    spark: Any, tmp_path: Path, table_version: int
+) -> None:
+    base = small_files_table(tmp_path, MERGE_ON_READ, table_version=table_version)
     before = oracle.snapshot(base)
     # a larger group than the target: each group is written as several files
     instant = schedule_clustering(
@@ -152,12 +162,15 @@ def test_sort_columns_order_the_rows_of_each_new_file(spark: Any, tmp_path: Path
         assert set(rows.column(PARTITION_PATH).to_pylist()) == {piece["partition"]}
 
 
-def test_plan_groups_small_file_slices_as_hudi_reads_them(tmp_path: Path) -> None:
-    base = small_files_table(tmp_path, MERGE_ON_READ)
+def test_plan_groups_small_file_slices_as_hudi_reads_them(
+    tmp_path: Path, table_version: int
+) -> None:
+    base = small_files_table(tmp_path, MERGE_ON_READ, table_version=table_version)
     target = group_target(base)
     instant = schedule_clustering(HudiTable.open(base), target_file_size=target)
     assert instant is not None
-    assert (Path(base) / ".hoodie" / f"{instant}.replacecommit.requested").is_file()
+    requested_as = "replacecommit" if table_version == 6 else "clustering"
+    assert (timeline_dir(base) / f"{instant}.{requested_as}.requested").is_file()
     requested = plan_of(base, instant)
     assert requested["operationType"] == "CLUSTER"
     plan = requested["clusteringPlan"]
@@ -185,8 +198,8 @@ def test_plan_groups_small_file_slices_as_hudi_reads_them(tmp_path: Path) -> Non
         assert not planned_file_ids(base, again) & planned_file_ids(base, instant)
 
 
-def test_file_group_in_pending_compaction_is_left_out(tmp_path: Path) -> None:
-    base = small_files_table(tmp_path, MERGE_ON_READ)
+def test_file_group_in_pending_compaction_is_left_out(tmp_path: Path, table_version: int) -> None:
+    base = small_files_table(tmp_path, MERGE_ON_READ, table_version=table_version)
     table = HudiTable.open(base)
     timeline = table.timeline()
     busy = next(s for s in table.file_system_view().latest_file_slices() if s.log_files)
@@ -219,25 +232,31 @@ def test_file_group_in_pending_compaction_is_left_out(tmp_path: Path) -> None:
     assert len(planned) == ROWS // FILE_ROWS - 1
 
 
-def test_nothing_to_cluster_gives_none_and_writes_nothing(tmp_path: Path) -> None:
-    base = small_files_table(tmp_path, COPY_ON_WRITE, rows=2 * FILE_ROWS)
+def test_nothing_to_cluster_gives_none_and_writes_nothing(
+    tmp_path: Path, table_version: int
+) -> None:
+    base = small_files_table(
+        tmp_path, COPY_ON_WRITE, rows=2 * FILE_ROWS, table_version=table_version
+    )
     instants = HudiTable.open(base).timeline().instants
     # one file group per partition: clustering would not reduce the file count
     assert schedule_clustering(HudiTable.open(base), target_file_size=1 << 30) is None
     # file groups above the small file limit are not candidates either
-    bigger = small_files_table(tmp_path / "big", COPY_ON_WRITE)
+    bigger = small_files_table(tmp_path / "big", COPY_ON_WRITE, table_version=table_version)
     assert schedule_clustering(HudiTable.open(bigger), small_file_limit=100) is None
     assert HudiTable.open(base).timeline().instants == instants
 
 
-def test_unknown_sort_column_is_refused_by_name(tmp_path: Path) -> None:
-    base = small_files_table(tmp_path, COPY_ON_WRITE)
+def test_unknown_sort_column_is_refused_by_name(tmp_path: Path, table_version: int) -> None:
+    base = small_files_table(tmp_path, COPY_ON_WRITE, table_version=table_version)
     with pytest.raises(ValueError, match=r"unknown sort column\(s\) no_such_column;"):
         schedule_clustering(HudiTable.open(base), sort_columns=["fare", "no_such_column"])
     assert not HudiTable.open(base).timeline().pending()
 
 
-def test_unsupported_table_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+def test_unsupported_table_is_refused_before_anything_is_written(
+    tmp_path: Path, table_version: int
+) -> None:
     base = str(tmp_path / "t")
     table = create_table(
         base,
@@ -245,6 +264,7 @@ def test_unsupported_table_is_refused_before_anything_is_written(tmp_path: Path)
         record_key_fields=["id"],
         ordering_field="ts",
         extra_properties={"hoodie.table.metadata.partitions": "files"},
+        table_version=table_version,
     )
     HudiWriter(table, max_file_rows=10).insert(trips(range(50), ts=1))
     with pytest.raises(UnsupportedTableError, match="metadata table"):
@@ -252,8 +272,10 @@ def test_unsupported_table_is_refused_before_anything_is_written(tmp_path: Path)
     assert not HudiTable.open(base).timeline().pending()
 
 
-def test_executing_what_is_not_a_pending_clustering_plan_fails(tmp_path: Path) -> None:
-    base = small_files_table(tmp_path, COPY_ON_WRITE)
+def test_executing_what_is_not_a_pending_clustering_plan_fails(
+    tmp_path: Path, table_version: int
+) -> None:
+    base = small_files_table(tmp_path, COPY_ON_WRITE, table_version=table_version)
     commit = HudiTable.open(base).timeline().instants[0].requested_time
     no_spark: Any = None  # refused before any Spark work starts
     with pytest.raises(PlanNotFoundError, match="already completed"):

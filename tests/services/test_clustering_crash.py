@@ -16,6 +16,7 @@ from tests.services.test_clustering import (
     planned_file_ids,
     small_files_table,
 )
+from tests.services.timeline_files import completed_rollback_files, instant_files
 from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.table import HudiTable
@@ -26,8 +27,8 @@ HEARTBEAT_INTERVAL = 1
 
 
 @pytest.mark.spark
-def test_killed_clustering_is_rolled_back_and_run_again(tmp_path: Path) -> None:
-    base = small_files_table(tmp_path, MERGE_ON_READ)
+def test_killed_clustering_is_rolled_back_and_run_again(tmp_path: Path, table_version: int) -> None:
+    base = small_files_table(tmp_path, MERGE_ON_READ, table_version=table_version)
     before = oracle.snapshot(base)
     slices_before = oracle.file_slices(base)
     instant = schedule_clustering(HudiTable.open(base), target_file_size=group_target(base, 2))
@@ -78,3 +79,7 @@ def test_killed_clustering_is_rolled_back_and_run_again(tmp_path: Path) -> None:
     timeline = HudiTable.open(base).timeline()
     rollback = timeline.get(result["rolled_back"][0])
     assert rollback is not None and rollback.action is Action.ROLLBACK and rollback.is_completed
+    completion = rollback.completion_time if table_version >= 8 else None
+    assert instant_files(base, rollback.requested_time) == completed_rollback_files(
+        base, rollback.requested_time, completion
+    )

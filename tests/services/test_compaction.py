@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from tests import oracle
+from tests.services.timeline_files import timeline_dir
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import CompactionConflictError, PlanNotFoundError, UnsupportedTableError
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
@@ -66,7 +67,7 @@ def delete(writer: HudiWriter, model: Model, ids: list[int]) -> None:
 
 
 def mor_table(
-    tmp_path: Path, partitioned: bool = True, max_file_rows: int = 100
+    tmp_path: Path, partitioned: bool = True, max_file_rows: int = 100, table_version: int = 6
 ) -> tuple[str, HudiWriter, Model]:
     """A MOR table after an insert and several delta commits of updates and deletes."""
     base = str(tmp_path / "trips")
@@ -76,6 +77,7 @@ def mor_table(
         record_key_fields=["id"],
         ordering_field="ts",
         partition_fields=["city"] if partitioned else [],
+        table_version=table_version,
     )
     writer = HudiWriter(table, max_file_rows=max_file_rows)
     model: Model = {}
@@ -100,12 +102,12 @@ def slices_with_logs(base: str) -> list[dict[str, Any]]:
 # Scheduling -----------------------------------------------------------------------------------
 
 
-def test_plan_names_each_slice_as_hudi_does(tmp_path: Path) -> None:
-    base, _, _ = mor_table(tmp_path)
+def test_plan_names_each_slice_as_hudi_does(tmp_path: Path, table_version: int) -> None:
+    base, _, _ = mor_table(tmp_path, table_version=table_version)
     expected = slices_with_logs(base)
     instant = schedule_compaction(HudiTable.open(base))
     assert instant is not None
-    requested = Path(base) / ".hoodie" / f"{instant}.compaction.requested"
+    requested = timeline_dir(base) / f"{instant}.compaction.requested"
     plan = avro_codec.decode(requested.read_bytes(), "HoodieCompactionPlan")
     assert plan["version"] == 2
     got = sorted(
@@ -136,8 +138,8 @@ def test_plan_names_each_slice_as_hudi_does(tmp_path: Path) -> None:
     assert schedule_compaction(HudiTable.open(base)) is None
 
 
-def test_log_size_strategy_leaves_small_slices_out(tmp_path: Path) -> None:
-    base, writer, model = mor_table(tmp_path, max_file_rows=1000)
+def test_log_size_strategy_leaves_small_slices_out(tmp_path: Path, table_version: int) -> None:
+    base, writer, model = mor_table(tmp_path, max_file_rows=1000, table_version=table_version)
     for ts in (20, 21, 22):  # many updates of sf only: its logs grow, the others stay small
         upsert(writer, model, batch(range(0, 600, 3), ts=ts))
     sizes = {(s["partition"]): s for s in slices_with_logs(base)}
@@ -222,8 +224,8 @@ def test_refuses_copy_on_write_and_unsupported_tables(tmp_path: Path) -> None:
         assert not HudiTable.open(base).timeline().pending_compactions()
 
 
-def test_refuses_instants_the_timeline_does_not_allow(tmp_path: Path) -> None:
-    base, _, _ = mor_table(tmp_path)
+def test_refuses_instants_the_timeline_does_not_allow(tmp_path: Path, table_version: int) -> None:
+    base, _, _ = mor_table(tmp_path, table_version=table_version)
     table = HudiTable.open(base)
     first = table.timeline().instants[0].requested_time
     with pytest.raises(CompactionConflictError, match="already on the timeline"):
@@ -245,9 +247,9 @@ def test_refuses_instants_the_timeline_does_not_allow(tmp_path: Path) -> None:
 @pytest.mark.spark
 @pytest.mark.parametrize("partitioned", [True, False])
 def test_compaction_keeps_the_snapshot_and_removes_log_files(
-    spark: Any, tmp_path: Path, partitioned: bool
+    spark: Any, tmp_path: Path, partitioned: bool, table_version: int
 ) -> None:
-    base, _, model = mor_table(tmp_path, partitioned=partitioned)
+    base, _, model = mor_table(tmp_path, partitioned=partitioned, table_version=table_version)
     before = oracle.snapshot(base)
     assert oracle.rows_by_key(base) == model
     compacted = slices_with_logs(base)
@@ -287,16 +289,23 @@ def test_compaction_keeps_the_snapshot_and_removes_log_files(
 
 
 @pytest.mark.spark
-def test_writes_during_a_pending_compaction_read_back_after_it(spark: Any, tmp_path: Path) -> None:
-    base, writer, model = mor_table(tmp_path)
+def test_writes_during_a_pending_compaction_read_back_after_it(
+    spark: Any, tmp_path: Path, table_version: int
+) -> None:
+    base, writer, model = mor_table(tmp_path, table_version=table_version)
     instant = schedule_compaction(HudiTable.open(base))
     assert instant is not None
-    # the writer keeps going: its log files name the compaction instant
+    # the writer keeps going: its log files start the slice of the compaction's base file
+    # (named by the compaction instant in layout 1, by their own delta commit in layout 2)
+    existing = set(Path(base).rglob(".*.log.*"))
     delete(writer, model, list(range(3, 600, 11)))
     upsert(writer, model, batch(range(0, 600, 5), ts=30))
     logs: dict[str, list[str]] = {}
-    for log in sorted(Path(base).rglob(f".*_{instant}.log.*")):
-        logs.setdefault(log.name[1:].split(f"_{instant}.log.")[0], []).append(log.name)
+    for log in sorted(set(Path(base).rglob(".*.log.*")) - existing):
+        name = LogFileName.parse(log.name)
+        assert name is not None
+        assert (name.base_instant_time == instant) is (table_version == 6)
+        logs.setdefault(name.file_id, []).append(log.name)
     assert logs
 
     execute_compaction(spark, HudiTable.open(base), instant)
@@ -316,9 +325,9 @@ def test_writes_during_a_pending_compaction_read_back_after_it(spark: Any, tmp_p
 
 @pytest.mark.spark
 def test_executing_an_unknown_or_completed_compaction_is_refused(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, table_version: int
 ) -> None:
-    base, _, _ = mor_table(tmp_path)
+    base, _, _ = mor_table(tmp_path, table_version=table_version)
     with pytest.raises(PlanNotFoundError, match="no compaction plan"):
         execute_compaction(spark, HudiTable.open(base), "20200101000000000")
     deltacommit = HudiTable.open(base).timeline().instants[-1].requested_time

@@ -11,6 +11,7 @@ import pytest
 from tests import oracle
 from tests.crash import has_markers, kill_tms_when, run_tms
 from tests.services.test_compaction import batch
+from tests.services.timeline_files import completed_rollback_files, instant_files
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.write.new_table import create_table
@@ -29,10 +30,17 @@ def wrote_a_base_file(base: str, instant: str) -> Callable[[], bool]:
 
 
 @pytest.mark.spark
-def test_killed_compaction_is_rolled_back_and_completes_on_rerun(tmp_path: Path) -> None:
+def test_killed_compaction_is_rolled_back_and_completes_on_rerun(
+    tmp_path: Path, table_version: int
+) -> None:
     base = str(tmp_path / "trips")
     table = create_table(
-        base, "trips", record_key_fields=["id"], ordering_field="ts", partition_fields=["city"]
+        base,
+        "trips",
+        record_key_fields=["id"],
+        ordering_field="ts",
+        partition_fields=["city"],
+        table_version=table_version,
     )
     writer = HudiWriter(table, max_file_rows=40)
     writer.insert(batch(range(600), ts=1))
@@ -71,6 +79,11 @@ def test_killed_compaction_is_rolled_back_and_completes_on_rerun(tmp_path: Path)
         for i in timeline.completed((Action.ROLLBACK,))
     ]
     assert [r.get("commitsRollback") for r in rollbacks] == [[instant]]
+    for rollback in timeline.completed((Action.ROLLBACK,)):  # named as the layout names it
+        completion = rollback.completion_time if table_version >= 8 else None
+        assert instant_files(base, rollback.requested_time) == completed_rollback_files(
+            base, rollback.requested_time, completion
+        )
     deleted = {
         path.removeprefix(base + "/")
         for r in rollbacks

@@ -70,7 +70,7 @@ def batch(ids: range, ts: int) -> pa.Table:
 
 
 @pytest.fixture
-def scene(tmp_path: Path) -> Scene:
+def scene(tmp_path: Path, table_version: int) -> Scene:
     """A merge-on-read table, two file groups per partition with log files, and siblings."""
     base = tmp_path / "trips"
     table = create_table(
@@ -80,6 +80,7 @@ def scene(tmp_path: Path) -> Scene:
         record_key_fields=["id"],
         ordering_field="ts",
         partition_fields=["city"],
+        table_version=table_version,
     )
     writer = HudiWriter(table, max_file_rows=5)
     writer.insert(batch(range(30), ts=1))

@@ -24,8 +24,9 @@ from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["HudiTable"]
 
-WRITABLE_TABLE_VERSIONS = (6, 7)
 READABLE_TABLE_VERSIONS = (6, 7, 8, 9)
+"""Versions read, and serviced unless `unsupported_features` names a reason (on 8 and 9,
+timeline layout 2, a metadata table is the usual one)."""
 BOOTSTRAP_INDEX_FOLDER = ".hoodie/.aux/.bootstrap"
 
 
@@ -80,12 +81,6 @@ class HudiTable:
         """Why our table services must not touch this table; empty when they may."""
         config = self.config
         reasons: list[str] = []
-        if config.table_version not in WRITABLE_TABLE_VERSIONS:
-            reasons.append(
-                f"table version {config.table_version} (timeline layout "
-                f"{config.timeline_layout_version}) is read-only here; services run on versions "
-                f"{', '.join(map(str, WRITABLE_TABLE_VERSIONS))}"
-            )
         if config.metadata_partitions or config.get(METADATA_PARTITIONS_INFLIGHT):
             partitions = config.get("hoodie.table.metadata.partitions")
             reasons.append(
