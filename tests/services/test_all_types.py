@@ -110,10 +110,16 @@ def _value(name: str, i: int, ts: int) -> Any:
 class TypedTable:
     """A merge-on-read table of typed columns and the rows a reader must see (the model)."""
 
-    def __init__(self, tmp_path: Path, name: str, fields: Any) -> None:
+    def __init__(self, tmp_path: Path, name: str, fields: Any, table_version: int = 6) -> None:
         self.base = str(tmp_path / name)
         self.fields = fields
-        table = create_table(self.base, name, record_key_fields=["id"], ordering_field="ts")
+        table = create_table(
+            self.base,
+            name,
+            record_key_fields=["id"],
+            ordering_field="ts",
+            table_version=table_version,
+        )
         self.avro_blocks = HudiWriter(table, max_file_rows=FILE_ROWS)
         self.parquet_blocks = HudiWriter(
             table, max_file_rows=FILE_ROWS, log_block_format=LogBlockFormat.PARQUET
@@ -171,14 +177,12 @@ def written_rows(base: str, paths: list[str], columns: list[str]) -> list[dict[s
 
 
 def commit_paths(base: str, instant: str, action: str) -> list[str]:
-    """The files a completed instant wrote, from its commit metadata (layout 1, JSON)."""
-    metadata = json.loads((Path(base) / ".hoodie" / f"{instant}.{action}").read_text())
-    return [
-        stat["path"]
-        for stats in metadata["partitionToWriteStats"].values()
-        for stat in stats
-        if stat.get("path")
-    ]
+    """The files a completed instant wrote, from its commit metadata (JSON in layout 1,
+    Avro in layout 2)."""
+    timeline = HudiTable.open(base).timeline()
+    done = timeline.get(instant)
+    assert done is not None and done.is_completed and done.action.value == action
+    return [stat.path for stat in timeline.commit_metadata(done).write_stats() if stat.path]
 
 
 def compact(spark: Any, base: str) -> str:
@@ -206,8 +210,10 @@ def clean(spark: Any, base: str) -> None:
 
 
 @pytest.mark.spark
-def test_every_type_hudi_rs_reads_survives_each_service(spark: Any, tmp_path: Path) -> None:
-    t = TypedTable(tmp_path, "typed", _readable_fields)
+def test_every_type_hudi_rs_reads_survives_each_service(
+    spark: Any, tmp_path: Path, table_version: int
+) -> None:
+    t = TypedTable(tmp_path, "typed", _readable_fields, table_version)
     t.fill()
     slices = oracle.file_slices(t.base)
     assert any(s["log_files"] for s in slices) and len(slices) > 2
@@ -234,8 +240,10 @@ def test_every_type_hudi_rs_reads_survives_each_service(spark: Any, tmp_path: Pa
 
 
 @pytest.mark.spark
-def test_enums_and_local_timestamps_survive_each_service(spark: Any, tmp_path: Path) -> None:
-    t = TypedTable(tmp_path, "typed_other", _other_fields)
+def test_enums_and_local_timestamps_survive_each_service(
+    spark: Any, tmp_path: Path, table_version: int
+) -> None:
+    t = TypedTable(tmp_path, "typed_other", _other_fields, table_version)
     t.fill()
     expected = t.expected()
     columns = [RECORD_KEY, "id", "ts", *(f.name for f in _other_fields(True))]

@@ -42,7 +42,6 @@ from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION
 from tms.hudi.timeline.transitions import transition
 from tms.services.execution import ServiceResult, executing, pending_plan
-from tms.services.file_schema import with_meta_fields
 from tms.services.spark import TaskInfo, run_tasks
 
 if TYPE_CHECKING:
