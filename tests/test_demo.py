@@ -65,6 +65,7 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path: Path) -> None:
     assert out.count("oracle (hudi-rs) after") == 1
 
     summary = out[out.index("\nSummary\n") :]
+    assert "table version 9" in summary  # the demo's default: Hudi 1.1's table version
     assert "commits:       3 delta commits, each with a callback" in summary
     ops = re.findall(r"^\s+(\d+)\s+(\w+)\s+(\d{17})\s+(\w+)\s+(\d+)\s+([\d.]+)s\s+(\d+)\s+(\d+)$",
                      summary, re.MULTILINE)  # fmt: skip

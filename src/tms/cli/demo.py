@@ -25,6 +25,14 @@ def demo(
         int, typer.Option(help="Compactions to trigger (3 delta commits each).", min=1)
     ] = 2,
     master: Annotated[str, typer.Option(help="Spark master of the jobs.")] = "local[*]",
+    table_version: Annotated[
+        int,
+        typer.Option(
+            help="Hudi table version of the demo table: 6 (Hudi 0.14/0.15), 8 (1.0) or 9 (1.1).",
+            min=6,
+            max=9,
+        ),
+    ] = 9,
 ) -> None:
     """Run tms with a Hudi writer: commits with callbacks, compaction and clean on Spark."""
     from tms.demo import DemoOptions, run_demo
@@ -32,13 +40,20 @@ def demo(
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("tms.api.app").setLevel(logging.ERROR)  # "auth off": a local demo
     options = DemoOptions(
-        base_path=base_path, data_dir=data_dir, rows=rows, rounds=rounds, master=master
+        base_path=base_path,
+        data_dir=data_dir,
+        rows=rows,
+        rounds=rounds,
+        master=master,
+        table_version=table_version,
     )
     report = run_demo(options, typer.echo)
 
     typer.echo("")
     typer.echo("Summary")
-    typer.echo(f"  table:         {report.base_path} (merge-on-read)")
+    typer.echo(
+        f"  table:         {report.base_path} (merge-on-read, table version {table_version})"
+    )
     typer.echo(f"  commits:       {len(report.commits)} delta commits, each with a callback")
     if report.operations:
         rows_out = [

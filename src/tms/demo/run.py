@@ -49,6 +49,7 @@ class DemoOptions:
     rounds: int = 2
     commits_per_compaction: int = 3
     master: str = "local[*]"
+    table_version: int = 9
     wait_seconds: float = 600.0
     poll_seconds: float = 0.5
 
@@ -157,7 +158,7 @@ def _run(
     started: float,
 ) -> None:
     total = options.rounds * options.commits_per_compaction
-    writer = DemoWriter(base_path, options.rows, total)
+    writer = DemoWriter(base_path, options.rows, total, options.table_version)
     watcher = Watcher(client, echo, started, options.poll_seconds)
     oracle = _Oracle(base_path, report)
     policy = demo_policy(options)
