@@ -11,7 +11,7 @@ import pytest
 
 from tests import oracle
 from tests.services.test_clustering import group_target
-from tms.hudi.properties import PRECOMBINE_FIELD, TableConfig
+from tms.hudi.properties import ORDERING_FIELDS, PRECOMBINE_FIELD, RECORD_MERGE_MODE, TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.write.new_table import create_table
@@ -21,6 +21,15 @@ from tms.services.compaction import execute_compaction, schedule_compaction
 
 OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 Model = dict[str, dict[str, Any]]
+
+COMMIT_TIME_ORDERING = {
+    6: {"hoodie.compaction.payload.class": OVERWRITE_PAYLOAD},
+    9: {RECORD_MERGE_MODE: "COMMIT_TIME_ORDERING"},
+}
+"""Commit-time ordering as each table version says it: the payload class on version 6, the
+merge mode on version 9."""
+ORDERING_KEY = {6: PRECOMBINE_FIELD, 9: ORDERING_FIELDS}
+"""Where each table version keeps its ordering fields."""
 
 
 def batch(ids: range, ts: int, seq: int) -> pa.Table:
@@ -67,17 +76,19 @@ def notes(rows: dict[str, dict[str, Any]]) -> dict[str, str]:
 @pytest.mark.spark
 @pytest.mark.parametrize("service", ["compaction", "clustering"])
 def test_commit_time_ordering_keeps_the_later_write_through_the_service(
-    spark: Any, tmp_path: Path, service: str
+    spark: Any, tmp_path: Path, service: str, table_version: int
 ) -> None:
-    """Version 6 with `OverwriteWithLatestAvroPayload` merges by commit time: the later write
-    wins even with a lower ordering value, and a delete removes the record whatever its value."""
+    """Commit-time ordering (`OverwriteWithLatestAvroPayload` on version 6, the merge mode on
+    version 9): the later write wins even with a lower ordering value, and a delete removes
+    the record whatever its value."""
     base = str(tmp_path / "t")
     table = create_table(
         base,
         "t",
         record_key_fields=["id"],
         ordering_field="ts",
-        extra_properties={"hoodie.compaction.payload.class": OVERWRITE_PAYLOAD},
+        table_version=table_version,
+        extra_properties=COMMIT_TIME_ORDERING[table_version],
     )
     writer = HudiWriter(table, max_file_rows=20)
     model: Model = {}
@@ -101,7 +112,7 @@ def test_commit_time_ordering_keeps_the_later_write_through_the_service(
 
 @pytest.mark.spark
 def test_several_ordering_fields_order_records_as_a_tuple_through_compaction(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, table_version: int
 ) -> None:
     """`ts,seq` as the precombine fields: seq settles ties on ts; a lower ts loses whatever
     its seq. hudi-rs refuses to read tables with several ordering fields, so the compacted
@@ -112,7 +123,8 @@ def test_several_ordering_fields_order_records_as_a_tuple_through_compaction(
         "t",
         record_key_fields=["id"],
         ordering_field="ts",
-        extra_properties={PRECOMBINE_FIELD: "ts,seq"},
+        table_version=table_version,
+        extra_properties={ORDERING_KEY[table_version]: "ts,seq"},
     )
     writer = HudiWriter(table, max_file_rows=100)
     model: Model = {}
@@ -130,6 +142,6 @@ def test_several_ordering_fields_order_records_as_a_tuple_through_compaction(
     shutil.copytree(base, readable)
     storage = Storage(str(readable))
     props = dict(TableConfig.load(storage).props)
-    TableConfig({**props, PRECOMBINE_FIELD: "ts"}).save(storage)
+    TableConfig({**props, ORDERING_KEY[table_version]: "ts"}).save(storage)
     assert not log_files(str(readable))
     assert notes(oracle.rows_by_key(str(readable))) == notes(model)
