@@ -4,6 +4,7 @@ HBase's byte layout (rewriting a fixture's cells with its settings gives the fix
 from __future__ import annotations
 
 import os
+import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -269,3 +270,31 @@ def test_written_blocks_carry_hbases_header_fields() -> None:
 def test_hadoop_vlong_round_trips(value: int) -> None:
     encoded = write_vlong(value)
     assert read_vlong(encoded, 0) == (value, len(encoded))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hudi_1_0_hbase_2_4_9_16KB_NONE_5000",
+        "hudi_1_0_hbase_2_4_13_1KB_GZ_10000_large_keys_deep_index",
+    ],
+)
+def test_damaged_index_and_trailer_bytes_raise_only_hfile_error(name: str) -> None:
+    """With checksums off, damage in the trailer, the load-on-open section or a block header
+    must still end in HFileError, never in a struct or index error."""
+    original = (HFILES / f"{name}.hfile").read_bytes()
+    load_on_open = HFileReader(original).trailer.load_on_open_data_offset
+    structural = [*range(HEADER_SIZE), *range(load_on_open, len(original) - 4096 + 120)]
+    rng = random.Random(name)
+    failures = 0
+    for _ in range(300):
+        damaged = bytearray(original)
+        for _ in range(rng.randint(1, 3)):
+            damaged[rng.choice(structural)] = rng.randrange(256)
+        try:
+            reader = HFileReader(bytes(damaged), verify_checksums=False)
+            list(reader.entries())
+            reader.get(b"hudi-key-000000100")
+        except HFileError:
+            failures += 1
+    assert failures > 0

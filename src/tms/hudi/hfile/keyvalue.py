@@ -52,7 +52,11 @@ def decode_key(key: bytes) -> KeyParts:
 
 def key_row(key: bytes) -> bytes:
     """The row of a KeyValue key, without decoding the rest."""
+    if len(key) < 2:
+        raise HFileError(f"KeyValue key of {len(key)} bytes has no row length")
     (row_len,) = struct.unpack_from(">H", key, 0)
+    if 2 + row_len > len(key):
+        raise HFileError("KeyValue key's row length runs past the key")
     return key[2 : 2 + row_len]
 
 

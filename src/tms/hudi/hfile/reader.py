@@ -33,6 +33,7 @@ class HFileReader:
         self.data_index: list[IndexEntry] = decode_root(
             root.payload, self.trailer.data_index_count
         )[0]
+        self._root_rows = [key_row(entry.key) for entry in self.data_index]
         meta_offset = root.offset + root.header.on_disk_size
         meta = self._block(meta_offset, BlockType.ROOT_INDEX)
         self._meta_index = decode_root(meta.payload, self.trailer.meta_index_count)[0]
@@ -88,9 +89,8 @@ class HFileReader:
         """Offset of the data block to start scanning at: at each index level, the last entry
         whose first row sorts before `row` (index keys may be shortened separators, so a block
         whose index row equals `row` may still have `row` in the block before)."""
-        entries = self.data_index
+        entries, rows = self.data_index, self._root_rows
         for level in range(self.trailer.num_data_index_levels, 0, -1):
-            rows = [key_row(e.key) for e in entries]
             chosen = entries[max(bisect.bisect_left(rows, row) - 1, 0)]
             if level == 1:
                 return chosen.offset
@@ -98,6 +98,7 @@ class HFileReader:
             entries = decode_non_root(self._block(chosen.offset, expected).payload)
             if not entries:
                 raise HFileError(f"empty index block at offset {chosen.offset}")
+            rows = [key_row(entry.key) for entry in entries]
         raise HFileError("the data index has no levels")
 
     def _scan(self, offset: int) -> Iterator[tuple[bytes, bytes]]:
