@@ -298,3 +298,13 @@ def test_damaged_index_and_trailer_bytes_raise_only_hfile_error(name: str) -> No
         except HFileError:
             failures += 1
     assert failures > 0
+
+
+def test_a_v3_trailer_with_hudis_version_int_is_read() -> None:
+    """Hudi's own writer has stored the version as `3 << 24` (major 0) after a v3 trailer."""
+    writer = HFileWriter()
+    writer.append(b"k1", b"v1")
+    written = writer.finish()
+    hudi_style = written[:-4] + (3 << 24).to_bytes(4, "big")
+
+    assert list(HFileReader(hudi_style).entries()) == [(b"k1", b"v1")]

@@ -40,8 +40,11 @@ class HFileReader:
         info = self._block(self.trailer.file_info_offset, BlockType.FILE_INFO)
         self.file_info: dict[bytes, bytes] = decode_file_info(info.payload)
         self._includes_tags = FileInfoKey.MAX_TAGS_LEN in self.file_info
+        # HBase writes KEY_VALUE_VERSION 1 when each cell ends in an MVCC vlong; Hudi's own
+        # writer always ends cells in one (zero) and may leave the key out, so only an
+        # explicit 0 means "no MVCC".
         self._includes_mvcc = (
-            self.file_info.get(FileInfoKey.KEY_VALUE_VERSION) == b"\x00\x00\x00\x01"
+            self.file_info.get(FileInfoKey.KEY_VALUE_VERSION) != b"\x00\x00\x00\x00"
         )
 
     @property
@@ -119,7 +122,7 @@ class HFileReader:
             while pos < end:
                 key_len, value_len = _KV_LENGTHS.unpack_from(payload, pos)
                 pos += 8
-                if key_len < 12 or value_len < 0 or pos + key_len + value_len > end:
+                if key_len < 2 or value_len < 0 or pos + key_len + value_len > end:
                     raise HFileError(f"cell at offset {pos} of block {block.offset} is truncated")
                 key = payload[pos : pos + key_len]
                 pos += key_len

@@ -49,11 +49,11 @@ def decode_trailer(data: bytes) -> Trailer:
         raise HFileError(f"{len(data)} bytes is too short for an HFile v3 (trailer is 4096)")
     (version,) = struct.unpack_from(">i", data, len(data) - 4)
     major, minor = version & 0x00FFFFFF, (version >> 24) & 0xFF
-    if major != MAJOR_VERSION:
-        raise HFileError(f"HFile major version {major} is not supported (only 3)")
     start = len(data) - TRAILER_SIZE
     if data[start : start + 8] != BlockType.TRAILER:
-        raise HFileError("no HFile trailer magic at the trailer's position")
+        # Versions 1 and 2 have shorter trailers; Hudi's own writer has written major 0 with
+        # a v3 trailer, so the trailer's position, not the version, decides.
+        raise HFileError(f"no HFile v3 trailer (file says major version {major})")
     message, _ = pb.read_delimited(data[start : len(data) - 4], 8)
     fields = pb.parse_message(message)
     codec = pb.int_field(fields, 12)
