@@ -4,21 +4,9 @@ empty family and qualifier, the latest timestamp and type Put."""
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from tms.hudi.errors import HFileError
 from tms.hudi.hfile.format import LATEST_TIMESTAMP, TYPE_PUT
-
-
-@dataclass(frozen=True)
-class KeyParts:
-    """The parts of a KeyValue key; `row` is what Hudi calls the key."""
-
-    row: bytes
-    family: bytes
-    qualifier: bytes
-    timestamp: int
-    type: int
 
 
 def encode_key(row: bytes, timestamp: int = LATEST_TIMESTAMP, key_type: int = TYPE_PUT) -> bytes:
@@ -26,28 +14,6 @@ def encode_key(row: bytes, timestamp: int = LATEST_TIMESTAMP, key_type: int = TY
     if len(row) > 0x7FFF:
         raise HFileError(f"key of {len(row)} bytes is longer than a KeyValue row may be (32767)")
     return struct.pack(">H", len(row)) + row + b"\x00" + struct.pack(">qB", timestamp, key_type)
-
-
-def decode_key(key: bytes) -> KeyParts:
-    if len(key) < 12:
-        raise HFileError(f"KeyValue key of {len(key)} bytes is too short")
-    (row_len,) = struct.unpack_from(">H", key, 0)
-    family_at = 2 + row_len
-    if family_at + 10 > len(key):
-        raise HFileError("KeyValue key's row length runs past the key")
-    family_len = key[family_at]
-    qualifier_at = family_at + 1 + family_len
-    qualifier_end = len(key) - 9
-    if qualifier_at > qualifier_end:
-        raise HFileError("KeyValue key's family length runs past the key")
-    timestamp, key_type = struct.unpack_from(">qB", key, qualifier_end)
-    return KeyParts(
-        row=key[2:family_at],
-        family=key[family_at + 1 : qualifier_at],
-        qualifier=key[qualifier_at:qualifier_end],
-        timestamp=timestamp,
-        type=key_type,
-    )
 
 
 def key_row(key: bytes) -> bytes:
