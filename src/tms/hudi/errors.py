@@ -8,12 +8,13 @@ module so each part of the layer can raise them without importing the part that 
     │   └── UnsafePathError         a plan, metadata or marker names a path outside the table
     ├── BasePathError (ValueError)  a base path that names no usable table location
     ├── LogFormatError (ValueError) bytes that are not Hudi log blocks
+    ├── HFileError (ValueError)     bytes that are not an HFile we can read, or a refused write
     ├── PlanNotFoundError           no pending plan of that action at that instant
     ├── CompactionConflictError     the timeline does not allow a compaction at that instant
     └── InstantInFlightError        the instant's heartbeat is alive: another job runs it
 
 A refusal is final: retrying cannot change the table, so callers report it without retrying.
-The two that are also `ValueError`s are about input (a path, bytes) and are caught as such.
+The three that are also `ValueError`s are about input (a path, bytes) and are caught as such.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 __all__ = [
     "BasePathError",
     "CompactionConflictError",
+    "HFileError",
     "HudiError",
     "InstantInFlightError",
     "LogFormatError",
@@ -65,6 +67,11 @@ class BasePathError(HudiError, ValueError):
 
 class LogFormatError(HudiError, ValueError):
     """Raised when bytes cannot be encoded or decoded as Hudi log blocks."""
+
+
+class HFileError(HudiError, ValueError):
+    """Raised when bytes cannot be read as an HFile, or an HFile write is refused (unsorted keys,
+    an unsupported codec)."""
 
 
 class PlanNotFoundError(HudiError):

@@ -1,0 +1,288 @@
+"""Write an HFile v3 laid out as HBase 2.4 writes the metadata table's files: data blocks of
+cells, leaf index blocks inline once a leaf chunk outgrows the index block size, then meta
+blocks, intermediate index levels, the root data index, the meta index, file info and the
+trailer."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from os import PathLike
+from pathlib import Path
+from types import TracebackType
+
+from tms.hudi.errors import HFileError
+from tms.hudi.hfile.block import encode_block
+from tms.hudi.hfile.file_info import encode_file_info
+from tms.hudi.hfile.format import (
+    DEFAULT_BLOCK_SIZE,
+    DEFAULT_COMPARATOR,
+    DEFAULT_INDEX_BLOCK_SIZE,
+    HEADER_SIZE,
+    LATEST_TIMESTAMP,
+    MAX_INDEX_LEVELS,
+    MIN_INDEX_NUM_ENTRIES,
+    SUPPORTED_COMPRESSION,
+    TRAILER_SIZE,
+    TYPE_MAXIMUM,
+    BlockType,
+    Compression,
+    FileInfoKey,
+)
+from tms.hudi.hfile.index import (
+    IndexEntry,
+    encode_non_root,
+    encode_root,
+    non_root_size,
+    root_size,
+)
+from tms.hudi.hfile.keyvalue import encode_key, key_row, write_vlong
+from tms.hudi.hfile.trailer import Trailer, encode_trailer
+
+_MVCC_ZERO = write_vlong(0)
+
+
+def _separator_row(left: bytes, right: bytes) -> bytes:
+    """The shortest row sorting after `left` and no later than `right` (HBase's
+    `getMinimumMidpointArray`), used as a data block's index key."""
+    common = 0
+    limit = min(len(left), len(right))
+    while common < limit and left[common] == right[common]:
+        common += 1
+    if common >= limit:
+        return right[: common + 1]
+    if left[common] < 0xFF and left[common] + 1 < right[common]:
+        return left[:common] + bytes([left[common] + 1])
+    return right[: common + 1]
+
+
+def _index_key(previous_last: bytes | None, first: bytes) -> bytes:
+    """A data block's index key: its first key for the first block, else a short fake key
+    between the previous block's last key and this block's first (as HBase writes)."""
+    if previous_last is None:
+        return first
+    left, right = key_row(previous_last), key_row(first)
+    if left == right:
+        return first
+    return encode_key(_separator_row(left, right), LATEST_TIMESTAMP, TYPE_MAXIMUM)
+
+
+class HFileWriter:
+    """Collects sorted cells and writes them as one HFile on `finish()` (or on leaving a
+    `with` block). Keys may repeat but never go backwards."""
+
+    def __init__(
+        self,
+        path: str | PathLike[str] | None = None,
+        *,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        compression: Compression = Compression.NONE,
+        index_block_size: int = DEFAULT_INDEX_BLOCK_SIZE,
+        file_info: Mapping[bytes, bytes] | None = None,
+        comparator_class_name: str = DEFAULT_COMPARATOR,
+    ) -> None:
+        if compression not in SUPPORTED_COMPRESSION:
+            raise HFileError(f"compression {compression.name} is not supported (NONE, GZ)")
+        if block_size <= 0 or index_block_size <= 0:
+            raise HFileError("block_size and index_block_size must be positive")
+        self._path = None if path is None else Path(path)
+        self._block_size = block_size
+        self._index_block_size = index_block_size
+        self._compression = compression
+        self._comparator = comparator_class_name
+        self._user_info: dict[bytes, bytes] = dict(file_info or {})
+        self._meta_blocks: list[tuple[bytes, bytes]] = []
+        self._out = bytearray()
+        self._prev_offsets: dict[bytes, int] = {}
+        self._cells = bytearray()
+        self._block_first_key: bytes | None = None
+        self._last_key: bytes | None = None
+        self._prev_block_last_key: bytes | None = None
+        self._leaf_chunk: list[IndexEntry] = []
+        self._leaf_level: list[IndexEntry] = []
+        self._leaf_level_blocks: list[int] = []
+        self._first_data_offset = -1
+        self._last_data_offset = -1
+        self._entry_count = 0
+        self._key_bytes = 0
+        self._value_bytes = 0
+        self._index_uncompressed = 0
+        self._total_uncompressed = 0
+        self._finished: bytes | None = None
+
+    def append(self, key: bytes | str, value: bytes) -> None:
+        """Add a cell; `key` must not sort before the previous one."""
+        if self._finished is not None:
+            raise HFileError("the HFile is already finished")
+        row = key.encode() if isinstance(key, str) else key
+        if self._last_key is not None and row < key_row(self._last_key):
+            raise HFileError(f"key {row!r} sorts before the previous key; keys must be sorted")
+        same_key = self._last_key is not None and row == key_row(self._last_key)
+        if not same_key and len(self._cells) >= self._block_size:
+            # HBase starts a block only between distinct keys: a key's cells stay together.
+            self._finish_data_block()
+        full_key = encode_key(row)
+        self._cells += struct.pack(">ii", len(full_key), len(value))
+        self._cells += full_key + value + _MVCC_ZERO
+        if self._block_first_key is None:
+            self._block_first_key = full_key
+        self._last_key = full_key
+        self._entry_count += 1
+        self._key_bytes += len(full_key)
+        self._value_bytes += len(value)
+
+    def add_file_info(self, key: bytes, value: bytes) -> None:
+        self._user_info[key] = value
+
+    def add_meta_block(self, name: bytes, payload: bytes) -> None:
+        """A named meta block (Hudi writes its bloom filter as `bloomFilter`)."""
+        self._meta_blocks.append((name, payload))
+
+    def finish(self) -> bytes:
+        """Write the remaining sections; returns the file's bytes (also written to `path`)."""
+        if self._finished is not None:
+            return self._finished
+        self._finish_data_block()
+        single_level = not self._leaf_level
+        if single_level:
+            root = self._leaf_chunk
+        else:
+            if self._leaf_chunk:
+                self._write_leaf_block()
+            root = self._leaf_level
+        meta_index = [
+            self._entry(name, self._write_block(BlockType.META, payload))
+            for name, payload in self._meta_blocks
+        ]
+        levels = 1 if single_level else 2
+        mid_key = b"" if single_level else self._mid_key(root, self._leaf_level_blocks)
+        if not single_level:
+            while (
+                root_size(root) > self._index_block_size
+                and len(root) > MIN_INDEX_NUM_ENTRIES
+                and levels < MAX_INDEX_LEVELS
+            ):
+                root = self._write_intermediate_level(root)
+                levels += 1
+        load_on_open = len(self._out)
+        root_payload = encode_root(root) + mid_key
+        self._write_block(BlockType.ROOT_INDEX, root_payload, counted=False)
+        self._index_uncompressed += len(root_payload)
+        self._write_block(BlockType.ROOT_INDEX, encode_root(meta_index))
+        file_info_offset = len(self._out)
+        self._write_block(BlockType.FILE_INFO, encode_file_info(self._file_info()))
+        trailer = Trailer(
+            file_info_offset=file_info_offset,
+            load_on_open_data_offset=load_on_open,
+            uncompressed_data_index_size=self._index_uncompressed,
+            total_uncompressed_bytes=self._total_uncompressed + TRAILER_SIZE,
+            data_index_count=len(root),
+            meta_index_count=len(meta_index),
+            entry_count=self._entry_count,
+            num_data_index_levels=levels,
+            first_data_block_offset=self._first_data_offset,
+            last_data_block_offset=self._last_data_offset,
+            comparator_class_name=self._comparator,
+            compression_codec=self._compression,
+        )
+        self._out += encode_trailer(trailer)
+        self._finished = bytes(self._out)
+        if self._path is not None:
+            self._path.write_bytes(self._finished)
+        return self._finished
+
+    def __enter__(self) -> HFileWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.finish()
+
+    def _file_info(self) -> dict[bytes, bytes]:
+        count = self._entry_count
+        info = dict(self._user_info)
+        info[FileInfoKey.KEY_VALUE_VERSION] = struct.pack(">i", 1)
+        info[FileInfoKey.MAX_MEMSTORE_TS] = struct.pack(">q", 0)
+        info[FileInfoKey.AVG_KEY_LEN] = struct.pack(">i", self._key_bytes // count if count else 0)
+        info[FileInfoKey.AVG_VALUE_LEN] = struct.pack(
+            ">i", self._value_bytes // count if count else 0
+        )
+        info.setdefault(FileInfoKey.CREATE_TIME_TS, struct.pack(">q", 0))
+        if self._last_key is not None:
+            info[FileInfoKey.LAST_KEY] = self._last_key
+        return dict(sorted(info.items()))
+
+    def _write_block(self, magic: bytes, payload: bytes, counted: bool = True) -> tuple[int, int]:
+        """Append a block; returns its offset and on-disk size (header included). HBase's
+        trailer total of uncompressed bytes leaves out the root and intermediate data index
+        blocks (`counted=False`)."""
+        offset = len(self._out)
+        encoded = encode_block(magic, payload, self._prev_offsets.get(magic, -1), self._compression)
+        self._out += encoded
+        self._prev_offsets[magic] = offset
+        if counted:
+            self._total_uncompressed += HEADER_SIZE + len(payload)
+        return offset, len(encoded)
+
+    @staticmethod
+    def _entry(key: bytes, where: tuple[int, int]) -> IndexEntry:
+        return IndexEntry(where[0], where[1], key)
+
+    def _finish_data_block(self) -> None:
+        if self._block_first_key is None:
+            return
+        where = self._write_block(BlockType.DATA, bytes(self._cells))
+        if self._first_data_offset < 0:
+            self._first_data_offset = where[0]
+        self._last_data_offset = where[0]
+        key = _index_key(self._prev_block_last_key, self._block_first_key)
+        self._leaf_chunk.append(self._entry(key, where))
+        self._prev_block_last_key = self._last_key
+        self._cells = bytearray()
+        self._block_first_key = None
+        if non_root_size(self._leaf_chunk) >= self._index_block_size:
+            self._write_leaf_block()
+
+    def _write_leaf_block(self) -> None:
+        payload = encode_non_root(self._leaf_chunk)
+        where = self._write_block(BlockType.LEAF_INDEX, payload)
+        self._index_uncompressed += len(payload)
+        self._leaf_level.append(self._entry(self._leaf_chunk[0].key, where))
+        self._leaf_level_blocks.append(len(self._leaf_chunk))
+        self._leaf_chunk = []
+
+    def _write_intermediate_level(self, level: list[IndexEntry]) -> list[IndexEntry]:
+        parent: list[IndexEntry] = []
+        chunk: list[IndexEntry] = []
+        for entry in level:
+            chunk.append(entry)
+            if root_size(chunk) >= self._index_block_size:
+                parent.append(self._write_intermediate_block(chunk))
+                chunk = []
+        if chunk:
+            parent.append(self._write_intermediate_block(chunk))
+        return parent
+
+    def _write_intermediate_block(self, chunk: list[IndexEntry]) -> IndexEntry:
+        payload = encode_non_root(chunk)
+        where = self._write_block(BlockType.INTERMEDIATE_INDEX, payload, counted=False)
+        self._index_uncompressed += len(payload)
+        return self._entry(chunk[0].key, where)
+
+    @staticmethod
+    def _mid_key(leaves: list[IndexEntry], blocks_per_leaf: list[int]) -> bytes:
+        """HBase's mid-key metadata after a multi-level root: the leaf block holding the middle
+        data block's entry, and that entry's position within the leaf."""
+        total = sum(blocks_per_leaf)
+        middle = (total - 1) // 2
+        before = 0
+        for leaf, count in zip(leaves, blocks_per_leaf, strict=True):
+            if middle < before + count:
+                return struct.pack(">qii", leaf.offset, leaf.on_disk_size, middle - before)
+            before += count
+        return b""
