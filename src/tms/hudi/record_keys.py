@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
 from tms.hudi.properties import (
     KEY_GENERATOR_CLASS,
     KEY_GENERATOR_TYPE,
@@ -43,6 +44,8 @@ __all__ = [
     "escape_path_name",
     "key_generation",
     "key_generation_refusals",
+    "virtual_key_generation",
+    "without_meta_values",
 ]
 
 NULL_PLACEHOLDER = "__null__"
@@ -107,6 +110,15 @@ class KeyGeneration:
         ]
         return _chunked(pc.binary_join_element_wise(*parts, ","))
 
+    def with_record_keys(self, table: pa.Table) -> pa.Table:
+        """The rows with `_hoodie_record_key` computed from their data fields, so that they
+        merge by key like rows whose key is stored."""
+        keys = self.record_keys(table)
+        index = table.schema.get_field_index(RECORD_KEY)
+        if index < 0:
+            return table.add_column(0, pa.field(RECORD_KEY, pa.string()), keys)
+        return table.set_column(index, pa.field(RECORD_KEY, pa.string()), keys)
+
     def partition_paths(self, table: pa.Table) -> pa.ChunkedArray:
         """The partition path of every row."""
         if not self.partition_fields:
@@ -142,6 +154,21 @@ def key_generation(config: TableConfig) -> KeyGeneration:
         config.hive_style_partitioning,
         config.get(URL_ENCODE_PARTITIONING, "false").strip().lower() == "true",
     )
+
+
+def virtual_key_generation(config: TableConfig) -> KeyGeneration | None:
+    """The key generation to merge a virtual-key table's records by; None when the table stores
+    its keys in the meta fields."""
+    return None if config.populate_meta_fields else key_generation(config)
+
+
+def without_meta_values(table: pa.Table) -> pa.Table:
+    """The rows with every meta column null, as Hudi writes a table without meta fields: the
+    columns stay in the schema, their values are not populated."""
+    for index, field in enumerate(table.schema):
+        if field.name in META_FIELDS:
+            table = table.set_column(index, field, pa.nulls(table.num_rows, field.type))
+    return table
 
 
 def key_generation_refusals(config: TableConfig) -> list[str]:

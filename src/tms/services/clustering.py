@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 from tms.hudi.meta_fields import FILE_NAME, RECORD_KEY
+from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_meta_values
 from tms.services.clustering_plan import (
     FALLBACK_BYTES_PER_ROW,
     HUDI_TARGET_FILE_SIZE,
@@ -85,6 +86,8 @@ class _GroupTask:
     schema_json: str | None
     completed: frozenset[str]
     earliest_active: str
+    keys: KeyGeneration | None = None
+    """How record keys are computed for a table that stores none (virtual keys)."""
 
 
 @dataclass
@@ -129,6 +132,7 @@ def execute_clustering(
         schema_json=schema_json,
         completed=frozenset(i.requested_time for i in timeline.instants if i.is_completed),
         earliest_active=timeline.instants[0].requested_time,
+        keys=virtual_key_generation(table.config),
     )
     paths = TablePaths(table.storage, f"clustering plan {instant_time}")
     tasks = [
@@ -197,7 +201,7 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
     for piece in task.slices:
         file_slice = _file_slice(storage, piece)
         rows, log_records = read_file_slice(
-            storage, file_slice, task.ordering_fields, is_committed, schema
+            storage, file_slice, task.ordering_fields, is_committed, schema, task.keys
         )
         result.log_files += len(file_slice.log_files)
         result.log_records += log_records
@@ -224,6 +228,8 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
         chunk = math.ceil(data.num_rows / files)
         for index in range(files):
             rows = data.slice(index * chunk, chunk)
+            if task.keys is not None:
+                rows = without_meta_values(rows)
             stat = _write_file(storage, task, info, partition, index, rows, avro_schema)
             result.stats.append(stat)
     return result
@@ -268,10 +274,13 @@ def _write_file(
     name = BaseFileName(file_id, info.write_token, task.instant_time)
     path = posixpath.join(partition, str(name)) if partition else str(name)
     create_marker(storage, task.instant_time, Marker(partition, str(name), MarkerType.CREATE))
-    position = rows.schema.get_field_index(FILE_NAME)
-    rows = rows.set_column(
-        position, rows.schema.field(position), pa.array([str(name)] * rows.num_rows, pa.string())
-    )
+    if task.keys is None:
+        position = rows.schema.get_field_index(FILE_NAME)
+        rows = rows.set_column(
+            position,
+            rows.schema.field(position),
+            pa.array([str(name)] * rows.num_rows, pa.string()),
+        )
     size = write_base_file(storage, path, rows, avro_schema)
     return WriteStat(
         file_id=file_id,
