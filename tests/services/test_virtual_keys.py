@@ -52,16 +52,33 @@ def oracle_rows(base: str) -> Model:
     return {(r["id"], r["name"]): r for r in data.to_pylist()}
 
 
+def latest_base_files(base: str) -> list[Path]:
+    return [
+        Path(base) / s["partition"] / s["base_file"]
+        for s in oracle.file_slices(base)
+        if s["base_file"]
+    ]
+
+
 def stored_meta_values(base: str) -> set[object]:
     """Every meta-column value in the latest base files."""
     values: set[object] = set()
-    for file_slice in oracle.file_slices(base):
-        partition, name = file_slice["partition"], file_slice["base_file"]
-        if name:
-            data = pq.read_table(Path(base) / partition / name)
-            for column in META_FIELDS:
-                values |= set(data.column(column).to_pylist())
+    for path in latest_base_files(base):
+        data = pq.read_table(path)
+        for column in META_FIELDS:
+            values |= set(data.column(column).to_pylist())
     return values
+
+
+def assert_footer_key_ranges(base: str) -> None:
+    """Each base file's footer holds the range of the keys Hudi's complex key generator gives
+    its rows (`id:<id>,name:<name>`), which Hudi's index lookups prune by."""
+    for path in latest_base_files(base):
+        data = pq.read_table(path)
+        keys = [f"id:{r['id']},name:{r['name']}" for r in data.select(["id", "name"]).to_pylist()]
+        footer = pq.read_metadata(path).metadata
+        assert footer[b"hoodie_min_record_key"].decode() == min(keys), path
+        assert footer[b"hoodie_max_record_key"].decode() == max(keys), path
 
 
 def virtual_key_table(base: str, table_version: int) -> Model:
@@ -93,6 +110,7 @@ def test_the_writer_writes_a_virtual_key_table_as_hudi_does(tmp_path: Path) -> N
     base = str(tmp_path / "t")
     model = virtual_key_table(base, 9)
     assert stored_meta_values(base) == {None}
+    assert_footer_key_ranges(base)
     assert oracle_rows(base) == model
 
 
@@ -108,6 +126,7 @@ def test_a_service_merges_records_by_the_computed_key(
 
     assert not any(s["log_files"] for s in oracle.file_slices(base))
     assert stored_meta_values(base) == {None}
+    assert_footer_key_ranges(base)
     after = oracle_rows(base)
     assert after == model
     assert {row["note"] for row in after.values()} == {"first", "newer"}

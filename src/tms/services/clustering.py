@@ -228,8 +228,6 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
         chunk = math.ceil(data.num_rows / files)
         for index in range(files):
             rows = data.slice(index * chunk, chunk)
-            if task.keys is not None:
-                rows = without_meta_values(rows)
             stat = _write_file(storage, task, info, partition, index, rows, avro_schema)
             result.stats.append(stat)
     return result
@@ -274,14 +272,17 @@ def _write_file(
     name = BaseFileName(file_id, info.write_token, task.instant_time)
     path = posixpath.join(partition, str(name)) if partition else str(name)
     create_marker(storage, task.instant_time, Marker(partition, str(name), MarkerType.CREATE))
-    if task.keys is None:
+    record_keys = rows.column(RECORD_KEY)
+    if task.keys is not None:
+        rows = without_meta_values(rows)
+    else:
         position = rows.schema.get_field_index(FILE_NAME)
         rows = rows.set_column(
             position,
             rows.schema.field(position),
             pa.array([str(name)] * rows.num_rows, pa.string()),
         )
-    size = write_base_file(storage, path, rows, avro_schema)
+    size = write_base_file(storage, path, rows, avro_schema, record_keys=record_keys)
     return WriteStat(
         file_id=file_id,
         path=path,

@@ -178,7 +178,9 @@ def _compact_slice(
         )
     else:
         rows = without_meta_values(merged)
-    size = write_base_file(storage, path, rows, execution.avro_schema)
+    size = write_base_file(
+        storage, path, rows, execution.avro_schema, record_keys=merged.column(RECORD_KEY)
+    )
     updates, inserts, deletes = _merge_counts(storage, file_slice, merged, execution.keys)
     write_ms = int((time.perf_counter() - scanned) * 1000)
     log_size = operation.metrics.get(TOTAL_LOG_FILES_SIZE)

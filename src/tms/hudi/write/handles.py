@@ -62,8 +62,13 @@ def create_file_groups(
             create_marker(
                 table.storage, instant_time, Marker(partition, str(name), MarkerType.CREATE)
             )
-            stored = _stored(table, _file_rows(chunk, instant_time, str(name), len(writes)))
-            size = write_base_file(table.storage, path, stored)
+            file_rows = _file_rows(chunk, instant_time, str(name), len(writes))
+            size = write_base_file(
+                table.storage,
+                path,
+                _stored(table, file_rows),
+                record_keys=file_rows.column(RECORD_KEY),
+            )
             writes.append(
                 WriteStat(
                     file_id=file_id,
@@ -112,7 +117,9 @@ def merge_base_file(
     path = f"{partition}/{name}" if partition else str(name)
     create_marker(storage, instant_time, Marker(partition, str(name), MarkerType.MERGE))
     merged = merged.set_column(4, FILE_NAME, pa.array([str(name)] * merged.num_rows, pa.string()))
-    size = write_base_file(storage, path, _stored(table, merged))
+    size = write_base_file(
+        storage, path, _stored(table, merged), record_keys=merged.column(RECORD_KEY)
+    )
     deleted = existing.num_rows - merged.num_rows if operation is WriteOperation.DELETE else 0
     return WriteStat(
         file_id=file_slice.file_id,
