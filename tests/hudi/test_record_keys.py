@@ -157,3 +157,16 @@ def test_unhandled_key_field_types_are_refused() -> None:
     keys = KeyGeneration(KeyGeneratorKind.SIMPLE, ("price",), ())
     with pytest.raises(UnsupportedTableError, match="'price'"):
         keys.record_keys(pa.table({"price": [1.5]}))
+
+
+def test_key_field_types_and_presence_are_checked_against_the_schema() -> None:
+    keys = KeyGeneration(KeyGeneratorKind.COMPLEX, ("id", "name"), ("day",))
+    keys.check_field_types(
+        pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.bool_())])
+    )
+    with pytest.raises(UnsupportedTableError, match="'day' has type date32"):
+        keys.check_field_types(
+            pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.date32())])
+        )
+    with pytest.raises(UnsupportedTableError, match="'name' is not in the table schema"):
+        keys.check_field_types(pa.schema([("id", pa.int64()), ("day", pa.string())]))

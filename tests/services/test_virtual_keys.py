@@ -14,10 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests import oracle
+from tests.hudi.test_unsupported import listing, set_properties
 from tests.services.test_merge_modes import cluster, compact
+from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.meta_fields import META_FIELDS
+from tms.hudi.table import HudiTable
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
+from tms.services.compaction import execute_compaction, schedule_compaction
 
 VIRTUAL_KEYS = {"hoodie.populate.meta.fields": "false"}
 Model = dict[tuple[int, str], dict[str, Any]]
@@ -130,3 +134,25 @@ def test_a_service_merges_records_by_the_computed_key(
     after = oracle_rows(base)
     assert after == model
     assert {row["note"] for row in after.values()} == {"first", "newer"}
+
+
+@pytest.mark.spark
+def test_a_key_field_of_an_unhandled_type_is_refused_before_anything_is_written(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A double key field's Java string form (`1.0E10`, ...) is not reproduced: refused."""
+    base = str(tmp_path / "t")
+    table = create_table(base, "vk", record_key_fields=["score"], ordering_field="ts")
+    writer = HudiWriter(table, max_file_rows=10)
+    scores = pa.array([float(i) for i in range(8)], pa.float64())
+    writer.insert(pa.table({"score": scores, "ts": pa.array([1] * 8, pa.int64())}))
+    writer.upsert(pa.table({"score": scores[:3], "ts": pa.array([2] * 3, pa.int64())}))
+    set_properties(base, **VIRTUAL_KEYS)
+    instant = schedule_compaction(HudiTable.open(base))
+    assert instant is not None
+    before = listing(base)
+
+    with pytest.raises(UnsupportedTableError, match="'score' has type double"):
+        execute_compaction(spark, HudiTable.open(base), instant, heartbeat_interval=1)
+
+    assert listing(base) == before

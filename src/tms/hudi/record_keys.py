@@ -110,6 +110,15 @@ class KeyGeneration:
         ]
         return _chunked(pc.binary_join_element_wise(*parts, ","))
 
+    def check_field_types(self, schema: pa.Schema) -> None:
+        """Refuse, before anything is written, key fields the table schema lacks or whose
+        values we cannot turn into strings as Java does."""
+        for field in (*self.record_key_fields, *self.partition_fields):
+            index = schema.get_field_index(field)
+            if index < 0:
+                raise UnsupportedTableError(f"key field {field!r} is not in the table schema")
+            _check_type(field, schema.field(index).type)
+
     def with_record_keys(self, table: pa.Table) -> pa.Table:
         """The rows with `_hoodie_record_key` computed from their data fields, so that they
         merge by key like rows whose key is stored."""
@@ -229,11 +238,15 @@ def _kind(config: TableConfig) -> KeyGeneratorKind | None:
 def _strings(table: pa.Table, field: str) -> pa.ChunkedArray:
     """The field's values as Java's `String.valueOf` writes them, for the types where ours agree."""
     column = table.column(field)
-    kind = column.type
+    _check_type(field, column.type)
+    return column.cast(pa.string())
+
+
+def _check_type(field: str, kind: pa.DataType) -> None:
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return column.cast(pa.string())
+        return
     if pa.types.is_integer(kind) or pa.types.is_boolean(kind):
-        return column.cast(pa.string())
+        return
     raise UnsupportedTableError(
         f"key field {field!r} has type {kind}: only string, integer and boolean key fields are"
         " handled"

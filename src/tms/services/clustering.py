@@ -119,8 +119,13 @@ def execute_clustering(
     params = (plan.get("strategy") or {}).get("strategyParams") or {}
     sort_columns = tuple(c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(","))
     schema_json = timeline.latest_schema()
+    keys = virtual_key_generation(table.config)
     if schema_json:
         check_columns(json.loads(schema_json), [c for c in sort_columns if c])
+        if keys is not None:
+            keys.check_field_types(
+                arrow_schema_from_avro(with_meta_fields(json.loads(schema_json)))
+            )
     ordering = record_merging(table.config).compared_fields
     template = _GroupTask(
         base_uri=table.base_path,
@@ -132,7 +137,7 @@ def execute_clustering(
         schema_json=schema_json,
         completed=frozenset(i.requested_time for i in timeline.instants if i.is_completed),
         earliest_active=timeline.instants[0].requested_time,
-        keys=virtual_key_generation(table.config),
+        keys=keys,
     )
     paths = TablePaths(table.storage, f"clustering plan {instant_time}")
     tasks = [

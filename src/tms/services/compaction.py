@@ -102,6 +102,9 @@ def execute_compaction(
     operations = [CompactionOperation.from_avro(op, paths) for op in plan.get("operations") or []]
     schema_json = timeline.latest_schema()
     avro_schema = with_meta_fields(json.loads(schema_json)) if schema_json else None
+    keys = virtual_key_generation(table.config)
+    if keys is not None and avro_schema is not None:
+        keys.check_field_types(arrow_schema_from_avro(avro_schema))
     result = ServiceResult(action=Action.COMPACTION.value, instant=instant_time)
     storage = table.storage
     with executing(table, instant, result, heartbeat_interval) as inflight:
@@ -115,7 +118,7 @@ def execute_compaction(
             schema=arrow_schema_from_avro(avro_schema) if avro_schema else None,
             committed=frozenset(i.requested_time for i in timeline.completed()),
             archived_before=timeline.instants[0].requested_time if timeline.instants else "",
-            keys=virtual_key_generation(table.config),
+            keys=keys,
         )
         written = run_tasks(
             spark,
