@@ -6,7 +6,8 @@ a payload class or strategy id implies a mode (the strategy id first from table 
 the payload class before); with neither, the stated mode, else event time when the table has
 ordering fields and commit time when it has none. Event time without ordering fields orders by
 commit time. What we cannot reproduce (custom mergers, custom or partial-update payloads,
-partial-update modes, merge properties such as delete markers, virtual keys) is refused with
+partial-update modes, merge properties such as delete markers, virtual keys of key generators
+other than simple, complex and non-partitioned) is refused with
 the reason, before anything is written.
 """
 
@@ -23,6 +24,7 @@ from tms.hudi.properties import (
     RECORD_MERGE_STRATEGY_ID,
     TableConfig,
 )
+from tms.hudi.record_keys import key_generation_refusals
 
 __all__ = [
     "MergeMode",
@@ -150,7 +152,7 @@ def _infer(config: TableConfig) -> tuple[MergeMode, list[str]]:
             f" ({payload or strategy_id}), which imply {mode}"
         )
     if not config.populate_meta_fields:
-        reasons.append(_VIRTUAL_KEYS)
+        reasons += [f"{_VIRTUAL_KEYS}: {reason}" for reason in key_generation_refusals(config)]
     partial = props.get(PARTIAL_UPDATE_MODE, "").strip().upper()
     if partial and partial != "NONE":
         reasons.append(f"{PARTIAL_UPDATE_MODE}={partial}: partial updates are not handled")
@@ -163,12 +165,10 @@ def _infer(config: TableConfig) -> tuple[MergeMode, list[str]]:
     return mode, reasons
 
 
-_VIRTUAL_KEYS = (
-    "hoodie.populate.meta.fields=false (virtual keys): records carry no stored record key or"
-    " partition path, and computing them with the table's key generator is not handled"
-)
-"""Merging matches versions of a record by its key; without meta fields the key would have to
-be computed from the data fields exactly as the writer's key generator did."""
+_VIRTUAL_KEYS = "hoodie.populate.meta.fields=false (virtual keys)"
+"""Merging matches versions of a record by its key; without meta fields the key is computed from
+the data fields as the table's key generator does (`tms.hudi.record_keys`), which works for the
+simple, complex and non-partitioned key generators only."""
 
 
 def _custom_reason(

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 from tms.hudi.meta_fields import FILE_NAME, RECORD_KEY
+from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_meta_values
 from tms.services.clustering_plan import (
     FALLBACK_BYTES_PER_ROW,
     HUDI_TARGET_FILE_SIZE,
@@ -85,6 +86,8 @@ class _GroupTask:
     schema_json: str | None
     completed: frozenset[str]
     earliest_active: str
+    keys: KeyGeneration | None = None
+    """How record keys are computed for a table that stores none (virtual keys)."""
 
 
 @dataclass
@@ -116,8 +119,13 @@ def execute_clustering(
     params = (plan.get("strategy") or {}).get("strategyParams") or {}
     sort_columns = tuple(c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(","))
     schema_json = timeline.latest_schema()
+    keys = virtual_key_generation(table.config)
     if schema_json:
         check_columns(json.loads(schema_json), [c for c in sort_columns if c])
+        if keys is not None:
+            keys.check_field_types(
+                arrow_schema_from_avro(with_meta_fields(json.loads(schema_json)))
+            )
     ordering = record_merging(table.config).compared_fields
     template = _GroupTask(
         base_uri=table.base_path,
@@ -129,6 +137,7 @@ def execute_clustering(
         schema_json=schema_json,
         completed=frozenset(i.requested_time for i in timeline.instants if i.is_completed),
         earliest_active=timeline.instants[0].requested_time,
+        keys=keys,
     )
     paths = TablePaths(table.storage, f"clustering plan {instant_time}")
     tasks = [
@@ -197,7 +206,7 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
     for piece in task.slices:
         file_slice = _file_slice(storage, piece)
         rows, log_records = read_file_slice(
-            storage, file_slice, task.ordering_fields, is_committed, schema
+            storage, file_slice, task.ordering_fields, is_committed, schema, task.keys
         )
         result.log_files += len(file_slice.log_files)
         result.log_records += log_records
@@ -268,11 +277,17 @@ def _write_file(
     name = BaseFileName(file_id, info.write_token, task.instant_time)
     path = posixpath.join(partition, str(name)) if partition else str(name)
     create_marker(storage, task.instant_time, Marker(partition, str(name), MarkerType.CREATE))
-    position = rows.schema.get_field_index(FILE_NAME)
-    rows = rows.set_column(
-        position, rows.schema.field(position), pa.array([str(name)] * rows.num_rows, pa.string())
-    )
-    size = write_base_file(storage, path, rows, avro_schema)
+    record_keys = rows.column(RECORD_KEY)
+    if task.keys is not None:
+        rows = without_meta_values(rows)
+    else:
+        position = rows.schema.get_field_index(FILE_NAME)
+        rows = rows.set_column(
+            position,
+            rows.schema.field(position),
+            pa.array([str(name)] * rows.num_rows, pa.string()),
+        )
+    size = write_base_file(storage, path, rows, avro_schema, record_keys=record_keys)
     return WriteStat(
         file_id=file_id,
         path=path,

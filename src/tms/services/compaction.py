@@ -36,6 +36,7 @@ from tms.hudi.files.names import BaseFileName
 from tms.hudi.files.reader import read_file_slice
 from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, RECORD_KEY
+from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_meta_values
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
@@ -72,6 +73,8 @@ class _Execution:
     committed: frozenset[str]
     archived_before: str
     """Instants older than the active timeline's first were archived after completing."""
+    keys: KeyGeneration | None = None
+    """How record keys are computed for a table that stores none (virtual keys)."""
 
     def is_committed(self, instant_time: str) -> bool:
         """Log blocks count when their instant completed before the compaction instant (later
@@ -99,6 +102,9 @@ def execute_compaction(
     operations = [CompactionOperation.from_avro(op, paths) for op in plan.get("operations") or []]
     schema_json = timeline.latest_schema()
     avro_schema = with_meta_fields(json.loads(schema_json)) if schema_json else None
+    keys = virtual_key_generation(table.config)
+    if keys is not None and avro_schema is not None:
+        keys.check_field_types(arrow_schema_from_avro(avro_schema))
     result = ServiceResult(action=Action.COMPACTION.value, instant=instant_time)
     storage = table.storage
     with executing(table, instant, result, heartbeat_interval) as inflight:
@@ -112,6 +118,7 @@ def execute_compaction(
             schema=arrow_schema_from_avro(avro_schema) if avro_schema else None,
             committed=frozenset(i.requested_time for i in timeline.completed()),
             archived_before=timeline.instants[0].requested_time if timeline.instants else "",
+            keys=keys,
         )
         written = run_tasks(
             spark,
@@ -148,7 +155,12 @@ def _compact_slice(
     storage = Storage(execution.base_path)
     file_slice = operation.file_slice()
     merged, log_records = read_file_slice(
-        storage, file_slice, execution.ordering_fields, execution.is_committed, execution.schema
+        storage,
+        file_slice,
+        execution.ordering_fields,
+        execution.is_committed,
+        execution.schema,
+        execution.keys,
     )
     if file_slice.base_file is None and merged.num_rows == 0:
         return None  # a log-only slice whose records were all deleted: nothing to write
@@ -161,13 +173,18 @@ def _compact_slice(
         execution.instant_time,
         Marker(operation.partition_path, name, MarkerType.MERGE if has_base else MarkerType.CREATE),
     )
-    rows = merged.set_column(
-        merged.schema.get_field_index(FILE_NAME),
-        pa.field(FILE_NAME, pa.string()),
-        pa.array([name] * merged.num_rows, pa.string()),
+    if execution.keys is None:
+        rows = merged.set_column(
+            merged.schema.get_field_index(FILE_NAME),
+            pa.field(FILE_NAME, pa.string()),
+            pa.array([name] * merged.num_rows, pa.string()),
+        )
+    else:
+        rows = without_meta_values(merged)
+    size = write_base_file(
+        storage, path, rows, execution.avro_schema, record_keys=merged.column(RECORD_KEY)
     )
-    size = write_base_file(storage, path, rows, execution.avro_schema)
-    updates, inserts, deletes = _merge_counts(storage, file_slice, merged)
+    updates, inserts, deletes = _merge_counts(storage, file_slice, merged, execution.keys)
     write_ms = int((time.perf_counter() - scanned) * 1000)
     log_size = operation.metrics.get(TOTAL_LOG_FILES_SIZE)
     if log_size is None:
@@ -196,18 +213,27 @@ def _compact_slice(
 
 
 def _merge_counts(
-    storage: Storage, file_slice: FileSlice, merged: pa.Table
+    storage: Storage, file_slice: FileSlice, merged: pa.Table, keys: KeyGeneration | None
 ) -> tuple[int, int, int]:
     """(updated, inserted, deleted) records of the base file, as Hudi's merge handle counts.
 
     A row came from the logs when its commit time is after the slice's base instant: log
-    blocks are written after the base file, whose rows are at most as recent as it.
+    blocks are written after the base file, whose rows are at most as recent as it. A table
+    without meta fields records no commit time: every row not in the base file counts as an
+    insert, and updates are not told apart from rows carried over.
     """
     if file_slice.base_file is None:
         return 0, merged.num_rows, 0
-    base_keys = read_base_file(storage, file_slice.base_file.path, columns=[RECORD_KEY])
+    if keys is None:
+        base_keys = read_base_file(storage, file_slice.base_file.path, columns=[RECORD_KEY])
+    else:
+        base = read_base_file(storage, file_slice.base_file.path)
+        base_keys = keys.with_record_keys(base)
     in_base = pc.is_in(merged.column(RECORD_KEY), value_set=base_keys.column(RECORD_KEY))
-    from_log = pc.greater(merged.column(COMMIT_TIME), file_slice.base_instant_time)
+    if keys is None:
+        from_log = pc.greater(merged.column(COMMIT_TIME), file_slice.base_instant_time)
+    else:
+        from_log = pc.invert(in_base)
     updates = int(pc.sum(pc.and_(from_log, in_base)).as_py() or 0)
     inserts = int(pc.sum(pc.and_(from_log, pc.invert(in_base))).as_py() or 0)
     return updates, inserts, base_keys.num_rows - int(pc.sum(in_base).as_py() or 0)

@@ -30,16 +30,23 @@ def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None = 
 
 
 def write_base_file(
-    storage: Storage, path: str, rows: pa.Table, avro_schema: dict[str, Any] | None = None
+    storage: Storage,
+    path: str,
+    rows: pa.Table,
+    avro_schema: dict[str, Any] | None = None,
+    *,
+    record_keys: pa.ChunkedArray | None = None,
 ) -> int:
     """Write a Parquet base file; returns its size in bytes.
 
     The footer carries what Hudi's readers look for: the record key range, and the Avro
-    schema when one is given.
+    schema when one is given. `record_keys` gives the keys of rows that do not store them
+    (a table without meta fields), for the key range.
     """
     metadata = dict(rows.schema.metadata or {})
-    if rows.num_rows and RECORD_KEY in rows.column_names:
+    if record_keys is None and RECORD_KEY in rows.column_names:
         record_keys = rows.column(RECORD_KEY)
+    if rows.num_rows and record_keys is not None and record_keys.null_count < len(record_keys):
         metadata[b"hoodie_min_record_key"] = str(pc.min(record_keys).as_py()).encode()
         metadata[b"hoodie_max_record_key"] = str(pc.max(record_keys).as_py()).encode()
     if avro_schema is not None:

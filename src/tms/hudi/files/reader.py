@@ -14,6 +14,7 @@ from tms.hudi.files.data import block_records, read_base_file, read_log_file
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.log_block import BlockType, LogBlock
 from tms.hudi.files.merge import DeleteVersion, Ordering, merge_versions
+from tms.hudi.record_keys import KeyGeneration
 from tms.hudi.storage import Storage
 
 
@@ -44,11 +45,14 @@ def read_file_slice(
     ordering: Ordering,
     is_committed: Callable[[str], bool],
     schema: pa.Schema | None = None,
+    keys: KeyGeneration | None = None,
 ) -> tuple[pa.Table, int]:
     """The merged records of a slice, and how many log records were read to build them.
 
     `schema` is the table's current schema (meta columns included); records of older schemas
     are widened to it. Without one, the base file's (or first data block's) schema is used.
+    `keys` is given for a table without meta fields: records then merge by the key computed
+    from their data fields, which the returned rows carry in `_hoodie_record_key`.
     """
     parts: list[pa.Table] = []
     positions: list[int] = []
@@ -80,6 +84,8 @@ def read_file_slice(
         data = pa.concat_tables([conform_table(part, schema) for part in parts])
     else:
         data = pa.concat_tables(parts, promote_options="default")
+    if keys is not None:
+        data = keys.with_record_keys(data)
     return merge_versions(data, positions, deletes, ordering), log_records
 
 

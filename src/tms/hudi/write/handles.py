@@ -30,6 +30,7 @@ from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.reader import conform_table
 from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from tms.hudi.record_keys import virtual_key_generation, without_meta_values
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.write.log_blocks import LogBlockFormat, write_data_log_file
@@ -61,8 +62,12 @@ def create_file_groups(
             create_marker(
                 table.storage, instant_time, Marker(partition, str(name), MarkerType.CREATE)
             )
+            file_rows = _file_rows(chunk, instant_time, str(name), len(writes))
             size = write_base_file(
-                table.storage, path, _file_rows(chunk, instant_time, str(name), len(writes))
+                table.storage,
+                path,
+                _stored(table, file_rows),
+                record_keys=file_rows.column(RECORD_KEY),
             )
             writes.append(
                 WriteStat(
@@ -92,6 +97,9 @@ def merge_base_file(
     compared = record_merging(config).compared_fields
     ordering = compared[0] if compared else None
     existing = read_base_file(storage, file_slice.base_file.path)
+    virtual = virtual_key_generation(config)
+    if virtual is not None:
+        existing = virtual.with_record_keys(existing)
     if operation is WriteOperation.DELETE:
         deletes = [
             DeleteVersion(key, _ordering(rows, ordering, i), 1)
@@ -109,7 +117,9 @@ def merge_base_file(
     path = f"{partition}/{name}" if partition else str(name)
     create_marker(storage, instant_time, Marker(partition, str(name), MarkerType.MERGE))
     merged = merged.set_column(4, FILE_NAME, pa.array([str(name)] * merged.num_rows, pa.string()))
-    size = write_base_file(storage, path, merged)
+    size = write_base_file(
+        storage, path, _stored(table, merged), record_keys=merged.column(RECORD_KEY)
+    )
     deleted = existing.num_rows - merged.num_rows if operation is WriteOperation.DELETE else 0
     return WriteStat(
         file_id=file_slice.file_id,
@@ -168,7 +178,7 @@ def append_log_file(
         )
         counts = {"num_deletes": rows.num_rows}
     else:
-        rows = _file_rows(rows, instant_time, file_slice.file_id, 0)
+        rows = _stored(table, _file_rows(rows, instant_time, file_slice.file_id, 0))
         schema = avro_record_schema(config.table_name, rows.schema)
         size = write_data_log_file(storage, path, instant_time, schema, rows, block_format)
         counts = {"num_update_writes": rows.num_rows, "num_writes": rows.num_rows}
@@ -187,6 +197,21 @@ def append_log_file(
         total_log_blocks=1,
         **counts,
     )
+
+
+def read_keys(table: HudiTable, path: str) -> pa.Table:
+    """The record keys of a base file, in `_hoodie_record_key`: stored, or computed from the
+    data fields for a table without meta fields."""
+    virtual = virtual_key_generation(table.config)
+    if virtual is None:
+        return read_base_file(table.storage, path, columns=[RECORD_KEY])
+    return virtual.with_record_keys(read_base_file(table.storage, path)).select([RECORD_KEY])
+
+
+def _stored(table: HudiTable, rows: pa.Table) -> pa.Table:
+    """The rows as written to a file: a table without meta fields gets them null, as Hudi's
+    writers leave them."""
+    return rows if table.config.populate_meta_fields else without_meta_values(rows)
 
 
 def _evolved_schema(existing: pa.Schema, incoming: pa.Schema) -> pa.Schema:

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.schema import avro_record_schema
 from tms.hudi.avro.write_stat import WriteStat
-from tms.hudi.files.data import read_base_file, write_partition_metadata
+from tms.hudi.files.data import write_partition_metadata
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.markers import delete_markers
 from tms.hudi.files.merge import latest_by_key
@@ -35,6 +35,7 @@ from tms.hudi.meta_fields import (
     RECORD_KEY,
 )
 from tms.hudi.properties import TableConfig
+from tms.hudi.record_keys import virtual_key_generation
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
@@ -47,6 +48,7 @@ from tms.hudi.write.handles import (
     append_log_file,
     create_file_groups,
     merge_base_file,
+    read_keys,
 )
 from tms.hudi.write.log_blocks import LogBlockFormat
 
@@ -137,10 +139,16 @@ class HudiWriter:
     def _prepare(self, batch: pa.Table, instant_time: str, operation: WriteOperation) -> pa.Table:
         """Meta columns prepended; duplicates within the batch reduced to the latest."""
         config = self.config
-        record_keys = keys.record_keys(batch, config.record_key_fields)
-        partitions = keys.partition_paths(
-            batch, config.partition_fields, config.hive_style_partitioning
-        )
+        virtual = virtual_key_generation(config)
+        if virtual is not None:
+            # keys are never stored: they must be what Hudi's key generator computes
+            record_keys = virtual.record_keys(batch)
+            partitions = virtual.partition_paths(batch)
+        else:
+            record_keys = keys.record_keys(batch, config.record_key_fields)
+            partitions = keys.partition_paths(
+                batch, config.partition_fields, config.hive_style_partitioning
+            )
         data = batch.drop_columns([c for c in META_FIELDS if c in batch.column_names])
         n = data.num_rows
         meta = {
@@ -218,7 +226,7 @@ class HudiWriter:
         for (partition, file_id), file_slice in merged.items():
             if partition not in partitions or file_slice.base_file is None:
                 continue
-            existing = read_base_file(self.storage, file_slice.base_file.path, columns=[RECORD_KEY])
+            existing = read_keys(self.table, file_slice.base_file.path)
             index_parts.append(
                 pa.table(
                     {
