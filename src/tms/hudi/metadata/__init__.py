@@ -1,0 +1,1 @@
+"""The metadata table (`.hoodie/metadata`): its records, reading it, applying commits to it."""
