@@ -5,6 +5,7 @@ the rows hudi-rs reads, and every stored record decoded and encoded back byte fo
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,10 @@ import pyarrow as pa
 import pytest
 from tests import oracle
 from tests.hudi.test_fixture_views import WITH_METADATA_TABLE, rows_of, unzip_fixture
+from typer.testing import CliRunner
 
 from hudi import HudiTable as OracleTable
+from tms.cli import app
 from tms.hudi.files.log_block import BlockType, HeaderKey
 from tms.hudi.files.log_reader import read_log_blocks
 from tms.hudi.files.names import BaseFileName, LogFileName
@@ -170,3 +173,25 @@ def test_every_stored_record_decodes_and_encodes_back_byte_for_byte(table: Path)
             assert encode_record(record, schema) == value, f"{where} {key!r}"
             count += 1
     assert count > 100
+
+
+def test_tms_metadata_prints_partitions_and_the_file_count_of_each_data_partition(
+    table: Path,
+) -> None:
+    result = CliRunner().invoke(app, ["metadata", "--base-path", str(table), "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    groups = {p["partition"]: p["file_groups"] for p in document["metadata_partitions"]}
+    assert groups["files"] == 1 and groups["record_index"] == 10
+    assert set(groups) == set(HudiTable.open(str(table)).config.metadata_partitions)
+    counts = {row["partition"]: row["files"] for row in document["files"]}
+    assert counts == {p: len(f) for p, f in committed_files_on_storage(table).items()}
+    text = CliRunner().invoke(app, ["metadata", "--base-path", str(table)])
+    assert text.exit_code == 0 and "secondary_index_merchant_idx" in text.output
+
+
+def test_tms_metadata_exits_2_on_a_table_without_one(tmp_path: Path) -> None:
+    root = unzip_fixture("cow_v9_txns_simple_nometa", tmp_path)
+    result = CliRunner().invoke(app, ["metadata", "--base-path", str(root)])
+    assert result.exit_code == 2
+    assert "no metadata table" in result.output
