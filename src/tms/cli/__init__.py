@@ -16,6 +16,7 @@ app = typer.Typer(help="Table management service for Apache Hudi.", no_args_is_h
 
 app.command()(table_layer.timeline)
 app.command()(table_layer.files)
+app.command()(table_layer.metadata)
 app.command()(table_layer.run)
 app.command()(service.serve)
 app.add_typer(service.db_app, name="db")

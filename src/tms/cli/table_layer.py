@@ -13,7 +13,7 @@ from tms.cli.render import cell, print_rows
 from tms.hudi.errors import HudiError
 from tms.hudi.table import HudiTable
 
-__all__ = ["files", "run", "timeline"]
+__all__ = ["files", "metadata", "run", "timeline"]
 
 BasePath = Annotated[str, typer.Option("--base-path", help="Base path of the Hudi table.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -77,6 +77,30 @@ def files(base_path: BasePath, as_json: AsJson = False) -> None:
         )
         return
     print_rows(rows, ["partition", "file_id", "base_instant", "base_file", "log_files"])
+
+
+def metadata(base_path: BasePath, as_json: AsJson = False) -> None:
+    """Print the metadata table: its partitions with their file groups, and the file count
+    of each data partition its `files` partition lists (read only)."""
+    from tms.hudi.metadata.reader import MetadataTableReader
+
+    table = _open(base_path)
+    try:
+        reader = MetadataTableReader.open(table.storage, table.config)
+        partitions = [
+            {"partition": p, "file_groups": reader.file_group_count(p)} for p in reader.partitions
+        ]
+        listed = reader.all_files() if "files" in reader.partitions else {}
+    except HudiError as exc:
+        raise _refused(exc) from exc
+    data = [{"partition": p, "files": len(names)} for p, names in sorted(listed.items())]
+    if as_json:
+        document = {"table": table.name, "metadata_partitions": partitions, "files": data}
+        typer.echo(json.dumps(document, indent=2))
+        return
+    print_rows(partitions, ["partition", "file_groups"])
+    typer.echo("")
+    print_rows(data, ["partition", "files"])
 
 
 class Service(enum.StrEnum):

@@ -9,24 +9,17 @@ instant whose heartbeat is alive belongs to a running job and is left alone.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import InstantInFlightError
 from tms.hudi.files.markers import delete_markers, list_markers
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
-from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.timeline import Timeline
-from tms.hudi.timeline.transitions import (
-    delete_pending,
-    new_instant_time,
-    request,
-    revert_to_requested,
-    transition,
-)
+from tms.hudi.timeline.transitions import delete_pending, new_instant_time, revert_to_requested
 
 PLANNED_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT)
 """Actions whose plan outlives a rollback: the instant goes back to requested, not away."""
@@ -55,58 +48,23 @@ def rollback_inflight(
             f"instant {ts} has a live heartbeat (a job is running it); not rolling back"
         )
     timeline = timeline or table.timeline()
-    started = time.time()
-    rollback_time = new_instant_time(timeline.instants)
-    markers = list_markers(storage, ts)
     by_partition: dict[str, list[str]] = defaultdict(list)
-    for marker in markers:
+    for marker in list_markers(storage, ts):
         by_partition[marker.partition_path].append(marker.data_file_path)
-    plan = {
-        "instantToRollback": {"commitTime": ts, "action": instant.action.value},
-        "RollbackRequests": [
-            {"partitionPath": partition, "filesToBeDeleted": [storage.uri(p) for p in paths]}
-            for partition, paths in sorted(by_partition.items())
-        ],
-        "version": 1,
-    }
-    pending = request(
+    rollback = RollbackInstant(
         storage,
         config,
-        rollback_time,
-        Action.ROLLBACK,
-        avro_codec.encode("HoodieRollbackPlan", plan),
+        new_instant_time(timeline.instants),
+        (ts, instant.action),
+        dict(by_partition),
     )
-    pending = transition(storage, config, pending, State.INFLIGHT)
-    deleted: list[str] = []
-    partition_metadata = {}
-    for partition, paths in sorted(by_partition.items()):
-        done = [p for p in paths if storage.delete(p) or not storage.exists(p)]
-        deleted += done
-        partition_metadata[partition] = {
-            "partitionPath": partition,
-            "successDeleteFiles": [storage.uri(p) for p in done],
-            "failedDeleteFiles": [storage.uri(p) for p in paths if p not in done],
-        }
+    rollback.start()
+    rollback.delete_files()
     if timeline.origin_action(instant) in PLANNED_ACTIONS:
         revert_to_requested(storage, config, instant)
     else:
         delete_pending(storage, config, instant)
-    metadata = {
-        "startRollbackTime": rollback_time,
-        "timeTakenInMillis": int((time.time() - started) * 1000),
-        "totalFilesDeleted": len(deleted),
-        "commitsRollback": [ts],
-        "partitionMetadata": partition_metadata,
-        "version": 1,
-        "instantsRollback": [{"commitTime": ts, "action": instant.action.value}],
-    }
-    transition(
-        storage,
-        config,
-        pending,
-        State.COMPLETED,
-        avro_codec.encode("HoodieRollbackMetadata", metadata),
-    )
+    rollback.complete()
     delete_markers(storage, ts)
     heartbeat.stop_heartbeat(storage, ts)
-    return RollbackResult(rollback_time, ts, tuple(deleted))
+    return RollbackResult(rollback.rollback_time, ts, tuple(rollback.deleted))

@@ -113,8 +113,15 @@ class FileSystemView:
     """(partition, file id) of every file group a completed replacecommit replaced."""
 
     @classmethod
-    def build(cls, storage: Storage, timeline: Timeline) -> FileSystemView:
-        partitions = tuple(sorted(list_partitions(storage)))
+    def build(
+        cls, storage: Storage, timeline: Timeline, partitions: Collection[str] | None = None
+    ) -> FileSystemView:
+        """The view of every partition, or only of `partitions` (those that exist), so a reader
+        of one partition lists only that one."""
+        if partitions is None:
+            partitions = tuple(sorted(list_partitions(storage)))
+        else:
+            partitions = tuple(sorted(p for p in set(partitions) if storage.exists(p)))
         replaced = replaced_file_groups(timeline)
         pending_compaction = {i.requested_time for i in timeline.pending_compactions()}
         earliest = timeline.instants[0].requested_time if timeline.instants else ""

@@ -66,6 +66,11 @@ class IndexDefinition:
     options: dict[str, str] = field(default_factory=dict)
     version: IndexVersion = IndexVersion.V1
 
+    @property
+    def is_partitioned(self) -> bool:
+        """A partitioned record index (Hudi 1.1 `isPartitioned`)."""
+        return self.options.get("isPartitioned", "false").lower() == "true"
+
 
 def _definition(name: str, raw: Any) -> IndexDefinition:
     if not isinstance(raw, dict):

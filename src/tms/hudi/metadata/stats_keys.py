@@ -14,7 +14,10 @@ import struct
 
 __all__ = [
     "NON_PARTITIONED_NAME",
+    "column_id",
     "column_stats_key",
+    "file_id",
+    "partition_id",
     "partition_identifier",
     "partition_stats_key",
     "xxhash64",
@@ -97,6 +100,21 @@ def _id64(name: str) -> str:
     return _b64(xxhash64(name.encode("utf-8"), _HASH_SEED).to_bytes(8, "big"))
 
 
+def column_id(column: str) -> str:
+    """`ColumnIndexID`: Base64 of the XXHash64 of the column name."""
+    return _id64(column)
+
+
+def partition_id(partition_identifier: str) -> str:
+    """`PartitionIndexID`: Base64 of the XXHash64 of the partition identifier."""
+    return _id64(partition_identifier)
+
+
+def file_id(file_name: str) -> str:
+    """`FileIndexID`: Base64 of the MD5 of the file name."""
+    return _b64(hashlib.md5(file_name.encode("utf-8"), usedforsecurity=False).digest())
+
+
 def partition_identifier(partition_path: str) -> str:
     """The partition's name in keys: "." for the non-partitioned table's empty path."""
     return partition_path or NON_PARTITIONED_NAME
@@ -104,10 +122,9 @@ def partition_identifier(partition_path: str) -> str:
 
 def partition_stats_key(partition_path: str, column: str) -> str:
     """Key of a partition's stats for one column (`getPartitionStatsIndexKey`)."""
-    return _id64(column) + _id64(partition_identifier(partition_path))
+    return column_id(column) + partition_id(partition_identifier(partition_path))
 
 
 def column_stats_key(partition_path: str, file_name: str, column: str) -> str:
     """Key of a file's stats for one column (`getColumnStatsIndexKey`)."""
-    digest = hashlib.md5(file_name.encode("utf-8"), usedforsecurity=False).digest()
-    return partition_stats_key(partition_path, column) + _b64(digest)
+    return partition_stats_key(partition_path, column) + file_id(file_name)

@@ -1,0 +1,61 @@
+"""What a data table instant changes in the metadata table, as records per metadata partition
+(`HoodieTableMetadataUtil.convertMetadataToFilesPartitionRecords` and friends)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from tms.hudi.avro.commit_metadata import CommitMetadata
+from tms.hudi.metadata.partitions import FILES
+from tms.hudi.metadata.records import MetadataRecord, files_record, partition_list_record
+
+__all__ = ["MetadataUpdate", "commit_files_records", "files_records"]
+
+
+@dataclass(frozen=True)
+class MetadataUpdate:
+    """Records to upsert and keys to delete, by metadata partition name."""
+
+    records: dict[str, list[MetadataRecord]] = field(default_factory=dict)
+    deletes: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def partitions(self) -> list[str]:
+        return sorted(set(self.records) | set(self.deletes))
+
+    @classmethod
+    def files(
+        cls,
+        added: Mapping[str, Mapping[str, int]] | None = None,
+        deleted: Mapping[str, Iterable[str]] | None = None,
+    ) -> MetadataUpdate:
+        return cls(records={FILES: files_records(added or {}, deleted or {})})
+
+
+def files_records(
+    added: Mapping[str, Mapping[str, int]], deleted: Mapping[str, Iterable[str]]
+) -> list[MetadataRecord]:
+    """The partition list record naming the partitions files were added to (as a commit
+    writes it), then one files record per partition touched."""
+    records: list[MetadataRecord] = []
+    if added:
+        records.append(partition_list_record(added))
+    gone = {partition: list(names) for partition, names in deleted.items()}
+    for partition in sorted(set(added) | set(gone)):
+        records.append(files_record(partition, added.get(partition, {}), gone.get(partition, [])))
+    return records
+
+
+def commit_files_records(metadata: CommitMetadata) -> list[MetadataRecord]:
+    """`files` records of a commit: every file its write stats name, at the largest size any
+    stat reports for it (stats of one file may come in any order)."""
+    added: dict[str, dict[str, int]] = {}
+    for partition, stats in metadata.partition_to_write_stats.items():
+        sizes = added.setdefault(partition, {})
+        for stat in stats:
+            if not stat.path:
+                continue
+            name = stat.path.rsplit("/", 1)[-1]
+            sizes[name] = max(sizes.get(name, 0), stat.file_size_in_bytes)
+    return files_records(added, {})
