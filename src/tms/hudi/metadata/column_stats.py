@@ -14,6 +14,11 @@ so no entry. A deleted file gets a stub per column: no min/max, counts and sizes
 Where this module refuses instead (`UnsupportedTableError`): a column type Hudi cannot write
 either (V2: INT96, UUID stored as FIXED, or logical types such as INT(8/16) and JSON, which make
 Hudi drop the whole file's stats; V1: FIXED without decimal, INT96).
+
+Not reproducible from a footer, so not done here: the stats of log files (Hudi reads their
+records; sizes 0), which only writers of log files produce. A chunk whose values are all null
+gets no min/max here; Hudi's `ParquetUtils` takes `genericGetMin()` unguarded, which for
+parquet-mr's numeric statistics may be 0 instead of null (no fixture has such a chunk).
 """
 
 from __future__ import annotations
@@ -332,5 +337,5 @@ def range_from_payload(payload: dict[str, Any]) -> ColumnRange:
         value_type=value_type,
         precision=precision,
         scale=scale,
-        v1_wrapper=wrapper or other if value_type is ValueType.V1 else "",
+        v1_wrapper=(wrapper or other) if value_type is ValueType.V1 else "",
     )

@@ -136,8 +136,6 @@ def unwrap(
     raw = record["value"]
     if value_type is ValueType.DECIMAL:
         return unscaled_bytes_to_decimal(bytes(raw), scale), simple
-    if isinstance(raw, Decimal):
-        return raw, simple
     return raw, simple
 
 
