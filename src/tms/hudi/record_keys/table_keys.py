@@ -180,8 +180,9 @@ def _check_single_complex_key(config: TableConfig) -> None:
     created_at_nine = config.table_version >= 9 and initial.isdigit() and int(initial) >= 9
     if not created_at_nine:
         raise UnsupportedTableError(
-            "COMPLEX key generator with a single record key field on a table created at version"
-            f" {initial or config.table_version}: Hudi 0.14.1 to 1.0.2 key it by the bare value,"
+            "COMPLEX key generator with a single record key field on a table of version"
+            f" {config.table_version} created at version {initial or 'unknown'}: Hudi 0.14.1 to"
+            " 1.0.2 key it by the bare value,"
             " other releases by `field:value` as hoodie.write.complex.keygen.new.encoding says"
             " (HUDI-7001), and the table records neither, so the key cannot be computed for"
             " sure; tables created at version 9 are computed"
