@@ -325,12 +325,15 @@ def test_tms_run_refuses_a_custom_merge_mode(tmp_path: Path) -> None:
     ("props", "words"),
     [
         (
-            {"hoodie.table.keygenerator.class": _KEYGEN + "TimestampBasedKeyGenerator"},
-            "TimestampBasedKeyGenerator is not handled",
+            {"hoodie.table.keygenerator.class": "com.example.UserKeyGenerator"},
+            "com.example.UserKeyGenerator is not handled",
         ),
         (
-            {"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.CustomKeyGenerator"},
-            "CustomKeyGenerator is not handled",
+            {
+                "hoodie.table.keygenerator.class": _KEYGEN + "TimestampBasedKeyGenerator",
+                "hoodie.table.recordkey.fields": "id,ts",
+            },
+            "TIMESTAMP key generator with record key fields ['id', 'ts']: needs exactly one",
         ),
         (
             {"hoodie.table.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator"},

@@ -48,13 +48,13 @@ def orc_base_files(base: str) -> None:
 
 
 def virtual_keys(base: str) -> None:
-    """Virtual keys whose key generator we cannot reproduce (simple, complex and
-    non-partitioned ones are computed)."""
+    """Virtual keys whose key generator we cannot reproduce (Hudi's built-in ones are
+    computed)."""
     set_properties(
         base,
         **{
             "hoodie.populate.meta.fields": "false",
-            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.TimestampBasedKeyGenerator",
+            "hoodie.table.keygenerator.class": "com.example.UserKeyGenerator",
         },
     )
 

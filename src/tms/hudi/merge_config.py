@@ -7,7 +7,7 @@ the payload class before); with neither, the stated mode, else event time when t
 ordering fields and commit time when it has none. Event time without ordering fields orders by
 commit time. What we cannot reproduce (custom mergers, custom or partial-update payloads,
 partial-update modes, merge properties such as delete markers, virtual keys of key generators
-other than simple, complex and non-partitioned) is refused with
+whose record keys cannot be computed) is refused with
 the reason, before anything is written.
 """
 
@@ -167,8 +167,8 @@ def _infer(config: TableConfig) -> tuple[MergeMode, list[str]]:
 
 _VIRTUAL_KEYS = "hoodie.populate.meta.fields=false (virtual keys)"
 """Merging matches versions of a record by its key; without meta fields the key is computed from
-the data fields as the table's key generator does (`tms.hudi.record_keys`), which works for the
-simple, complex and non-partitioned key generators only."""
+the data fields as the table's key generator does (`tms.hudi.record_keys`); a key generator
+whose keys cannot be computed is refused."""
 
 
 def _custom_reason(

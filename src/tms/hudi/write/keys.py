@@ -3,7 +3,9 @@
 Simple key generator: one record key field, its value as a string; one partition field, its
 value (or `field=value` with hive-style partitioning). Complex key generator: several record
 key fields as `f1:v1,f2:v2`, several partition fields joined with `/`. No partition fields:
-every record in partition ''.
+every record in partition ''. Tables may also name the timestamp-based and custom key
+generators (`create_table(..., key_generator=)`); their keys are computed by
+`tms.hudi.record_keys` for tables without meta fields.
 """
 
 from __future__ import annotations
@@ -16,6 +18,16 @@ import pyarrow.compute as pc
 SIMPLE_KEY_GENERATOR = "org.apache.hudi.keygen.SimpleKeyGenerator"
 COMPLEX_KEY_GENERATOR = "org.apache.hudi.keygen.ComplexKeyGenerator"
 NON_PARTITIONED_KEY_GENERATOR = "org.apache.hudi.keygen.NonpartitionedKeyGenerator"
+TIMESTAMP_KEY_GENERATOR = "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
+CUSTOM_KEY_GENERATOR = "org.apache.hudi.keygen.CustomKeyGenerator"
+KEY_GENERATOR_TYPES = {
+    SIMPLE_KEY_GENERATOR: "SIMPLE",
+    COMPLEX_KEY_GENERATOR: "COMPLEX",
+    NON_PARTITIONED_KEY_GENERATOR: "NON_PARTITION",
+    TIMESTAMP_KEY_GENERATOR: "TIMESTAMP",
+    CUSTOM_KEY_GENERATOR: "CUSTOM",
+}
+"""Table version 8+ records the key generator by type (`KeyGeneratorType`), not by class."""
 DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
 
 

@@ -62,12 +62,7 @@ MERGE_STRATEGY_IDS = {
     COMMIT_TIME_ORDERING: "ce9acb64-bde0-424c-9b91-f6ebba25356d",
 }
 """`HoodieRecordMerger`'s strategy ids of the merge modes, recorded by table version 8."""
-KEY_GENERATOR_TYPES = {
-    keys.SIMPLE_KEY_GENERATOR: "SIMPLE",
-    keys.COMPLEX_KEY_GENERATOR: "COMPLEX",
-    keys.NON_PARTITIONED_KEY_GENERATOR: "NON_PARTITION",
-}
-"""Table version 8+ records the key generator by type (`KeyGeneratorType`), not by class."""
+KEY_GENERATOR_TYPES = keys.KEY_GENERATOR_TYPES
 
 
 def create_table(
@@ -82,8 +77,13 @@ def create_table(
     schema: pa.Schema | None = None,
     extra_properties: dict[str, str] | None = None,
     table_version: int = 6,
+    key_generator: str | None = None,
 ) -> HudiTable:
-    """Create an empty table of `table_version` with `.hoodie` laid out as Hudi does."""
+    """Create an empty table of `table_version` with `.hoodie` laid out as Hudi does.
+
+    `key_generator` names the key generator class (one of `keys.KEY_GENERATOR_TYPES`); by
+    default the one Hudi infers from the fields. The custom key generator's partition fields
+    carry their types (`region:SIMPLE`, `ts:TIMESTAMP`) as table version 8+ records them."""
     storage = Storage(base_path)
     if storage.exists(".hoodie/hoodie.properties"):
         raise FileExistsError(f"a Hudi table already exists at {base_path}")
@@ -109,7 +109,9 @@ def create_table(
         "hoodie.database.name": "",
         TIMELINE_TIMEZONE: "UTC",
     }
-    key_generator = keys.key_generator_class(record_key_fields, partition_fields)
+    if key_generator is not None and key_generator not in KEY_GENERATOR_TYPES:
+        raise ValueError(f"key_generator must be one of {sorted(KEY_GENERATOR_TYPES)}")
+    key_generator = key_generator or keys.key_generator_class(record_key_fields, partition_fields)
     if table_version == 6:
         props |= _version_6(key_generator, ordering_field)
     else:
