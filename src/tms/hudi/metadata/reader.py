@@ -97,9 +97,15 @@ class MetadataTableReader:
         return frozenset(valid_instant_times(self.data_timeline, self.timeline))
 
     def _valid(self, instant: str) -> bool:
+        """A block counts when its instant is valid for the data table and completed on the
+        metadata table's own timeline (or older than it, archived)."""
         if self.as_of is not None and instant > self.as_of:
             return False
-        return instant in self.valid_instants
+        if instant not in self.valid_instants:
+            return False
+        instants = self.timeline.instants
+        archived = bool(instants) and instant < instants[0].requested_time
+        return archived or self.timeline.is_completed(instant)
 
     @cached_property
     def index_definitions(self) -> dict[str, IndexDefinition]:
