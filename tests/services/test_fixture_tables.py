@@ -1,5 +1,5 @@
 """The table services on copies of real tables Hudi 1.x wrote (the shared fixtures), judged by
-hudi-rs before and after; tables with a metadata table are refused and left untouched."""
+hudi-rs before and after (tables with a metadata table: test_metadata_table_services.py)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from typer.testing import CliRunner
 
 from tests import oracle
 from tests.crash import run_tms
-from tests.hudi.test_fixture_views import WITH_METADATA_TABLE, WITHOUT_METADATA_TABLE, unzip_fixture
-from tests.jobs.stub_api import spec_json, stub_api
-from tests.jobs.test_runner import no_spark, results, routes, run
-from tms.cli import app
+from tests.hudi.test_fixture_views import WITHOUT_METADATA_TABLE, unzip_fixture
 from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.write.writer import HudiWriter
-from tms.jobs.runner import EXIT_FAILED
 from tms.services.registry import table_service
 
 MERGE_ON_READ_FIXTURE = "mor_avro_v9_txns_simple_nometa"
@@ -177,30 +172,6 @@ def checksums(base: str) -> dict[str, str]:
         for p in root.rglob("*")
         if p.is_file()
     }
-
-
-@pytest.mark.parametrize("service", ["compaction", "clustering", "clean"])
-@pytest.mark.parametrize("name", WITH_METADATA_TABLE)
-def test_tables_with_a_metadata_table_are_refused_untouched(
-    tmp_path: Path, name: str, service: str
-) -> None:
-    base = copy_of(name, tmp_path)
-    before = checksums(base)
-
-    result = CliRunner().invoke(app, ["run", service, "--base-path", base])
-
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ")
-    assert "metadata table" in lines[0] and "Traceback" not in result.output
-
-    with stub_api(routes(spec_json(base_path=base, action=service))) as api:
-        code, _ = run(api, spark_factory=no_spark)
-    assert code == EXIT_FAILED
-    (reported,) = results(api)
-    assert reported["outcome"] == "FAILED" and reported["retryable"] is False
-    assert "metadata table" in reported["error"]
-    assert checksums(base) == before
 
 
 @pytest.mark.spark

@@ -10,6 +10,17 @@ from tms.hudi.errors import (
 )
 from tms.hudi.files.fs_view import FileSystemView
 from tms.hudi.merge_config import merge_refusals
+from tms.hudi.metadata.index_defs import read_index_definitions
+from tms.hudi.metadata.partitions import (
+    COLUMN_STATS,
+    FILES,
+    PARTITION_STATS,
+    RECORD_INDEX,
+    MetadataPartition,
+    PartitionKind,
+)
+from tms.hudi.metadata.reader import METADATA_FOLDER, metadata_storage
+from tms.hudi.metadata.schema import FIRST_1X_TABLE_VERSION
 from tms.hudi.properties import (
     BOOTSTRAP_BASE_PATH,
     METADATA_PARTITIONS_INFLIGHT,
@@ -28,6 +39,14 @@ READABLE_TABLE_VERSIONS = (6, 7, 8, 9)
 """Versions read, and serviced unless `unsupported_features` names a reason (on 8 and 9,
 timeline layout 2, a metadata table is the usual one)."""
 BOOTSTRAP_INDEX_FOLDER = ".hoodie/.aux/.bootstrap"
+KEPT_METADATA_PARTITIONS = (
+    PartitionKind.FILES,
+    PartitionKind.COLUMN_STATS,
+    PartitionKind.PARTITION_STATS,
+    PartitionKind.RECORD_INDEX,
+    PartitionKind.SECONDARY_INDEX,
+)
+"""Metadata partitions the services keep true; bloom filters and expression indexes are not."""
 
 
 @dataclass(frozen=True)
@@ -81,12 +100,7 @@ class HudiTable:
         """Why our table services must not touch this table; empty when they may."""
         config = self.config
         reasons: list[str] = []
-        if config.metadata_partitions or config.get(METADATA_PARTITIONS_INFLIGHT):
-            partitions = config.get("hoodie.table.metadata.partitions")
-            reasons.append(
-                f"the table has a metadata table (hoodie.table.metadata.partitions={partitions!r});"
-                " services would leave it stale"
-            )
+        reasons += self._metadata_table_refusals()
         if config.get(BOOTSTRAP_BASE_PATH) or self._has_bootstrap_index():
             reasons.append("the table is bootstrapped from another table; bootstrap is not handled")
         if config.base_file_format != "PARQUET":
@@ -97,6 +111,54 @@ class HudiTable:
             reasons.append(
                 "the timeline has log compaction instants; log compaction is not handled"
             )
+        return reasons
+
+    def _metadata_table_refusals(self) -> list[str]:
+        """What keeps the services from keeping the metadata table true (empty without one):
+        they keep `files`, `column_stats`, `partition_stats`, `record_index` (global) and
+        secondary indexes, on tables of version 8 and 9 whose metadata table we can write."""
+        config = self.config
+        built = config.metadata_partitions
+        inflight = [p.strip() for p in config.get(METADATA_PARTITIONS_INFLIGHT).split(",")]
+        inflight = [p for p in inflight if p]
+        if not built and not inflight:
+            return []
+        reasons: list[str] = []
+        if inflight:
+            reasons.append(
+                f"metadata table partitions {', '.join(inflight)} are being built "
+                f"({METADATA_PARTITIONS_INFLIGHT}); services would race the indexer"
+            )
+        if config.table_version < FIRST_1X_TABLE_VERSION:
+            reasons.append(
+                f"the table has a metadata table and table version {config.table_version}: "
+                "keeping a Hudi 0.x metadata table (log blocks appended to each slice's log "
+                "file) is not done yet"
+            )
+        for partition in built:
+            try:
+                kind = MetadataPartition(partition).kind
+            except ValueError:
+                kind = None
+            if kind not in KEPT_METADATA_PARTITIONS:
+                reasons.append(f"metadata table partition {partition} is not kept by the services")
+        if PARTITION_STATS in built and COLUMN_STATS not in built:
+            reasons.append("partition_stats without column_stats is not kept by the services")
+        if built and FILES not in built:
+            reasons.append("the metadata table has no files partition")
+        if built and not self.storage.exists(f"{METADATA_FOLDER}/{PROPERTIES_PATH}"):
+            reasons.append(f"the metadata table is listed but {METADATA_FOLDER} is missing")
+            return reasons
+        try:
+            definitions = read_index_definitions(self.storage, config)
+            metadata_config = TableConfig.load(metadata_storage(self.storage))
+        except UnsupportedTableError as err:
+            return [*reasons, f"metadata table: {err}"]
+        record_index = definitions.get(RECORD_INDEX)
+        if record_index is not None and record_index.is_partitioned:
+            reasons.append("a partitioned record index is not kept by the services")
+        if built and metadata_config.timeline_layout_version < 2:
+            reasons.append("the metadata table's timeline is not layout 2")
         return reasons
 
     def _has_bootstrap_index(self) -> bool:

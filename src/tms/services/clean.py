@@ -9,7 +9,10 @@ re-exported here so this module stays the clean service's entry point, as
 confined to the table (`tms.hudi.table_paths`) before anything moves.
 
 A crashed clean is finished, never rolled back: deletes cannot be undone and are idempotent,
-so running the plan again (files already gone count as deleted) is what Hudi does too.
+so running the plan again (files already gone count as deleted) is what Hudi does too. On a
+table with a metadata table, the metadata table's delta commit of the clean (deletions of the
+plan's files, their column stats, the touched partitions' stats) is written before the clean
+completes; one left by a crashed attempt is rolled back and written again.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
 from tms.services.clean_plan import KEEP_LATEST_COMMITS, schedule_clean
 from tms.services.execution import ServiceResult, pending_plan
+from tms.services.metadata_sync import MetadataSync
 from tms.services.spark import TaskInfo, run_tasks
 
 if TYPE_CHECKING:
@@ -70,6 +74,7 @@ def execute_clean(
     requested_bytes = timeline.read_instant(instant, State.REQUESTED)
     plan = avro_codec.decode(requested_bytes)
     files = plan_files(plan, TablePaths(storage, f"clean plan {instant_time}"))
+    sync = MetadataSync.of(table, timeline)  # refusals, before anything is written
     result = ServiceResult(action=Action.CLEAN.value, instant=instant_time)
     with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
         if instant.state is State.REQUESTED:
@@ -82,6 +87,9 @@ def execute_clean(
         outcomes = run_tasks(spark, _delete_files, items, f"tms clean {instant_time}")
         partition_metadata = _partition_metadata(plan, files, outcomes)
         deleted = sum(len(p["successDeleteFiles"]) for p in partition_metadata.values())
+        if sync is not None:
+            names = {p: m["deletePathPatterns"] for p, m in partition_metadata.items()}
+            sync.write(instant_time, sync.clean_update(instant_time, names))
         earliest = plan.get("earliestInstantToRetain") or {}
         metadata = {
             "startCleanTime": instant_time,

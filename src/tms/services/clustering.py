@@ -42,6 +42,7 @@ from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION
 from tms.hudi.timeline.transitions import transition
 from tms.services.execution import ServiceResult, executing, pending_plan
+from tms.services.metadata_sync import MetadataSync, StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo, run_tasks
 
 if TYPE_CHECKING:
@@ -88,11 +89,15 @@ class _GroupTask:
     earliest_active: str
     keys: KeyGeneration | None = None
     """How record keys are computed for a table that stores none (virtual keys)."""
+    stats: StatsSpec | None = None
+    """The metadata table's column stats to compute from each new file's footer."""
+    record_index: bool = False
+    """Whether to report each new file's record keys (for the metadata table's record index)."""
 
 
 @dataclass
 class _GroupResult:
-    stats: list[WriteStat] = field(default_factory=list)
+    written: list[WrittenFile] = field(default_factory=list)
     log_files: int = 0
     log_records: int = 0
 
@@ -127,6 +132,7 @@ def execute_clustering(
                 arrow_schema_from_avro(with_meta_fields(json.loads(schema_json)))
             )
     ordering = record_merging(table.config).compared_fields
+    MetadataSync.of(table, timeline)  # refusals, before anything is written
     template = _GroupTask(
         base_uri=table.base_path,
         instant_time=instant_time,
@@ -153,8 +159,13 @@ def execute_clustering(
             replaced[piece.partition_path].append(piece.file_id)
     result = ServiceResult(action="clustering", instant=instant_time)
     with executing(table, instant, result, heartbeat_interval) as inflight:
+        sync = MetadataSync.of(table)  # after an earlier attempt's rollback
+        if sync is not None:
+            indexed = "record_index" in sync.reader.partitions
+            tasks = [replace(t, stats=sync.stats_spec, record_index=indexed) for t in tasks]
         outcomes = run_tasks(spark, _cluster_group, tasks, f"tms clustering {instant_time}")
-        stats = [stat for outcome in outcomes for stat in outcome.stats]
+        written = [w for outcome in outcomes for w in outcome.written]
+        stats = [w.stat for w in written]
         storage = table.storage
         delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})
         metadata = ReplaceCommitMetadata(
@@ -164,6 +175,9 @@ def execute_clustering(
         )
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
+        if sync is not None:
+            update = sync.commit_update(instant_time, metadata, written, replaced)
+            sync.write(instant_time, update)
         transition(storage, table.config, inflight, State.COMPLETED, metadata)
         delete_markers(storage, instant_time)
     result.file_groups = sum(len(ids) for ids in replaced.values())
@@ -233,8 +247,9 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
         chunk = math.ceil(data.num_rows / files)
         for index in range(files):
             rows = data.slice(index * chunk, chunk)
-            stat = _write_file(storage, task, info, partition, index, rows, avro_schema)
-            result.stats.append(stat)
+            result.written.append(
+                _write_file(storage, task, info, partition, index, rows, avro_schema)
+            )
     return result
 
 
@@ -271,8 +286,10 @@ def _write_file(
     index: int,
     rows: pa.Table,
     avro_schema: dict[str, Any] | None,
-) -> WriteStat:
-    """One new file group; commit time and seqno are kept, so incremental reads still work."""
+) -> WrittenFile:
+    """One new file group; commit time and seqno are kept, so incremental reads still work.
+    Its footer's column ranges and its record keys go back with the write stat when the
+    metadata table keeps them."""
     file_id = new_file_id(index)
     name = BaseFileName(file_id, info.write_token, task.instant_time)
     path = posixpath.join(partition, str(name)) if partition else str(name)
@@ -288,7 +305,7 @@ def _write_file(
             pa.array([str(name)] * rows.num_rows, pa.string()),
         )
     size = write_base_file(storage, path, rows, avro_schema, record_keys=record_keys)
-    return WriteStat(
+    stat = WriteStat(
         file_id=file_id,
         path=path,
         prev_commit=NULL_COMMIT,
@@ -298,3 +315,5 @@ def _write_file(
         total_write_bytes=size,
         file_size_in_bytes=size,
     )
+    keys = tuple(str(k) for k in record_keys.to_pylist()) if task.record_index else ()
+    return WrittenFile(stat, file_stats(storage, path, task.stats), keys)

@@ -51,6 +51,7 @@ from tms.services.compaction_strategy import (
     TOTAL_LOG_FILES_SIZE,
 )
 from tms.services.execution import ServiceResult, executing, pending_plan
+from tms.services.metadata_sync import MetadataSync, StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo, run_tasks
 
 COMPACT_OPERATION = "COMPACT"
@@ -75,6 +76,8 @@ class _Execution:
     """Instants older than the active timeline's first were archived after completing."""
     keys: KeyGeneration | None = None
     """How record keys are computed for a table that stores none (virtual keys)."""
+    stats: StatsSpec | None = None
+    """The metadata table's column stats to compute from each new file's footer."""
 
     def is_committed(self, instant_time: str) -> bool:
         """Log blocks count when their instant completed before the compaction instant (later
@@ -107,8 +110,10 @@ def execute_compaction(
         keys.check_field_types(arrow_schema_from_avro(avro_schema))
     result = ServiceResult(action=Action.COMPACTION.value, instant=instant_time)
     storage = table.storage
+    MetadataSync.of(table, timeline)  # refusals, before anything is written
     with executing(table, instant, result, heartbeat_interval) as inflight:
         timeline = table.timeline()
+        sync = MetadataSync.of(table, timeline)  # after an earlier attempt's rollback
         ordering = record_merging(table.config).compared_fields
         execution = _Execution(
             base_path=table.base_path,
@@ -119,14 +124,16 @@ def execute_compaction(
             committed=frozenset(i.requested_time for i in timeline.completed()),
             archived_before=timeline.instants[0].requested_time if timeline.instants else "",
             keys=keys,
+            stats=sync.stats_spec if sync else None,
         )
-        written = run_tasks(
+        outcomes = run_tasks(
             spark,
             functools.partial(_compact_slice, execution),
             operations,
             description=f"tms compaction {instant_time} of {table.name}",
         )
-        stats = [stat for stat in written if stat is not None]
+        written = [outcome for outcome in outcomes if outcome is not None]
+        stats = [w.stat for w in written]
         delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})
         metadata = CommitMetadata(
             compacted=True,
@@ -136,6 +143,8 @@ def execute_compaction(
         metadata.extra_metadata.update(plan.get("extraMetadata") or {})
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
+        if sync is not None:
+            sync.write(instant_time, sync.commit_update(instant_time, metadata, written))
         transition(storage, table.config, inflight, State.COMPLETED, metadata)
         delete_markers(storage, instant_time)
     result.file_groups = len(operations)
@@ -149,8 +158,9 @@ def execute_compaction(
 
 def _compact_slice(
     execution: _Execution, operation: CompactionOperation, task: TaskInfo
-) -> WriteStat | None:
-    """One Spark task: merge one slice and write the new base file; returns its write stat."""
+) -> WrittenFile | None:
+    """One Spark task: merge one slice and write the new base file; returns its write stat
+    and, for the metadata table, its column ranges."""
     started = time.perf_counter()
     storage = Storage(execution.base_path)
     file_slice = operation.file_slice()
@@ -189,7 +199,7 @@ def _compact_slice(
     log_size = operation.metrics.get(TOTAL_LOG_FILES_SIZE)
     if log_size is None:
         log_size = sum(storage.info(log.path).size for log in file_slice.log_files)
-    return WriteStat(
+    stat = WriteStat(
         file_id=operation.file_id,
         path=path,
         prev_commit=operation.base_instant_time if has_base else NULL_COMMIT,
@@ -210,6 +220,7 @@ def _compact_slice(
             total_create_time=0 if has_base else write_ms,
         ),
     )
+    return WrittenFile(stat, file_stats(storage, path, execution.stats))
 
 
 def _merge_counts(

@@ -5,6 +5,11 @@ again); a pending write is removed from the timeline. Either way a completed rol
 instant records what was deleted, as Hudi does. Markers naming a file outside the table (or in
 `.hoodie/`) are refused by `list_markers` before the rollback instant is requested. An
 instant whose heartbeat is alive belongs to a running job and is left alone.
+
+On a table with a metadata table, the metadata table's delta commit of the instant (inflight
+or completed: the crash may have come before the data instant completed) is rolled back
+first, as Hudi 1.x's metadata writer does when the data table rolls back an instant; the
+data table's rollback itself writes nothing to the metadata table.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from tms.hudi.errors import InstantInFlightError
+from tms.hudi.errors import InstantInFlightError, TableNotFoundError
 from tms.hudi.files.markers import delete_markers, list_markers
+from tms.hudi.metadata.reader import MetadataTableReader
+from tms.hudi.metadata.rollback import rollback_delta_commit
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, Instant
@@ -48,6 +55,7 @@ def rollback_inflight(
             f"instant {ts} has a live heartbeat (a job is running it); not rolling back"
         )
     timeline = timeline or table.timeline()
+    _rollback_metadata_delta_commit(table, ts)
     by_partition: dict[str, list[str]] = defaultdict(list)
     for marker in list_markers(storage, ts):
         by_partition[marker.partition_path].append(marker.data_file_path)
@@ -68,3 +76,14 @@ def rollback_inflight(
     delete_markers(storage, ts)
     heartbeat.stop_heartbeat(storage, ts)
     return RollbackResult(rollback.rollback_time, ts, tuple(rollback.deleted))
+
+
+def _rollback_metadata_delta_commit(table: HudiTable, instant_time: str) -> None:
+    if not table.config.metadata_partitions:
+        return
+    try:
+        reader = MetadataTableReader.open(table.storage, table.config)
+    except TableNotFoundError:
+        return
+    if reader.timeline.get(instant_time) is not None:
+        rollback_delta_commit(table.storage, instant_time, reader=reader)

@@ -32,6 +32,7 @@ __all__ = [
     "partition_list_record",
     "record_index_record",
     "secondary_index_record",
+    "stats_record",
 ]
 
 NAMESPACE = "org.apache.hudi.avro.model."
@@ -312,6 +313,15 @@ def record_index_record(
             "position": location.position,
         }
     return _new(record_key, RecordType.RECORD_INDEX, **{RECORD_INDEX_FIELD: payload})
+
+
+def stats_record(
+    key: str, payload: dict[str, Any], *, partition_stats: bool = False
+) -> MetadataRecord:
+    """A `column_stats` (or `partition_stats`) record of an already built key and
+    `HoodieMetadataColumnStats` payload (`column_stats_entries`, `partition_stats_entries`)."""
+    record_type = RecordType.PARTITION_STATS if partition_stats else RecordType.COLUMN_STATS
+    return _new(key, record_type, **{STATS_FIELD: payload})
 
 
 def secondary_index_record(key: str, is_deleted: bool = False) -> MetadataRecord:
