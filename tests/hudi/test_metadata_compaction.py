@@ -4,6 +4,7 @@ the metadata table) reads the same rows and slices, and a crash mid-way is recov
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,9 @@ from typing import Any
 import pytest
 from tests import oracle
 from tests.hudi.test_fixture_views import WITH_METADATA_TABLE, unzip_fixture
+from typer.testing import CliRunner
 
+from tms.cli import app
 from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.hfile import HFileReader
@@ -147,3 +150,28 @@ def test_a_crashed_compaction_is_rolled_back_from_its_markers_and_run_again(tabl
     assert len(written) == result.files_written
     assert all_records(table) == before
     assert not (table / ".hoodie" / "metadata" / ".hoodie" / ".temp" / instant).exists()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", WITH_METADATA_TABLE)
+def test_tms_run_metadata_compaction_on_spark(spark: Any, name: str, tmp_path: Path) -> None:
+    root = unzip_fixture(name, tmp_path)
+    before = all_records(root)
+    rows, slices = oracle.rows_by_key(str(root)), oracle.file_slices(str(root))
+
+    result = CliRunner().invoke(
+        app, ["run", "metadata-compaction", "--base-path", str(root), "--json"]
+    )
+
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["action"] == "metadata-compaction" and figures["files_written"] > 0
+    reader = MetadataTableReader.open(Storage(str(root)))
+    done = reader.timeline.get(figures["instant"])
+    assert done is not None and done.is_completed and reader.timeline.is_compaction(done)
+    assert all(not s.log_files for p in reader.partitions for s in reader.file_slices(p))
+    assert all_records(root) == before
+    assert oracle.rows_by_key(str(root)) == rows
+    assert oracle.file_slices(str(root)) == slices
+    again = CliRunner().invoke(app, ["run", "metadata-compaction", "--base-path", str(root)])
+    assert again.exit_code == 0 and "nothing to schedule" in again.output
