@@ -45,7 +45,7 @@ def test_planning_params_are_keyword_arguments_of_the_planner(action: str) -> No
 @pytest.mark.parametrize("action", TABLE_SERVICE_ACTIONS)
 def test_every_parameter_a_job_parses_reaches_the_planner(action: str) -> None:
     parsed = schedule_kwargs(action, EVERY_PARAM)
-    assert parsed
+    assert parsed or not table_service(action).planning_params
     assert set(parsed) <= set(table_service(action).planning_params)
 
 

@@ -30,6 +30,7 @@ class ActionName(enum.StrEnum):
     compaction = "compaction"
     clustering = "clustering"
     clean = "clean"
+    metadata_compaction = "metadata-compaction"
 
 
 def _first_line(text: Any, width: int = _ERROR_WIDTH) -> str | None:

@@ -107,6 +107,7 @@ class Service(enum.StrEnum):
     compaction = "compaction"
     clustering = "clustering"
     clean = "clean"
+    metadata_compaction = "metadata-compaction"
 
 
 def run(

@@ -12,7 +12,14 @@ if TYPE_CHECKING:
     from tms.jobs.service_api import JobSpec
     from tms.services.execution import ServiceResult
 
-__all__ = ["ACTIONS", "execute_plan", "pending_plans", "schedule_plan", "spark_session"]
+__all__ = [
+    "ACTIONS",
+    "ensure_supported",
+    "execute_plan",
+    "pending_plans",
+    "schedule_plan",
+    "spark_session",
+]
 
 ACTIONS = TABLE_SERVICE_ACTIONS
 
@@ -20,6 +27,14 @@ ACTIONS = TABLE_SERVICE_ACTIONS
 def _check_action(action: str) -> None:
     if action not in ACTIONS:
         raise BadJobInput(f"action {action!r} is not supported by tms jobs ({', '.join(ACTIONS)})")
+
+
+def ensure_supported(spec: JobSpec, table: HudiTable) -> None:
+    """Refuse, before anything is written, a table the operation's service would damage."""
+    from tms.services.registry import table_service
+
+    _check_action(spec.action)
+    table_service(spec.action).ensure_supported(table)
 
 
 def schedule_plan(spec: JobSpec, table: HudiTable) -> str | None:

@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 from tms.hudi.errors import TableRefusedError
 from tms.hudi.table import HudiTable
 from tms.jobs.control import Heartbeater, JobControl
-from tms.jobs.dispatch import execute_plan, pending_plans, schedule_plan, spark_session
+from tms.jobs.dispatch import (
+    ensure_supported,
+    execute_plan,
+    pending_plans,
+    schedule_plan,
+    spark_session,
+)
 from tms.jobs.service_api import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.services.params import BadJobInput
 
@@ -155,7 +161,7 @@ class JobRunner:
         scheduling = False
         try:
             table = HudiTable.open(spec.base_path)
-            table.ensure_supported()
+            ensure_supported(spec, table)
             if instant is None:
                 scheduling = True
                 instant = self._adopt_or_plan(spec, table)

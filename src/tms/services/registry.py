@@ -8,11 +8,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION
+from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION, METADATA_COMPACTION
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.timeline import Timeline
-from tms.services import clean, clean_plan, clustering, clustering_plan, compaction, compaction_plan
+from tms.services import (
+    clean,
+    clean_plan,
+    clustering,
+    clustering_plan,
+    compaction,
+    compaction_plan,
+    metadata_compaction,
+)
 from tms.services.execution import ServiceResult
 
 __all__ = ["SERVICES", "TableService", "table_service"]
@@ -26,7 +34,15 @@ class TableService:
     planning_params: tuple[str, ...]
     _schedule: Callable[..., str | None]
     _execute: Callable[..., ServiceResult]
-    _pending: Callable[[Timeline], list[Instant]]
+    _pending: Callable[[HudiTable], list[str]]
+    checks_data_table: bool = True
+    """Whether the data table must be one our data table services may change; the metadata
+    table's own compaction refuses by its own rules instead."""
+
+    def ensure_supported(self, table: HudiTable) -> None:
+        """Refuse, before anything is written, a table this service would damage."""
+        if self.checks_data_table:
+            table.ensure_supported()
 
     def schedule(self, table: HudiTable, params: Mapping[str, Any]) -> str | None:
         """Write a plan; its instant, or None when nothing is due. Parameters this service
@@ -42,7 +58,14 @@ class TableService:
 
     def pending_plans(self, table: HudiTable) -> list[str]:
         """Requested times of this service's pending plans, oldest first."""
-        return [instant.requested_time for instant in self._pending(table.timeline())]
+        return self._pending(table)
+
+
+def _pending_on_timeline(
+    pending: Callable[[Timeline], list[Instant]],
+) -> Callable[[HudiTable], list[str]]:
+    """Pending plans of a data table service: its instants on the table's own timeline."""
+    return lambda table: [instant.requested_time for instant in pending(table.timeline())]
 
 
 def _pending_cleans(timeline: Timeline) -> list[Instant]:
@@ -55,21 +78,29 @@ SERVICES: Mapping[str, TableService] = {
         ("strategy",),
         compaction_plan.schedule_compaction,
         compaction.execute_compaction,
-        Timeline.pending_compactions,
+        _pending_on_timeline(Timeline.pending_compactions),
     ),
     CLUSTERING: TableService(
         CLUSTERING,
         ("target_file_size", "small_file_limit", "max_bytes_per_group", "sort_columns"),
         clustering_plan.schedule_clustering,
         clustering.execute_clustering,
-        Timeline.pending_clusterings,
+        _pending_on_timeline(Timeline.pending_clusterings),
     ),
     CLEAN: TableService(
         CLEAN,
         ("policy", "retained"),
         clean_plan.schedule_clean,
         clean.execute_clean,
-        _pending_cleans,
+        _pending_on_timeline(_pending_cleans),
+    ),
+    METADATA_COMPACTION: TableService(
+        METADATA_COMPACTION,
+        (),
+        metadata_compaction.schedule,
+        metadata_compaction.execute,
+        metadata_compaction.pending_plans,
+        checks_data_table=False,
     ),
 }
 """Every table service by action, in `TABLE_SERVICE_ACTIONS` order (a test checks it)."""

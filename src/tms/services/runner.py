@@ -14,7 +14,7 @@ from tms.spark_runtime import get_spark
 @dataclass(frozen=True)
 class ServiceRequest:
     service: str
-    """One of `TABLE_SERVICE_ACTIONS`: compaction | clustering | clean"""
+    """One of `TABLE_SERVICE_ACTIONS`: compaction | clustering | clean | metadata-compaction"""
     instant: str | None = None
     master: str = "local[*]"
     parallelism: int | None = None
@@ -44,8 +44,8 @@ def run_service(table: HudiTable, request: ServiceRequest) -> ServiceResult | No
     Returns None when there was nothing to schedule. Unsupported tables are refused before
     anything is written.
     """
-    table.ensure_supported()
     service = table_service(request.service)
+    service.ensure_supported(table)
     instant = request.instant
     if instant is None:
         instant = service.schedule(table, request.planning_params())

@@ -52,6 +52,7 @@ class Action(enum.StrEnum):
     COMPACTION = "compaction"
     CLUSTERING = "clustering"
     CLEAN = "clean"
+    METADATA_COMPACTION = "metadata-compaction"
     INDEXING = "indexing"
 
 

@@ -1,0 +1,412 @@
+"""Compaction of the metadata table by itself, as Hudi 1.x's metadata writer does it
+(`HoodieBackedTableMetadataWriter.compactIfNecessary`), so a table never needs its writer to.
+
+Scheduling refuses while a compaction or log compaction of the metadata table is pending (run
+that one first, as `runPendingTableServicesOperations` does). The instant is the earliest data
+table instant that is pending but already completed on the metadata table, minus 1 ms (so that
+instant can still be rolled back), else a new instant time; when the metadata table already
+completed that instant, nothing is scheduled. The plan (`HoodieCompactionPlan` version 2,
+`<ts>.compaction.requested` on the metadata table's timeline) takes every file group's latest
+slice with the log files whose delta commit completed before the compaction instant
+(`BaseHoodieCompactionPlanGenerator`); slices without such log files are left alone.
+
+Executing merges each slice as the metadata reader does (`slice_reader`: rollback blocks,
+delete blocks, `records.combine`, only blocks of valid instants before the compaction) into one
+HFile base file `<fileId>_<writeToken>_<instant>.hfile`: cells sorted by key, the record's
+`key` field emptied, file info `schema` and `minRecordKey`/`maxRecordKey` (Hudi also writes a
+`DYNAMIC_V0` bloom filter meta block; we do not, no metadata reader uses it). Deleted keys are
+dropped. A marker precedes each file; the instant completes as a `commit` marked compacted,
+with one write stat per file. An execution that finds the compaction inflight (a crash) rolls
+it back first: a rollback instant deletes the files its markers name, and the plan runs again.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import struct
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.commit_metadata import CommitMetadata
+from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
+from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
+from tms.hudi.files.fs_view import BaseFile, FileSlice, FileSystemView, LogFile
+from tms.hudi.files.markers import (
+    Marker,
+    MarkerType,
+    create_marker,
+    delete_markers,
+    delete_unreported_files,
+    list_markers,
+)
+from tms.hudi.files.names import BaseFileName, LogFileName
+from tms.hudi.hfile import Compression, HFileWriter
+from tms.hudi.hfile.format import FileInfoKey
+from tms.hudi.metadata.partitions import MetadataPartition, file_group_index
+from tms.hudi.metadata.reader import MetadataTableReader
+from tms.hudi.metadata.schema import FIRST_1X_TABLE_VERSION, encode_record, writer_schema
+from tms.hudi.metadata.slice_reader import SCHEMA_INFO_KEY, read_slice
+from tms.hudi.metadata.writer import KV_COMPARATOR, record_schema_without_meta_fields
+from tms.hudi.storage import Storage
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.rollback_instant import RollbackInstant
+from tms.hudi.timeline.transitions import (
+    new_instant_time,
+    request,
+    revert_to_requested,
+    transition,
+)
+
+__all__ = [
+    "MetadataCompactionOperation",
+    "MetadataCompactionResult",
+    "compaction_instant_time",
+    "execute_metadata_compaction",
+    "pending_metadata_compactions",
+    "schedule_metadata_compaction",
+]
+
+PLAN_VERSION = 2
+COMPACT_OPERATION = "COMPACT"
+HFILE_EXTENSION = "hfile"
+MIN_RECORD_KEY = b"minRecordKey"
+MAX_RECORD_KEY = b"maxRecordKey"
+_TIME_FORMAT = "%Y%m%d%H%M%S"
+
+
+@dataclass(frozen=True)
+class MetadataCompactionOperation:
+    """One `HoodieCompactionOperation` of the metadata table: one file group's slice."""
+
+    partition_path: str
+    file_id: str
+    base_instant_time: str
+    data_file_name: str | None
+    delta_file_names: tuple[str, ...]
+    metrics: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def from_avro(cls, record: Mapping[str, Any]) -> MetadataCompactionOperation:
+        partition = str(record.get("partitionPath") or "")
+        MetadataPartition(partition).kind  # noqa: B018 - refuses a partition Hudi does not know
+        names = [posixpath.basename(str(p)) for p in record.get("deltaFilePaths") or []]
+        data = record.get("dataFilePath")
+        return cls(
+            partition,
+            str(record["fileId"]),
+            str(record["baseInstantTime"]),
+            posixpath.basename(str(data)) if data else None,
+            tuple(names),
+            dict(record.get("metrics") or {}),
+        )
+
+    def to_avro(self) -> dict[str, Any]:
+        return {
+            "baseInstantTime": self.base_instant_time,
+            "deltaFilePaths": list(self.delta_file_names),
+            "dataFilePath": self.data_file_name,
+            "fileId": self.file_id,
+            "partitionPath": self.partition_path,
+            "metrics": dict(self.metrics),
+            "bootstrapFilePath": None,
+        }
+
+    def file_slice(self) -> FileSlice:
+        """The slice as the plan names it (sizes unknown: only the files are read)."""
+        base = None
+        if self.data_file_name:
+            name = BaseFileName.parse(self.data_file_name)
+            if name is None or name.file_id != self.file_id:
+                raise ValueError(f"plan names a foreign base file {self.data_file_name!r}")
+            base = BaseFile(name, posixpath.join(self.partition_path, self.data_file_name), 0)
+        logs = []
+        for log_name in self.delta_file_names:
+            parsed = LogFileName.parse(log_name)
+            if parsed is None or parsed.file_id != self.file_id:
+                raise ValueError(f"plan names a foreign log file {log_name!r}")
+            logs.append(LogFile(parsed, posixpath.join(self.partition_path, log_name), 0))
+        return FileSlice(
+            self.partition_path, self.file_id, self.base_instant_time, base, tuple(logs)
+        )
+
+
+# Scheduling -----------------------------------------------------------------------------------
+
+
+def minus_millis(instant_time: str, millis: int) -> str:
+    """`HoodieInstantTimeGenerator.instantTimeMinusMillis` for `yyyyMMddHHmmssSSS`."""
+    moment = datetime.strptime(instant_time[:14], _TIME_FORMAT)
+    moment += timedelta(milliseconds=int(instant_time[14:17] or 0) - millis)
+    return moment.strftime(_TIME_FORMAT) + f"{moment.microsecond // 1000:03d}"
+
+
+def compaction_instant_time(reader: MetadataTableReader) -> str:
+    """The earliest data table instant pending there but completed on the metadata table,
+    minus 1 ms (so it stays rollback-able after the compaction); else a new instant time."""
+    completed = {i.requested_time for i in reader.timeline.completed()}
+    for instant in reader.data_timeline.instants:
+        if instant.is_pending and instant.requested_time in completed:
+            return minus_millis(instant.requested_time, 1)
+    return new_instant_time(reader.timeline.instants + reader.data_timeline.instants)
+
+
+def _scheduling_refusals(reader: MetadataTableReader) -> list[str]:
+    reasons: list[str] = []
+    version = reader.data_config.table_version
+    if version < FIRST_1X_TABLE_VERSION:
+        reasons.append(f"table version {version}: only Hudi 1.x metadata tables are compacted")
+    if reader.config.timeline_layout_version < 2:
+        reasons.append("the metadata table's timeline is not layout 2")
+    busy = reader.timeline.pending((Action.COMPACTION, Action.LOG_COMPACTION))
+    if busy:
+        reasons.append(f"a metadata compaction is pending: {busy[0].requested_time}")
+    return reasons
+
+
+def _completed_before(reader: MetadataTableReader, instant_time: str) -> Callable[[str], bool]:
+    completion = {i.requested_time: i.completion_time for i in reader.timeline.completed()}
+
+    def done(delta_commit: str) -> bool:
+        finished = completion.get(delta_commit)
+        return finished is not None and finished < instant_time
+
+    return done
+
+
+def _operations(
+    reader: MetadataTableReader, instant_time: str
+) -> list[MetadataCompactionOperation]:
+    view = FileSystemView.build(reader.storage, reader.timeline, partitions=reader.partitions)
+    done = _completed_before(reader, instant_time)
+    operations: list[MetadataCompactionOperation] = []
+    for partition in reader.partitions:
+        owner = MetadataPartition(partition)
+        slices = [s for s in view.latest_file_slices(partition) if owner.owns(s.file_id)]
+        for file_slice in sorted(slices, key=lambda s: file_group_index(s.file_id)):
+            logs = [log for log in file_slice.log_files if done(log.name.base_instant_time)]
+            if not logs:
+                continue
+            log_size = sum(log.size for log in logs)
+            operations.append(
+                MetadataCompactionOperation(
+                    partition,
+                    file_slice.file_id,
+                    file_slice.base_instant_time,
+                    file_slice.base_file.file_name if file_slice.base_file else None,
+                    tuple(log.file_name for log in logs),
+                    {
+                        "TOTAL_LOG_FILES": float(len(logs)),
+                        "TOTAL_LOG_FILES_SIZE": float(log_size),
+                    },
+                )
+            )
+    return operations
+
+
+def schedule_metadata_compaction(
+    data_storage: Storage, *, reader: MetadataTableReader | None = None
+) -> str | None:
+    """Write a compaction plan on the metadata table; its instant, or None when no file group
+    has log files to compact or that instant already completed there."""
+    reader = reader or MetadataTableReader.open(data_storage)
+    reasons = _scheduling_refusals(reader)
+    if reasons:
+        raise UnsupportedTableError("cannot compact the metadata table: " + "; ".join(reasons))
+    instant_time = compaction_instant_time(reader)
+    if reader.timeline.get(instant_time) is not None:
+        return None
+    operations = _operations(reader, instant_time)
+    if not operations:
+        return None
+    plan = {
+        "operations": [op.to_avro() for op in operations],
+        "extraMetadata": {},
+        "version": PLAN_VERSION,
+        "strategy": None,
+        "preserveHoodieMetadata": False,
+        "missingSchedulePartitions": [],
+    }
+    content = avro_codec.encode("HoodieCompactionPlan", plan)
+    request(reader.storage, reader.config, instant_time, Action.COMPACTION, content)
+    return instant_time
+
+
+def pending_metadata_compactions(data_storage: Storage) -> list[str]:
+    """Requested times of the metadata table's pending compactions, oldest first."""
+    reader = MetadataTableReader.open(data_storage)
+    return [i.requested_time for i in reader.timeline.pending_compactions()]
+
+
+# Execution ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompactionTask:
+    """What one file group's compaction needs; small and picklable."""
+
+    metadata_path: str
+    instant_time: str
+    schema: str
+    valid: frozenset[str]
+    operation: MetadataCompactionOperation
+
+
+class TaskRunner(Protocol):
+    """Runs `compact_file_group` once per task with its write token (Spark, or a loop)."""
+
+    def __call__(self, tasks: Sequence[CompactionTask]) -> list[WriteStat]: ...
+
+
+def run_locally(tasks: Sequence[CompactionTask]) -> list[WriteStat]:
+    """Every task in this process, one after another (write tokens `<n>-0-0`)."""
+    return [compact_file_group(task, f"{n}-0-0") for n, task in enumerate(tasks)]
+
+
+def _hfile(schema: str, records: list[tuple[str, bytes]]) -> bytes:
+    created = struct.pack(">q", int(time.time() * 1000))
+    writer = HFileWriter(
+        compression=Compression.GZ,
+        comparator_class_name=KV_COMPARATOR,
+        file_info={SCHEMA_INFO_KEY: schema.encode("utf-8"), FileInfoKey.CREATE_TIME_TS: created},
+    )
+    for key, value in records:
+        writer.append(key.encode("utf-8"), value)
+    keys = [key for key, _ in records]
+    writer.add_file_info(MIN_RECORD_KEY, (keys[0] if keys else "").encode("utf-8"))
+    writer.add_file_info(MAX_RECORD_KEY, (keys[-1] if keys else "").encode("utf-8"))
+    return writer.finish()
+
+
+def compact_file_group(task: CompactionTask, write_token: str) -> WriteStat:
+    """Merge one slice into a new base HFile; returns its write stat."""
+    started = time.perf_counter()
+    storage = Storage(task.metadata_path)
+    operation = task.operation
+    file_slice = operation.file_slice()
+    cut = task.instant_time
+    found = read_slice(storage, file_slice, lambda t: t in task.valid and t < cut)
+    merged = found.merged()
+    scanned = time.perf_counter()
+    name = str(BaseFileName(operation.file_id, write_token, cut, HFILE_EXTENSION))
+    has_base = file_slice.base_file is not None
+    marker = Marker(
+        operation.partition_path, name, MarkerType.MERGE if has_base else MarkerType.CREATE
+    )
+    create_marker(storage, cut, marker)
+    cells = [
+        (key, encode_record({**merged[key].fields, "key": ""}, task.schema))
+        for key in sorted(merged, key=lambda k: k.encode("utf-8"))
+    ]
+    content = _hfile(task.schema, cells)
+    storage.write_bytes(marker.data_file_path, content)
+    updated = len(merged.keys() & found.log.keys() & found.base.keys())
+    write_ms = int((time.perf_counter() - scanned) * 1000)
+    return WriteStat(
+        file_id=operation.file_id,
+        path=marker.data_file_path,
+        prev_commit=operation.base_instant_time if has_base else NULL_COMMIT,
+        num_writes=len(cells),
+        num_deletes=len(found.base.keys() - merged.keys()),
+        num_update_writes=updated,
+        num_inserts=len(merged.keys() - found.base.keys()),
+        total_write_bytes=len(content),
+        partition_path=operation.partition_path,
+        total_log_records=len(found.log),
+        total_log_files_compacted=len(operation.delta_file_names),
+        total_log_size_compacted=int(operation.metrics.get("TOTAL_LOG_FILES_SIZE", 0)),
+        total_updated_records_compacted=len(found.log),
+        file_size_in_bytes=len(content),
+        runtime_stats=RuntimeStats(
+            total_scan_time=int((scanned - started) * 1000),
+            total_upsert_time=write_ms if has_base else 0,
+            total_create_time=0 if has_base else write_ms,
+        ),
+    )
+
+
+@dataclass
+class MetadataCompactionResult:
+    instant_time: str
+    file_groups: int = 0
+    files_written: int = 0
+    bytes_written: int = 0
+    records_written: int = 0
+    log_files_compacted: int = 0
+    rolled_back: list[str] = field(default_factory=list)
+
+
+def _pending_plan(reader: MetadataTableReader, instant_time: str) -> Instant:
+    instant = reader.timeline.get(instant_time)
+    if instant is None or not reader.timeline.is_compaction(instant):
+        raise PlanNotFoundError(f"the metadata table has no compaction plan at {instant_time}")
+    if instant.is_completed:
+        raise PlanNotFoundError(f"metadata compaction {instant_time} has already completed")
+    return instant
+
+
+def rollback_inflight_compaction(reader: MetadataTableReader, instant: Instant) -> str:
+    """Undo a crashed attempt: a rollback instant deletes the files its markers name, and the
+    plan goes back to requested. Returns the rollback instant."""
+    storage, config = reader.storage, reader.config
+    files: dict[str, list[str]] = {}
+    for marker in list_markers(storage, instant.requested_time):
+        files.setdefault(marker.partition_path, []).append(marker.data_file_path)
+    rollback = RollbackInstant(
+        storage,
+        config,
+        new_instant_time(reader.timeline.instants + reader.data_timeline.instants),
+        (instant.requested_time, Action.COMPACTION),
+        {p: sorted(paths) for p, paths in sorted(files.items())},
+    )
+    rollback.start()
+    rollback.delete_files()
+    revert_to_requested(storage, config, instant)
+    rollback.complete()
+    delete_markers(storage, instant.requested_time)
+    return rollback.rollback_time
+
+
+def execute_metadata_compaction(
+    data_storage: Storage,
+    instant_time: str,
+    *,
+    run: TaskRunner = run_locally,
+    reader: MetadataTableReader | None = None,
+) -> MetadataCompactionResult:
+    """Run the metadata table's pending compaction at `instant_time` and complete it."""
+    reader = reader or MetadataTableReader.open(data_storage)
+    instant = _pending_plan(reader, instant_time)
+    result = MetadataCompactionResult(instant_time)
+    if instant.state is State.INFLIGHT:
+        result.rolled_back.append(rollback_inflight_compaction(reader, instant))
+        instant = Instant(instant_time, instant.action, State.REQUESTED)
+    plan = reader.timeline.compaction_plan(instant)
+    operations = [MetadataCompactionOperation.from_avro(op) for op in plan.get("operations") or []]
+    schema = writer_schema(reader.data_config.table_version, None)
+    storage, config = reader.storage, reader.config
+    inflight = transition(storage, config, instant, State.INFLIGHT)
+    valid = frozenset(reader.valid_instants)
+    tasks = [
+        CompactionTask(storage.base_path, instant_time, schema, valid, op) for op in operations
+    ]
+    stats = run(tasks)
+    delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})
+    metadata = CommitMetadata(
+        compacted=True,
+        operation_type=COMPACT_OPERATION,
+        extra_metadata={"schema": record_schema_without_meta_fields(schema)},
+    )
+    for stat in stats:
+        metadata.add_write_stat(stat.partition_path or "", stat)
+    transition(storage, config, inflight, State.COMPLETED, metadata)
+    delete_markers(storage, instant_time)
+    result.file_groups = len(operations)
+    result.files_written = len(stats)
+    result.bytes_written = sum(s.total_write_bytes for s in stats)
+    result.records_written = sum(s.num_writes for s in stats)
+    result.log_files_compacted = sum(s.total_log_files_compacted for s in stats)
+    return result

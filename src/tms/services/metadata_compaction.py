@@ -1,0 +1,71 @@
+"""The metadata table's compaction as a table service (`metadata-compaction`): the plan is
+written by `tms.hudi.metadata.compaction`, and each file group of it is merged in its own Spark
+task, as data table compaction does. The job heartbeats the instant on the metadata table, so
+a second run of the same plan while one is alive is refused."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from tms.hudi.actions import METADATA_COMPACTION
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.errors import InstantInFlightError
+from tms.hudi.metadata.compaction import (
+    CompactionTask,
+    compact_file_group,
+    execute_metadata_compaction,
+    pending_metadata_compactions,
+    schedule_metadata_compaction,
+)
+from tms.hudi.metadata.reader import metadata_storage
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import heartbeat
+from tms.services.execution import ServiceResult
+from tms.services.spark import TaskInfo, run_tasks
+
+__all__ = ["execute", "pending_plans", "schedule"]
+
+
+def schedule(table: HudiTable) -> str | None:
+    """Plan a compaction of the table's metadata table; None when nothing is due."""
+    return schedule_metadata_compaction(table.storage)
+
+
+def pending_plans(table: HudiTable) -> list[str]:
+    return pending_metadata_compactions(table.storage)
+
+
+def _task(task: CompactionTask, info: TaskInfo) -> WriteStat:
+    return compact_file_group(task, info.write_token)
+
+
+def execute(
+    spark: Any, table: HudiTable, instant_time: str, *, heartbeat_interval: float = 60.0
+) -> ServiceResult:
+    """Run the metadata table's pending compaction at `instant_time` on Spark."""
+    started = time.monotonic()
+    storage = metadata_storage(table.storage)
+    if heartbeat.is_alive(storage, instant_time, heartbeat_interval):
+        raise InstantInFlightError(
+            f"metadata compaction {instant_time} is being run by another job (live heartbeat)"
+        )
+
+    def on_spark(tasks: Sequence[CompactionTask]) -> list[WriteStat]:
+        description = f"tms metadata compaction {instant_time} of {table.name}"
+        return run_tasks(spark, _task, tasks, description=description)
+
+    with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
+        done = execute_metadata_compaction(table.storage, instant_time, run=on_spark)
+    return ServiceResult(
+        action=METADATA_COMPACTION,
+        instant=instant_time,
+        file_groups=done.file_groups,
+        files_written=done.files_written,
+        bytes_written=done.bytes_written,
+        records_written=done.records_written,
+        log_files_compacted=done.log_files_compacted,
+        rolled_back=done.rolled_back,
+        duration_seconds=round(time.monotonic() - started, 3),
+    )
