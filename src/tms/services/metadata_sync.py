@@ -25,18 +25,19 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
-
-import pyarrow.parquet as pq
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.errors import TableNotFoundError
 from tms.hudi.files.fs_view import BaseFile, FileSlice, FileSystemView
 from tms.hudi.files.names import BaseFileName
-from tms.hudi.metadata.column_stats import ColumnRange, deletion_entries, range_from_payload
-from tms.hudi.metadata.column_stats import ranges_from_footer as footer_ranges
+from tms.hudi.metadata.column_stats import (
+    ColumnRange,
+    deletion_entries,
+    file_ranges,
+    range_from_payload,
+)
 from tms.hudi.metadata.index_defs import IndexVersion, column_stats_columns
 from tms.hudi.metadata.partition_stats import (
     ColumnType,
@@ -50,16 +51,21 @@ from tms.hudi.metadata.records import (
     STATS_FIELD,
     MetadataRecord,
     RecordLocation,
+    instant_millis,
     record_index_record,
     stats_record,
 )
 from tms.hudi.metadata.rollback import rollback_delta_commit
 from tms.hudi.metadata.stats_keys import column_stats_key
-from tms.hudi.metadata.updates import MetadataUpdate, commit_files_records, files_records
+from tms.hudi.metadata.updates import (
+    MetadataUpdate,
+    column_stats_records,
+    commit_files_records,
+    files_records,
+)
 from tms.hudi.metadata.writer import write_delta_commit
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline.instant import INSTANT_TIME_FORMAT
 from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["MetadataSync", "StatsSpec", "WrittenFile", "file_stats"]
@@ -100,16 +106,7 @@ def file_stats(storage: Storage, path: str, spec: StatsSpec | None) -> tuple[Col
     column stats index)."""
     if spec is None:
         return ()
-    with storage.fs.open(storage.full_path(path), "rb") as handle:
-        footer = pq.read_metadata(handle)
-    name = path.rsplit("/", 1)[-1]
-    return tuple(footer_ranges(name, footer, spec.columns, spec.version))
-
-
-def instant_millis(instant_time: str) -> int:
-    """Epoch milliseconds of an instant time; ours are written in UTC."""
-    moment = datetime.strptime(instant_time[:14], INSTANT_TIME_FORMAT).replace(tzinfo=UTC)
-    return int(moment.timestamp()) * 1000 + int(instant_time[14:17] or 0)
+    return tuple(file_ranges(storage, path, spec.columns, spec.version))
 
 
 @dataclass
@@ -165,14 +162,9 @@ class MetadataSync:
         (replacecommit): see the module docstring."""
         update = MetadataUpdate(records={FILES: commit_files_records(metadata)})
         if self._has(COLUMN_STATS):
-            update.records[COLUMN_STATS] = [
-                stats_record(
-                    column_stats_key(w.stat.partition_path or "", w.file_name, r.column_name),
-                    r.payload(),
-                )
-                for w in written
-                for r in w.ranges
-            ]
+            update.records[COLUMN_STATS] = column_stats_records(
+                (w.partition, w.file_name, w.ranges) for w in written
+            )
         if self._has(PARTITION_STATS) and self.columns:
             touched = sorted({w.partition for w in written})
             update.records[PARTITION_STATS] = self._partition_stats(

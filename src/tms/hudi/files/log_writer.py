@@ -157,6 +157,14 @@ def encode_delete_block(
     return b"".join(blocks)
 
 
+def encode_empty_delete_block(instant_time: str) -> bytes:
+    """A DELETE block deleting nothing, headed by the instant time only: what Hudi 1.x writes
+    in each new metadata table file group (`initializeFileGroups`)."""
+    return encode_log_block(
+        BlockType.DELETE, {HeaderKey.INSTANT_TIME: instant_time}, _delete_content([])
+    )
+
+
 def _delete_content(items: list[dict[str, object]]) -> bytes:
     buf = io.BytesIO()
     fastavro.schemaless_writer(buf, PARSED_DELETE_SCHEMA, {"deleteRecordList": items})

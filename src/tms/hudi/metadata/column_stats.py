@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.metadata.index_defs import IndexVersion
 from tms.hudi.metadata.stats_keys import column_stats_key
@@ -40,6 +42,7 @@ from tms.hudi.metadata.stats_values import (
     unwrap,
     wrap,
 )
+from tms.hudi.storage import Storage
 
 __all__ = [
     "COLUMN_STATS_RECORD_TYPE",
@@ -284,6 +287,15 @@ def ranges_from_footer(
                 chunk_range if previous is None else merge_ranges(previous, chunk_range)
             )
     return [merged[name] for name in columns if name in merged]
+
+
+def file_ranges(
+    storage: Storage, path: str, columns: Sequence[str], version: IndexVersion
+) -> list[ColumnRange]:
+    """The column ranges of the base file at `path`, from its footer."""
+    with storage.fs.open(storage.full_path(path), "rb") as handle:
+        footer = pq.read_metadata(handle)
+    return ranges_from_footer(path.rsplit("/", 1)[-1], footer, columns, version)
 
 
 def column_stats_entries(

@@ -126,6 +126,12 @@ class RecordLocation:
         return moment.strftime("%Y%m%d%H%M%S") + f"{self.instant_millis % 1000:03d}"
 
 
+def instant_millis(instant_time: str) -> int:
+    """Epoch milliseconds of an instant time, as the record index stores it (ours are UTC)."""
+    moment = datetime.strptime(instant_time[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    return int(moment.timestamp()) * 1000 + int(instant_time[14:17] or 0)
+
+
 def _unwrap_stat(raw: Any) -> StatValue | None:
     if raw is None:
         return None

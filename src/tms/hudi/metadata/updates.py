@@ -3,14 +3,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
+from tms.hudi.metadata.column_stats import ColumnRange
 from tms.hudi.metadata.partitions import FILES
-from tms.hudi.metadata.records import MetadataRecord, files_record, partition_list_record
+from tms.hudi.metadata.records import (
+    MetadataRecord,
+    files_record,
+    partition_list_record,
+    stats_record,
+)
+from tms.hudi.metadata.stats_keys import column_stats_key
 
-__all__ = ["MetadataUpdate", "commit_files_records", "files_records"]
+__all__ = ["MetadataUpdate", "column_stats_records", "commit_files_records", "files_records"]
 
 
 @dataclass(frozen=True)
@@ -59,3 +66,14 @@ def commit_files_records(metadata: CommitMetadata) -> list[MetadataRecord]:
             name = stat.path.rsplit("/", 1)[-1]
             sizes[name] = max(sizes.get(name, 0), stat.file_size_in_bytes)
     return files_records(added, {})
+
+
+def column_stats_records(
+    new_files: Iterable[tuple[str, str, Sequence[ColumnRange]]],
+) -> list[MetadataRecord]:
+    """`column_stats` records of new base files: (partition, file name, its column ranges)."""
+    return [
+        stats_record(column_stats_key(partition, name, r.column_name), r.payload())
+        for partition, name, ranges in new_files
+        for r in ranges
+    ]

@@ -45,7 +45,7 @@ from tms.hudi.storage import Storage
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import request, transition
 
-__all__ = ["DeltaCommit", "write_delta_commit"]
+__all__ = ["DeltaCommit", "hfile_content", "write_delta_commit"]
 
 OPERATION = "UPSERT_PREPPED"
 """The write operation of every metadata table delta commit."""
@@ -125,7 +125,9 @@ def _plan(reader: MetadataTableReader, update: MetadataUpdate) -> list[_FileGrou
     return writes
 
 
-def _hfile_block(instant_time: str, schema: str, records: list[MetadataRecord]) -> bytes:
+def hfile_content(schema: str, records: list[MetadataRecord]) -> bytes:
+    """An HFile of `records` (sorted by key) as the metadata table holds them: in a data
+    block of a log file, or as a base file."""
     created = struct.pack(">q", int(time.time() * 1000))
     writer = HFileWriter(
         compression=Compression.GZ,
@@ -134,8 +136,12 @@ def _hfile_block(instant_time: str, schema: str, records: list[MetadataRecord]) 
     )
     for record in records:
         writer.append(record.key.encode("utf-8"), encode_record(record.fields, schema))
+    return writer.finish()
+
+
+def _hfile_block(instant_time: str, schema: str, records: list[MetadataRecord]) -> bytes:
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema}
-    return encode_log_block(BlockType.HFILE_DATA, header, writer.finish())
+    return encode_log_block(BlockType.HFILE_DATA, header, hfile_content(schema, records))
 
 
 def _log_content(instant_time: str, schema: str, write: _FileGroupWrite) -> bytes:

@@ -47,6 +47,7 @@ from tms.hudi.properties import (
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.write import keys
+from tms.hudi.write.metadata_table import initialize_metadata_table
 
 __all__ = ["TABLE_VERSIONS", "create_table"]
 
@@ -78,12 +79,15 @@ def create_table(
     extra_properties: dict[str, str] | None = None,
     table_version: int = 6,
     key_generator: str | None = None,
+    metadata_partitions: Sequence[str] = (),
 ) -> HudiTable:
     """Create an empty table of `table_version` with `.hoodie` laid out as Hudi does.
 
     `key_generator` names the key generator class (one of `keys.KEY_GENERATOR_TYPES`); by
     default the one Hudi infers from the fields. The custom key generator's partition fields
-    carry their types (`region:SIMPLE`, `ts:TIMESTAMP`) as table version 8+ records them."""
+    carry their types (`region:SIMPLE`, `ts:TIMESTAMP`) as table version 8+ records them.
+    `metadata_partitions` (among `files`, `column_stats`, `record_index`; versions 8 and 9)
+    creates the metadata table the writer then keeps in step with every commit."""
     storage = Storage(base_path)
     if storage.exists(".hoodie/hoodie.properties"):
         raise FileExistsError(f"a Hudi table already exists at {base_path}")
@@ -119,6 +123,12 @@ def create_table(
     if schema is not None:
         props[CREATE_SCHEMA] = json.dumps(avro_record_schema(table_name, schema))
     props.update(extra_properties or {})
+    config = TableConfig(props)
+    if metadata_partitions:
+        schema_json = props.get(CREATE_SCHEMA)
+        config = initialize_metadata_table(
+            storage, config, metadata_partitions, json.loads(schema_json) if schema_json else {}
+        )
     timeline = ".hoodie/timeline/history" if table_version >= 8 else ".hoodie/archived"
     for folder in (
         timeline,
@@ -128,7 +138,7 @@ def create_table(
         ".hoodie/.schema",
     ):
         storage.makedirs(folder)
-    TableConfig(props).save(storage)
+    config.save(storage)
     return HudiTable.open(base_path)
 
 

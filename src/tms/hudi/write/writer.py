@@ -7,7 +7,9 @@ writing and a heartbeat while the instant is in flight. This module holds the in
 routes each batch's rows to file groups (existing ones by record key, new ones for the rest);
 the files themselves are written by `tms.hudi.write.handles`, and new tables are created by
 `tms.hudi.write.new_table`. Copy-on-write tables rewrite the base files they touch;
-merge-on-read tables append updates and deletes to log files. It runs in one process and is
+merge-on-read tables append updates and deletes to log files. A table with a metadata table
+gets, before each instant completes, the metadata delta commit of the same instant
+(`tms.hudi.write.metadata_update`). It runs in one process and is
 meant for tests, demos, benchmarks and small tables.
 """
 
@@ -34,6 +36,7 @@ from tms.hudi.meta_fields import (
     PARTITION_PATH,
     RECORD_KEY,
 )
+from tms.hudi.metadata.writer import write_delta_commit
 from tms.hudi.properties import TableConfig
 from tms.hudi.record_keys import virtual_key_generation
 from tms.hudi.storage import Storage
@@ -51,6 +54,7 @@ from tms.hudi.write.handles import (
     read_keys,
 )
 from tms.hudi.write.log_blocks import LogBlockFormat
+from tms.hudi.write.metadata_update import WriterMetadata
 
 __all__ = ["HudiWriter"]
 
@@ -107,6 +111,7 @@ class HudiWriter:
                 f"{self.config.table_version}"
             )
         timeline = self.table.timeline()
+        kept = WriterMetadata.of(self.table, timeline)
         instant_time = new_instant_time(timeline.instants)
         tagged = self._prepare(batch, instant_time, operation)
         # The schema the commit records; a delete records the table's, as Hudi does.
@@ -125,13 +130,27 @@ class HudiWriter:
                 State.INFLIGHT,
                 CommitMetadata(operation_type=operation.value),
             )
-            writes = self._write_files(tagged, instant_time, operation, timeline, schema_json)
+            writes, deleted = self._write_files(
+                tagged, instant_time, operation, timeline, schema_json
+            )
             metadata = CommitMetadata(
                 extra_metadata={"schema": schema_json} if schema_json else {},
                 operation_type=operation.value,
             )
             for stat in writes:
                 metadata.add_write_stat(stat.partition_path or "", stat)
+            if kept is not None:
+                inserted = {
+                    (stat.partition_path or "", stat.file_id or ""): read_keys(
+                        self.table, stat.path or ""
+                    )
+                    .column(RECORD_KEY)
+                    .to_pylist()
+                    for stat in writes
+                    if stat.prev_commit == "null"
+                }
+                update = kept.update(self.table, instant_time, metadata, inserted, deleted)
+                write_delta_commit(self.storage, instant_time, update)
             transition(self.storage, self.config, inflight, State.COMPLETED, metadata)
             delete_markers(self.storage, instant_time)
         return instant_time
@@ -180,7 +199,8 @@ class HudiWriter:
         operation: WriteOperation,
         timeline: Timeline,
         schema_json: str | None,
-    ) -> list[WriteStat]:
+    ) -> tuple[list[WriteStat], list[str]]:
+        """The write stats of the files written, and the keys deleted."""
         view = self.table.file_system_view(timeline)
         slices = {(s.partition_path, s.file_id): s for s in view.latest_file_slices()}
         merged = {(s.partition_path, s.file_id): s for s in view.latest_merged_file_slices()}
@@ -210,7 +230,12 @@ class HudiWriter:
                 )
         if operation is not WriteOperation.DELETE and new.num_rows:
             writes += create_file_groups(self.table, new, instant_time, self.max_file_rows)
-        return writes
+        deleted = (
+            [key for rows in located.values() for key in rows.column(RECORD_KEY).to_pylist()]
+            if operation is WriteOperation.DELETE
+            else []
+        )
+        return writes, deleted
 
     def _locate(
         self,
