@@ -90,10 +90,10 @@ def test_tables_add_ls_pause_resume_rm(cli: Cli, trips: str) -> None:
     listed = ok(cli("tables", "ls")).splitlines()
     assert listed[0].split() == [
         "ID", "TABLE", "TYPE", "QUEUE", "PRIO", "STATE", "LAST", "COMMIT", "DELTAS", "COMMITS",
-        "BASE", "PATH",
+        "MDT", "DELTAS", "BASE", "PATH",
     ]  # fmt: skip
     assert listed[1].split() == ["1", "lake.trips", "MOR", "default", "0", "active", "-", "0",
-                                 "0", trips]  # fmt: skip
+                                 "0", "0", trips]  # fmt: skip
     shown = json.loads(ok(cli("tables", "ls", "--json")))
     assert [(t["db_name"], t["table_name"], t["policy"]) for t in shown] == [
         ("lake", "trips", {"compaction_delta_commits": 3})

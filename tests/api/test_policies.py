@@ -9,14 +9,23 @@ from tests.store.helpers import make_table, record
 from tms.config import load_settings
 from tms.policies import Counters, Thresholds, apply_triggers, due_actions, thresholds_for
 from tms.policies.triggers import policy_params
-from tms.store import Action, CountedTable, OperationStatus, TableType, Tbl, list_operations
+from tms.store import (
+    Action,
+    CommitIn,
+    CountedTable,
+    OperationStatus,
+    TableType,
+    Tbl,
+    list_operations,
+    record_commits,
+)
 
 DEFAULTS = Thresholds(compaction_delta_commits=5, clean_commits=10, clustering_commits=0)
 ALL = (Action.COMPACTION, Action.CLEAN, Action.CLUSTERING)
 
 
 def decide(
-    counters: tuple[int, int, int],
+    counters: tuple[int, ...],
     *,
     table_type: TableType | None = TableType.MERGE_ON_READ,
     enabled: tuple[Action, ...] = (Action.COMPACTION, Action.CLEAN),
@@ -132,3 +141,41 @@ def test_policy_made_operations_carry_the_tables_planning_parameters(session: Se
     }
     assert created[Action.COMPACTION].extra_params == {"strategy": "log-size"}
     assert policy_params({}, Action.CLEAN) == {}
+
+
+MDT = Thresholds(0, 0, 0, metadata_compaction_delta_commits=10)
+
+
+def test_metadata_compaction_after_its_delta_commits() -> None:
+    on = (Action.METADATA_COMPACTION,)
+    cow = TableType.COPY_ON_WRITE  # every table has delta commits on its metadata table
+    assert decide((0, 0, 0, 9), table_type=cow, enabled=on, thresholds=MDT) == []
+    assert decide((0, 0, 0, 10), table_type=cow, enabled=on, thresholds=MDT) == list(on)
+    assert decide((0, 0, 0, 10), enabled=on, thresholds=Thresholds(0, 0, 0, 0)) == []  # off
+    assert decide((0, 0, 0, 10), enabled=on, thresholds=MDT, pending=on) == []
+    assert decide((0, 0, 0, 10), thresholds=MDT) == []  # not enabled (the default)
+
+
+def test_stored_commits_of_every_action_trigger_one_metadata_compaction(
+    session: Session,
+) -> None:
+    settings = load_settings(config_file=False, environ={})
+    table = make_table(
+        session,
+        table_type=TableType.MERGE_ON_READ,
+        enabled_actions=[Action.METADATA_COMPACTION],
+    )
+    # Writes and table services alike each make one metadata table delta commit.
+    actions = ["deltacommit"] * 6 + ["compaction", "clean", "rollback", "deltacommit"]
+    commits = [CommitIn(table.id, f"2026010100000{n:04d}", a) for n, a in enumerate(actions)]
+    nine = record_commits(session, commits[:9]).tables[table.id]
+    assert nine.commits_since_metadata_compaction == 9
+    assert apply_triggers(session, [nine], settings) == {}
+    ten = record_commits(session, commits[9:]).tables[table.id]
+    created = apply_triggers(session, [ten], settings)[table.id]
+    assert [op.action for op in created] == [Action.METADATA_COMPACTION]
+    session.refresh(table)
+    assert table.commits_since_metadata_compaction == 0
+    assert [op.action for op in list_operations(session, tbl_id=table.id)] == [
+        Action.METADATA_COMPACTION
+    ]

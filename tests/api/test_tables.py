@@ -57,19 +57,29 @@ def test_patch_pause_resume_policy_and_actions(client: TestClient) -> None:
         json={
             "paused": True,
             "priority": 7,
-            "policy": {"clean_commits": 3, "clustering_commits": 4},
+            "policy": {
+                "clean_commits": 3,
+                "clustering_commits": 4,
+                "metadata_compaction_delta_commits": 20,
+            },
             "enabled_actions": ["compaction", "clustering", "CLEAN", "clustering"],
         },
     )
     assert patched.status_code == 200, patched.text
     body = patched.json()
     assert (body["paused"], body["priority"]) == (True, 7)
-    assert body["policy"] == {"clean_commits": 3, "clustering_commits": 4}
+    assert body["policy"] == {
+        "clean_commits": 3,
+        "clustering_commits": 4,
+        "metadata_compaction_delta_commits": 20,
+    }
     assert body["thresholds"] == {
         "compaction_delta_commits": 5,
         "clean_commits": 3,
         "clustering_commits": 4,
+        "metadata_compaction_delta_commits": 20,
     }
+    assert body["commits_since_metadata_compaction"] == 0
     assert body["enabled_actions"] == ["compaction", "clustering", "clean"]
     planning = {"clean_policy": "KEEP_LATEST_FILE_VERSIONS", "clean_retained": 2}
     with_params = client.patch(f"/v1/tables/{table_id}", json={"policy": planning})

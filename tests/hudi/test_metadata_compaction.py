@@ -11,7 +11,11 @@ from typing import Any
 
 import pytest
 from tests import oracle
-from tests.hudi.test_fixture_views import WITH_METADATA_TABLE, unzip_fixture
+from tests.hudi.test_fixture_views import (
+    WITH_METADATA_TABLE,
+    WITHOUT_METADATA_TABLE,
+    unzip_fixture,
+)
 from typer.testing import CliRunner
 
 from tms.cli import app
@@ -28,8 +32,10 @@ from tms.hudi.metadata.compaction import (
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.slice_reader import hfile_records
 from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import request
+from tms.services.registry import table_service
 
 
 @pytest.fixture(params=WITH_METADATA_TABLE)
@@ -175,3 +181,17 @@ def test_tms_run_metadata_compaction_on_spark(spark: Any, name: str, tmp_path: P
     assert oracle.file_slices(str(root)) == slices
     again = CliRunner().invoke(app, ["run", "metadata-compaction", "--base-path", str(root)])
     assert again.exit_code == 0 and "nothing to schedule" in again.output
+
+
+@pytest.mark.parametrize("name", WITHOUT_METADATA_TABLE)
+def test_a_table_without_metadata_table_has_nothing_to_compact(name: str, tmp_path: Path) -> None:
+    """The policy may create the action for any table: the job does nothing and succeeds."""
+    root = unzip_fixture(name, tmp_path)
+    service = table_service("metadata-compaction")
+    table = HudiTable.open(str(root))
+    assert service.pending_plans(table) == []
+    assert service.schedule(table, {}) is None
+    result = CliRunner().invoke(app, ["run", "metadata-compaction", "--base-path", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "nothing to schedule" in result.output
+    assert not (root / ".hoodie" / "metadata").exists()

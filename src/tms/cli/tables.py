@@ -37,6 +37,7 @@ def _table_rows(tables: list[Json]) -> list[dict[str, Any]]:
             "last_commit": t.get("last_commit_instant"),
             "deltas": t["delta_commits_since_compaction"],
             "commits": t["commits_since_clean"],
+            "mdt_deltas": t["commits_since_metadata_compaction"],
             "base_path": t["base_path"],
         }
         for t in tables
@@ -55,7 +56,8 @@ def tables_ls(
     token: Token = None,
 ) -> None:
     """List registered tables with their counters (DELTAS: delta commits since the last
-    compaction; COMMITS: commits since the last clean)."""
+    compaction; COMMITS: commits since the last clean; MDT_DELTAS: metadata table delta
+    commits since the last metadata compaction)."""
     with connect(url, token) as client:
         tables = client.tables(db_name=db, paused=paused, limit=limit)
     if as_json:
@@ -76,6 +78,7 @@ def tables_ls(
             "last_commit",
             "deltas",
             "commits",
+            "mdt_deltas",
             "base_path",
         ],
         [
@@ -88,6 +91,7 @@ def tables_ls(
             "last commit",
             "deltas",
             "commits",
+            "mdt deltas",
             "base path",
         ],
     )

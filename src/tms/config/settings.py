@@ -164,6 +164,13 @@ class Settings(BaseSettings):
     clustering_commits: int = Field(
         0, ge=0, description="commits that trigger a clustering of tables that enable it (0 = off)"
     )
+    metadata_compaction_delta_commits: int = Field(
+        10,
+        ge=0,
+        description="metadata table delta commits (one per data table commit) that trigger a "
+        "metadata-compaction of tables that enable it (0 = off; Hudi's "
+        "hoodie.metadata.compact.max.delta.commits)",
+    )
     log_dir: Path | None = Field(None, description="job logs; unset = data_dir/logs")
     allowed_schemes: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["file", "s3", "s3a", "gs", "abfs", "hdfs"],

@@ -31,7 +31,12 @@ __all__ = [
     "thresholds_for",
 ]
 
-POLICY_KEYS = ("compaction_delta_commits", "clean_commits", "clustering_commits")
+POLICY_KEYS = (
+    "compaction_delta_commits",
+    "clean_commits",
+    "clustering_commits",
+    "metadata_compaction_delta_commits",
+)
 """Per-table overrides `tbl.policy` may hold; each is a commit count, 0 turns it off."""
 
 
@@ -42,21 +47,27 @@ class Thresholds:
     compaction_delta_commits: int
     clean_commits: int
     clustering_commits: int
+    metadata_compaction_delta_commits: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Thresholds:
         return cls(
-            settings.compaction_delta_commits, settings.clean_commits, settings.clustering_commits
+            settings.compaction_delta_commits,
+            settings.clean_commits,
+            settings.clustering_commits,
+            settings.metadata_compaction_delta_commits,
         )
 
 
 @dataclass(frozen=True)
 class Counters:
-    """A table's commits since its last compaction, clean and clustering."""
+    """A table's commits since its last compaction, clean, clustering and metadata table
+    compaction (each data table commit is one delta commit on the metadata table)."""
 
     delta_commits_since_compaction: int
     commits_since_clean: int
     commits_since_clustering: int
+    commits_since_metadata_compaction: int = 0
 
     @classmethod
     def of(cls, table: CountedTable) -> Counters:
@@ -64,6 +75,7 @@ class Counters:
             table.delta_commits_since_compaction,
             table.commits_since_clean,
             table.commits_since_clustering,
+            table.commits_since_metadata_compaction,
         )
 
 
@@ -87,6 +99,7 @@ def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Threshold
         pick("compaction_delta_commits", defaults.compaction_delta_commits),
         pick("clean_commits", defaults.clean_commits),
         pick("clustering_commits", defaults.clustering_commits),
+        pick("metadata_compaction_delta_commits", defaults.metadata_compaction_delta_commits),
     )
 
 
@@ -119,7 +132,8 @@ def due_actions(
     thresholds: Thresholds,
     pending: Collection[Action],
 ) -> list[Trigger]:
-    """The actions to create now, in a fixed order (compaction, clustering, clean).
+    """The actions to create now, in a fixed order (compaction, clustering, clean, metadata
+    compaction).
 
     Nothing for a paused table, nothing for an action that is not enabled or already
     pending. Compaction only for merge-on-read tables; a table whose type is still unknown
@@ -145,6 +159,12 @@ def due_actions(
             thresholds.clean_commits,
             counters.commits_since_clean,
             "commits since the last clean",
+        ),
+        (
+            Action.METADATA_COMPACTION,
+            thresholds.metadata_compaction_delta_commits,
+            counters.commits_since_metadata_compaction,
+            "metadata table delta commits since the last metadata compaction",
         ),
     )
     due: list[Trigger] = []

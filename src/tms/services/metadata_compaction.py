@@ -20,6 +20,7 @@ from tms.hudi.metadata.compaction import (
     schedule_metadata_compaction,
 )
 from tms.hudi.metadata.reader import metadata_storage
+from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.services.execution import ServiceResult
@@ -28,12 +29,23 @@ from tms.services.spark import TaskInfo, run_tasks
 __all__ = ["execute", "pending_plans", "schedule"]
 
 
+def _has_metadata_table(table: HudiTable) -> bool:
+    """A table without a metadata table has nothing to compact: the policy may create this
+    action for any table, so that is a job with nothing to do, not a failure."""
+    return metadata_storage(table.storage).exists(PROPERTIES_PATH)
+
+
 def schedule(table: HudiTable) -> str | None:
-    """Plan a compaction of the table's metadata table; None when nothing is due."""
+    """Plan a compaction of the table's metadata table; None when nothing is due (no
+    metadata table included)."""
+    if not _has_metadata_table(table):
+        return None
     return schedule_metadata_compaction(table.storage)
 
 
 def pending_plans(table: HudiTable) -> list[str]:
+    if not _has_metadata_table(table):
+        return []
     return pending_metadata_compactions(table.storage)
 
 

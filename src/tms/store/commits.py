@@ -37,7 +37,8 @@ __all__ = [
 ]
 
 # Commits that add data (and so count towards clean and clustering thresholds); delta commits
-# also count towards compaction. Table-service and housekeeping actions are stored only.
+# also count towards compaction. Every commit, table services and housekeeping included, makes
+# one delta commit on the metadata table, so all of them count towards its compaction.
 WRITE_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit"})
 DELTA_ACTIONS = frozenset({"deltacommit"})
 SERVICE_ACTIONS = frozenset({"compaction", "clustering"})
@@ -78,13 +79,23 @@ class CountedTable:
     delta_commits_since_compaction: int
     commits_since_clean: int
     commits_since_clustering: int
+    commits_since_metadata_compaction: int
     pending_actions: frozenset[Action]
 
     @classmethod
     def of_row(cls, row: tuple[Any, ...]) -> CountedTable:
-        id, table_type, enabled, paused, policy, deltas, since_clean, since_clustering, pending = (
-            row
-        )
+        (
+            id,
+            table_type,
+            enabled,
+            paused,
+            policy,
+            deltas,
+            since_clean,
+            since_clustering,
+            since_metadata_compaction,
+            pending,
+        ) = row
         return cls(
             id,
             TableType(table_type) if table_type else None,
@@ -94,6 +105,7 @@ class CountedTable:
             deltas,
             since_clean,
             since_clustering,
+            since_metadata_compaction,
             frozenset(Action(a) for a in pending),
         )
 
@@ -134,16 +146,18 @@ UPDATE tbl SET
   commits_since_clean = tbl.commits_since_clean + u.writes,
   commits_since_clustering = u.writes_since_clustering
     + CASE WHEN u.clustered THEN 0 ELSE tbl.commits_since_clustering END,
+  commits_since_metadata_compaction = tbl.commits_since_metadata_compaction + u.commits,
   last_commit_instant = greatest(tbl.last_commit_instant, u.last_instant),
   last_notification_at = now(),
   updated_at = now()
 FROM (SELECT (r->>0)::bigint AS id, (r->>1)::int AS deltas, (r->>2)::int AS writes,
              (r->>3)::int AS writes_since_clustering, (r->>4)::bool AS compacted,
-             (r->>5)::bool AS clustered, r->>6 AS last_instant
+             (r->>5)::bool AS clustered, r->>6 AS last_instant, (r->>7)::int AS commits
       FROM json_array_elements(%(rows)s::json) AS r) AS u
 WHERE tbl.id = u.id
 RETURNING tbl.id, tbl.table_type::text, tbl.enabled_actions::text[], tbl.paused, tbl.policy,
   tbl.delta_commits_since_compaction, tbl.commits_since_clean, tbl.commits_since_clustering,
+  tbl.commits_since_metadata_compaction,
   ARRAY(SELECT DISTINCT o.action::text FROM operation o
         WHERE o.tbl_id = tbl.id AND o.status IN ('SCHEDULED', 'RUNNING') AND NOT o.is_deleted)
 """
@@ -180,6 +194,7 @@ class _Increments:
     compacted: bool = False
     clustered: bool = False
     last_instant: str = ""
+    commits: int = 0
 
     def add(self, instant: str, action: str) -> None:
         if action == "compaction":
@@ -189,6 +204,7 @@ class _Increments:
         self.deltas += action in DELTA_ACTIONS
         self.writes += action in WRITE_ACTIONS
         self.writes_since_clustering += action in WRITE_ACTIONS
+        self.commits += 1
         self.last_instant = max(self.last_instant, instant)
 
     def row(self, tbl_id: int) -> tuple[Any, ...]:
@@ -201,6 +217,7 @@ class _Increments:
             self.compacted,
             self.clustered,
             self.last_instant,
+            self.commits,
         )
 
 
@@ -236,18 +253,7 @@ def record_commits(session: Session, commits: Sequence[CommitIn]) -> CommitsReco
                 increments[commit.tbl_id].add(commit.instant, commit.action)
         if not increments:
             return CommitsRecorded(new)
-        steps = [
-            (
-                i,
-                s.deltas,
-                s.writes,
-                s.writes_since_clustering,
-                s.compacted,
-                s.clustered,
-                s.last_instant,
-            )
-            for i, s in sorted(increments.items())
-        ]
+        steps = [s.row(i) for i, s in sorted(increments.items())]
         counted = cursor.execute(_COUNT, {"rows": json.dumps(steps)}).fetchall()
     for tbl_id in increments:  # rows of these tables the session holds are out of date now
         loaded = session.identity_map.get(identity_key(Tbl, tbl_id))

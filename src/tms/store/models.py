@@ -145,7 +145,7 @@ class Tbl(Base):
         UniqueConstraint("base_path"),
         CheckConstraint(
             "delta_commits_since_compaction >= 0 AND commits_since_clean >= 0 "
-            "AND commits_since_clustering >= 0",
+            "AND commits_since_clustering >= 0 AND commits_since_metadata_compaction >= 0",
             name="counters",
         ),
     )
@@ -167,6 +167,7 @@ class Tbl(Base):
     delta_commits_since_compaction: Mapped[int] = mapped_column(server_default="0")
     commits_since_clean: Mapped[int] = mapped_column(server_default="0")
     commits_since_clustering: Mapped[int] = mapped_column(server_default="0")
+    commits_since_metadata_compaction: Mapped[int] = mapped_column(server_default="0")
     last_notification_at: Mapped[datetime | None]
     paused: Mapped[bool] = mapped_column(server_default="false")
     created_at: Mapped[datetime] = _now()

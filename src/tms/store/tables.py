@@ -44,6 +44,7 @@ _COUNTER = {
     Action.COMPACTION: Tbl.delta_commits_since_compaction,
     Action.CLEAN: Tbl.commits_since_clean,
     Action.CLUSTERING: Tbl.commits_since_clustering,
+    Action.METADATA_COMPACTION: Tbl.commits_since_metadata_compaction,
 }
 _UPDATABLE = frozenset(
     {

@@ -39,6 +39,7 @@ class PolicyIn(Strict):
     compaction_delta_commits: Count | None = None
     clean_commits: Count | None = None
     clustering_commits: Count | None = None
+    metadata_compaction_delta_commits: Count | None = None
     compaction_strategy: Literal["all", "log-size"] | None = None
     clean_policy: Literal["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"] | None = None
     clean_retained: Annotated[int, Field(ge=1, le=100_000)] | None = None
@@ -121,6 +122,7 @@ class Thresholds(BaseModel):
     compaction_delta_commits: int
     clean_commits: int
     clustering_commits: int
+    metadata_compaction_delta_commits: int
 
 
 class TableOut(BaseModel):
@@ -140,6 +142,7 @@ class TableOut(BaseModel):
     delta_commits_since_compaction: int
     commits_since_clean: int
     commits_since_clustering: int
+    commits_since_metadata_compaction: int
     last_notification_at: datetime | None
     paused: bool
     created_at: datetime
