@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
+from tms.hudi.files.compaction_operation import CompactionOperation
 from tms.hudi.files.data import read_base_file, write_base_file
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.markers import (
@@ -43,8 +44,8 @@ from tms.hudi.table_paths import TablePaths
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
 from tms.services.compaction_plan import (
-    CompactionOperation,
     ensure_compactable,
+    operation_from_avro,
     schedule_compaction,
 )
 from tms.services.compaction_strategy import (
@@ -102,7 +103,7 @@ def execute_compaction(
     instant = pending_plan(table, instant_time, (Action.COMPACTION,))
     plan = timeline.compaction_plan(instant)
     paths = TablePaths(table.storage, f"compaction plan {instant_time}")
-    operations = [CompactionOperation.from_avro(op, paths) for op in plan.get("operations") or []]
+    operations = [operation_from_avro(op, paths) for op in plan.get("operations") or []]
     schema_json = timeline.latest_schema()
     avro_schema = with_meta_fields(json.loads(schema_json)) if schema_json else None
     keys = virtual_key_generation(table.config)

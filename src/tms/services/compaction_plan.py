@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import CompactionConflictError, UnsupportedTableError
-from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
-from tms.hudi.files.names import BaseFileName, LogFileName
+from tms.hudi.files.compaction_operation import CompactionOperation
+from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
 from tms.hudi.timeline.instant import Action, is_instant_time
@@ -27,80 +26,37 @@ PLAN_VERSION = 2
 PENDING_WRITE_ACTIONS = (Action.COMMIT, Action.DELTA_COMMIT)
 
 
-@dataclass(frozen=True)
-class CompactionOperation:
-    """One `HoodieCompactionOperation`: the file slice of one file group to compact."""
+def operation_of_slice(file_slice: FileSlice) -> CompactionOperation:
+    """The plan operation compacting `file_slice`, with Hudi's metrics."""
+    return CompactionOperation(
+        partition_path=file_slice.partition_path,
+        file_id=file_slice.file_id,
+        base_instant_time=file_slice.base_instant_time,
+        data_file_name=file_slice.base_file.file_name if file_slice.base_file else None,
+        delta_file_names=tuple(log.file_name for log in file_slice.log_files),
+        metrics=slice_metrics(file_slice),
+    )
 
-    partition_path: str
-    file_id: str
-    base_instant_time: str
-    data_file_name: str | None
-    delta_file_names: tuple[str, ...]
-    metrics: Mapping[str, float] = field(default_factory=dict)
 
-    @classmethod
-    def from_slice(cls, file_slice: FileSlice) -> CompactionOperation:
-        return cls(
-            partition_path=file_slice.partition_path,
-            file_id=file_slice.file_id,
-            base_instant_time=file_slice.base_instant_time,
-            data_file_name=file_slice.base_file.file_name if file_slice.base_file else None,
-            delta_file_names=tuple(log.file_name for log in file_slice.log_files),
-            metrics=slice_metrics(file_slice),
-        )
-
-    @classmethod
-    def from_avro(cls, record: Mapping[str, Any], paths: TablePaths) -> CompactionOperation:
-        """Read a plan operation, its partition, file id and files confined to the table by
-        `paths` (`UnsafePathError` otherwise); version 1 plans hold full paths, version 2
-        names, and only names are kept."""
-        partition = paths.partition(record.get("partitionPath") or "")
-        data_file = record.get("dataFilePath")
-        return cls(
-            partition_path=partition,
-            file_id=paths.name(str(record["fileId"]), "file id"),
-            base_instant_time=str(record["baseInstantTime"]),
-            data_file_name=(
-                posixpath.basename(paths.data_file(partition, data_file)) if data_file else None
-            ),
-            delta_file_names=tuple(
-                posixpath.basename(paths.data_file(partition, p))
-                for p in record.get("deltaFilePaths") or []
-            ),
-            metrics=dict(record.get("metrics") or {}),
-        )
-
-    def to_avro(self) -> dict[str, Any]:
-        return {
-            "baseInstantTime": self.base_instant_time,
-            "deltaFilePaths": list(self.delta_file_names),
-            "dataFilePath": self.data_file_name,
-            "fileId": self.file_id,
-            "partitionPath": self.partition_path,
-            "metrics": dict(self.metrics),
-            "bootstrapFilePath": None,
-        }
-
-    def path(self, file_name: str) -> str:
-        return posixpath.join(self.partition_path, file_name) if self.partition_path else file_name
-
-    def file_slice(self) -> FileSlice:
-        """The slice as the plan names it (sizes unknown: only the files are read)."""
-        base = None
-        if self.data_file_name:
-            name = BaseFileName.parse(self.data_file_name)
-            if name is None:
-                raise ValueError(f"plan names an unrecognised base file {self.data_file_name!r}")
-            base = BaseFile(name, self.path(self.data_file_name), 0)
-        logs = []
-        for log_name in self.delta_file_names:
-            parsed = LogFileName.parse(log_name)
-            if parsed is None:
-                raise ValueError(f"plan names an unrecognised log file {log_name!r}")
-            logs.append(LogFile(parsed, self.path(log_name), 0))
-        return FileSlice(
-            self.partition_path, self.file_id, self.base_instant_time, base, tuple(logs)
-        )
+def operation_from_avro(record: Mapping[str, Any], paths: TablePaths) -> CompactionOperation:
+    """Read a plan operation, its partition, file id and files confined to the table by
+    `paths` (`UnsafePathError` otherwise); version 1 plans hold full paths, version 2
+    names, and only names are kept."""
+    partition = paths.partition(record.get("partitionPath") or "")
+    data_file = record.get("dataFilePath")
+    return CompactionOperation(
+        partition_path=partition,
+        file_id=paths.name(str(record["fileId"]), "file id"),
+        base_instant_time=str(record["baseInstantTime"]),
+        data_file_name=(
+            posixpath.basename(paths.data_file(partition, data_file)) if data_file else None
+        ),
+        delta_file_names=tuple(
+            posixpath.basename(paths.data_file(partition, p))
+            for p in record.get("deltaFilePaths") or []
+        ),
+        metrics=dict(record.get("metrics") or {}),
+    )
 
 
 # Scheduling -----------------------------------------------------------------------------------
@@ -137,7 +93,7 @@ def schedule_compaction(
     if not selected:
         return None
     plan = {
-        "operations": [CompactionOperation.from_slice(s).to_avro() for s in selected],
+        "operations": [operation_of_slice(s).to_avro() for s in selected],
         "extraMetadata": None,
         "version": PLAN_VERSION,
         "strategy": None,

@@ -34,7 +34,8 @@ from tms.hudi.avro import codec as avro_codec
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
-from tms.hudi.files.fs_view import BaseFile, FileSlice, FileSystemView, LogFile
+from tms.hudi.files.compaction_operation import CompactionOperation
+from tms.hudi.files.fs_view import FileSystemView
 from tms.hudi.files.markers import (
     Marker,
     MarkerType,
@@ -43,7 +44,7 @@ from tms.hudi.files.markers import (
     delete_unreported_files,
     list_markers,
 )
-from tms.hudi.files.names import BaseFileName, LogFileName
+from tms.hudi.files.names import BaseFileName
 from tms.hudi.hfile import Compression, HFileWriter
 from tms.hudi.hfile.format import FileInfoKey
 from tms.hudi.metadata.partitions import MetadataPartition, file_group_index
@@ -62,7 +63,6 @@ from tms.hudi.timeline.transitions import (
 )
 
 __all__ = [
-    "MetadataCompactionOperation",
     "MetadataCompactionResult",
     "compaction_instant_time",
     "execute_metadata_compaction",
@@ -78,60 +78,20 @@ MAX_RECORD_KEY = b"maxRecordKey"
 _TIME_FORMAT = "%Y%m%d%H%M%S"
 
 
-@dataclass(frozen=True)
-class MetadataCompactionOperation:
-    """One `HoodieCompactionOperation` of the metadata table: one file group's slice."""
-
-    partition_path: str
-    file_id: str
-    base_instant_time: str
-    data_file_name: str | None
-    delta_file_names: tuple[str, ...]
-    metrics: Mapping[str, float] = field(default_factory=dict)
-
-    @classmethod
-    def from_avro(cls, record: Mapping[str, Any]) -> MetadataCompactionOperation:
-        partition = str(record.get("partitionPath") or "")
-        MetadataPartition(partition).kind  # noqa: B018 - refuses a partition Hudi does not know
-        names = [posixpath.basename(str(p)) for p in record.get("deltaFilePaths") or []]
-        data = record.get("dataFilePath")
-        return cls(
-            partition,
-            str(record["fileId"]),
-            str(record["baseInstantTime"]),
-            posixpath.basename(str(data)) if data else None,
-            tuple(names),
-            dict(record.get("metrics") or {}),
-        )
-
-    def to_avro(self) -> dict[str, Any]:
-        return {
-            "baseInstantTime": self.base_instant_time,
-            "deltaFilePaths": list(self.delta_file_names),
-            "dataFilePath": self.data_file_name,
-            "fileId": self.file_id,
-            "partitionPath": self.partition_path,
-            "metrics": dict(self.metrics),
-            "bootstrapFilePath": None,
-        }
-
-    def file_slice(self) -> FileSlice:
-        """The slice as the plan names it (sizes unknown: only the files are read)."""
-        base = None
-        if self.data_file_name:
-            name = BaseFileName.parse(self.data_file_name)
-            if name is None or name.file_id != self.file_id:
-                raise ValueError(f"plan names a foreign base file {self.data_file_name!r}")
-            base = BaseFile(name, posixpath.join(self.partition_path, self.data_file_name), 0)
-        logs = []
-        for log_name in self.delta_file_names:
-            parsed = LogFileName.parse(log_name)
-            if parsed is None or parsed.file_id != self.file_id:
-                raise ValueError(f"plan names a foreign log file {log_name!r}")
-            logs.append(LogFile(parsed, posixpath.join(self.partition_path, log_name), 0))
-        return FileSlice(
-            self.partition_path, self.file_id, self.base_instant_time, base, tuple(logs)
-        )
+def _operation_from_avro(record: Mapping[str, Any]) -> CompactionOperation:
+    """A plan operation of the metadata table; a partition Hudi does not know is refused."""
+    partition = str(record.get("partitionPath") or "")
+    MetadataPartition(partition).kind  # noqa: B018 - refuses a partition Hudi does not know
+    names = [posixpath.basename(str(p)) for p in record.get("deltaFilePaths") or []]
+    data = record.get("dataFilePath")
+    return CompactionOperation(
+        partition,
+        str(record["fileId"]),
+        str(record["baseInstantTime"]),
+        posixpath.basename(str(data)) if data else None,
+        tuple(names),
+        dict(record.get("metrics") or {}),
+    )
 
 
 # Scheduling -----------------------------------------------------------------------------------
@@ -177,12 +137,10 @@ def _completed_before(reader: MetadataTableReader, instant_time: str) -> Callabl
     return done
 
 
-def _operations(
-    reader: MetadataTableReader, instant_time: str
-) -> list[MetadataCompactionOperation]:
+def _operations(reader: MetadataTableReader, instant_time: str) -> list[CompactionOperation]:
     view = FileSystemView.build(reader.storage, reader.timeline, partitions=reader.partitions)
     done = _completed_before(reader, instant_time)
-    operations: list[MetadataCompactionOperation] = []
+    operations: list[CompactionOperation] = []
     for partition in reader.partitions:
         owner = MetadataPartition(partition)
         slices = [s for s in view.latest_file_slices(partition) if owner.owns(s.file_id)]
@@ -192,7 +150,7 @@ def _operations(
                 continue
             log_size = sum(log.size for log in logs)
             operations.append(
-                MetadataCompactionOperation(
+                CompactionOperation(
                     partition,
                     file_slice.file_id,
                     file_slice.base_instant_time,
@@ -252,7 +210,7 @@ class CompactionTask:
     instant_time: str
     schema: str
     valid: frozenset[str]
-    operation: MetadataCompactionOperation
+    operation: CompactionOperation
 
 
 class TaskRunner(Protocol):
@@ -385,7 +343,7 @@ def execute_metadata_compaction(
         result.rolled_back.append(rollback_inflight_compaction(reader, instant))
         instant = Instant(instant_time, instant.action, State.REQUESTED)
     plan = reader.timeline.compaction_plan(instant)
-    operations = [MetadataCompactionOperation.from_avro(op) for op in plan.get("operations") or []]
+    operations = [_operation_from_avro(op) for op in plan.get("operations") or []]
     schema = writer_schema(reader.data_config.table_version, None)
     storage, config = reader.storage, reader.config
     inflight = transition(storage, config, instant, State.INFLIGHT)
