@@ -192,12 +192,13 @@ def test_refusals_write_nothing(table: Path) -> None:
     properties = table / ".hoodie" / "hoodie.properties"
     inflight = re.sub(
         r"(?m)^hoodie\.table\.metadata\.partitions\.inflight=.*$",
-        "hoodie.table.metadata.partitions.inflight=files",
+        "hoodie.table.metadata.partitions.inflight=bloom_filters",
         properties.read_text(),
     )
     properties.write_text(inflight)
-    with pytest.raises(UnsupportedTableError, match="being built by another writer"):
-        write_delta_commit(storage, instant, MetadataUpdate.files({"region=us": {"x.parquet": 1}}))
+    building = MetadataUpdate(records={"bloom_filters": []})
+    with pytest.raises(UnsupportedTableError, match="being built and has no file groups"):
+        write_delta_commit(storage, instant, building)
     properties.write_text(
         re.sub(r"(?m)^hoodie\.table\.version=9$", "hoodie.table.version=6", inflight)
     )

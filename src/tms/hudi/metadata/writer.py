@@ -84,9 +84,11 @@ def _refusals(reader: MetadataTableReader, instant_time: str, update: MetadataUp
         p.strip() for p in reader.data_config.get(METADATA_PARTITIONS_INFLIGHT).split(",") if p
     }
     for partition in update.partitions:
-        if partition in inflight:
-            reasons.append(f"metadata partition {partition} is being built by another writer")
-        elif partition not in built:
+        if partition in inflight and not reader.file_slices(partition):
+            reasons.append(
+                f"metadata partition {partition} is being built and has no file groups yet"
+            )
+        elif partition not in built and partition not in inflight:
             reasons.append(f"metadata partition {partition} is not built on this table")
         try:
             kind = MetadataPartition(partition).kind
