@@ -38,6 +38,9 @@ class TableService:
     checks_data_table: bool = True
     """Whether the data table must be one our data table services may change; the metadata
     table's own compaction refuses by its own rules instead."""
+    reports_stages: bool = False
+    """Whether its execution names the stages it enters (`on_stage`), so a job can tell
+    which stages a cancel request may still stop."""
 
     def ensure_supported(self, table: HudiTable) -> None:
         """Refuse, before anything is written, a table this service would damage."""
@@ -51,9 +54,19 @@ class TableService:
         return self._schedule(table, **kwargs)
 
     def execute(
-        self, spark: Any, table: HudiTable, instant: str, heartbeat_interval: float
+        self,
+        spark: Any,
+        table: HudiTable,
+        instant: str,
+        heartbeat_interval: float,
+        on_stage: Callable[[str], None] | None = None,
     ) -> ServiceResult:
-        """Run the pending plan at `instant` on Spark."""
+        """Run the pending plan at `instant` on Spark; `on_stage` hears each stage's name as
+        the execution enters it (services that report stages only)."""
+        if self.reports_stages and on_stage is not None:
+            return self._execute(
+                spark, table, instant, heartbeat_interval=heartbeat_interval, on_stage=on_stage
+            )
         return self._execute(spark, table, instant, heartbeat_interval=heartbeat_interval)
 
     def pending_plans(self, table: HudiTable) -> list[str]:
