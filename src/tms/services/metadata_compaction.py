@@ -1,7 +1,8 @@
 """The metadata table's compaction as a table service (`metadata-compaction`): the plan is
 written by `tms.hudi.metadata.compaction`, and each file group of it is merged in its own Spark
 task, as data table compaction does. The job heartbeats the instant on the metadata table, so
-a second run of the same plan while one is alive is refused."""
+a second run of the same plan while one is alive is refused. The metadata table's clean
+(`tms.services.metadata_clean`) follows each compaction, as Hudi's metadata writer does."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.services.execution import ServiceResult
+from tms.services.metadata_clean import clean_metadata_table
 from tms.services.spark import TaskInfo, run_tasks
 
 __all__ = ["execute", "pending_plans", "schedule"]
@@ -56,7 +58,8 @@ def _task(task: CompactionTask, info: TaskInfo) -> WriteStat:
 def execute(
     spark: Any, table: HudiTable, instant_time: str, *, heartbeat_interval: float = 60.0
 ) -> ServiceResult:
-    """Run the metadata table's pending compaction at `instant_time` on Spark."""
+    """Run the metadata table's pending compaction at `instant_time` on Spark, then the
+    metadata table's clean (its figure is `files_deleted`)."""
     started = time.monotonic()
     storage = metadata_storage(table.storage)
     if heartbeat.is_alive(storage, instant_time, heartbeat_interval):
@@ -70,6 +73,7 @@ def execute(
 
     with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
         done = execute_metadata_compaction(table.storage, instant_time, run=on_spark)
+    cleaned = clean_metadata_table(spark, table, heartbeat_interval=heartbeat_interval)
     return ServiceResult(
         action=METADATA_COMPACTION,
         instant=instant_time,
@@ -78,6 +82,7 @@ def execute(
         bytes_written=done.bytes_written,
         records_written=done.records_written,
         log_files_compacted=done.log_files_compacted,
+        files_deleted=cleaned.files_deleted if cleaned else 0,
         rolled_back=done.rolled_back,
         duration_seconds=round(time.monotonic() - started, 3),
     )

@@ -1,0 +1,69 @@
+"""The metadata table's own clean, run after each metadata compaction as Hudi's metadata
+writer does (`HoodieMetadataWriteUtils.createMetadataWriteConfig`: `KEEP_LATEST_COMMITS`,
+retaining at least `DEFAULT_METADATA_CLEANER_COMMITS_RETAINED` = 20 commits).
+
+Compaction leaves each compacted file group's older slice (base HFile and log files) behind;
+without a clean they pile up with every compaction. The plan and its execution are the data
+table clean's (`tms.services.clean_plan`, `tms.services.clean`): the same policy, the same
+protections (latest slices, slices a pending compaction reads), the same `HoodieCleanerPlan`
+and `HoodieCleanMetadata` on the metadata table's timeline. Only the table checks differ: the
+data table checks refuse what the metadata table always is (HFile base files, its own payload
+and key generator), so the metadata table is checked by its own rules instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.metadata.reader import metadata_storage
+from tms.hudi.properties import TableConfig
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.timeline import Timeline
+from tms.services.clean import execute_clean
+from tms.services.clean_plan import KEEP_LATEST_COMMITS, schedule_clean
+from tms.services.execution import ServiceResult
+
+__all__ = ["METADATA_CLEANER_COMMITS_RETAINED", "MetadataTable", "clean_metadata_table"]
+
+METADATA_CLEANER_COMMITS_RETAINED = 20
+"""Hudi's `DEFAULT_METADATA_CLEANER_COMMITS_RETAINED`."""
+FIRST_1X_TABLE_VERSION = 8
+
+
+class MetadataTable(HudiTable):
+    """A data table's metadata table, opened as a table the clean service can plan and run on."""
+
+    @classmethod
+    def of(cls, data_table: HudiTable) -> MetadataTable:
+        """The metadata table on the data table's storage (its options and timeouts)."""
+        storage = metadata_storage(data_table.storage)
+        return cls(storage, TableConfig.load(storage))
+
+    def ensure_supported(self, timeline: Timeline | None = None) -> None:
+        """What the clean needs of a metadata table: a timeline it reads file slices from."""
+        reasons: list[str] = []
+        if self.config.table_version < FIRST_1X_TABLE_VERSION:
+            reasons.append(f"table version {self.config.table_version} (0.x metadata layout)")
+        if self.config.timeline_layout_version < 2:
+            reasons.append("its timeline is not layout 2")
+        if reasons:
+            raise UnsupportedTableError(
+                f"cannot clean the metadata table {self.base_path}: " + "; ".join(reasons)
+            )
+
+
+def clean_metadata_table(
+    spark: Any,
+    data_table: HudiTable,
+    *,
+    retained: int = METADATA_CLEANER_COMMITS_RETAINED,
+    heartbeat_interval: float = 60.0,
+) -> ServiceResult | None:
+    """Plan and run the metadata table's clean (or finish a pending one); None when nothing
+    is to be deleted."""
+    table = MetadataTable.of(data_table)
+    instant = schedule_clean(table, policy=KEEP_LATEST_COMMITS, retained=retained)
+    if instant is None:
+        return None
+    return execute_clean(spark, table, instant, heartbeat_interval=heartbeat_interval)
