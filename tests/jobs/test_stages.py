@@ -14,10 +14,10 @@ import pytest
 from tests.jobs.stub_api import OK_BEAT, Reply, StubApi, spec_json, stub_api
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
-from tms.hudi.timeline.transitions import request, transition
+from tms.hudi.timeline.transitions import delete_pending, request, transition
 from tms.hudi.write.new_table import create_table
 from tms.jobs.control import JobControl, JobStopped
-from tms.jobs.runner import EXIT_OK, JobRunner, _roll_back_cancelled
+from tms.jobs.runner import EXIT_FAILED, EXIT_OK, JobRunner, _roll_back_cancelled
 from tms.jobs.service_api import JobClient, JobSpec
 from tms.services.execution import ServiceResult
 
@@ -155,3 +155,29 @@ def test_a_cancelled_index_build_is_left_to_its_service(table: str) -> None:
     after = HudiTable.open(table).timeline()
     gone = after.get(INSTANT)
     assert gone is None or gone.state is not State.INFLIGHT
+
+
+@pytest.mark.parametrize("aborted", [True, False])
+def test_a_failed_execution_whose_plan_was_aborted_is_not_retried(
+    table: str, aborted: bool
+) -> None:
+    """An index build that fails removes its plan; retrying the operation could only find
+    nothing to run, so the failure is final (with its own error). A plan still there (a
+    failure that left it pending) is retried as before."""
+    hudi_table = _pending_indexing(table)
+    control, spark = JobControl(), FakeSpark()
+
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
+        on_stage("build")
+        if aborted:
+            pending = hudi_table.timeline().get(instant)
+            assert pending is not None
+            delete_pending(hudi_table.storage, hudi_table.config, pending)
+        raise RuntimeError("the build failed")
+
+    with stub_api(_routes(table, [OK_BEAT])) as api:
+        code, result = _run(api, control, execute, spark)
+    assert code == EXIT_FAILED and result["outcome"] == "FAILED"
+    assert "RuntimeError: the build failed" in result["error"]
+    assert result["retryable"] is not aborted
+    assert ("was aborted: submit again" in result["error"]) is aborted

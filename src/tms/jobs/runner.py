@@ -244,7 +244,13 @@ class JobRunner:
         permanent = isinstance(exc, BadJobInput | TableRefusedError) or (
             scheduling and isinstance(exc, ValueError | TypeError)
         )
-        return Report("FAILED", error=error_text(exc), retryable=not permanent)
+        error = error_text(exc)
+        if not permanent and not scheduling and _plan_gone(table, instant):
+            # An index build aborts its own plan when it fails: a retry of this operation
+            # would find nothing to run.
+            permanent = True
+            error = f"{error}\n(the {spec.action} plan at {instant} was aborted: submit again)"
+        return Report("FAILED", error=error, retryable=not permanent)
 
     def _report(self, report: Report) -> int:
         log.info("reporting %s%s", report.outcome, f": {report.error}" if report.error else "")
@@ -287,6 +293,16 @@ def _completed(table: HudiTable, instant: str) -> bool:
     except Exception:
         return False
     return found is not None and found.is_completed
+
+
+def _plan_gone(table: HudiTable | None, instant: str | None) -> bool:
+    """Whether the plan at `instant` left the timeline (neither pending nor completed)."""
+    if table is None or instant is None:
+        return False
+    try:
+        return table.timeline().get(instant) is None
+    except Exception:
+        return False
 
 
 def _roll_back_cancelled(spec: JobSpec, table: HudiTable | None, instant: str | None) -> None:
