@@ -46,6 +46,16 @@ def test_submit_index_creates_one_plan_less_operation_then_returns_it(
     assert [o["id"] for o in listed] == [op["id"]]
 
 
+def test_submit_index_takes_a_list_of_partitions(client: TestClient) -> None:
+    register(client)
+    response = _index(client, partitions=["record_index", "column_stats"])
+    assert response.status_code == 201, response.text
+    assert response.json()["extra_params"] == {"partitions": "record_index,column_stats"}
+    nested = _index(client, partitions=["record_index,files"])
+    assert nested.status_code == 422, nested.text
+    assert nested.json()["error"]["field"] == "body.extra_params"
+
+
 def test_submit_index_drop_is_accepted_and_stored(client: TestClient) -> None:
     register(client)
     for spelling in (True, "1"):
