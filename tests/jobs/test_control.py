@@ -48,11 +48,12 @@ def test_after_the_hold_a_cancel_is_only_recorded() -> None:
     assert control.held == "stage catch-up"
 
 
-def test_a_second_hold_keeps_the_first_reason() -> None:
+def test_a_second_hold_keeps_the_first_reason_and_never_raises() -> None:
     control, _ = _control()
     control.hold("stage catch-up")
-    control.hold("stage complete")
-    assert control.held == "stage catch-up"
+    control.request_cancel()
+    control.hold("stage complete")  # the service names its next stage: still held
+    assert control.held == "stage catch-up" and control.cancel_too_late.is_set()
 
 
 def test_a_lost_lease_stops_held_work() -> None:

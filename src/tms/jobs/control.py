@@ -66,12 +66,14 @@ class JobControl:
 
     def hold(self, reason: str) -> None:
         """From now on a cancel request does not stop the work. A cancel (or a lost lease)
-        that came before wins: `JobStopped`, so the work stops where it still may."""
+        that came before wins: `JobStopped`, so the work stops where it still may. Holding
+        again changes nothing (the first reason stays)."""
         with self._lock:
+            if self._held is not None:
+                return
             self.check()
-            if self._held is None:
-                self._held = reason
-                log.info("cancel requests no longer stop the work: %s", reason)
+            self._held = reason
+            log.info("cancel requests no longer stop the work: %s", reason)
 
     def request_cancel(self) -> None:
         with self._lock:
