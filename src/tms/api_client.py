@@ -25,7 +25,12 @@ __all__ = [
 
 Json = dict[str, Any]
 
-SUBMIT_PATHS = {"compaction": "compact", "clustering": "cluster", "clean": "clean"}
+SUBMIT_PATHS = {
+    "compaction": "compact",
+    "clustering": "cluster",
+    "clean": "clean",
+    "indexing": "index",
+}
 """RFC-43 path segment of each action."""
 
 _PAGE = 500  # the API's largest page

@@ -107,3 +107,21 @@ def submit(client: TestClient, service: str = "compact", **body: Any) -> Any:
         f"/v1/hoodie/service/{service}/submit",
         json={"db_name": "lake", "table_name": "trips", **body},
     )
+
+
+def client_params(base_path: str, **extra: str) -> dict[str, str]:
+    """Every parameter, as HoodieTableServiceManagerClient sends it (defaults included)."""
+    return {
+        "basepath": base_path,
+        "db_name": "lake",
+        "table_name": "trips",
+        "instant": "",
+        "execution_engine": "spark",
+        "username": "default",
+        "queue": "default",
+        "resource": "spark:4g,4g",
+        "parallelism": "100",
+        "extra_params": "",
+        "action": "REQUEST",
+        **extra,
+    }

@@ -9,7 +9,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tests.api.conftest import MakeClient
-from tests.api.helpers import instant, register, submit
+from tests.api.helpers import client_params, instant, register, submit
 from tms.hudi.write.writer import HudiWriter
 from tms.store import Operation
 
@@ -126,30 +126,12 @@ def test_remove(client: TestClient) -> None:
     assert missing.status_code == 404
 
 
-def _client_params(base_path: str, **extra: str) -> dict[str, str]:
-    """Every parameter, as HoodieTableServiceManagerClient sends it (defaults included)."""
-    return {
-        "basepath": base_path,
-        "db_name": "lake",
-        "table_name": "trips",
-        "instant": "",
-        "execution_engine": "spark",
-        "username": "default",
-        "queue": "default",
-        "resource": "spark:4g,4g",
-        "parallelism": "100",
-        "extra_params": "",
-        "action": "REQUEST",
-        **extra,
-    }
-
-
 def test_client_request_two_instants_then_repeat(
     client: TestClient, mor_table: HudiWriter, session: Session
 ) -> None:
     base = mor_table.table.base_path
     a, b = instant(), instant()
-    params = _client_params(
+    params = client_params(
         base,
         instant=f"{a},{b}",
         extra_params="spark.executor.cores=1;spark.sql.adaptive.enabled=x=y",
@@ -172,7 +154,7 @@ def test_client_request_two_instants_then_repeat(
 
 def test_client_request_with_no_pending_instants_is_a_no_op(client: TestClient) -> None:
     register(client)
-    response = client.get("/v1/hoodie/service/clean", params=_client_params("/data/lake/trips"))
+    response = client.get("/v1/hoodie/service/clean", params=client_params("/data/lake/trips"))
     assert response.status_code == 200 and response.json()["operations"] == []
 
 
@@ -180,7 +162,7 @@ def test_client_cancel_and_register(client: TestClient, mor_table: HudiWriter) -
     base = mor_table.table.base_path
     registered = client.get(
         "/v1/hoodie/service/cluster",
-        params=_client_params(base, action="register", db_name="", table_name=""),
+        params=client_params(base, action="register", db_name="", table_name=""),
     ).json()
     assert registered["table_created"] is True
     table = client.get(f"/v1/tables/{registered['table_id']}").json()
@@ -190,8 +172,8 @@ def test_client_cancel_and_register(client: TestClient, mor_table: HudiWriter) -
         "MERGE_ON_READ",
     )
     a, b = instant(), instant()
-    client.get("/v1/hoodie/service/cluster", params=_client_params(base, instant=a))
-    cancel = _client_params(base, instant=f"{a},{b}", action="CANCEL")
+    client.get("/v1/hoodie/service/cluster", params=client_params(base, instant=a))
+    cancel = client_params(base, instant=f"{a},{b}", action="CANCEL")
     first = client.get("/v1/hoodie/service/cluster", params=cancel).json()
     assert [o["status"] for o in first["operations"]] == ["CANCELLED"]
     assert first["missing_instants"] == [b]
@@ -208,7 +190,7 @@ def test_client_bad_parameters_are_422(client: TestClient) -> None:
         ("execution_engine", "flink"),
         ("extra_params", "novalue"),
     ]:
-        params = _client_params("/data/lake/trips", **{name: value})
+        params = client_params("/data/lake/trips", **{name: value})
         response = client.get("/v1/hoodie/service/compact", params=params)
         assert response.status_code == 422, (name, response.text)
         assert response.json()["error"]["field"] == f"query.{name}"
@@ -216,5 +198,5 @@ def test_client_bad_parameters_are_422(client: TestClient) -> None:
 
 def test_client_unknown_table_without_auto_register_is_404(make_client: MakeClient) -> None:
     client = make_client(auto_register=False)
-    params = _client_params("/data/nowhere", instant=instant())
+    params = client_params("/data/nowhere", instant=instant())
     assert client.get("/v1/hoodie/service/compact", params=params).status_code == 404

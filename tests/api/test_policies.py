@@ -179,3 +179,15 @@ def test_stored_commits_of_every_action_trigger_one_metadata_compaction(
     assert [op.action for op in list_operations(session, tbl_id=table.id)] == [
         Action.METADATA_COMPACTION
     ]
+
+
+def test_no_policy_ever_creates_an_index_operation() -> None:
+    """An index is built only on request: with every action enabled, every threshold at 1
+    and every counter far past it, the policies create every other action, never indexing."""
+    every = tuple(Action)
+    due = decide(
+        (1000, 1000, 1000, 1000),
+        enabled=every,
+        thresholds=Thresholds(1, 1, 1, metadata_compaction_delta_commits=1),
+    )
+    assert set(due) == set(every) - {Action.INDEXING}

@@ -105,7 +105,7 @@ def test_scheduled_plan_is_reported_then_executed(table: str) -> None:
     spark = FakeSpark()
     seen: list[str] = []
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any) -> ServiceResult:
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         seen.append(instant)
         return ServiceResult("compaction", instant, files_written=3, records_written=30)
 
@@ -147,7 +147,7 @@ def test_vanished_plan_is_invalid(table: str) -> None:
     ("overrides", "retryable", "text"),
     [
         ({"base_path": "/no/such/table"}, True, "TableNotFoundError"),
-        ({"action": "indexing"}, False, "action 'indexing' is not supported"),
+        ({"action": "vacuum"}, False, "action 'vacuum' is not supported"),
         ({"action": "clean", "extra_params": {"retained": "many"}}, False, "retained"),
     ],
 )
@@ -166,7 +166,7 @@ def test_failures_say_whether_a_retry_can_help(
 def test_cancel_request_cancels_the_spark_work(table: str) -> None:
     spark = FakeSpark()
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any) -> ServiceResult:
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         assert spark.cancelled.wait(10), "the heartbeat never cancelled the Spark jobs"
         raise RuntimeError("Job 3 cancelled as part of cancellation of all jobs")
 
@@ -225,7 +225,7 @@ def test_a_pending_plan_no_operation_tracks_is_adopted_not_replanned(table: str)
     """A job that planned and died before reporting left this plan; the next one runs it."""
     seen: list[str] = []
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any) -> ServiceResult:
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         seen.append(instant)
         return ServiceResult("compaction", instant)
 
@@ -253,7 +253,7 @@ def test_a_pending_plan_another_operation_tracks_is_left_to_it(table: str) -> No
     )
     seen: list[str] = []
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any) -> ServiceResult:
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         seen.append(instant)
         return ServiceResult("compaction", instant)
 

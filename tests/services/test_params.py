@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tms.services.params import BadJobInput, planning_problems, schedule_kwargs
+from tms.services.params import BadJobInput, index_partitions, planning_problems, schedule_kwargs
 
 
 def test_short_names_and_hudi_keys() -> None:
@@ -51,3 +51,41 @@ def test_planning_problems_name_unknown_keys_and_unusable_values() -> None:
     assert planning_problems("clean", {"retained": "0"}) == {
         "retained": "retained: must be positive, got 0"
     }
+
+
+def test_index_partitions_and_drop() -> None:
+    assert schedule_kwargs(
+        "indexing", {"partitions": "record_index, Column_Stats,record_index"}
+    ) == {"partitions": ("record_index", "column_stats")}
+    assert schedule_kwargs("indexing", {"partitions": ["files"], "drop": "1"}) == {
+        "partitions": ("files",),
+        "drop": True,
+    }
+    for spelling, value in [("true", True), ("FALSE", False), ("0", False), (True, True)]:
+        kwargs = schedule_kwargs("indexing", {"partitions": "files", "drop": spelling})
+        assert kwargs["drop"] is value
+    assert index_partitions("partition_stats,column_stats") == ("partition_stats", "column_stats")
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({}, "partitions is required"),
+        ({"drop": "true"}, "partitions is required"),
+        ({"partitions": " , "}, "expected one or more of files, column_stats"),
+        ({"partitions": "bloom_filters"}, "unknown metadata partition 'bloom_filters'"),
+        ({"partitions": [1]}, "expected metadata partition names"),
+        ({"partitions": "files", "drop": "yes"}, "expected true or false"),
+    ],
+)
+def test_index_requests_the_job_cannot_plan(params: dict[str, object], message: str) -> None:
+    with pytest.raises(BadJobInput, match=message):
+        schedule_kwargs("indexing", params)
+    problems = planning_problems("indexing", params)
+    assert any(message in text for text in problems.values()), problems
+
+
+def test_only_indexing_requires_partitions() -> None:
+    assert planning_problems("indexing", {"partitions": "record_index", "drop": "0"}) == {}
+    assert planning_problems("clean", {}) == {}
+    assert planning_problems("clean", {"partitions": "nonsense"}) == {}  # not clean's

@@ -31,6 +31,14 @@ class ActionName(enum.StrEnum):
     clustering = "clustering"
     clean = "clean"
     metadata_compaction = "metadata-compaction"
+    indexing = "indexing"
+    index_word = "index"
+    """RFC-43's word for indexing (`index` itself is taken by `str.index`)."""
+
+    @property
+    def action(self) -> str:
+        """The stored action this name stands for."""
+        return ActionName.indexing.value if self is ActionName.index_word else self.value
 
 
 def _first_line(text: Any, width: int = _ERROR_WIDTH) -> str | None:
@@ -79,7 +87,7 @@ def ops_ls(
         operations = client.operations(
             table_id=table_id,
             statuses=status or (),
-            action=action.value if action else None,
+            action=action.action if action else None,
             include_deleted=include_removed,
             limit=limit,
         )
@@ -208,6 +216,17 @@ def _params(values: list[str]) -> dict[str, str]:
     return params
 
 
+def _index_params(action: str, partitions: str | None, drop: bool) -> dict[str, str]:
+    """`--partitions` and `--drop` as the planning parameters of an index operation; the
+    API checks the names (and that there are some)."""
+    if action != ActionName.indexing.value:
+        if partitions is not None or drop:
+            raise typer.BadParameter("only for index (indexing)", param_hint="--partitions/--drop")
+        return {}
+    params = {"partitions": partitions} if partitions is not None else {}
+    return params | ({"drop": "true"} if drop else {})
+
+
 @ops_app.command("submit")
 def ops_submit(
     action: Annotated[ActionName, typer.Argument(help="The table service.")],
@@ -228,6 +247,17 @@ def ops_submit(
             help="key=value for the job or Spark (repeat), e.g. hoodie.cleaner.commits.retained=2."
         ),
     ] = None,
+    partitions: Annotated[
+        str | None,
+        typer.Option(
+            help="index: comma-separated metadata partitions to build (files, column_stats, "
+            "partition_stats, record_index); required for index."
+        ),
+    ] = None,
+    drop: Annotated[
+        bool,
+        typer.Option("--drop", help="index: drop --partitions instead of building them (no plan)."),
+    ] = False,
     max_retries: Annotated[int | None, typer.Option(help="Retries after a failure.", min=0)] = None,
     retry_on_error: Annotated[
         bool, typer.Option(help="Retry failed attempts (with backoff).")
@@ -236,8 +266,10 @@ def ops_submit(
     url: Url = None,
     token: Token = None,
 ) -> None:
-    """Submit an operation (RFC-43); submitting the same one again returns it unchanged."""
-    extra = _params(param or [])
+    """Submit an operation (RFC-43); submitting the same one again returns it unchanged.
+
+    index: builds the metadata partitions --partitions names (drops them with --drop)."""
+    extra = _params(param or []) | _index_params(action.action, partitions, drop)
     with connect(url, token) as client:
         found = resolve_table(client, table)
         body: dict[str, Any] = {
@@ -253,7 +285,7 @@ def ops_submit(
             "retry_on_error": retry_on_error,
             "extra_params": extra,
         }
-        operation = client.submit(action.value, {k: v for k, v in body.items() if v is not None})
+        operation = client.submit(action.action, {k: v for k, v in body.items() if v is not None})
     if as_json:
         echo_json(operation)
         return

@@ -108,6 +108,39 @@ class Service(enum.StrEnum):
     clustering = "clustering"
     clean = "clean"
     metadata_compaction = "metadata-compaction"
+    indexing = "indexing"
+
+
+def _index_options(
+    service: Service, instant: str | None, partitions: str, drop: bool
+) -> tuple[str, ...]:
+    """The partitions `tms run indexing` builds or drops; exit 2 when they are missing,
+    unknown, or given to another service."""
+    from tms.services.params import BadJobInput, index_partitions
+
+    if service is not Service.indexing:
+        if partitions or drop:
+            typer.echo("error: --partitions and --drop are options of indexing only", err=True)
+            raise typer.Exit(2)
+        return ()
+    if drop and instant is not None:
+        typer.echo("error: --drop runs no plan: give --partitions, not --instant", err=True)
+        raise typer.Exit(2)
+    if not partitions:
+        if instant is None:
+            typer.echo(
+                "error: indexing needs --partitions: the metadata partitions to build or drop",
+                err=True,
+            )
+            raise typer.Exit(2)
+        return ()
+    try:
+        return index_partitions(partitions)
+    except BadJobInput as exc:
+        typer.echo(
+            f"error: --partitions: {str(exc).removeprefix('extra_params partitions: ')}", err=True
+        )
+        raise typer.Exit(2) from exc
 
 
 def run(
@@ -134,14 +167,32 @@ def run(
         str, typer.Option(help="Clean: KEEP_LATEST_COMMITS | KEEP_LATEST_FILE_VERSIONS.")
     ] = "KEEP_LATEST_COMMITS",
     retain: Annotated[int, typer.Option(help="Clean: commits or file versions to keep.")] = 10,
+    partitions: Annotated[
+        str,
+        typer.Option(
+            help="Indexing: comma-separated metadata partitions to build (files, column_stats, "
+            "partition_stats, record_index); required unless --instant runs a pending plan."
+        ),
+    ] = "",
+    drop: Annotated[
+        bool,
+        typer.Option(
+            "--drop",
+            help="Indexing: drop --partitions from the metadata table instead (no plan, no "
+            "Spark); dropping files drops the whole metadata table.",
+        ),
+    ] = False,
     heartbeat_interval: Annotated[
         float, typer.Option(help="Seconds between heartbeats of the running instant.")
     ] = 60.0,
     as_json: AsJson = False,
 ) -> None:
-    """Schedule (unless --instant is given) and execute a table service on Spark."""
+    """Schedule (unless --instant is given) and execute a table service on Spark.
+
+    indexing: builds the metadata partitions --partitions names (drops them with --drop)."""
     from tms.services import runner
 
+    index_partitions = _index_options(service, instant, partitions, drop)
     table = _open(base_path)
     request = runner.ServiceRequest(
         service=service.value,
@@ -154,6 +205,8 @@ def run(
         sort_columns=[c.strip() for c in sort_columns.split(",") if c.strip()],
         policy=policy,
         retain=retain,
+        partitions=index_partitions,
+        drop=drop,
         heartbeat_interval=heartbeat_interval,
     )
     try:
@@ -161,6 +214,11 @@ def run(
     except (HudiError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    if result is None and drop:
+        dropped = {"service": service.value, "state": "DROPPED", "partitions": index_partitions}
+        text = f"{service.value}: dropped {', '.join(index_partitions)}"
+        typer.echo(json.dumps(dropped) if as_json else text)
+        return
     if result is None:
         message = {"service": service.value, "state": "NOTHING_TO_DO"}
         typer.echo(json.dumps(message) if as_json else f"{service.value}: nothing to schedule")

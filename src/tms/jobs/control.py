@@ -1,5 +1,10 @@
 """Stop requests between the job's threads: the heartbeat thread learns of a cancel request
-or a lost lease; the work thread, possibly deep inside a Spark action, must stop."""
+or a lost lease; the work thread, possibly deep inside a Spark action, must stop.
+
+A service may enter a stage a cancel must no longer interrupt (an index build's catch-up:
+writers already log to the new partitions). The work thread then `hold()`s the control: a
+cancel request that comes later is only recorded (`cancel_too_late`), and the work finishes.
+A lost lease still stops it: the attempt is no longer ours."""
 
 from __future__ import annotations
 
@@ -24,7 +29,11 @@ class JobControl:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.cancelled = threading.Event()
+        """A cancel request that stops the work."""
+        self.cancel_too_late = threading.Event()
+        """A cancel request that came while held: recorded, the work goes on."""
         self.lost = threading.Event()
+        self._held: str | None = None
         self._spark: Any = None
 
     @property
@@ -45,12 +54,38 @@ class JobControl:
             self._spark = spark
         self.check()
 
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether a cancel request came, in time or too late."""
+        return self.cancelled.is_set() or self.cancel_too_late.is_set()
+
+    @property
+    def held(self) -> str | None:
+        """Why a cancel no longer stops the work (the stage), or None."""
+        return self._held
+
+    def hold(self, reason: str) -> None:
+        """From now on a cancel request does not stop the work. A cancel (or a lost lease)
+        that came before wins: `JobStopped`, so the work stops where it still may. Holding
+        again changes nothing (the first reason stays)."""
+        with self._lock:
+            if self._held is not None:
+                return
+            self.check()
+            self._held = reason
+            log.info("cancel requests no longer stop the work: %s", reason)
+
     def request_cancel(self) -> None:
         with self._lock:
-            first = not self.cancelled.is_set()
+            if self.cancel_requested:
+                return
+            if self._held is not None:
+                self.cancel_too_late.set()
+                log.warning("cancel requested too late (%s): the work finishes", self._held)
+                return
+            log.warning("cancel requested by the service, stopping the work")
             self.cancelled.set()
-            if first:
-                self._cancel_spark_jobs()
+            self._cancel_spark_jobs()
 
     def lose(self) -> None:
         with self._lock:
@@ -99,8 +134,7 @@ class Heartbeater:
             except JobApiError as exc:
                 log.warning("heartbeat failed (the lease may still hold): %s", exc)
             else:
-                if reply.cancel_requested and not self._control.cancelled.is_set():
-                    log.warning("cancel requested by the service, stopping the work")
+                if reply.cancel_requested and not self._control.cancel_requested:
                     self._control.request_cancel()
             if self._stop.wait(self._interval):
                 return

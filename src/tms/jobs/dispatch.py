@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tms.hudi.actions import TABLE_SERVICE_ACTIONS
@@ -14,14 +15,26 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACTIONS",
+    "HOLD_STAGES",
+    "INDEXING",
+    "adopts_pending_plans",
     "ensure_supported",
     "execute_plan",
     "pending_plans",
     "schedule_plan",
     "spark_session",
+    "unplanned_figures",
 ]
 
 ACTIONS = TABLE_SERVICE_ACTIONS
+
+INDEXING = "indexing"
+"""The index service's action (`tms.services.index`)."""
+
+HOLD_STAGES = frozenset({"catch-up", "complete"})
+"""Stages a cancel request no longer stops, once a service enters one: an index build's
+catch-up and completion. By then the partitions are built and writers log to them; finishing
+costs a short catch-up, stopping would throw the build away."""
 
 
 def _check_action(action: str) -> None:
@@ -44,6 +57,27 @@ def schedule_plan(spec: JobSpec, table: HudiTable) -> str | None:
     _check_action(spec.action)
     kwargs = schedule_kwargs(spec.action, spec.extra_params)
     return table_service(spec.action).schedule(table, kwargs)
+
+
+def _drops(spec: JobSpec) -> bool:
+    """An index operation that drops partitions: done when "scheduled", with no plan."""
+    return spec.action == INDEXING and bool(
+        schedule_kwargs(spec.action, spec.extra_params).get("drop", False)
+    )
+
+
+def adopts_pending_plans(spec: JobSpec) -> bool:
+    """Whether a plan-less operation runs a pending plan it finds rather than planning; a
+    drop has nothing to run, it drops."""
+    return not _drops(spec)
+
+
+def unplanned_figures(spec: JobSpec) -> dict[str, Any]:
+    """The result of an operation whose scheduling wrote no plan."""
+    if _drops(spec):
+        partitions = schedule_kwargs(spec.action, spec.extra_params)["partitions"]
+        return {"dropped": ",".join(partitions)}
+    return {"nothing_to_do": True}
 
 
 def pending_plans(table: HudiTable, action: str) -> list[str]:
@@ -74,11 +108,18 @@ def spark_session(spec: JobSpec, instant: str) -> Any:
     return get_spark(master, app_name=name, conf=conf)
 
 
-def execute_plan(spec: JobSpec, table: HudiTable, instant: str, spark: Any) -> ServiceResult:
-    """Run the pending plan at `instant`; the Hudi heartbeat beats as often as ours."""
+def execute_plan(
+    spec: JobSpec,
+    table: HudiTable,
+    instant: str,
+    spark: Any,
+    on_stage: Callable[[str], None] | None = None,
+) -> ServiceResult:
+    """Run the pending plan at `instant`; the Hudi heartbeat beats as often as ours.
+    `on_stage` hears the stages of services that name them."""
     from tms.services.registry import table_service
 
     _check_action(spec.action)
     return table_service(spec.action).execute(
-        spark, table, instant, spec.heartbeat_interval_seconds
+        spark, table, instant, spec.heartbeat_interval_seconds, on_stage=on_stage
     )

@@ -8,6 +8,10 @@ while the work is blocked inside Spark. The job never touches the database.
 Outcomes: PlanNotFoundError → INVALID (unless the instant already completed: a retry after
 a lost report, so SUCCEEDED); unsupported table or unusable input → FAILED, not retryable;
 anything else → FAILED, retryable, with the end of its traceback.
+
+A service that names its stages tells the job when it enters one a cancel must not stop
+(`HOLD_STAGES`); a cancel request after that is logged as too late and the work reports
+SUCCEEDED (figure `cancel_too_late`), a cancel before it stops the work as usual.
 """
 
 from __future__ import annotations
@@ -24,11 +28,15 @@ from tms.hudi.errors import TableRefusedError
 from tms.hudi.table import HudiTable
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import (
+    HOLD_STAGES,
+    INDEXING,
+    adopts_pending_plans,
     ensure_supported,
     execute_plan,
     pending_plans,
     schedule_plan,
     spark_session,
+    unplanned_figures,
 )
 from tms.jobs.service_api import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.services.params import BadJobInput
@@ -56,7 +64,8 @@ EXIT_STOPPED = 3  # the attempt is no longer ours (lease lost, token refused)
 EXIT_UNREPORTED = 4  # the service could not be told; the scheduler records the failure
 
 Planner = Callable[[JobSpec, HudiTable], "str | None"]
-Executor = Callable[[JobSpec, HudiTable, str, Any], "ServiceResult"]
+StageHook = Callable[[str], None]
+Executor = Callable[[JobSpec, HudiTable, str, Any, StageHook], "ServiceResult"]
 SparkFactory = Callable[[JobSpec, str], Any]
 
 
@@ -167,19 +176,35 @@ class JobRunner:
                 instant = self._adopt_or_plan(spec, table)
                 scheduling = False
                 if instant is None:
-                    log.info("nothing to %s", spec.action)
-                    return Report("SUCCEEDED", figures={"nothing_to_do": True})
+                    figures = unplanned_figures(spec)
+                    log.info("no %s plan to run: %s", spec.action, figures)
+                    return Report("SUCCEEDED", figures=figures)
             self._control.check()
             spark = self.spark_factory(spec, instant)
             self._control.attach_spark(spark)
-            result = self.execute(spec, table, instant, spark)
-            return Report("SUCCEEDED", figures=result.to_dict(), spark_app_id=_app_id(spark))
+            result = self.execute(spec, table, instant, spark, self._on_stage)
+            figures = result.to_dict()
+            if self._control.cancel_too_late.is_set():
+                log.warning(
+                    "the cancel request came too late: %s %s finished", spec.action, instant
+                )
+                figures["cancel_too_late"] = True
+            return Report("SUCCEEDED", figures=figures, spark_app_id=_app_id(spark))
         except Exception as exc:
             return self._failure(exc, spec, table, instant, scheduling)
 
+    def _on_stage(self, stage: str) -> None:
+        """Called by the service in the work thread as it enters `stage`. Entering one of
+        `HOLD_STAGES` holds the control; a cancel that came before raises `JobStopped`
+        here, and the service aborts what it started."""
+        log.info("entering stage %s", stage)
+        if stage in HOLD_STAGES:
+            self._control.hold(f"stage {stage}")
+
     def _adopt_or_plan(self, spec: JobSpec, table: HudiTable) -> str | None:
         """A pending plan no operation tracks, else a new plan; reported before it runs."""
-        for orphan in self.pending(table, spec.action):
+        orphans = self.pending(table, spec.action) if adopts_pending_plans(spec) else []
+        for orphan in orphans:
             self._control.check()
             if self.client.claim_instant(orphan):
                 log.info("adopted pending %s plan %s", spec.action, orphan)
@@ -219,7 +244,13 @@ class JobRunner:
         permanent = isinstance(exc, BadJobInput | TableRefusedError) or (
             scheduling and isinstance(exc, ValueError | TypeError)
         )
-        return Report("FAILED", error=error_text(exc), retryable=not permanent)
+        error = error_text(exc)
+        if not permanent and not scheduling and _plan_gone(table, instant):
+            # An index build aborts its own plan when it fails: a retry of this operation
+            # would find nothing to run.
+            permanent = True
+            error = f"{error}\n(the {spec.action} plan at {instant} was aborted: submit again)"
+        return Report("FAILED", error=error, retryable=not permanent)
 
     def _report(self, report: Report) -> int:
         log.info("reporting %s%s", report.outcome, f": {report.error}" if report.error else "")
@@ -264,14 +295,25 @@ def _completed(table: HudiTable, instant: str) -> bool:
     return found is not None and found.is_completed
 
 
+def _plan_gone(table: HudiTable | None, instant: str | None) -> bool:
+    """Whether the plan at `instant` left the timeline (neither pending nor completed)."""
+    if table is None or instant is None:
+        return False
+    try:
+        return table.timeline().get(instant) is None
+    except Exception:
+        return False
+
+
 def _roll_back_cancelled(spec: JobSpec, table: HudiTable | None, instant: str | None) -> None:
     """A cancelled compaction or clustering goes back to requested (its files removed), as
     after a crash; a clean is left inflight, since half-deleted files cannot come back and
-    the next clean finishes it."""
+    the next clean finishes it; an index build is left to its service, which aborted its
+    own partial state (metadata partitions, table config) when the cancel stopped it."""
     from tms.hudi.timeline.instant import State
     from tms.services.rollback import rollback_inflight
 
-    if table is None or instant is None or spec.action == "clean":
+    if table is None or instant is None or spec.action in ("clean", INDEXING):
         return
     try:
         pending = table.timeline().get(instant)

@@ -4,7 +4,8 @@ keys). Short names, or the Hudi config keys writers already use for the same thi
 The API refuses keys that are neither Spark settings nor planning parameters of any action
 (a typo would otherwise do nothing), and values the operation's action cannot use. A key of
 another action is accepted and unused: Hudi's table-service-manager client sends one
-configured set of parameters to its compaction, clustering and clean calls alike.
+configured set of parameters to its compaction, clustering and clean calls alike. An action
+may require one: `indexing` cannot plan without the metadata `partitions` to build or drop.
 """
 
 from __future__ import annotations
@@ -12,7 +13,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["PLANNING_KEYS", "BadJobInput", "planning_problems", "schedule_kwargs"]
+__all__ = [
+    "INDEX_PARTITIONS",
+    "PLANNING_KEYS",
+    "BadJobInput",
+    "index_partitions",
+    "planning_problems",
+    "schedule_kwargs",
+]
+
+INDEX_PARTITIONS: tuple[str, ...] = ("files", "column_stats", "partition_stats", "record_index")
+"""Metadata partitions an `indexing` operation may build or drop (the names of
+`tms.hudi.metadata.partitions`, written out: this module imports nothing of ours)."""
 
 
 class BadJobInput(ValueError):
@@ -37,16 +49,56 @@ def _str(name: str, value: Any) -> str:
     return value.strip()
 
 
-def _columns(name: str, value: Any) -> list[str]:
+def _names(name: str, value: Any, what: str) -> list[str]:
+    """Names from a comma-separated string or a list of strings, blanks dropped."""
     if isinstance(value, str):
         return [c.strip() for c in value.split(",") if c.strip()]
-    if isinstance(value, list) and all(isinstance(c, str) for c in value):
+    if isinstance(value, list | tuple) and all(isinstance(c, str) for c in value):
         return [c.strip() for c in value if c.strip()]
-    raise BadJobInput(f"extra_params {name}: expected column names, got {value!r}")
+    raise BadJobInput(f"extra_params {name}: expected {what}, got {value!r}")
+
+
+def _columns(name: str, value: Any) -> list[str]:
+    return _names(name, value, "column names")
 
 
 def _policy(name: str, value: Any) -> str:
     return _str(name, value).upper()
+
+
+def _partitions(name: str, value: Any) -> tuple[str, ...]:
+    """Metadata partition names, in the order given, each once (a repeat is folded)."""
+    names = [n.lower() for n in _names(name, value, "metadata partition names")]
+    unknown = [n for n in names if n not in INDEX_PARTITIONS]
+    if unknown:
+        raise BadJobInput(
+            f"extra_params {name}: unknown metadata partition {', '.join(map(repr, unknown))}; "
+            f"expected one or more of {', '.join(INDEX_PARTITIONS)}"
+        )
+    if not names:
+        raise BadJobInput(
+            f"extra_params {name}: expected one or more of {', '.join(INDEX_PARTITIONS)}"
+        )
+    return tuple(dict.fromkeys(names))
+
+
+_TRUE = ("true", "1")
+_FALSE = ("false", "0")
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise BadJobInput(f"extra_params {name}: expected true or false (or 1 or 0), got {value!r}")
+
+
+def index_partitions(value: Any) -> tuple[str, ...]:
+    """The metadata partitions an index request names (a comma-separated string or a list);
+    `BadJobInput` for none or an unknown one."""
+    return _partitions("partitions", value)
 
 
 _Parser = Callable[[str, Any], Any]
@@ -84,7 +136,20 @@ _PARAMS: dict[str, dict[str, tuple[_Parser, tuple[str, ...]]]] = {
             ),
         ),
     },
+    "indexing": {
+        "partitions": (_partitions, ("partitions",)),
+        "drop": (_bool, ("drop",)),
+    },
 }
+
+_REQUIRED: dict[str, tuple[str, str]] = {
+    "indexing": (
+        "partitions",
+        "partitions is required: the metadata partitions to build (or drop), one or more "
+        f"of {', '.join(INDEX_PARTITIONS)}",
+    ),
+}
+"""Per action, the planning parameter it cannot plan without, and why."""
 
 
 PLANNING_KEYS: frozenset[str] = frozenset(
@@ -113,13 +178,19 @@ def planning_problems(action: str, extra_params: Mapping[str, Any]) -> dict[str,
                 parse(key, extra_params[key])
             except BadJobInput as exc:
                 problems[key] = str(exc).removeprefix("extra_params ")
+    required = _REQUIRED.get(action)
+    if required is not None and extra_params.get(required[0]) is None:
+        problems[required[0]] = required[1]
     return problems
 
 
 def schedule_kwargs(action: str, extra_params: Mapping[str, Any]) -> dict[str, Any]:
     """Keyword arguments for the action's `schedule_*` function; keys it does not know are
     ignored (the API refuses them; rows stored before it did are still read), values it
-    cannot use raise `BadJobInput`."""
+    cannot use and a missing required one raise `BadJobInput`."""
+    required = _REQUIRED.get(action)
+    if required is not None and extra_params.get(required[0]) is None:
+        raise BadJobInput(f"extra_params {required[1]}")
     kwargs: dict[str, Any] = {}
     for argument, (parse, keys) in _PARAMS.get(action, {}).items():
         for key in keys:

@@ -14,7 +14,8 @@ from tms.spark_runtime import get_spark
 @dataclass(frozen=True)
 class ServiceRequest:
     service: str
-    """One of `TABLE_SERVICE_ACTIONS`: compaction | clustering | clean | metadata-compaction"""
+    """One of `TABLE_SERVICE_ACTIONS`: compaction | clustering | clean | metadata-compaction
+    | indexing"""
     instant: str | None = None
     master: str = "local[*]"
     parallelism: int | None = None
@@ -24,6 +25,10 @@ class ServiceRequest:
     sort_columns: list[str] = field(default_factory=list)
     policy: str = "KEEP_LATEST_COMMITS"
     retain: int = 10
+    partitions: tuple[str, ...] = ()
+    """indexing: the metadata partitions to build (or drop)."""
+    drop: bool = False
+    """indexing: drop `partitions` instead of building them."""
     heartbeat_interval: float = 60.0
 
     def planning_params(self) -> dict[str, Any]:
@@ -35,6 +40,8 @@ class ServiceRequest:
             "sort_columns": self.sort_columns,
             "policy": self.policy,
             "retained": self.retain,
+            "partitions": self.partitions,
+            "drop": self.drop,
         }
 
 

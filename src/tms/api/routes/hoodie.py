@@ -3,12 +3,18 @@
 Both are idempotent: the same submit returns the same operation (201 the first time, 200
 after, with `created`), and the client, which retries on I/O errors, gets the same
 operations back for the same instants.
+
+`index` (action `indexing`) builds or drops metadata partitions, only on request and only
+from a plan tms schedules itself: its submit names the `partitions` and takes no instant,
+and the client's `REQUEST`, which names plan instants a writer scheduled, is refused (a plan
+Hudi writes may name partitions tms does not build, and Hudi's own indexer may be running
+it). `CANCEL`, `REGISTER` and remove by the instant the job planned work as for the others.
 """
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
@@ -33,6 +39,7 @@ from tms.config import Role, Settings
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, register
 from tms.ingest.storage_calls import StorageCalls
+from tms.services.params import BadJobInput, schedule_kwargs
 from tms.store import (
     Action,
     Operation,
@@ -53,7 +60,16 @@ router = APIRouter(
     responses=error_responses(401, 403, 422, 503),
 )
 
-SERVICES = {"compact": Action.COMPACTION, "cluster": Action.CLUSTERING, "clean": Action.CLEAN}
+SERVICES = {
+    "compact": Action.COMPACTION,
+    "cluster": Action.CLUSTERING,
+    "clean": Action.CLEAN,
+    "index": Action.INDEXING,
+}
+_OWN_PLAN_ONLY = (
+    "an index is built only from a plan tms schedules itself, from the operation's "
+    "partitions: submit them without an instant (POST /v1/hoodie/service/index/submit)"
+)
 _WRITER = [require(Role.WRITER)]
 _CONFLICTS = error_responses(409, _409="clashes with a registered table or operation")
 _BODY = error_responses(400, 413)
@@ -99,6 +115,8 @@ def _submit(
     check_extra_params(
         body.extra_params, action=action, settings=settings, location=("body", "extra_params")
     )
+    if action is Action.INDEXING and body.instant is not None:
+        raise ApiError.invalid("body.instant", _OWN_PLAN_ONLY)
     table = _table(session, body.db_name, body.table_name)
     if action is Action.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
         raise ApiError.conflict(
@@ -122,12 +140,37 @@ def _submit(
         else settings.default_max_retries,
         reason="submitted",
     )
+    if action is Action.INDEXING and not submitted.created:
+        _same_index_request(submitted.operation, body.extra_params)
     session.commit()
     if submitted.created:
         observe.operations_created([submitted.operation], "submit")
     response.status_code = 201 if submitted.created else 200
     out: SubmitOut = SubmitOut.build(submitted.operation, table, created=submitted.created)
     return out
+
+
+def _index_request(extra_params: Mapping[str, Any]) -> tuple[frozenset[str], bool]:
+    kwargs = schedule_kwargs(Action.INDEXING.value, extra_params)
+    return frozenset(kwargs.get("partitions", ())), bool(kwargs.get("drop", False))
+
+
+def _same_index_request(pending: Operation, extra_params: Mapping[str, Any]) -> None:
+    """A second index submit while one waits to plan is the same request only when it
+    builds (or drops) the same partitions; another would silently do nothing: 409."""
+    try:
+        same = _index_request(pending.extra_params) == _index_request(extra_params)
+    except BadJobInput:  # stored before the check existed: not the same request
+        same = False
+    if not same:
+        wanted = extra_params.get("partitions")
+        raise ApiError.conflict(
+            "operation_conflict",
+            f"index operation {pending.id} ({pending.status}, partitions "
+            f"{pending.extra_params.get('partitions')}, drop "
+            f"{pending.extra_params.get('drop', 'false')}) is pending for this table; "
+            f"submit {wanted} once it has finished, or cancel it",
+        )
 
 
 def _remove(action: Action, body: RemoveIn, session: Session) -> OperationOut:
@@ -149,6 +192,8 @@ def _remove(action: Action, body: RemoveIn, session: Session) -> OperationOut:
 def _client(
     action: Action, query: ClientQuery, session: Session, settings: Settings, calls: StorageCalls
 ) -> ClientOut:
+    if query.action == "REQUEST" and action is Action.INDEXING:
+        raise ApiError.invalid("query.action", f"REQUEST is not taken for index: {_OWN_PLAN_ONLY}")
     if query.action == "REQUEST":
         check_extra_params(
             query.params, action=action, settings=settings, location=("query", "extra_params")
@@ -262,7 +307,8 @@ def _register_for_client(
 
 
 def _routes(segment: str, action: Action) -> None:
-    """Submit, remove and the client GET for one RFC-43 path word (compact, cluster, clean)."""
+    """Submit, remove and the client GET for one RFC-43 path word (compact, cluster, clean,
+    index)."""
 
     def submit(
         body: SubmitIn, response: Response, session: SessionDep, settings: SettingsDep
@@ -280,6 +326,7 @@ def _routes(segment: str, action: Action) -> None:
     ) -> ClientOut:
         return _client(action, query, session, settings, calls)
 
+    index = action is Action.INDEXING
     add: Callable[..., Any] = router.add_api_route
     add(
         f"/{segment}/submit",
@@ -290,7 +337,15 @@ def _routes(segment: str, action: Action) -> None:
         dependencies=_WRITER,
         summary=f"RFC-43 submit a {action} operation",
         description="201 with `created: true` when new; 200 with `created: false` when this "
-        "table, action and instant (or the pending plan-less one) exist already.",
+        "table, action and instant (or the pending plan-less one) exist already."
+        + (
+            " `extra_params.partitions` (required): metadata partitions to build, one or more "
+            "of files, column_stats, partition_stats, record_index; `extra_params.drop=true` "
+            "drops them instead. No `instant`: the job plans it. 409 while another index "
+            "operation of other partitions waits to plan."
+            if index
+            else ""
+        ),
         responses={200: {"description": "already submitted"}, **_NO_TABLE, **_CONFLICTS, **_BODY},
         operation_id=f"submit_{action}",
     )
@@ -315,7 +370,12 @@ def _routes(segment: str, action: Action) -> None:
         summary=f"Hudi table-service-manager client: {action}",
         description="`action=REQUEST` creates one operation per instant in `instant` "
         "(comma-separated; idempotent), `CANCEL` cancels them, `REGISTER` registers the "
-        "table by `basepath` (reading hoodie.properties when it can).",
+        "table by `basepath` (reading hoodie.properties when it can)."
+        + (
+            " For index, `REQUEST` is refused (422): submit the partitions instead."
+            if index
+            else ""
+        ),
         responses={**_NO_TABLE, **_CONFLICTS, **_STORAGE},
         operation_id=f"client_{action}",
     )

@@ -111,7 +111,11 @@ def _params_value(key: str, value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float | str):
         return check_text(str(value))
-    raise ValueError(f"{key}: values must be strings, numbers or booleans")
+    if isinstance(value, list) and all(isinstance(v, str) and "," not in v for v in value):
+        return check_text(",".join(value))  # names, as the comma-separated text they mean
+    raise ValueError(
+        f"{key}: values must be strings, numbers, booleans or lists of names without commas"
+    )
 
 
 def parse_extra_params(value: Any) -> dict[str, str]:

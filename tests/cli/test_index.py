@@ -1,0 +1,148 @@
+"""`tms ops submit index` against a real service (API only, no Spark): the request it sends
+and the refusals it prints; `tms run indexing`'s flags as they reach the service runner."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.test_operator_cli import Cli, cli_for, ok, start
+from tms.cli import app
+from tms.hudi.write.new_table import create_table
+from tms.serve import RunningService
+from tms.services import runner
+from tms.services.execution import ServiceResult
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> str:
+    base = str(tmp_path / "lake" / "trips")
+    create_table(base, "trips", record_key_fields=["id"], ordering_field="ts", table_version=9)
+    return base
+
+
+@pytest.fixture
+def cli(db_url: str, tmp_path: Path, table: str) -> Iterator[Cli]:
+    service: RunningService
+    with start(db_url, tmp_path / "service") as service:
+        invoke = cli_for(service.url)
+        ok(invoke("tables", "add", table, "--name", "lake.trips"))
+        yield invoke
+
+
+def test_ops_submit_index_sends_the_partitions_and_drop(cli: Cli) -> None:
+    submitted = json.loads(
+        ok(
+            cli(
+                "ops", "submit", "index", "--table", "lake.trips",
+                "--partitions", "record_index,column_stats", "--json",
+            )
+        )
+    )  # fmt: skip
+    assert (submitted["action"], submitted["instant"], submitted["created"]) == (
+        "indexing",
+        None,
+        True,
+    )
+    assert submitted["extra_params"] == {"partitions": "record_index,column_stats"}
+    again = ok(
+        cli("ops", "submit", "indexing", "--table", "lake.trips", "--partitions",
+            "column_stats,record_index")
+    )  # fmt: skip
+    assert again.strip() == (
+        f"operation {submitted['id']}: indexing of lake.trips already submitted, SCHEDULED"
+    )
+    listed = json.loads(ok(cli("ops", "ls", "--action", "index", "--json")))
+    assert [o["id"] for o in listed] == [submitted["id"]]
+
+    other = cli("ops", "submit", "index", "--table", "lake.trips", "--partitions", "files")
+    assert other.exit_code == 1 and "HTTP 409" in other.stderr
+    assert f"index operation {submitted['id']}" in other.stderr
+
+    ok(cli("ops", "cancel", str(submitted["id"])))
+    dropped = json.loads(
+        ok(
+            cli("ops", "submit", "index", "--table", "lake.trips", "--partitions",
+                "record_index", "--drop", "--json")
+        )
+    )  # fmt: skip
+    assert dropped["extra_params"] == {"partitions": "record_index", "drop": "true"}
+
+
+def test_ops_submit_index_refusals(cli: Cli) -> None:
+    missing = cli("ops", "submit", "index", "--table", "lake.trips")
+    assert missing.exit_code == 1 and "HTTP 422" in missing.stderr
+    assert "body.extra_params.partitions" in missing.stderr
+    unknown = cli("ops", "submit", "index", "--table", "lake.trips", "--partitions", "blooms")
+    assert unknown.exit_code == 1 and "unknown metadata partition 'blooms'" in unknown.stderr
+    misplaced = cli("ops", "submit", "clean", "--table", "lake.trips", "--partitions", "files")
+    assert misplaced.exit_code == 2 and "only for index" in misplaced.output
+    listed = json.loads(ok(cli("ops", "ls", "--json")))
+    assert listed == []
+
+
+@pytest.fixture
+def requests(monkeypatch: pytest.MonkeyPatch) -> list[runner.ServiceRequest]:
+    """What `tms run` hands the service runner; the service itself is not run."""
+    seen: list[runner.ServiceRequest] = []
+
+    def run_service(table: object, request: runner.ServiceRequest) -> ServiceResult | None:
+        seen.append(request)
+        return None
+
+    monkeypatch.setattr(runner, "run_service", run_service)
+    return seen
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["run", *args])
+    return result.exit_code, result.output
+
+
+def test_run_indexing_parses_its_flags(table: str, requests: list[runner.ServiceRequest]) -> None:
+    code, out = _run("indexing", "--base-path", table, "--partitions", "record_index, files")
+    assert (code, out.strip()) == (0, "indexing: nothing to schedule")
+    (built,) = requests
+    assert (built.service, built.partitions, built.drop) == (
+        "indexing",
+        ("record_index", "files"),
+        False,
+    )
+    params = built.planning_params()
+    assert (params["partitions"], params["drop"]) == (("record_index", "files"), False)
+
+    code, out = _run(
+        "indexing", "--base-path", table, "--partitions", "column_stats", "--drop", "--json"
+    )
+    assert code == 0 and json.loads(out) == {
+        "service": "indexing",
+        "state": "DROPPED",
+        "partitions": ["column_stats"],
+    }
+    assert (requests[1].partitions, requests[1].drop) == (("column_stats",), True)
+
+    code, _ = _run("indexing", "--base-path", table, "--instant", "20250101000000001")
+    assert code == 0 and requests[2].instant == "20250101000000001"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["indexing"], "indexing needs --partitions"),
+        (["indexing", "--partitions", "bloom_filters"], "unknown metadata partition"),
+        (["indexing", "--partitions", ","], "expected one or more of files"),
+        (["indexing", "--drop", "--instant", "20250101000000001"], "--drop runs no plan"),
+        (["compaction", "--partitions", "files"], "options of indexing only"),
+        (["clean", "--drop"], "options of indexing only"),
+    ],
+)
+def test_run_indexing_refuses_bad_flags(
+    table: str, requests: list[runner.ServiceRequest], args: list[str], message: str
+) -> None:
+    code, out = _run(*args, "--base-path", table)
+    assert code == 2 and message in out, out
+    assert requests == []

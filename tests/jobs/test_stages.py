@@ -1,0 +1,183 @@
+"""Stages a service names while it runs: from `catch-up` on a cancel request no longer stops
+the job (it finishes and reports SUCCEEDED), before it the cancel stops the work as for any
+service. The stub API answers heartbeats by what the work has reached (events), so no test
+depends on timing; execution is faked where Spark would run."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.jobs.stub_api import OK_BEAT, Reply, StubApi, spec_json, stub_api
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.transitions import delete_pending, request, transition
+from tms.hudi.write.new_table import create_table
+from tms.jobs.control import JobControl, JobStopped
+from tms.jobs.runner import EXIT_FAILED, EXIT_OK, JobRunner, _roll_back_cancelled
+from tms.jobs.service_api import JobClient, JobSpec
+from tms.services.execution import ServiceResult
+
+CANCEL_BEAT: Reply = (200, {"lease_expires_at": None, "cancel_requested": True})
+INSTANT = "20250101000000001"
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> str:
+    base = str(tmp_path / "trips")
+    create_table(base, "trips", record_key_fields=["id"], ordering_field="ts", table_version=9)
+    return base
+
+
+class FakeSpark:
+    def __init__(self) -> None:
+        self.cancelled = threading.Event()
+        self.sparkContext = self
+        self.applicationId = "local-7"
+
+    def cancelAllJobs(self) -> None:
+        self.cancelled.set()
+
+    def stop(self) -> None:
+        pass
+
+
+def _cancel_once(reached: threading.Event) -> Any:
+    """Heartbeat replies: a cancel request once the work reached a point, before it none."""
+    return lambda body: CANCEL_BEAT if reached.is_set() else OK_BEAT
+
+
+def _run(api: StubApi, control: JobControl, execute: Any, spark: FakeSpark) -> tuple[int, Any]:
+    with JobClient(api.url, 5, "tok", sleep=lambda _: None) as client:
+        runner = JobRunner(
+            client,
+            execute=execute,
+            spark_factory=lambda spec, instant: spark,
+            stop_grace_seconds=0.0,  # a cancel that stops the work would abandon it at once
+            _control=control,
+        )
+        code = runner.run()
+    (result,) = api.calls("POST /result")
+    return code, result
+
+
+def _routes(table: str, beats: Any) -> dict[str, Any]:
+    return {
+        "GET /spec": [(200, spec_json(base_path=table, instant=INSTANT))],
+        "POST /heartbeat": beats,
+        "POST /result": [(200, {})],
+    }
+
+
+def test_a_cancel_during_catch_up_comes_too_late_and_the_work_succeeds(table: str) -> None:
+    control, spark, in_catch_up = JobControl(), FakeSpark(), threading.Event()
+    stages: list[str] = []
+
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
+        for stage in ("build", "catch-up"):
+            on_stage(stage)
+            stages.append(stage)
+        in_catch_up.set()
+        assert control.cancel_too_late.wait(10), "the cancel request never came"
+        on_stage("complete")
+        stages.append("complete")
+        return ServiceResult("compaction", instant, files_written=2)
+
+    with stub_api(_routes(table, _cancel_once(in_catch_up))) as api:
+        code, result = _run(api, control, execute, spark)
+    assert code == EXIT_OK and stages == ["build", "catch-up", "complete"]
+    assert result["outcome"] == "SUCCEEDED", result
+    assert result["figures"]["cancel_too_late"] is True
+    assert result["figures"]["files_written"] == 2
+    assert not spark.cancelled.is_set() and not control.cancelled.is_set()
+
+
+def test_a_cancel_during_the_build_stops_the_spark_work(table: str) -> None:
+    control, spark, in_build = JobControl(), FakeSpark(), threading.Event()
+
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
+        on_stage("build")
+        in_build.set()
+        assert spark.cancelled.wait(10), "the cancel never reached the Spark jobs"
+        raise RuntimeError("Job 4 cancelled as part of cancellation of all jobs")
+
+    with stub_api(_routes(table, _cancel_once(in_build))) as api:
+        code, result = _run(api, control, execute, spark)
+    assert code == EXIT_OK and result["outcome"] == "CANCELLED", result
+    assert not control.cancel_too_late.is_set()
+
+
+def test_a_cancel_between_build_and_catch_up_stops_at_catch_up(table: str) -> None:
+    """The build finished before the cancel stopped anything: entering catch-up raises, so
+    the service aborts what it built instead of going on."""
+    control, spark, built = JobControl(), FakeSpark(), threading.Event()
+    refused: list[JobStopped] = []
+
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
+        on_stage("build")
+        built.set()
+        assert control.cancelled.wait(10), "the cancel request never came"
+        try:
+            on_stage("catch-up")
+        except JobStopped as exc:
+            refused.append(exc)
+            raise
+        raise AssertionError("catch-up must not start after a cancel")
+
+    with stub_api(_routes(table, _cancel_once(built))) as api:
+        code, result = _run(api, control, execute, spark)
+    assert code == EXIT_OK and len(refused) == 1 and result["outcome"] == "CANCELLED", result
+    assert control.held is None
+
+
+def _pending_indexing(base: str) -> HudiTable:
+    hudi_table = HudiTable.open(base)
+    storage, config = hudi_table.storage, hudi_table.config
+    requested = request(storage, config, INSTANT, Action.INDEXING, b"")
+    transition(storage, config, requested, State.INFLIGHT)
+    return HudiTable.open(base)
+
+
+def test_a_cancelled_index_build_is_left_to_its_service(table: str) -> None:
+    """The generic rollback would remove the inflight instant (a compaction's is); for
+    `indexing` the job leaves it: the service aborted its partial state itself."""
+    spec = JobSpec.from_json(spec_json(base_path=table, action="indexing", instant=INSTANT))
+    hudi_table = _pending_indexing(table)
+    _roll_back_cancelled(spec, hudi_table, INSTANT)
+    kept = HudiTable.open(table).timeline().get(INSTANT)
+    assert kept is not None and kept.state is State.INFLIGHT
+
+    as_compaction = JobSpec.from_json(spec_json(base_path=table, instant=INSTANT))
+    _roll_back_cancelled(as_compaction, hudi_table, INSTANT)
+    after = HudiTable.open(table).timeline()
+    gone = after.get(INSTANT)
+    assert gone is None or gone.state is not State.INFLIGHT
+
+
+@pytest.mark.parametrize("aborted", [True, False])
+def test_a_failed_execution_whose_plan_was_aborted_is_not_retried(
+    table: str, aborted: bool
+) -> None:
+    """An index build that fails removes its plan; retrying the operation could only find
+    nothing to run, so the failure is final (with its own error). A plan still there (a
+    failure that left it pending) is retried as before."""
+    hudi_table = _pending_indexing(table)
+    control, spark = JobControl(), FakeSpark()
+
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
+        on_stage("build")
+        if aborted:
+            pending = hudi_table.timeline().get(instant)
+            assert pending is not None
+            delete_pending(hudi_table.storage, hudi_table.config, pending)
+        raise RuntimeError("the build failed")
+
+    with stub_api(_routes(table, [OK_BEAT])) as api:
+        code, result = _run(api, control, execute, spark)
+    assert code == EXIT_FAILED and result["outcome"] == "FAILED"
+    assert "RuntimeError: the build failed" in result["error"]
+    assert result["retryable"] is not aborted
+    assert ("was aborted: submit again" in result["error"]) is aborted
