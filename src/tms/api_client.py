@@ -30,8 +30,9 @@ SUBMIT_PATHS = {
     "clustering": "cluster",
     "clean": "clean",
     "indexing": "index",
+    "metadata-compaction": "metadata-compaction",
 }
-"""RFC-43 path segment of each action."""
+"""Path segment of each action under `/v1/hoodie/service/` (RFC-43's words)."""
 
 _PAGE = 500  # the API's largest page
 

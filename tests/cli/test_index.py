@@ -146,3 +146,13 @@ def test_run_indexing_refuses_bad_flags(
     code, out = _run(*args, "--base-path", table)
     assert code == 2 and message in out, out
     assert requests == []
+
+
+def test_ops_submit_metadata_compaction_reaches_its_route(cli: Cli) -> None:
+    """Not an RFC-43 word, but operators submit it like the others."""
+    submitted = json.loads(
+        ok(cli("ops", "submit", "metadata-compaction", "--table", "lake.trips", "--json"))
+    )
+    assert (submitted["action"], submitted["created"]) == ("metadata-compaction", True)
+    again = ok(cli("ops", "submit", "metadata-compaction", "--table", "lake.trips"))
+    assert "already submitted" in again

@@ -65,7 +65,10 @@ SERVICES = {
     "cluster": Action.CLUSTERING,
     "clean": Action.CLEAN,
     "index": Action.INDEXING,
+    "metadata-compaction": Action.METADATA_COMPACTION,
 }
+"""RFC-43's path words, and `metadata-compaction` (not in RFC-43: Hudi's writers compact their
+metadata table themselves) for operators who hand that to tms."""
 _OWN_PLAN_ONLY = (
     "an index is built only from a plan tms schedules itself, from the operation's "
     "partitions: submit them without an instant (POST /v1/hoodie/service/index/submit)"
