@@ -13,6 +13,7 @@ from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.metadata.index_build import (
     BUILDABLE,
     IndexSpec,
+    build_partitions,
     estimate_file_group_count,
     index_definitions,
     index_spec,
@@ -118,3 +119,33 @@ def test_record_index_file_groups_follow_hudis_estimate(records: int, expected: 
     # 1 GiB / 48 B = 22,369,621 records per file group, for twice the records written
     assert estimate_file_group_count(records) == expected
     assert estimate_file_group_count(records, min_count=4, max_count=4) == 4
+
+
+def test_a_build_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    root = unzip_fixture("cow_v9_txns_simple_meta", tmp_path)
+    table = HudiTable.open(str(root))
+    timeline = table.timeline()
+    spec = index_spec(table, timeline, ["record_index"])
+    metadata = root / ".hoodie" / "metadata"
+    before = sorted(str(p) for p in metadata.rglob("*"))
+
+    def refused(instant_time: str = "20991231235959999") -> str:
+        with pytest.raises(UnsupportedTableError) as caught:
+            build_partitions(
+                None, table, spec, as_of="20991231235959998", instant_time=instant_time
+            )
+        assert sorted(str(p) for p in metadata.rglob("*")) == before
+        return str(caught.value)
+
+    assert "metadata partition record_index is already built" in refused()
+    assert "already has instant 00000000000000004" in refused("00000000000000004")
+    kept = [p for p in table.config.metadata_partitions if p != "record_index"]
+    TableConfig({**table.config.props, "hoodie.table.metadata.partitions": ",".join(kept)}).save(
+        table.storage
+    )
+    table = HudiTable.open(str(root))
+    assert "record_index already has a folder (abort first)" in refused()
+
+    bare = writer_table(tmp_path / "bare", COPY_ON_WRITE, 9, ()).table
+    with pytest.raises(UnsupportedTableError, match="has no metadata table"):
+        build_partitions(None, bare, spec, as_of="1", instant_time="2")

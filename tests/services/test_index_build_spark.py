@@ -20,7 +20,7 @@ from tms.hudi.metadata.index_build import IndexWrite, build_partitions, catch_up
 from tms.hudi.metadata.partition_stats import partition_stats_entries
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.records import MetadataRecord
-from tms.hudi.properties import COPY_ON_WRITE, METADATA_PARTITIONS, TableConfig
+from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, METADATA_PARTITIONS, TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.transitions import new_instant_time
@@ -246,3 +246,22 @@ def test_catch_up_of_nothing_writes_nothing(spark: object, tmp_path: Path) -> No
         p.name for p in (root / ".hoodie" / "metadata" / ".hoodie" / "timeline").iterdir()
     )
     assert after == before
+
+
+def test_record_index_of_a_merge_on_read_writer_table_is_the_truth_of_its_slices(
+    spark: object, tmp_path: Path
+) -> None:
+    root = tmp_path / "trips"
+    write_history(writer_table(root, MERGE_ON_READ, 9, ("files",)))
+    table = HudiTable.open(str(root))
+    assert any(
+        p.name.startswith(".") and ".log." in p.name
+        for p in root.rglob("*")
+        if ".hoodie" not in p.parts
+    )
+    _, written = build(spark, table, ("record_index",))
+    expected = truth(root)
+    assert located(root, [*expected, "k0003", "k0044", "k0070"]) == expected
+    assert written.data_file_groups == len(  # type: ignore[attr-defined]
+        table.file_system_view().latest_file_slices()
+    )
