@@ -194,6 +194,10 @@ def test_catch_up_brings_a_build_forward_to_what_a_fresh_build_finds(
         spark, table, spec, as_of=since.requested_time, instant_time=instant_time
     )
     assert built.record_keys == len(truth(root))
+    listed_as_built(HudiTable.open(str(root)), ("record_index",))
+    assert located(root, [*truth(root), "k0003"]) == truth(root)
+    listed = HudiTable.open(str(root))
+    TableConfig({**listed.config.props, METADATA_PARTITIONS: "files"}).save(listed.storage)
     # The data table moves on while the partitions are not listed yet: new and existing file
     # groups, updates, deletes, a clustering and a clean.
     writer.insert(batch(range(100, 130), 5))
@@ -265,3 +269,46 @@ def test_record_index_of_a_merge_on_read_writer_table_is_the_truth_of_its_slices
     assert written.data_file_groups == len(  # type: ignore[attr-defined]
         table.file_system_view().latest_file_slices()
     )
+
+
+CATCH_UP_ACTIONS = {"commit", "deltacommit", "replacecommit", "clean"}
+
+
+@pytest.mark.parametrize(
+    ("name", "partitions"),
+    [(COW, ("column_stats", "partition_stats", "record_index")), (MOR, ("record_index",))],
+)
+def test_catch_up_replays_hudis_own_instants(
+    spark: object, tmp_path: Path, name: str, partitions: tuple[str, ...]
+) -> None:
+    """Built as of the third write of a Hudi 1.1 table, caught up over Hudi's later writes
+    (updates, inserts, deletes, clustering, compaction): Hudi's record index, and our stats as a
+    fresh build at the latest instant finds them."""
+    reference = unzip_fixture(name, tmp_path / "reference")
+    root = unzip_fixture(name, tmp_path / "caught-up")
+    table = without_partitions(root, partitions)
+    timeline = table.timeline()
+    writes = [i for i in timeline.completed() if i.action.value in CATCH_UP_ACTIONS]
+    since, later = writes[2].requested_time, writes[3:]
+    assert {i.action.value for i in later} >= {"replacecommit"}
+    spec = index_spec(table, timeline, list(partitions))
+    instant_time = new_instant_time([*timeline.instants, *reader_of(root).timeline.instants])
+    build_partitions(spark, table, spec, as_of=since, instant_time=instant_time)
+    catch_up(
+        spark,
+        table,
+        spec,
+        later,
+        since=since,
+        until=later[-1].requested_time,
+        instant_time=instant_time + "010",
+    )
+    listed_as_built(table, partitions)
+
+    keys = [r["_hoodie_record_key"] for r in live_rows(reference, "_hoodie_record_key")]
+    theirs = reader_of(reference).record_locations(keys)
+    assert located(root, keys) == {k: (v.partition_path, v.file_id) for k, v in theirs.items()}
+    if "column_stats" in partitions:
+        fresh = without_partitions(unzip_fixture(name, tmp_path / "fresh"), partitions)
+        build(spark, fresh, partitions)
+        assert latest_stats(root) == latest_stats(Path(fresh.base_path))
