@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.hudi.test_fixture_views import unzip_fixture
@@ -24,6 +25,8 @@ from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, METADATA_PARTITION
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.transitions import new_instant_time
+from tms.hudi.write.new_table import create_table
+from tms.hudi.write.writer import HudiWriter
 from tms.services.clean import execute_clean
 from tms.services.clean_plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
 from tms.services.clustering import execute_clustering
@@ -312,3 +315,32 @@ def test_catch_up_replays_hudis_own_instants(
         fresh = without_partitions(unzip_fixture(name, tmp_path / "fresh"), partitions)
         build(spark, fresh, partitions)
         assert latest_stats(root) == latest_stats(Path(fresh.base_path))
+
+
+def test_record_index_of_a_virtual_key_table_computes_its_keys(
+    spark: object, tmp_path: Path
+) -> None:
+    """No `_hoodie_record_key` is stored: the build computes keys as the key generator does."""
+    root = tmp_path / "trips"
+    table = create_table(
+        str(root),
+        "trips",
+        table_type=COPY_ON_WRITE,
+        record_key_fields=["id"],
+        ordering_field="ts",
+        partition_fields=["city"],
+        schema=batch([0], 0).schema,
+        table_version=9,
+        metadata_partitions=("files",),
+        extra_properties={"hoodie.populate.meta.fields": "false"},
+    )
+    write_history(HudiWriter(table, max_file_rows=40))
+    expected: dict[str, tuple[str, str]] = {}
+    for piece in table.file_system_view().latest_file_slices():
+        assert piece.base_file is not None and not piece.log_files
+        ids = pq.read_table(root / piece.base_file.path, columns=["id", "_hoodie_record_key"])
+        assert set(ids.column("_hoodie_record_key").to_pylist()) == {None}
+        expected |= {k: (piece.partition_path, piece.file_id) for k in ids.column("id").to_pylist()}
+    assert len(expected) == 97
+    build(spark, table, ("record_index",))
+    assert located(root, [*expected, "k0003", "k0044", "k0070"]) == expected
