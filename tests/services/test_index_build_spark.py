@@ -25,7 +25,6 @@ from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, METADATA_PARTITION
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.transitions import new_instant_time
-from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
 from tms.services.clean import execute_clean
 from tms.services.clean_plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
@@ -322,18 +321,10 @@ def test_record_index_of_a_virtual_key_table_computes_its_keys(
 ) -> None:
     """No `_hoodie_record_key` is stored: the build computes keys as the key generator does."""
     root = tmp_path / "trips"
-    table = create_table(
-        str(root),
-        "trips",
-        table_type=COPY_ON_WRITE,
-        record_key_fields=["id"],
-        ordering_field="ts",
-        partition_fields=["city"],
-        schema=batch([0], 0).schema,
-        table_version=9,
-        metadata_partitions=("files",),
-        extra_properties={"hoodie.populate.meta.fields": "false"},
-    )
+    created = writer_table(root, COPY_ON_WRITE, 9, ("files",)).table
+    virtual = {**created.config.props, "hoodie.populate.meta.fields": "false"}
+    TableConfig(virtual).save(created.storage)
+    table = HudiTable.open(str(root))
     write_history(HudiWriter(table, max_file_rows=40))
     expected: dict[str, tuple[str, str]] = {}
     for piece in table.file_system_view().latest_file_slices():
