@@ -3,6 +3,7 @@ file groups, and the index definitions of what was built."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,12 @@ from tms.hudi.metadata.index_build import (
     BUILDABLE,
     IndexSpec,
     build_partitions,
+    catch_up,
     estimate_file_group_count,
     index_definitions,
     index_spec,
 )
+from tms.hudi.metadata.index_build.changes import changes_of
 from tms.hudi.metadata.index_defs import IndexVersion, read_index_definitions
 from tms.hudi.metadata.stats_values import ValueType
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, TableConfig
@@ -149,3 +152,50 @@ def test_a_build_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     bare = writer_table(tmp_path / "bare", COPY_ON_WRITE, 9, ()).table
     with pytest.raises(UnsupportedTableError, match="has no metadata table"):
         build_partitions(None, bare, spec, as_of="1", instant_time="2")
+
+
+def test_a_catch_up_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    root = unzip_fixture("cow_v9_txns_simple_meta", tmp_path)
+    table = HudiTable.open(str(root))
+    timeline = table.timeline()
+    commits = [i for i in timeline.completed() if i.action.value == "commit"]
+    indexing = [i for i in timeline.completed() if i.action.value == "indexing"]
+    assert commits and indexing
+    spec = index_spec(table, timeline, ["record_index"])
+    metadata = root / ".hoodie" / "metadata"
+    before = sorted(str(p) for p in metadata.rglob("*"))
+    since, until = commits[0].requested_time, commits[-1].requested_time
+
+    with pytest.raises(ValueError, match=f"instants {since} are not after {since}"):
+        catch_up(None, table, spec, commits, since=since, until=until, instant_time="1")
+    with pytest.raises(ValueError, match="not applied by a catch-up"):
+        changes_of(timeline, indexing)
+    with pytest.raises(UnsupportedTableError, match="already has instant 00000000000000004"):
+        catch_up(
+            None, table, spec, commits[1:], since=since, until=until, instant_time="0" * 16 + "4"
+        )
+    shutil.rmtree(metadata / "record_index")
+    with pytest.raises(UnsupportedTableError, match="record_index has no file groups"):
+        catch_up(None, table, spec, commits[1:], since=since, until=until, instant_time="2")
+    assert sorted(str(p) for p in metadata.rglob("*") if "record_index" not in str(p)) == [
+        p for p in before if "record_index" not in p
+    ]
+
+
+def test_changes_name_the_file_groups_files_and_partitions_of_the_instants(tmp_path: Path) -> None:
+    root = unzip_fixture("cow_v9_txns_simple_meta", tmp_path)
+    timeline = HudiTable.open(str(root)).timeline()
+    replace = next(i for i in timeline.completed() if i.action.value == "replacecommit")
+    changes = changes_of(timeline, [replace])
+    commit = timeline.commit_metadata(replace)
+    written = {
+        (p, s.file_id) for p, stats in commit.partition_to_write_stats.items() for s in stats
+    }
+    replaced = {(p, f) for p, ids in commit.partition_to_replace_file_ids.items() for f in ids}  # type: ignore[attr-defined]
+    assert replaced and written
+    assert changes.file_groups == written | replaced
+    assert set(changes.new_files.values()) == {
+        s.path for stats in commit.partition_to_write_stats.values() for s in stats
+    }
+    assert changes.partitions == {p for p, _ in written | replaced}
+    assert not changes.deleted_files

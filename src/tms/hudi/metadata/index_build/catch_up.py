@@ -88,6 +88,9 @@ from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["catch_up"]
 
+CLEANED = "cleaned"
+"""A work item naming a file a clean deleted: (CLEANED, partition, file name)."""
+
 
 def _cut_applying(
     timeline: Timeline, since: str, until: str, instants: Sequence[Instant]
@@ -131,7 +134,7 @@ class _Work:
             for r in file_ranges(storage, path, self.columns, self.version):
                 key = column_stats_key(partition, r.file_name, r.column_name)
                 yield COLUMN_STATS, key, stats_record(key, r.payload())
-        elif kind == "cleaned":
+        elif kind == CLEANED:
             _, partition, name = item
             for key, payload in deletion_entries(partition, name, self.columns, self.version):
                 yield COLUMN_STATS, key, stats_record(key, payload)
@@ -252,7 +255,7 @@ def _work_items(
             if name not in changes.deleted_files.get(partition, set()):
                 items.append((COLUMN_STATS, partition, path))
         for partition, names in sorted(changes.deleted_files.items()):
-            items += [("cleaned", partition, name) for name in sorted(names)]
+            items += [(CLEANED, partition, name) for name in sorted(names)]
     emptied: list[str] = []
     if PARTITION_STATS in spec.partitions and partitions:
         slices = latest_slices(table, after, partitions)
@@ -277,6 +280,9 @@ def catch_up(
     `spec`, as the metadata table's completed delta commit `instant_time` of log files."""
     if not instants:
         return IndexWrite(0, 0, 0, 0, 0)
+    outside = [i.requested_time for i in instants if not since < i.requested_time <= until]
+    if outside:
+        raise ValueError(f"instants {', '.join(outside)} are not after {since} up to {until}")
     timeline = timeline or table.timeline()
     reader = open_metadata_table(table, timeline)
     layout = _layout(reader, spec, instant_time)
@@ -320,7 +326,7 @@ def catch_up(
         files_written=len(stats),
         bytes_written=sum(s.total_write_bytes for s in stats),
         records_written=sum(s.num_writes + s.num_deletes for s in stats),
-        data_file_groups=sum(1 for item in items if item[0] == RECORD_INDEX),
+        data_file_groups=len(changes.file_groups),
         record_keys=sum(
             s.num_writes + s.num_deletes for s in stats if s.partition_path == RECORD_INDEX
         ),
