@@ -11,6 +11,7 @@ from tms.hudi.metadata.index_build.catch_up import catch_up
 from tms.hudi.metadata.index_build.sizing import estimate_file_group_count
 from tms.hudi.metadata.index_build.spec import (
     BUILDABLE,
+    DataTable,
     IndexSpec,
     IndexWrite,
     index_definitions,
@@ -19,6 +20,7 @@ from tms.hudi.metadata.index_build.spec import (
 
 __all__ = [
     "BUILDABLE",
+    "DataTable",
     "IndexSpec",
     "IndexWrite",
     "build_partitions",

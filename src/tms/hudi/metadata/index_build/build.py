@@ -42,7 +42,7 @@ from tms.hudi.metadata.index_build.shuffle import (
 )
 from tms.hudi.metadata.index_build.sizing import file_group_count
 from tms.hudi.metadata.index_build.slices import SliceReading, latest_slices, timeline_as_of
-from tms.hudi.metadata.index_build.spec import IndexSpec, IndexWrite
+from tms.hudi.metadata.index_build.spec import DataTable, IndexSpec, IndexWrite
 from tms.hudi.metadata.partition_stats import ColumnType, partition_stats_entries
 from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, PARTITION_STATS, RECORD_INDEX
 from tms.hudi.metadata.reader import MetadataTableReader
@@ -55,7 +55,6 @@ from tms.hudi.metadata.records import (
 )
 from tms.hudi.metadata.schema import encode_record, writer_schema
 from tms.hudi.metadata.stats_keys import column_stats_key
-from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["build_partitions", "encoded", "location_record", "task_write_token"]
@@ -155,7 +154,7 @@ def _refusals(reader: MetadataTableReader, spec: IndexSpec, instant_time: str) -
     return reasons
 
 
-def open_metadata_table(table: HudiTable, timeline: Timeline) -> MetadataTableReader:
+def open_metadata_table(table: DataTable, timeline: Timeline) -> MetadataTableReader:
     """The table's metadata table; `UnsupportedTableError` when it has none."""
     try:
         return MetadataTableReader.open(table.storage, table.config, timeline)
@@ -165,7 +164,7 @@ def open_metadata_table(table: HudiTable, timeline: Timeline) -> MetadataTableRe
 
 def build_partitions(
     spark: Any,
-    table: HudiTable,
+    table: DataTable,
     spec: IndexSpec,
     *,
     as_of: str,

@@ -62,7 +62,7 @@ from tms.hudi.metadata.index_build.shuffle import (
     records_only,
 )
 from tms.hudi.metadata.index_build.slices import SliceReading, latest_slices, timeline_as_of
-from tms.hudi.metadata.index_build.spec import IndexSpec, IndexWrite
+from tms.hudi.metadata.index_build.spec import DataTable, IndexSpec, IndexWrite
 from tms.hudi.metadata.index_defs import IndexVersion
 from tms.hudi.metadata.partition_stats import (
     ColumnType,
@@ -82,7 +82,6 @@ from tms.hudi.metadata.slice_reader import read_slice
 from tms.hudi.metadata.stats_keys import column_stats_key
 from tms.hudi.metadata.writer import OPERATION, FileGroupLog, log_file_content, log_write_stat
 from tms.hudi.storage import Storage
-from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import WRITE_ACTIONS, Instant
 from tms.hudi.timeline.timeline import Timeline
 
@@ -237,7 +236,7 @@ def _layout(reader: MetadataTableReader, spec: IndexSpec, instant_time: str) -> 
 
 
 def _work_items(
-    table: HudiTable,
+    table: DataTable,
     spec: IndexSpec,
     changes: Changes,
     after: Timeline,
@@ -267,7 +266,7 @@ def _work_items(
 
 def catch_up(
     spark: Any,
-    table: HudiTable,
+    table: DataTable,
     spec: IndexSpec,
     instants: Sequence[Instant],
     *,

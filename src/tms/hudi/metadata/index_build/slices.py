@@ -22,10 +22,10 @@ from tms.hudi.files.reader import read_file_slice
 from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.metadata.column_stats import ColumnRange, file_ranges
+from tms.hudi.metadata.index_build.spec import DataTable
 from tms.hudi.metadata.index_defs import IndexVersion
 from tms.hudi.record_keys import KeyGeneration, virtual_key_generation
 from tms.hudi.storage import Storage
-from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["SliceReading", "latest_slices", "timeline_as_of"]
@@ -38,7 +38,7 @@ def timeline_as_of(timeline: Timeline, instant_time: str) -> Timeline:
 
 
 def latest_slices(
-    table: HudiTable, timeline: Timeline, partitions: Collection[str] | None = None
+    table: DataTable, timeline: Timeline, partitions: Collection[str] | None = None
 ) -> list[FileSlice]:
     """Every data file group's latest merged slice under `timeline`, by partition and id."""
     view = FileSystemView.build(table.storage, timeline, partitions=partitions)
@@ -62,7 +62,7 @@ class SliceReading:
     @classmethod
     def of(
         cls,
-        table: HudiTable,
+        table: DataTable,
         timeline: Timeline,
         columns: tuple[str, ...] = (),
         version: IndexVersion = IndexVersion.V1,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.metadata.index_defs import (
@@ -27,17 +27,36 @@ from tms.hudi.metadata.index_defs import (
 from tms.hudi.metadata.partition_stats import ColumnType, column_types
 from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS, RECORD_INDEX
 from tms.hudi.metadata.schema import FIRST_1X_TABLE_VERSION
-from tms.hudi.properties import CREATE_SCHEMA
+from tms.hudi.properties import CREATE_SCHEMA, TableConfig
 from tms.hudi.record_keys import key_generation_refusals
-from tms.hudi.table import HudiTable
+from tms.hudi.storage import Storage
 from tms.hudi.timeline.timeline import Timeline
 
-__all__ = ["BUILDABLE", "IndexSpec", "IndexWrite", "index_definitions", "index_spec"]
+__all__ = ["BUILDABLE", "DataTable", "IndexSpec", "IndexWrite", "index_definitions", "index_spec"]
 
 BUILDABLE: tuple[str, ...] = (COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
 """Metadata partitions an index operation builds, in the order it builds them."""
 V2_FROM_TABLE_VERSION = 9
 """Hudi 1.1 (table version 9) writes new stats indexes in index version V2."""
+
+
+class DataTable(Protocol):
+    """The data table an index is built on: `tms.hudi.table.HudiTable` is one (the metadata
+    layer names it by what it uses, as the table layer is built on this one)."""
+
+    @property
+    def storage(self) -> Storage: ...
+
+    @property
+    def config(self) -> TableConfig: ...
+
+    @property
+    def base_path(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def timeline(self) -> Timeline: ...
 
 
 @dataclass(frozen=True)
@@ -69,14 +88,14 @@ class IndexWrite:
     """Record-index entries (keys) written."""
 
 
-def table_schema(table: HudiTable, timeline: Timeline) -> dict[str, Any]:
+def table_schema(table: DataTable, timeline: Timeline) -> dict[str, Any]:
     """The table's Avro schema: the latest commit's, else the one it was created with."""
     text = timeline.latest_schema() or table.config.get(CREATE_SCHEMA)
     parsed: dict[str, Any] = json.loads(text) if text else {}
     return parsed
 
 
-def _refusals(table: HudiTable, requested: Sequence[str]) -> list[str]:
+def _refusals(table: DataTable, requested: Sequence[str]) -> list[str]:
     config = table.config
     reasons: list[str] = []
     unknown = [p for p in requested if p not in BUILDABLE]
@@ -111,7 +130,7 @@ def _refusals(table: HudiTable, requested: Sequence[str]) -> list[str]:
     return reasons
 
 
-def index_spec(table: HudiTable, timeline: Timeline, partitions: Sequence[str]) -> IndexSpec:
+def index_spec(table: DataTable, timeline: Timeline, partitions: Sequence[str]) -> IndexSpec:
     """What building `partitions` on this table means; `UnsupportedTableError` naming every
     reason it cannot be built."""
     requested = [p.strip() for p in partitions]
