@@ -17,6 +17,10 @@ from tests.hudi.test_writer import batch
 from tests.hudi.test_writer_metadata_table import new_table as writer_table
 from tests.hudi.test_writer_metadata_table import write_history
 from tms.hudi.metadata.column_stats import ColumnRange, range_from_payload
+from tms.hudi.metadata.compaction import (
+    execute_metadata_compaction,
+    schedule_metadata_compaction,
+)
 from tms.hudi.metadata.index_build import IndexWrite, build_partitions, catch_up, index_spec
 from tms.hudi.metadata.partition_stats import partition_stats_entries
 from tms.hudi.metadata.reader import MetadataTableReader
@@ -235,6 +239,13 @@ def test_catch_up_brings_a_build_forward_to_what_a_fresh_build_finds(
     fresh = without_partitions(shutil.copytree(root, tmp_path / "fresh"), partitions)
     build(spark, fresh, partitions)
     assert latest_stats(root) == latest_stats(tmp_path / "fresh")
+
+    # The metadata table's own compaction folds the build's base files and the catch-up's logs.
+    held = {p: reader_of(root).read_partition(p) for p in partitions}
+    compaction = schedule_metadata_compaction(Storage(str(root)))
+    assert compaction is not None
+    execute_metadata_compaction(Storage(str(root)), compaction)
+    assert {p: reader_of(root).read_partition(p) for p in partitions} == held
 
 
 def test_catch_up_of_nothing_writes_nothing(spark: object, tmp_path: Path) -> None:
