@@ -1,0 +1,111 @@
+"""The data table as an index build sees it: its latest file slices as of an instant, and what
+one slice holds (its live record keys, its base file's column ranges), read in a Spark task.
+
+A slice's records merge as compaction merges them (`files.reader.read_file_slice`: log blocks
+of instants completed by the cut, deletes applied, virtual keys computed); a slice that is only
+a base file of a table storing its keys is read by its key column alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
+from tms.hudi.files.data import read_base_file
+from tms.hudi.files.fs_view import FileSlice, FileSystemView
+from tms.hudi.files.reader import read_file_slice
+from tms.hudi.merge_config import record_merging
+from tms.hudi.meta_fields import RECORD_KEY
+from tms.hudi.metadata.column_stats import ColumnRange, file_ranges
+from tms.hudi.metadata.index_defs import IndexVersion
+from tms.hudi.record_keys import KeyGeneration, virtual_key_generation
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.timeline import Timeline
+
+__all__ = ["SliceReading", "latest_slices", "timeline_as_of"]
+
+
+def timeline_as_of(timeline: Timeline, instant_time: str) -> Timeline:
+    """The timeline cut after `instant_time`: later requests are not there yet."""
+    earlier = tuple(i for i in timeline.instants if not i.requested_time > instant_time)
+    return dataclasses.replace(timeline, instants=earlier)
+
+
+def latest_slices(
+    table: HudiTable, timeline: Timeline, partitions: Collection[str] | None = None
+) -> list[FileSlice]:
+    """Every data file group's latest merged slice under `timeline`, by partition and id."""
+    view = FileSystemView.build(table.storage, timeline, partitions=partitions)
+    slices = [s for p in view.partitions for s in view.latest_merged_file_slices(p)]
+    return sorted(slices, key=lambda s: (s.partition_path, s.file_id))
+
+
+@dataclass(frozen=True)
+class SliceReading:
+    """How a task reads the data table's slices as of one cut (small and picklable)."""
+
+    base_path: str
+    ordering_fields: tuple[str, ...]
+    schema: pa.Schema | None
+    committed: frozenset[str]
+    archived_before: str
+    keys: KeyGeneration | None = None
+    columns: tuple[str, ...] = ()
+    version: IndexVersion = IndexVersion.V1
+
+    @classmethod
+    def of(
+        cls,
+        table: HudiTable,
+        timeline: Timeline,
+        columns: tuple[str, ...] = (),
+        version: IndexVersion = IndexVersion.V1,
+    ) -> SliceReading:
+        """The reading of `timeline` (already cut): its completed instants count."""
+        schema_json = timeline.latest_schema()
+        schema = (
+            arrow_schema_from_avro(with_meta_fields(json.loads(schema_json)))
+            if schema_json
+            else None
+        )
+        keys = virtual_key_generation(table.config)
+        return cls(
+            base_path=table.base_path,
+            ordering_fields=record_merging(table.config).compared_fields,
+            schema=schema,
+            committed=frozenset(i.requested_time for i in timeline.completed()),
+            archived_before=timeline.instants[0].requested_time if timeline.instants else "",
+            keys=keys,
+            columns=columns,
+            version=version,
+        )
+
+    def is_committed(self, instant_time: str) -> bool:
+        return instant_time in self.committed or instant_time < self.archived_before
+
+    def record_keys(self, file_slice: FileSlice) -> list[str]:
+        """The live record keys of a slice."""
+        storage = Storage(self.base_path)
+        base = file_slice.base_file
+        if base is not None and not file_slice.log_files and self.keys is None:
+            keys = read_base_file(storage, base.path, columns=[RECORD_KEY]).column(RECORD_KEY)
+            return [str(k) for k in keys.to_pylist()]
+        merged, _ = read_file_slice(
+            storage, file_slice, self.ordering_fields, self.is_committed, self.schema, self.keys
+        )
+        if merged.num_rows == 0:
+            return []
+        return [str(k) for k in merged.column(RECORD_KEY).to_pylist()]
+
+    def base_file_ranges(self, file_slice: FileSlice) -> list[ColumnRange]:
+        """The column ranges of the slice's base file, from its footer (none without one)."""
+        if file_slice.base_file is None or not self.columns:
+            return []
+        storage = Storage(self.base_path)
+        return file_ranges(storage, file_slice.base_file.path, self.columns, self.version)

@@ -1,0 +1,120 @@
+"""Building metadata partitions (`tms.hudi.metadata.index_build`): what may be built, how many
+file groups, and the index definitions of what was built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.hudi.test_fixture_views import unzip_fixture
+from tests.hudi.test_writer_metadata_table import new_table as writer_table
+
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.metadata.index_build import (
+    BUILDABLE,
+    IndexSpec,
+    estimate_file_group_count,
+    index_definitions,
+    index_spec,
+)
+from tms.hudi.metadata.index_defs import IndexVersion, read_index_definitions
+from tms.hudi.metadata.stats_values import ValueType
+from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, TableConfig
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
+
+
+def new_table(root: Path, table_type: str = COPY_ON_WRITE, version: int = 9) -> HudiTable:
+    partitions = ("files",) if version >= 8 else ()
+    return writer_table(root, table_type, version, partitions).table
+
+
+def refusal(table: HudiTable, partitions: list[str]) -> str:
+    with pytest.raises(UnsupportedTableError) as caught:
+        index_spec(table, table.timeline(), partitions)
+    return str(caught.value)
+
+
+def test_names_outside_the_buildable_partitions_are_refused(tmp_path: Path) -> None:
+    table = new_table(tmp_path / "t")
+    message = refusal(table, ["files", "bloom_filters", "record_index"])
+    assert "files, bloom_filters cannot be built" in message
+    assert "no metadata partition" in refusal(table, [])
+    assert "named twice" in refusal(table, ["record_index", "record_index"])
+
+
+def test_partition_stats_without_column_stats_is_refused(tmp_path: Path) -> None:
+    table = new_table(tmp_path / "t")
+    assert "partition_stats needs column_stats" in refusal(table, ["partition_stats"])
+    spec = index_spec(table, table.timeline(), ["partition_stats", "column_stats"])
+    assert spec.partitions == ("column_stats", "partition_stats")
+
+
+def test_stats_on_a_merge_on_read_table_are_refused(tmp_path: Path) -> None:
+    table = new_table(tmp_path / "t", MERGE_ON_READ)
+    message = refusal(table, ["column_stats", "partition_stats", "record_index"])
+    assert "column_stats, partition_stats on a merge-on-read table" in message
+    assert index_spec(table, table.timeline(), ["record_index"]) == IndexSpec(("record_index",))
+
+
+def test_a_version_6_table_is_refused(tmp_path: Path) -> None:
+    table = new_table(tmp_path / "t", version=6)
+    assert "table version 6" in refusal(table, ["record_index"])
+
+
+def test_record_index_on_virtual_keys_needs_keys_we_can_compute(tmp_path: Path) -> None:
+    table = new_table(tmp_path / "t")
+    config = TableConfig(
+        {
+            **table.config.props,
+            "hoodie.populate.meta.fields": "false",
+            "hoodie.table.keygenerator.type": "USER_PROVIDED",
+        }
+    )
+    config.save(table.storage)
+    table = HudiTable.open(table.base_path)
+    message = refusal(table, ["record_index"])
+    assert message.startswith("cannot build the index: record_index: key generator")
+
+
+def test_the_columns_are_the_definitions_else_hudis_defaults(tmp_path: Path) -> None:
+    root = unzip_fixture("cow_v9_txns_simple_meta", tmp_path)
+    table = HudiTable.open(str(root))
+    spec = index_spec(table, table.timeline(), ["partition_stats"])
+    defined = read_index_definitions(table.storage, table.config)["column_stats"]
+    assert spec.columns == defined.source_fields
+    assert spec.version is IndexVersion.V2
+    assert spec.types["amount"] == (ValueType.DECIMAL, 15, 2)
+
+    fresh = new_table(tmp_path / "t")
+    spec = index_spec(fresh, fresh.timeline(), ["column_stats"])
+    meta = ("_hoodie_commit_time", "_hoodie_partition_path", "_hoodie_record_key")
+    assert spec.columns == (*meta, "id", "ts", "city", "fare")
+    assert spec.version is IndexVersion.V2
+    assert spec.types["fare"] == (ValueType.DOUBLE, 0, 0)
+    v8 = new_table(tmp_path / "v8", version=8)
+    assert index_spec(v8, v8.timeline(), ["column_stats"]).version is IndexVersion.V1
+
+
+def test_index_definitions_are_written_as_the_fixture_has_them(tmp_path: Path) -> None:
+    root = unzip_fixture("cow_v9_txns_simple_meta", tmp_path)
+    table = HudiTable.open(str(root))
+    spec = index_spec(table, table.timeline(), list(BUILDABLE))
+    raw = Storage(str(root)).read_bytes(".hoodie/.index_defs/index.json")
+    import json
+
+    fixture = json.loads(raw)["indexDefinitions"]
+    assert index_definitions(spec) == {
+        "record_index": fixture["record_index"],
+        "column_stats": fixture["column_stats"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    [(0, 10), (1_000, 10), (120_000_000, 10), (150_000_000, 13), (10**12, 10000)],
+)
+def test_record_index_file_groups_follow_hudis_estimate(records: int, expected: int) -> None:
+    # 1 GiB / 48 B = 22,369,621 records per file group, for twice the records written
+    assert estimate_file_group_count(records) == expected
+    assert estimate_file_group_count(records, min_count=4, max_count=4) == 4
