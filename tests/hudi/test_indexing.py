@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from tests import oracle
 from tests.hudi.test_fixture_views import unzip_fixture
+from tests.hudi.test_metadata_reader import file_id_of, live_rows
 from tests.hudi.test_writer import batch
 from tests.hudi.test_writer_metadata_table import new_table
 
@@ -319,3 +320,87 @@ def test_properties_keep_hudis_sorted_partition_lists(tmp_path: Path) -> None:
     assert re.search(
         r"(?m)^hoodie\.table\.metadata\.partitions\.inflight=column_stats,record_index$", text
     )
+
+
+# The writer and partitions being built ---------------------------------------------------------
+
+
+def move_to_inflight(root: Path, partition: str) -> None:
+    """List a built partition as being built (its file groups stay): what a build's MARK
+    leaves."""
+    storage = storage_of(root)
+    config = config_of(root)
+    props = dict(config.props)
+    props["hoodie.table.metadata.partitions"] = ",".join(
+        p for p in config.metadata_partitions if p != partition
+    )
+    TableConfig(props).save(storage)
+    mark_inflight(storage, [partition])
+
+
+def record_index_is_true(root: Path) -> None:
+    """Every live key at the file group holding it (the truth read from the file slices)."""
+    rows = live_rows(root, "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name")
+    expected = {
+        r["_hoodie_record_key"]: (r["_hoodie_partition_path"], file_id_of(r["_hoodie_file_name"]))
+        for r in rows
+    }
+    located = MetadataTableReader.open(storage_of(root)).record_locations(list(expected))
+    assert {k: (v.partition_path, v.file_id) for k, v in located.items()} == expected
+
+
+def test_the_writer_logs_to_a_partition_being_built_once_it_has_file_groups(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "t"
+    own_table(root, ("files", "record_index"))
+    move_to_inflight(root, "record_index")
+    writer = HudiWriter(HudiTable.open(str(root)), max_file_rows=40)
+    writer.upsert(batch(range(35, 60), 3))
+    writer.delete(batch([1, 36], 4).select(["id", "ts", "city"]))
+    logged = sorted((root / ".hoodie" / "metadata" / "record_index").glob(".record-index-*"))
+    instants = {p.name.split("_")[1].split(".")[0] for p in logged}
+    assert {
+        i.requested_time for i in HudiTable.open(str(root)).timeline().commits()[-2:]
+    } <= instants
+    # listed built again, the record index holds the keys both commits wrote and deleted
+    props = dict(config_of(root).props)
+    props["hoodie.table.metadata.partitions"] = "files,record_index"
+    props["hoodie.table.metadata.partitions.inflight"] = ""
+    TableConfig(props).save(storage_of(root))
+    record_index_is_true(root)
+    assert MetadataTableReader.open(storage_of(root)).record_locations(["k0001", "k0036"]) == {}
+
+
+def test_the_writer_skips_a_partition_being_built_without_file_groups(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    own_table(root)
+    mark_inflight(storage_of(root), ["record_index"])
+    HudiWriter(HudiTable.open(str(root))).upsert(batch(range(35, 45), 3))
+    assert not (root / ".hoodie" / "metadata" / "record_index").exists()
+
+
+def test_the_writer_reads_the_config_after_requesting_its_instant(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition listed inflight between the writer's first look and its requested instant
+    (the build waits only for instants pending at its mark) gets the commit's log blocks."""
+    import tms.hudi.write.writer as writer_module
+
+    root = tmp_path / "t"
+    own_table(root, ("files", "record_index"))
+    props = dict(config_of(root).props)
+    props["hoodie.table.metadata.partitions"] = "files"
+    TableConfig(props).save(storage_of(root))
+    writer = HudiWriter(HudiTable.open(str(root)))
+    requested = writer_module.request
+
+    def request_then_mark(*args: object, **kwargs: object) -> Instant:
+        instant = requested(*args, **kwargs)  # type: ignore[arg-type]
+        mark_inflight(storage_of(root), ["record_index"])
+        return instant
+
+    monkeypatch.setattr(writer_module, "request", request_then_mark)
+    instant_time = writer.upsert(batch(range(35, 45), 3))
+    logged = list((root / ".hoodie" / "metadata" / "record_index").glob(f"*_{instant_time}.log.*"))
+    assert logged
