@@ -64,6 +64,7 @@ from tms.hudi.timeline.transitions import (
 
 __all__ = [
     "MetadataCompactionResult",
+    "base_hfile_content",
     "compaction_instant_time",
     "execute_metadata_compaction",
     "pending_metadata_compactions",
@@ -224,7 +225,8 @@ def run_locally(tasks: Sequence[CompactionTask]) -> list[WriteStat]:
     return [compact_file_group(task, f"{n}-0-0") for n, task in enumerate(tasks)]
 
 
-def _hfile(schema: str, records: list[tuple[str, bytes]]) -> bytes:
+def base_hfile_content(schema: str, records: list[tuple[str, bytes]]) -> bytes:
+    """A base HFile of encoded records (sorted by key), with the file info Hudi writes."""
     created = struct.pack(">q", int(time.time() * 1000))
     writer = HFileWriter(
         compression=Compression.GZ,
@@ -259,7 +261,7 @@ def compact_file_group(task: CompactionTask, write_token: str) -> WriteStat:
         (key, encode_record({**merged[key].fields, "key": ""}, task.schema))
         for key in sorted(merged, key=lambda k: k.encode("utf-8"))
     ]
-    content = _hfile(task.schema, cells)
+    content = base_hfile_content(task.schema, cells)
     storage.write_bytes(marker.data_file_path, content)
     updated = len(merged.keys() & found.log.keys() & found.base.keys())
     write_ms = int((time.perf_counter() - scanned) * 1000)

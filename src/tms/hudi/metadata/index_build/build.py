@@ -1,14 +1,178 @@
-"""Building new metadata partitions from the data table's latest file slices, on Spark."""
+"""Building new metadata partitions from the data table's latest file slices, on Spark
+(`HoodieBackedTableMetadataWriter.initializeMetadataPartition` for column stats, partition stats
+and the record index).
+
+Stage one: one task per data file group reads its latest slice as of the cut and emits its
+records (encoded, keyed by metadata partition and key): the record index an entry per live key
+(location: the slice's file group and base instant, no position), column stats an entry per
+indexed column of the base file (footer), partition stats the base file's ranges, which merge
+per data partition (`partition_stats_entries`, tight bounds) in a reduce. The record index's
+file group count follows from its key count (`estimate_file_group_count`), taken from the
+persisted first stage. Stage two: records shuffle to their file group (Hudi's key hashing),
+one task per file group writes its files (`files.write_new_file_group`) and returns its write
+stat. The driver sees counts and write stats only, and completes the metadata table's delta
+commit `instant_time`; the data table's config and index definitions are left to the caller.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from tms.hudi.errors import TableNotFoundError, UnsupportedTableError
+from tms.hudi.files.data import write_partition_metadata
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.markers import delete_markers, delete_unreported_files
+from tms.hudi.metadata.column_stats import ColumnRange
+from tms.hudi.metadata.index_build.files import (
+    BULK_INSERT_OPERATION,
+    FileGroupLayout,
+    FileGroupWrite,
+    NewFileGroup,
+    complete_delta_commit,
+    start_delta_commit,
+    write_new_file_group,
+)
+from tms.hudi.metadata.index_build.sizing import file_group_count
+from tms.hudi.metadata.index_build.slices import SliceReading, latest_slices, timeline_as_of
 from tms.hudi.metadata.index_build.spec import IndexSpec, IndexWrite
+from tms.hudi.metadata.partition_stats import ColumnType, partition_stats_entries
+from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, PARTITION_STATS, RECORD_INDEX
+from tms.hudi.metadata.reader import MetadataTableReader
+from tms.hudi.metadata.records import (
+    MetadataRecord,
+    RecordLocation,
+    instant_millis,
+    record_index_record,
+    stats_record,
+)
+from tms.hudi.metadata.schema import encode_record, writer_schema
+from tms.hudi.metadata.stats_keys import column_stats_key
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import Timeline
 
-__all__ = ["build_partitions"]
+__all__ = ["build_partitions", "encoded", "location_record", "task_write_token"]
+
+_RANGES = "ranges"
+"""Stage one's items carrying a base file's ranges to the partition stats reduce."""
+
+
+def encoded(record: MetadataRecord, schema: str) -> bytes:
+    """A record as a cell value: the `key` field empty (the cell holds the key)."""
+    return encode_record({**record.fields, "key": ""}, schema)
+
+
+def location_record(key: str, file_slice: FileSlice) -> MetadataRecord:
+    """The record index entry of a key in a slice: its file group and base instant."""
+    millis = instant_millis(file_slice.base_instant_time)
+    location = RecordLocation(file_slice.partition_path, file_slice.file_id, millis)
+    try:
+        return record_index_record(key, location)
+    except ValueError:  # a file id that is not a UUID (with index) is stored as the string
+        return record_index_record(key, location, raw_file_id=True)
+
+
+def task_write_token() -> str:
+    """`<partition>-<stage>-<attempt>` of the Spark task running (Hudi's write token)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        return "0-0-0"
+    return f"{context.partitionId()}-{context.stageId()}-{context.taskAttemptId()}"
+
+
+@dataclass(frozen=True)
+class _SliceRecords:
+    """Stage one: what one data file group contributes to each partition built."""
+
+    reading: SliceReading
+    partitions: tuple[str, ...]
+    schema: str
+
+    def __call__(self, file_slice: FileSlice) -> Iterator[tuple[str, str, Any]]:
+        if RECORD_INDEX in self.partitions:
+            for key in self.reading.record_keys(file_slice):
+                yield RECORD_INDEX, key, encoded(location_record(key, file_slice), self.schema)
+        if not {COLUMN_STATS, PARTITION_STATS} & set(self.partitions):
+            return
+        ranges = self.reading.base_file_ranges(file_slice)
+        if COLUMN_STATS in self.partitions:
+            for item in ranges:
+                key = column_stats_key(file_slice.partition_path, item.file_name, item.column_name)
+                yield COLUMN_STATS, key, encoded(stats_record(key, item.payload()), self.schema)
+        if PARTITION_STATS in self.partitions and ranges:
+            yield _RANGES, file_slice.partition_path, tuple(ranges)
+
+
+@dataclass(frozen=True)
+class _PartitionStats:
+    """The reduce's output: one data partition's stats records from its files' ranges."""
+
+    columns: tuple[str, ...]
+    types: dict[str, ColumnType]
+    schema: str
+
+    def __call__(self, pair: tuple[str, list[ColumnRange]]) -> Iterator[tuple[str, str, Any]]:
+        partition, ranges = pair
+        for key, payload in partition_stats_entries(partition, ranges, self.types, self.columns):
+            record = stats_record(key, payload, partition_stats=True)
+            yield PARTITION_STATS, key, encoded(record, self.schema)
+
+
+@dataclass(frozen=True)
+class _FileGroupTask:
+    """Stage two: one task writes one file group of the cells routed to it."""
+
+    layout: FileGroupLayout
+    target: NewFileGroup
+
+    def __call__(
+        self, number: int, cells: Iterable[tuple[int, tuple[str, bytes]]]
+    ) -> Iterator[FileGroupWrite]:
+        partition, index = self.layout.locate(number)
+        yield write_new_file_group(
+            self.target, partition, index, (cell for _, cell in cells), task_write_token()
+        )
+
+
+def _route(layout: FileGroupLayout) -> Any:
+    def route(item: tuple[str, str, bytes]) -> tuple[int, tuple[str, bytes]]:
+        return layout.route(item[0], item[1]), (item[1], item[2])
+
+    return route
+
+
+def _same(number: int) -> int:
+    return number
+
+
+def _merge_lists(left: list[ColumnRange], right: list[ColumnRange]) -> list[ColumnRange]:
+    return left + right
+
+
+def _refusals(reader: MetadataTableReader, spec: IndexSpec, instant_time: str) -> list[str]:
+    reasons: list[str] = []
+    built = set(reader.data_config.metadata_partitions)
+    if FILES not in built:
+        reasons.append("the metadata table's files partition is not built")
+    for partition in spec.partitions:
+        if partition in built:
+            reasons.append(f"metadata partition {partition} is already built")
+        elif reader.storage.exists(partition):
+            reasons.append(f"metadata partition {partition} already has a folder (abort first)")
+    if reader.timeline.get(instant_time) is not None:
+        reasons.append(f"the metadata table already has instant {instant_time}")
+    return reasons
+
+
+def open_metadata_table(table: HudiTable, timeline: Timeline) -> MetadataTableReader:
+    """The table's metadata table; `UnsupportedTableError` when it has none."""
+    try:
+        return MetadataTableReader.open(table.storage, table.config, timeline)
+    except TableNotFoundError as missing:
+        raise UnsupportedTableError(f"cannot build the index: {missing}") from missing
 
 
 def build_partitions(
@@ -22,4 +186,59 @@ def build_partitions(
 ) -> IndexWrite:
     """Index the latest file slices as of `as_of` into the new partitions of `spec`, written
     as the metadata table's completed delta commit `instant_time` of base HFiles."""
-    raise NotImplementedError("build_partitions")
+    timeline = timeline or table.timeline()
+    reader = open_metadata_table(table, timeline)
+    reasons = _refusals(reader, spec, instant_time)
+    if reasons:
+        raise UnsupportedTableError("cannot build the index: " + "; ".join(reasons))
+    cut = timeline_as_of(timeline, as_of)
+    slices = latest_slices(table, cut)
+    reading = SliceReading.of(table, cut, spec.columns, spec.version)
+    schema = writer_schema(table.config.table_version, None)
+    storage, config = reader.storage, reader.config
+    for partition in spec.partitions:
+        write_partition_metadata(storage, partition, instant_time)
+    inflight = start_delta_commit(storage, config, instant_time, BULK_INSERT_OPERATION)
+
+    sc = spark.sparkContext
+    sc.setJobDescription(f"tms index {instant_time} of {table.name}: {', '.join(spec.partitions)}")
+    items = sc.parallelize(slices, max(len(slices), 1)).flatMap(
+        _SliceRecords(reading, spec.partitions, schema)
+    )
+    items.persist()
+    try:
+        counts = dict(items.map(lambda item: item[0]).countByValue())
+        key_count = int(counts.get(RECORD_INDEX, 0))
+        layout = FileGroupLayout(
+            tuple((p, file_group_count(p, key_count)) for p in spec.partitions)
+        )
+        records = items.filter(lambda item: item[0] != _RANGES)
+        if PARTITION_STATS in spec.partitions:
+            merged = (
+                items.filter(lambda item: item[0] == _RANGES)
+                .map(lambda item: (item[1], list(item[2])))
+                .reduceByKey(_merge_lists)
+                .flatMap(_PartitionStats(spec.columns, dict(spec.types), schema))
+            )
+            records = records.union(merged)
+        target = NewFileGroup(storage.base_path, instant_time, schema)
+        writes: list[FileGroupWrite] = (
+            records.map(_route(layout))
+            .partitionBy(layout.total, _same)
+            .mapPartitionsWithIndex(_FileGroupTask(layout, target))
+            .collect()
+        )
+    finally:
+        items.unpersist()
+    stats = [w.stat for w in writes if w.stat is not None]
+    delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})
+    complete_delta_commit(storage, config, inflight, BULK_INSERT_OPERATION, schema, stats)
+    delete_markers(storage, instant_time)
+    return IndexWrite(
+        file_groups=layout.total,
+        files_written=len(stats) + len(writes),
+        bytes_written=sum(s.total_write_bytes for s in stats) + sum(w.log_bytes for w in writes),
+        records_written=sum(s.num_writes for s in stats),
+        data_file_groups=len(slices),
+        record_keys=key_count,
+    )
