@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 
 import tms.services.index as index
@@ -18,6 +19,7 @@ from tests.hudi.test_fixture_views import unzip_fixture, without_metadata_table
 from tests.hudi.test_indexing import files_of, own_table, record_index_is_true
 from tests.hudi.test_writer import batch
 from tms.hudi.errors import InstantInFlightError, UnsupportedTableError
+from tms.hudi.metadata.column_stats import column_stats_entries
 from tms.hudi.metadata.index_defs import read_index_definitions
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.storage import Storage
@@ -152,6 +154,55 @@ def test_writers_committing_during_the_build_are_caught_up(spark: Any, tmp_path:
     # the writer goes on keeping the built index
     HudiWriter(HudiTable.open(str(root))).upsert(batch(range(138, 150), 10))
     record_index_is_true(root)
+
+
+def column_stats_are_true(root: Path) -> None:
+    """Every latest base file's stats are what its footer gives; none of files gone."""
+    table = HudiTable.open(str(root))
+    reader = MetadataTableReader.open(table.storage)
+    definition = reader.index_definitions["column_stats"]
+    live: set[str] = set()
+    for piece in table.file_system_view().latest_file_slices():
+        if piece.base_file is None:
+            continue
+        live.add(piece.base_file.file_name)
+        footer = pq.ParquetFile(root / piece.base_file.path).metadata
+        for key, payload in column_stats_entries(
+            piece.partition_path,
+            piece.base_file.file_name,
+            footer,
+            definition.source_fields,
+            definition.version,
+        ):
+            assert (
+                reader.lookup("column_stats", [key])[key].fields["ColumnStatsMetadata"] == payload
+            )
+    for record in reader.read_partition("column_stats").values():
+        payload = record.fields["ColumnStatsMetadata"]
+        assert payload["isDeleted"] or payload["fileName"] in live, payload["fileName"]
+
+
+@pytest.mark.spark
+def test_column_stats_built_while_writers_commit(spark: Any, tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    own_table(root)
+    table = HudiTable.open(str(root))
+    instant_time = index.schedule(table, ["column_stats"])
+    assert instant_time is not None
+
+    def write(stage: str) -> None:
+        writer = HudiWriter(HudiTable.open(str(root)), max_file_rows=40)
+        if stage == "build":
+            writer.upsert(batch(range(5, 15), 5))
+        elif stage == "catch-up":
+            writer.upsert(batch(range(30, 50), 6))
+
+    index.execute(spark, table, instant_time, on_stage=write)
+    assert "column_stats" in HudiTable.open(str(root)).config.metadata_partitions
+    column_stats_are_true(root)
+    HudiWriter(HudiTable.open(str(root))).upsert(batch(range(0, 8), 7))
+    column_stats_are_true(root)
+    hudi_rs_rows(root, tmp_path)
 
 
 # Abort -----------------------------------------------------------------------------------------
