@@ -26,6 +26,7 @@ from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.transitions import new_instant_time, request
 from tms.hudi.write.writer import HudiWriter
 from tms.services.registry import table_service
@@ -243,6 +244,37 @@ def test_instants_still_pending_at_the_timeout_abort_the_build(spark: Any, tmp_p
     after = files_of(root)
     del after[f".hoodie/timeline/{stuck[0]}.commit.requested"]
     assert after == before
+
+
+@pytest.mark.spark
+def test_a_rollback_of_a_completed_instant_during_the_build_aborts_it(
+    spark: Any, tmp_path: Path
+) -> None:
+    root = tmp_path / "t"
+    writer = own_table(root)
+    before = files_of(root)
+    table = HudiTable.open(str(root))
+    instant_time = index.schedule(table, ["record_index"])
+    assert instant_time is not None
+    undone = table.timeline().commits()[-1].requested_time
+    rollbacks: list[str] = []
+
+    def roll_back_a_commit(stage: str) -> None:
+        if stage == "build":
+            rollback_time = new_instant_time(HudiTable.open(str(root)).timeline().instants)
+            rollback = RollbackInstant(
+                writer.storage, writer.config, rollback_time, (undone, Action.COMMIT), {}
+            )
+            rollback.start()
+            rollback.complete()
+            rollbacks.append(rollback_time)
+
+    with pytest.raises(index.IndexAbortedError, match=f"undid completed instant\\(s\\) {undone}"):
+        index.execute(spark, table, instant_time, on_stage=roll_back_a_commit)
+    after = files_of(root)
+    added = {name for name in set(after) - set(before) if rollbacks[0] in name}
+    assert len(added) == 3  # the rollback's requested, inflight and completed files
+    assert {k: v for k, v in after.items() if k not in added} == before
 
 
 # Crash recovery ----------------------------------------------------------------------------
