@@ -224,14 +224,24 @@ def test_a_cancel_before_the_catch_up_leaves_no_trace(
     assert files_of(root) == before
 
 
-@pytest.mark.spark
-def test_instants_still_pending_at_the_timeout_abort_the_build(spark: Any, tmp_path: Path) -> None:
+def own_table_before(tmp_path: Path) -> tuple[Path, HudiWriter, dict[str, str]]:
+    """Our table (a metadata table of `files`) and its files before anything is scheduled."""
     root = tmp_path / "t"
     writer = own_table(root)
-    before = files_of(root)
-    table = HudiTable.open(str(root))
-    instant_time = index.schedule(table, ["record_index"])
+    return root, writer, files_of(root)
+
+
+def scheduled(table: HudiTable, partitions: str = "record_index") -> str:
+    instant_time = index.schedule(table, partitions)
     assert instant_time is not None
+    return instant_time
+
+
+@pytest.mark.spark
+def test_instants_still_pending_at_the_timeout_abort_the_build(spark: Any, tmp_path: Path) -> None:
+    root, writer, before = own_table_before(tmp_path)
+    table = HudiTable.open(str(root))
+    instant_time = scheduled(table)
     stuck: list[str] = []
 
     def start_a_write(stage: str) -> None:
@@ -250,12 +260,9 @@ def test_instants_still_pending_at_the_timeout_abort_the_build(spark: Any, tmp_p
 def test_a_rollback_of_a_completed_instant_during_the_build_aborts_it(
     spark: Any, tmp_path: Path
 ) -> None:
-    root = tmp_path / "t"
-    writer = own_table(root)
-    before = files_of(root)
+    root, writer, before = own_table_before(tmp_path)
     table = HudiTable.open(str(root))
-    instant_time = index.schedule(table, ["record_index"])
-    assert instant_time is not None
+    instant_time = scheduled(table)
     undone = table.timeline().commits()[-1].requested_time
     rollbacks: list[str] = []
 
