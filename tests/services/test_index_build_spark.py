@@ -11,16 +11,23 @@ from pathlib import Path
 import pytest
 
 from tests.hudi.test_fixture_views import unzip_fixture
-from tests.hudi.test_metadata_reader import live_rows
+from tests.hudi.test_metadata_reader import file_id_of, live_rows
+from tests.hudi.test_writer import batch
+from tests.hudi.test_writer_metadata_table import new_table as writer_table
+from tests.hudi.test_writer_metadata_table import write_history
 from tms.hudi.metadata.column_stats import ColumnRange, range_from_payload
-from tms.hudi.metadata.index_build import build_partitions, index_spec
+from tms.hudi.metadata.index_build import IndexWrite, build_partitions, catch_up, index_spec
 from tms.hudi.metadata.partition_stats import partition_stats_entries
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.records import MetadataRecord
-from tms.hudi.properties import METADATA_PARTITIONS, TableConfig
+from tms.hudi.properties import COPY_ON_WRITE, METADATA_PARTITIONS, TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.transitions import new_instant_time
+from tms.services.clean import execute_clean
+from tms.services.clean_plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
+from tms.services.clustering import execute_clustering
+from tms.services.clustering_plan import schedule_clustering
 
 pytestmark = [pytest.mark.spark]
 
@@ -138,3 +145,104 @@ def test_stats_built_equal_the_ones_hudi_keeps(spark: object, tmp_path: Path) ->
     assert written.records_written == len(our_files) + len(our_partitions)  # type: ignore[attr-defined]
     definitions = json.loads((root / ".hoodie" / ".index_defs" / "index.json").read_text())
     assert "column_stats" in definitions["indexDefinitions"]  # left as it was
+
+
+def truth(root: Path) -> dict[str, tuple[str, str]]:
+    """Record key → (partition, file id), read from every live row of the table's slices."""
+    rows = live_rows(root, "_hoodie_record_key", "_hoodie_partition_path", "_hoodie_file_name")
+    return {
+        r["_hoodie_record_key"]: (r["_hoodie_partition_path"], file_id_of(r["_hoodie_file_name"]))
+        for r in rows
+    }
+
+
+def located(root: Path, keys: list[str]) -> dict[str, tuple[str, str]]:
+    found = reader_of(root).record_locations(keys)
+    return {k: (v.partition_path, v.file_id) for k, v in found.items()}
+
+
+def latest_stats(root: Path) -> tuple[dict[str, dict[str, object]], dict[str, dict[str, object]]]:
+    """Column stats of the latest base files, and every partition stats entry."""
+    reader = reader_of(root)
+    table = HudiTable.open(str(root))
+    latest = {
+        s.base_file.file_name
+        for s in table.file_system_view().latest_file_slices()
+        if s.base_file is not None
+    }
+    files = {
+        k: v for k, v in stats_records(reader, "column_stats").items() if v["fileName"] in latest
+    }
+    assert {v["fileName"] for v in files.values()} == latest
+    return files, stats_records(reader, "partition_stats")
+
+
+def test_catch_up_brings_a_build_forward_to_what_a_fresh_build_finds(
+    spark: object, tmp_path: Path
+) -> None:
+    root = tmp_path / "trips"
+    writer = writer_table(root, COPY_ON_WRITE, 9, ("files",))
+    write_history(writer)
+    table = HudiTable.open(str(root))
+    partitions = ("column_stats", "partition_stats", "record_index")
+    timeline = table.timeline()
+    since = timeline.latest_completed()
+    assert since is not None
+    spec = index_spec(table, timeline, list(partitions))
+    instant_time = new_instant_time([*timeline.instants, *reader_of(root).timeline.instants])
+    built = build_partitions(
+        spark, table, spec, as_of=since.requested_time, instant_time=instant_time
+    )
+    assert built.record_keys == len(truth(root))
+    # The data table moves on while the partitions are not listed yet: new and existing file
+    # groups, updates, deletes, a clustering and a clean.
+    writer.insert(batch(range(100, 130), 5))
+    writer.upsert(batch(range(0, 20), 6))
+    writer.delete(batch([5, 50, 101], 7).select(["id", "ts", "city"]))
+    clustering = schedule_clustering(HudiTable.open(str(root)))
+    assert clustering is not None
+    execute_clustering(spark, HudiTable.open(str(root)), clustering)  # type: ignore[arg-type]
+    clean = schedule_clean(HudiTable.open(str(root)), policy=KEEP_LATEST_FILE_VERSIONS, retained=1)
+    assert clean is not None
+    execute_clean(spark, HudiTable.open(str(root)), clean)  # type: ignore[arg-type]
+
+    table = HudiTable.open(str(root))
+    timeline = table.timeline()
+    after = [i for i in timeline.completed() if i.requested_time > since.requested_time]
+    assert {i.action.value for i in after} >= {"commit", "replacecommit", "clean"}
+    caught_up = catch_up(
+        spark,
+        table,
+        spec,
+        after,
+        since=since.requested_time,
+        until=after[-1].requested_time,
+        instant_time=instant_time + "010",
+    )
+    assert caught_up.record_keys > 0
+    listed_as_built(table, partitions)
+
+    expected = truth(root)
+    assert {"k0005", "k0050", "k0101"}.isdisjoint(expected)
+    assert located(root, [*expected, "k0005", "k0050", "k0101", "k0003"]) == expected
+
+    fresh = without_partitions(shutil.copytree(root, tmp_path / "fresh"), partitions)
+    build(spark, fresh, partitions)
+    assert latest_stats(root) == latest_stats(tmp_path / "fresh")
+
+
+def test_catch_up_of_nothing_writes_nothing(spark: object, tmp_path: Path) -> None:
+    root = tmp_path / "trips"
+    writer = writer_table(root, COPY_ON_WRITE, 9, ("files",))
+    write_history(writer)
+    table = HudiTable.open(str(root))
+    spec = index_spec(table, table.timeline(), ["record_index"])
+    before = sorted(
+        p.name for p in (root / ".hoodie" / "metadata" / ".hoodie" / "timeline").iterdir()
+    )
+    written = catch_up(spark, table, spec, [], since="1", until="1", instant_time="2")
+    assert written == IndexWrite(0, 0, 0, 0, 0)
+    after = sorted(
+        p.name for p in (root / ".hoodie" / "metadata" / ".hoodie" / "timeline").iterdir()
+    )
+    assert after == before

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 PARTITION_METADATA = ".hoodie_partition_metadata"
 _BASE_FILE = re.compile(
-    r"^(?P<file_id>.+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d{14,17})\.(?P<ext>[a-z]+)$"
+    r"^(?P<file_id>.+)_(?P<token>\d+-\d+-\d+)_(?P<instant>\d{14,20})\.(?P<ext>[a-z]+)$"
 )
 _LOG_FILE = re.compile(
-    r"^\.(?P<file_id>.+)_(?P<instant>\d{14,17})\.log\.(?P<version>\d+)(_(?P<token>\d+-\d+-\d+))?$"
+    r"^\.(?P<file_id>.+)_(?P<instant>\d{14,20})\.log\.(?P<version>\d+)(_(?P<token>\d+-\d+-\d+))?$"
 )
 DEFAULT_WRITE_TOKEN = "1-0-1"
 """Hudi's write token for files written outside a Spark task."""

@@ -45,7 +45,14 @@ from tms.hudi.storage import Storage
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import request, transition
 
-__all__ = ["DeltaCommit", "hfile_content", "write_delta_commit"]
+__all__ = [
+    "DeltaCommit",
+    "FileGroupLog",
+    "hfile_content",
+    "log_file_content",
+    "log_write_stat",
+    "write_delta_commit",
+]
 
 OPERATION = "UPSERT_PREPPED"
 """The write operation of every metadata table delta commit."""
@@ -62,7 +69,9 @@ class DeltaCommit:
 
 
 @dataclass(frozen=True)
-class _FileGroupWrite:
+class FileGroupLog:
+    """What one file group's log file of a delta commit holds."""
+
     partition: str
     file_slice: FileSlice
     records: list[MetadataRecord]
@@ -105,9 +114,9 @@ def _refusals(reader: MetadataTableReader, instant_time: str, update: MetadataUp
     return reasons
 
 
-def _plan(reader: MetadataTableReader, update: MetadataUpdate) -> list[_FileGroupWrite]:
+def _plan(reader: MetadataTableReader, update: MetadataUpdate) -> list[FileGroupLog]:
     """Records and deletes routed to their file groups; records of one key combined."""
-    writes: list[_FileGroupWrite] = []
+    writes: list[FileGroupLog] = []
     for partition in update.partitions:
         slices = reader.file_slices(partition)
         owner = MetadataPartition(partition)
@@ -123,7 +132,7 @@ def _plan(reader: MetadataTableReader, update: MetadataUpdate) -> list[_FileGrou
         for index in sorted(set(records) | set(deletes)):
             kept = [r for r in records[index].values() if r is not None]
             kept.sort(key=lambda r: r.key.encode("utf-8"))
-            writes.append(_FileGroupWrite(partition, slices[index], kept, deletes[index]))
+            writes.append(FileGroupLog(partition, slices[index], kept, deletes[index]))
     return writes
 
 
@@ -146,7 +155,7 @@ def _hfile_block(instant_time: str, schema: str, records: list[MetadataRecord]) 
     return encode_log_block(BlockType.HFILE_DATA, header, hfile_content(schema, records))
 
 
-def _log_content(instant_time: str, schema: str, write: _FileGroupWrite) -> bytes:
+def log_file_content(instant_time: str, schema: str, write: FileGroupLog) -> bytes:
     content = b""
     if write.records:
         content += _hfile_block(instant_time, schema, write.records)
@@ -156,7 +165,7 @@ def _log_content(instant_time: str, schema: str, write: _FileGroupWrite) -> byte
     return content
 
 
-def _write_stat(write: _FileGroupWrite, instant_time: str, log_name: str, size: int) -> WriteStat:
+def log_write_stat(write: FileGroupLog, instant_time: str, log_name: str, size: int) -> WriteStat:
     return WriteStat(
         file_id=write.file_slice.file_id,
         path=f"{write.partition}/{log_name}",
@@ -211,10 +220,10 @@ def write_delta_commit(
         name = str(LogFileName(write.file_slice.file_id, instant_time, 1, DEFAULT_WRITE_TOKEN))
         marker = Marker(write.partition, name, MarkerType.APPEND)
         create_marker(storage, instant_time, marker)
-        content = _log_content(instant_time, schema, write)
+        content = log_file_content(instant_time, schema, write)
         storage.write_bytes(marker.data_file_path, content, atomic=False)
         metadata.add_write_stat(
-            write.partition, _write_stat(write, instant_time, name, len(content))
+            write.partition, log_write_stat(write, instant_time, name, len(content))
         )
         written.append(marker.data_file_path)
     done = transition(storage, config, pending, State.COMPLETED, metadata)

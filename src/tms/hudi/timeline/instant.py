@@ -61,8 +61,8 @@ COMPLETED_ACTION = {
 
 INSTANT_TIME_FORMAT = "%Y%m%d%H%M%S"
 _INSTANT_TIME = re.compile(r"^\d{14}(\d{3})?$")
-_LAYOUT1 = re.compile(r"^(\d{14,17})\.?(.*)$")
-_LAYOUT2_COMPLETED = re.compile(r"^(\d{14,17})_(\d{14,17})\.([a-z]+)$")
+_LAYOUT1 = re.compile(r"^(\d{14,20})\.?(.*)$")
+_LAYOUT2_COMPLETED = re.compile(r"^(\d{14,20})_(\d{14,17})\.([a-z]+)$")
 
 
 def is_instant_time(value: str) -> bool:

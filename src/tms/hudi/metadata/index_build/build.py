@@ -34,6 +34,12 @@ from tms.hudi.metadata.index_build.files import (
     start_delta_commit,
     write_new_file_group,
 )
+from tms.hudi.metadata.index_build.shuffle import (
+    RANGES,
+    by_file_group,
+    ranges_by_partition,
+    records_only,
+)
 from tms.hudi.metadata.index_build.sizing import file_group_count
 from tms.hudi.metadata.index_build.slices import SliceReading, latest_slices, timeline_as_of
 from tms.hudi.metadata.index_build.spec import IndexSpec, IndexWrite
@@ -53,9 +59,6 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["build_partitions", "encoded", "location_record", "task_write_token"]
-
-_RANGES = "ranges"
-"""Stage one's items carrying a base file's ranges to the partition stats reduce."""
 
 
 def encoded(record: MetadataRecord, schema: str) -> bytes:
@@ -103,7 +106,7 @@ class _SliceRecords:
                 key = column_stats_key(file_slice.partition_path, item.file_name, item.column_name)
                 yield COLUMN_STATS, key, encoded(stats_record(key, item.payload()), self.schema)
         if PARTITION_STATS in self.partitions and ranges:
-            yield _RANGES, file_slice.partition_path, tuple(ranges)
+            yield RANGES, file_slice.partition_path, tuple(ranges)
 
 
 @dataclass(frozen=True)
@@ -135,21 +138,6 @@ class _FileGroupTask:
         yield write_new_file_group(
             self.target, partition, index, (cell for _, cell in cells), task_write_token()
         )
-
-
-def _route(layout: FileGroupLayout) -> Any:
-    def route(item: tuple[str, str, bytes]) -> tuple[int, tuple[str, bytes]]:
-        return layout.route(item[0], item[1]), (item[1], item[2])
-
-    return route
-
-
-def _same(number: int) -> int:
-    return number
-
-
-def _merge_lists(left: list[ColumnRange], right: list[ColumnRange]) -> list[ColumnRange]:
-    return left + right
 
 
 def _refusals(reader: MetadataTableReader, spec: IndexSpec, instant_time: str) -> list[str]:
@@ -212,19 +200,15 @@ def build_partitions(
         layout = FileGroupLayout(
             tuple((p, file_group_count(p, key_count)) for p in spec.partitions)
         )
-        records = items.filter(lambda item: item[0] != _RANGES)
+        records = records_only(items)
         if PARTITION_STATS in spec.partitions:
-            merged = (
-                items.filter(lambda item: item[0] == _RANGES)
-                .map(lambda item: (item[1], list(item[2])))
-                .reduceByKey(_merge_lists)
-                .flatMap(_PartitionStats(spec.columns, dict(spec.types), schema))
+            merged = ranges_by_partition(items).flatMap(
+                _PartitionStats(spec.columns, dict(spec.types), schema)
             )
             records = records.union(merged)
         target = NewFileGroup(storage.base_path, instant_time, schema)
         writes: list[FileGroupWrite] = (
-            records.map(_route(layout))
-            .partitionBy(layout.total, _same)
+            by_file_group(records, layout)
             .mapPartitionsWithIndex(_FileGroupTask(layout, target))
             .collect()
         )

@@ -1,16 +1,265 @@
-"""Bringing partitions built at one instant forward over the instants completed since."""
+"""Bringing partitions built at one instant forward over the data instants completed since
+(the catch-up of Hudi's `RunIndexActionExecutor`), as one delta commit of log files on the
+partitions' existing file groups, whether the data table lists them as built or inflight.
+
+What the instants change, read from their metadata on the driver (file names, never records):
+the data file groups their write stats name (and a replacecommit's replaced ones), the base
+files they wrote, the files their cleans deleted, the partitions they touched. Then on Spark,
+one task per work item:
+
+- record_index: each touched file group's latest slice as of `until` (the cut that counts only
+  the instants applied) gives its keys; the task writing a record index file group diffs them
+  against what that file group holds (as built, and logged since): a key located elsewhere is
+  moved, a new key located (the slice's base instant), a key the index places in a touched file
+  group that no longer holds it deleted. Keys that stay are left as they are, as Hudi's writers
+  leave updated keys. Nothing is read as of `since`: a clean in the window may have deleted
+  those files.
+- column_stats: each new base file's entries from its footer; the deletion entries of each
+  cleaned file (a file written and cleaned within the window gets only those).
+- partition_stats: each touched data partition recomputed from its latest base files as of
+  `until` (as a fresh build would); a partition left without files gets deletion entries.
+
+Records shuffle to their metadata file group; one task per file group writes its log file (an
+HFile data block, a delete block for deleted keys), with an APPEND marker first. Stats of files
+cleaned after `until` are skipped (that clean's own update covers them); a record index slice
+whose files are gone fails the catch-up.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.markers import (
+    Marker,
+    MarkerType,
+    create_marker,
+    delete_markers,
+    delete_unreported_files,
+)
+from tms.hudi.files.names import LogFileName
+from tms.hudi.metadata.column_stats import ColumnRange, deletion_entries, file_ranges
+from tms.hudi.metadata.index_build.build import (
+    location_record,
+    open_metadata_table,
+    task_write_token,
+)
+from tms.hudi.metadata.index_build.changes import Changes, changes_of
+from tms.hudi.metadata.index_build.files import (
+    FileGroupLayout,
+    complete_delta_commit,
+    start_delta_commit,
+)
+from tms.hudi.metadata.index_build.shuffle import (
+    RANGES,
+    by_file_group,
+    ranges_by_partition,
+    records_only,
+)
+from tms.hudi.metadata.index_build.slices import SliceReading, latest_slices, timeline_as_of
 from tms.hudi.metadata.index_build.spec import IndexSpec, IndexWrite
+from tms.hudi.metadata.index_defs import IndexVersion
+from tms.hudi.metadata.partition_stats import (
+    ColumnType,
+    partition_deletion_entries,
+    partition_stats_entries,
+)
+from tms.hudi.metadata.partitions import (
+    COLUMN_STATS,
+    PARTITION_STATS,
+    RECORD_INDEX,
+    MetadataPartition,
+)
+from tms.hudi.metadata.reader import MetadataTableReader
+from tms.hudi.metadata.records import MetadataRecord, stats_record
+from tms.hudi.metadata.schema import writer_schema
+from tms.hudi.metadata.slice_reader import read_slice
+from tms.hudi.metadata.stats_keys import column_stats_key
+from tms.hudi.metadata.writer import OPERATION, FileGroupLog, log_file_content, log_write_stat
+from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline.instant import Instant
+from tms.hudi.timeline.instant import WRITE_ACTIONS, Instant
 from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["catch_up"]
+
+
+def _cut_applying(
+    timeline: Timeline, since: str, until: str, instants: Sequence[Instant]
+) -> Timeline:
+    """The timeline as of `until` counting only the writes applied: a write completed after
+    `since` but not among `instants` is left out (a writer logs it itself)."""
+    applied = {i.requested_time for i in instants}
+    cut = timeline_as_of(timeline, until)
+    kept = tuple(
+        i
+        for i in cut.instants
+        if not (
+            i.is_completed
+            and i.requested_time > since
+            and cut.origin_action(i) in WRITE_ACTIONS
+            and i.requested_time not in applied
+        )
+    )
+    return dataclasses.replace(cut, instants=kept)
+
+
+@dataclass(frozen=True)
+class _Work:
+    """What the first stage's tasks read (small and picklable)."""
+
+    after: SliceReading
+    columns: tuple[str, ...]
+    version: IndexVersion
+    base_path: str
+
+    def __call__(self, item: tuple[Any, ...]) -> Iterator[tuple[str, str, Any]]:
+        kind = item[0]
+        storage = Storage(self.base_path)
+        if kind == RECORD_INDEX:
+            for key in self.after.record_keys(item[1]):
+                yield RECORD_INDEX, key, location_record(key, item[1])
+        elif kind == COLUMN_STATS:
+            _, partition, path = item
+            if not storage.exists(path):
+                return  # cleaned after `until`: the clean's own update writes its tombstones
+            for r in file_ranges(storage, path, self.columns, self.version):
+                key = column_stats_key(partition, r.file_name, r.column_name)
+                yield COLUMN_STATS, key, stats_record(key, r.payload())
+        elif kind == "cleaned":
+            _, partition, name = item
+            for key, payload in deletion_entries(partition, name, self.columns, self.version):
+                yield COLUMN_STATS, key, stats_record(key, payload)
+        elif kind == RANGES:
+            base = item[1].base_file
+            if base is not None and storage.exists(base.path):
+                yield RANGES, item[1].partition_path, tuple(self.after.base_file_ranges(item[1]))
+
+
+@dataclass(frozen=True)
+class _PartitionStats:
+    columns: tuple[str, ...]
+    types: dict[str, ColumnType]
+
+    def __call__(self, pair: tuple[str, list[ColumnRange]]) -> Iterator[tuple[str, str, Any]]:
+        partition, ranges = pair
+        for key, payload in partition_stats_entries(partition, ranges, self.types, self.columns):
+            yield PARTITION_STATS, key, stats_record(key, payload, partition_stats=True)
+
+
+@dataclass(frozen=True)
+class _IndexState:
+    """The record index as built (and logged since), for the tasks that diff against it."""
+
+    slices: tuple[FileSlice, ...]
+    valid: frozenset[str]
+    touched: frozenset[tuple[str, str]]
+    """(partition, file id) of the data file groups the catch-up re-read."""
+
+    def changes(
+        self, index: int, metadata_path: str, incoming: dict[str, MetadataRecord]
+    ) -> tuple[list[MetadataRecord], list[str]]:
+        """Upserts of keys new to their file group, deletes of keys gone from a touched one."""
+        current = read_slice(Storage(metadata_path), self.slices[index], self.valid.__contains__)
+        now: dict[str, tuple[str, str]] = {}
+        for key, record in current.merged().items():
+            location = record.record_location()
+            if location is not None:
+                now[key] = (location.partition_path, location.file_id)
+        upserts = []
+        for key, record in incoming.items():
+            location = record.record_location()
+            assert location is not None
+            if now.get(key) != (location.partition_path, location.file_id):
+                upserts.append(record)
+        deletes = [k for k, group in now.items() if group in self.touched and k not in incoming]
+        return upserts, deletes
+
+
+@dataclass(frozen=True)
+class _LogTask:
+    """One task per metadata file group: its log file of the records routed to it."""
+
+    layout: FileGroupLayout
+    metadata_path: str
+    instant_time: str
+    schema: str
+    index: _IndexState | None
+
+    def __call__(
+        self, number: int, cells: Iterable[tuple[int, tuple[str, MetadataRecord]]]
+    ) -> Iterator[WriteStat]:
+        partition, index = self.layout.locate(number)
+        incoming: dict[str, MetadataRecord] = {}
+        for _, (key, record) in cells:
+            if key in incoming:
+                raise ValueError(f"{partition}: key {key!r} is written twice by one catch-up")
+            incoming[key] = record
+        deletes: list[str] = []
+        upserts = list(incoming.values())
+        if partition == RECORD_INDEX and self.index is not None:
+            upserts, deletes = self.index.changes(index, self.metadata_path, incoming)
+        if not upserts and not deletes:
+            return
+        file_id = MetadataPartition(partition).file_group_id(index)
+        records = sorted(upserts, key=lambda r: r.key.encode("utf-8"))
+        write = FileGroupLog(partition, FileSlice(partition, file_id, ""), records, sorted(deletes))
+        storage = Storage(self.metadata_path)
+        name = str(LogFileName(file_id, self.instant_time, 1, task_write_token()))
+        marker = Marker(partition, name, MarkerType.APPEND)
+        create_marker(storage, self.instant_time, marker)
+        content = log_file_content(self.instant_time, self.schema, write)
+        storage.write_bytes(marker.data_file_path, content, atomic=False)
+        yield log_write_stat(write, self.instant_time, name, len(content))
+
+
+def _layout(reader: MetadataTableReader, spec: IndexSpec, instant_time: str) -> FileGroupLayout:
+    counts: list[tuple[str, int]] = []
+    reasons: list[str] = []
+    for partition in spec.partitions:
+        count = reader.file_group_count(partition)
+        if count == 0:
+            reasons.append(f"metadata partition {partition} has no file groups (build it first)")
+        counts.append((partition, count))
+    if reader.timeline.get(instant_time) is not None:
+        reasons.append(f"the metadata table already has instant {instant_time}")
+    if reasons:
+        raise UnsupportedTableError("cannot catch up the index: " + "; ".join(reasons))
+    return FileGroupLayout(tuple(counts))
+
+
+def _work_items(
+    table: HudiTable,
+    spec: IndexSpec,
+    changes: Changes,
+    after: Timeline,
+) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """The first stage's items, and the touched partitions left without files."""
+    items: list[tuple[Any, ...]] = []
+    partitions = sorted(changes.partitions)
+    if RECORD_INDEX in spec.partitions and changes.file_groups:
+        touched = sorted({p for p, _ in changes.file_groups})
+        for piece in latest_slices(table, after, touched):
+            if (piece.partition_path, piece.file_id) in changes.file_groups:
+                items.append((RECORD_INDEX, piece))
+    if COLUMN_STATS in spec.partitions:
+        for (partition, name), path in sorted(changes.new_files.items()):
+            if name not in changes.deleted_files.get(partition, set()):
+                items.append((COLUMN_STATS, partition, path))
+        for partition, names in sorted(changes.deleted_files.items()):
+            items += [("cleaned", partition, name) for name in sorted(names)]
+    emptied: list[str] = []
+    if PARTITION_STATS in spec.partitions and partitions:
+        slices = latest_slices(table, after, partitions)
+        items += [(RANGES, s) for s in slices if s.base_file is not None]
+        with_files = {s.partition_path for s in slices if s.base_file is not None}
+        emptied = [p for p in partitions if p not in with_files]
+    return items, emptied
 
 
 def catch_up(
@@ -26,4 +275,53 @@ def catch_up(
 ) -> IndexWrite:
     """Apply the completed data instants after `since` up to `until` to the partitions of
     `spec`, as the metadata table's completed delta commit `instant_time` of log files."""
-    raise NotImplementedError("catch_up")
+    if not instants:
+        return IndexWrite(0, 0, 0, 0, 0)
+    timeline = timeline or table.timeline()
+    reader = open_metadata_table(table, timeline)
+    layout = _layout(reader, spec, instant_time)
+    changes = changes_of(timeline, instants)
+    after = _cut_applying(timeline, since, until, instants)
+    items, emptied = _work_items(table, spec, changes, after)
+    reading = SliceReading.of(table, after, spec.columns, spec.version)
+    work = _Work(reading, spec.columns, spec.version, table.base_path)
+    index = None
+    if RECORD_INDEX in spec.partitions:
+        valid = frozenset(
+            i.requested_time
+            for i in reader.timeline.completed()
+            if i.requested_time in reader.valid_instants
+        )
+        slices = tuple(reader.file_slices(RECORD_INDEX))
+        index = _IndexState(slices, valid, frozenset(changes.file_groups))
+    schema = writer_schema(table.config.table_version, None)
+    storage, config = reader.storage, reader.config
+    inflight = start_delta_commit(storage, config, instant_time, OPERATION)
+
+    sc = spark.sparkContext
+    sc.setJobDescription(f"tms index catch-up {instant_time} of {table.name}")
+    found = sc.parallelize(items, max(len(items), 1)).flatMap(work)
+    records = records_only(found)
+    if PARTITION_STATS in spec.partitions:
+        cleared = [
+            (PARTITION_STATS, key, stats_record(key, payload, partition_stats=True))
+            for partition in emptied
+            for key, payload in partition_deletion_entries(partition, spec.columns, spec.version)
+        ]
+        merged = ranges_by_partition(found).flatMap(_PartitionStats(spec.columns, dict(spec.types)))
+        records = records.union(merged).union(sc.parallelize(cleared, 1))
+    task = _LogTask(layout, storage.base_path, instant_time, schema, index)
+    stats: list[WriteStat] = (by_file_group(records, layout).mapPartitionsWithIndex(task)).collect()
+    delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})
+    complete_delta_commit(storage, config, inflight, OPERATION, schema, stats)
+    delete_markers(storage, instant_time)
+    return IndexWrite(
+        file_groups=len(stats),
+        files_written=len(stats),
+        bytes_written=sum(s.total_write_bytes for s in stats),
+        records_written=sum(s.num_writes + s.num_deletes for s in stats),
+        data_file_groups=sum(1 for item in items if item[0] == RECORD_INDEX),
+        record_keys=sum(
+            s.num_writes + s.num_deletes for s in stats if s.partition_path == RECORD_INDEX
+        ),
+    )
