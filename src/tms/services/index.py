@@ -48,6 +48,7 @@ from tms.hudi.metadata.indexing import (
     schedule_refusals,
 )
 from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
+from tms.hudi.metadata.reader import metadata_storage
 from tms.hudi.properties import TableConfig
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
@@ -231,14 +232,18 @@ def _catch_up(
     ]
     timeline = _wait_for(table, waited, timeout)
     _refuse_undone(timeline, up_to, seen_completed | _completed_times(timeline))
-    instants = [
+    completed = [
         i
         for i in timeline.completed(CAUGHT_UP_ACTIONS)
         if i.requested_time > up_to and i.requested_time != instant_time
     ]
-    if not instants:
+    if not completed:
         return up_to
-    until = instants[-1].requested_time
+    until = completed[-1].requested_time
+    logged = _logged_by_writers(table, spec.partitions)
+    instants = [i for i in completed if i.requested_time not in logged]
+    if not instants:
+        return until
     write = catch_up(
         spark,
         table,
@@ -251,6 +256,19 @@ def _catch_up(
     )
     _add(result, write)
     return until
+
+
+def _logged_by_writers(table: HudiTable, partitions: Sequence[str]) -> set[str]:
+    """Instants whose writer logged to the new partitions itself (its metadata delta commit
+    wrote files there): applying them again would count column stats twice, since Hudi
+    merges two stats of one file by adding their counts."""
+    storage = metadata_storage(table.storage)
+    md_timeline = Timeline.load(storage, TableConfig.load(storage))
+    return {
+        i.requested_time
+        for i in md_timeline.completed((Action.DELTA_COMMIT,))
+        if any(p in partitions for p, _ in md_timeline.commit_metadata(i).iter_write_stats())
+    }
 
 
 def _wait_for(table: HudiTable, pending: list[str], timeout: float) -> Timeline:
