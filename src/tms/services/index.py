@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tms.hudi.actions import INDEXING
-from tms.hudi.errors import InstantInFlightError, UnsupportedTableError
+from tms.hudi.errors import InstantInFlightError
 from tms.hudi.metadata.index_build import (
     IndexSpec,
     IndexWrite,
@@ -41,11 +41,11 @@ from tms.hudi.metadata.indexing import (
     catch_up_time,
     complete_indexing,
     drop_partitions,
+    ensure_schedulable,
     mark_inflight,
     pending_indexing,
     read_plan,
     schedule_indexing,
-    schedule_refusals,
 )
 from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
 from tms.hudi.metadata.reader import metadata_storage
@@ -90,12 +90,7 @@ def schedule(
         return None
     table.ensure_supported()
     timeline = table.timeline()
-    reasons = schedule_refusals(table.storage, table.config, timeline, names)
-    if reasons:
-        raise UnsupportedTableError(
-            f"cannot index {', '.join(names) or 'nothing'} on {table.base_path}: "
-            + "; ".join(reasons)
-        )
+    ensure_schedulable(table.storage, table.config, timeline, names)
     spec = index_spec(table, timeline, names)
     stats = {
         p: {COLUMNS_KEY: ",".join(spec.columns), VERSION_KEY: spec.version.name}

@@ -48,6 +48,7 @@ __all__ = [
     "catch_up_time",
     "complete_indexing",
     "drop_partitions",
+    "ensure_schedulable",
     "index_up_to",
     "inflight_partitions",
     "mark_inflight",
@@ -244,6 +245,21 @@ def schedule_refusals(
     return reasons
 
 
+def _refuse(verb: str, storage: Storage, names: Sequence[str], reasons: list[str]) -> None:
+    if reasons:
+        what = ", ".join(names) or "metadata partitions"
+        raise UnsupportedTableError(
+            f"cannot {verb} {what} on {storage.base_path}: " + "; ".join(reasons)
+        )
+
+
+def ensure_schedulable(
+    storage: Storage, config: TableConfig, timeline: Timeline, partitions: Sequence[str]
+) -> None:
+    """`UnsupportedTableError` naming every reason `schedule_refusals` gives."""
+    _refuse("index", storage, partitions, schedule_refusals(storage, config, timeline, partitions))
+
+
 def schedule_indexing(
     storage: Storage,
     partitions: Sequence[str],
@@ -255,12 +271,7 @@ def schedule_indexing(
     config = TableConfig.load(storage)
     timeline = Timeline.load(storage, config)
     names = list(dict.fromkeys(partitions))
-    reasons = schedule_refusals(storage, config, timeline, names)
-    if reasons:
-        raise UnsupportedTableError(
-            f"cannot index {', '.join(names) or 'nothing'} on {storage.base_path}: "
-            + "; ".join(reasons)
-        )
+    ensure_schedulable(storage, config, timeline, names)
     up_to = index_up_to(timeline)
     assert up_to is not None  # refused above
     infos = tuple(
@@ -418,12 +429,7 @@ def drop_partitions(storage: Storage, partitions: Sequence[str]) -> list[str]:
     names = list(dict.fromkeys(partitions))
     config = TableConfig.load(storage)
     timeline = Timeline.load(storage, config)
-    reasons = drop_refusals(storage, config, timeline, names)
-    if reasons:
-        raise UnsupportedTableError(
-            f"cannot drop {', '.join(names) or 'nothing'} on {storage.base_path}: "
-            + "; ".join(reasons)
-        )
+    _refuse("drop", storage, names, drop_refusals(storage, config, timeline, names))
     dropped = list(config.metadata_partitions) if FILES in names else names
     remaining = [p for p in config.metadata_partitions if p not in dropped]
     _save_partitions(storage, remaining, inflight_partitions(config))
