@@ -9,13 +9,18 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest.mock import Mock
 
 import pyarrow.parquet as pq
 import pytest
 
 import tms.services.index as index
 from tests import oracle
-from tests.hudi.test_fixture_views import unzip_fixture, without_metadata_table
+from tests.hudi.test_fixture_views import (
+    WITH_METADATA_TABLE,
+    unzip_fixture,
+    without_metadata_table,
+)
 from tests.hudi.test_indexing import files_of, own_table, record_index_is_true
 from tests.hudi.test_writer import batch
 from tms.hudi.errors import InstantInFlightError, UnsupportedTableError
@@ -63,8 +68,8 @@ def locations(root: Path) -> dict[str, tuple[str, str]]:
     return {k: (v.partition_path, v.file_id) for k, v in reader.record_locations(keys).items()}
 
 
-def stripped_fixture(tmp_path: Path) -> Path:
-    return without_partition(unzip_fixture(FIXTURE, tmp_path / "stripped"), "record_index")
+def stripped_fixture(tmp_path: Path, fixture: str = FIXTURE) -> Path:
+    return without_partition(unzip_fixture(fixture, tmp_path / "stripped"), "record_index")
 
 
 class Cancelled(Exception):
@@ -83,11 +88,12 @@ def raise_at(stage: str) -> Callable[[str], None]:
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("fixture", WITH_METADATA_TABLE)
 def test_a_record_index_built_on_hudis_table_equals_the_one_hudi_wrote(
-    spark: Any, tmp_path: Path
+    spark: Any, tmp_path: Path, fixture: str
 ) -> None:
-    truth = locations(unzip_fixture(FIXTURE, tmp_path / "untouched"))
-    root = stripped_fixture(tmp_path)
+    truth = locations(unzip_fixture(fixture, tmp_path / "untouched"))
+    root = stripped_fixture(tmp_path, fixture)
     rows = hudi_rs_rows(root, tmp_path)
     table = HudiTable.open(str(root))
     instant_time = index.schedule(table, ["record_index"])
@@ -311,6 +317,36 @@ def test_a_build_left_inflight_by_a_crash_is_aborted_and_run_again(
     assert index.pending_plans(HudiTable.open(str(root))) == []
     assert "record_index" in HudiTable.open(str(root)).config.metadata_partitions
     assert locations(root) == truth
+
+
+@pytest.mark.spark
+def test_a_build_that_crashed_after_listing_its_partitions_built_is_completed(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tms.hudi.metadata.indexing as indexing
+
+    root = stripped_fixture(tmp_path)
+    table = HudiTable.open(str(root))
+    instant_time = scheduled(table)
+    up_to = table.timeline().commits()[-1].requested_time
+    with monkeypatch.context() as crash:  # dies right before the completed instant
+        crash.setattr(indexing, "transition", Mock(side_effect=Cancelled("crash")))
+        with pytest.raises(Cancelled):
+            index.execute(spark, table, instant_time)
+    left = HudiTable.open(str(root))
+    assert "record_index" in left.config.metadata_partitions
+    assert index.pending_plans(left) == [instant_time]
+
+    stages: list[str] = []
+    result = index.execute(spark, left, instant_time, on_stage=stages.append)
+
+    assert stages == ["complete"] and result.rolled_back == []
+    timeline = HudiTable.open(str(root)).timeline()
+    done = timeline.get(instant_time)
+    assert done is not None and done.is_completed
+    details = timeline.avro_details(done, State.COMPLETED)
+    assert details is not None
+    assert [i["indexUptoInstant"] for i in details["indexPartitionInfos"]] == [up_to]
 
 
 def test_a_live_heartbeat_refuses_a_second_run(tmp_path: Path) -> None:
