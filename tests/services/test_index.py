@@ -349,6 +349,24 @@ def test_a_build_that_crashed_after_listing_its_partitions_built_is_completed(
     assert [i["indexUptoInstant"] for i in details["indexPartitionInfos"]] == [up_to]
 
 
+def test_a_plan_the_table_no_longer_allows_is_refused_and_removed(tmp_path: Path) -> None:
+    root, _, before = own_table_before(tmp_path)
+    instant_time = scheduled(HudiTable.open(str(root)))
+    properties = root / PROPERTIES
+    properties.write_text(
+        properties.read_text().replace(
+            "hoodie.table.metadata.partitions.inflight=",
+            "hoodie.table.metadata.partitions.inflight=bloom_filters",
+        )
+    )
+    with pytest.raises(UnsupportedTableError, match="bloom_filters are being built by another"):
+        index.execute(None, HudiTable.open(str(root)), instant_time)
+    assert index.pending_plans(HudiTable.open(str(root))) == []
+    after = files_of(root)
+    assert after.pop(str(PROPERTIES)) != before.pop(str(PROPERTIES))  # only the inflight list
+    assert after == before
+
+
 def test_a_live_heartbeat_refuses_a_second_run(tmp_path: Path) -> None:
     writer = own_table(tmp_path / "t")
     table = HudiTable.open(str(tmp_path / "t"))

@@ -30,7 +30,7 @@ from tms.hudi.properties import (
 )
 from tms.hudi.storage import Storage
 from tms.hudi.table_paths import check_relative
-from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["HudiTable"]
@@ -125,7 +125,7 @@ class HudiTable:
             return []
         reasons: list[str] = []
         if inflight:
-            builds = [i.requested_time for i in timeline.pending((Action.INDEXING,))]
+            builds = self._indexing_instants(timeline, inflight)
             by = f"by indexing {', '.join(builds)}" if builds else "by another writer"
             reasons.append(
                 f"metadata table partitions {', '.join(inflight)} are being built {by} "
@@ -163,6 +163,20 @@ class HudiTable:
         if built and metadata_config.timeline_layout_version < 2:
             reasons.append("the metadata table's timeline is not layout 2")
         return reasons
+
+    @staticmethod
+    def _indexing_instants(timeline: Timeline, partitions: list[str]) -> list[str]:
+        """Pending `indexing` instants whose plan builds one of `partitions`."""
+        found = []
+        for instant in timeline.pending((Action.INDEXING,)):
+            try:
+                plan = timeline.avro_details(instant, State.REQUESTED) or {}
+            except (OSError, ValueError):
+                continue
+            infos = plan.get("indexPartitionInfos") or []
+            if any(info.get("metadataPartitionPath") in partitions for info in infos):
+                found.append(instant.requested_time)
+        return found
 
     def _has_bootstrap_index(self) -> bool:
         """Hudi creates the bootstrap index folders in every table; only files count."""

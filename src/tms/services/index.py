@@ -168,12 +168,12 @@ def _run(
     stage: Stage,
     catch_up_timeout: float,
 ) -> None:
-    table.ensure_supported()
     storage, instant_time, up_to = table.storage, requested.requested_time, plan.up_to
-    timeline = table.timeline()
-    spec = index_spec(table, timeline, plan.partitions)
-    inflight = transition(storage, table.config, requested, State.INFLIGHT)
-    try:
+    try:  # a plan the table no longer allows goes too: it would hold off every other build
+        table.ensure_supported()
+        timeline = table.timeline()
+        spec = index_spec(table, timeline, plan.partitions)
+        inflight = transition(storage, table.config, requested, State.INFLIGHT)
         stage("build")
         built = build_partitions(
             spark, table, spec, as_of=up_to, instant_time=instant_time, timeline=timeline
