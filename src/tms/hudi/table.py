@@ -30,7 +30,7 @@ from tms.hudi.properties import (
 )
 from tms.hudi.storage import Storage
 from tms.hudi.table_paths import check_relative
-from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["HudiTable"]
@@ -100,20 +100,20 @@ class HudiTable:
         """Why our table services must not touch this table; empty when they may."""
         config = self.config
         reasons: list[str] = []
-        reasons += self._metadata_table_refusals()
+        timeline = timeline or self.timeline()
+        reasons += self._metadata_table_refusals(timeline)
         if config.get(BOOTSTRAP_BASE_PATH) or self._has_bootstrap_index():
             reasons.append("the table is bootstrapped from another table; bootstrap is not handled")
         if config.base_file_format != "PARQUET":
             reasons.append(f"base file format {config.base_file_format} is not handled")
         reasons += merge_refusals(config)
-        timeline = timeline or self.timeline()
         if any(timeline.origin_action(i) is Action.LOG_COMPACTION for i in timeline.instants):
             reasons.append(
                 "the timeline has log compaction instants; log compaction is not handled"
             )
         return reasons
 
-    def _metadata_table_refusals(self) -> list[str]:
+    def _metadata_table_refusals(self, timeline: Timeline) -> list[str]:
         """What keeps the services from keeping the metadata table true (empty without one):
         they keep `files`, `column_stats`, `partition_stats`, `record_index` (global) and
         secondary indexes, on tables of version 8 and 9 whose metadata table we can write."""
@@ -125,9 +125,12 @@ class HudiTable:
             return []
         reasons: list[str] = []
         if inflight:
+            builds = self._indexing_instants(timeline, inflight)
+            by = f"by indexing {', '.join(builds)}" if builds else "by another writer"
             reasons.append(
-                f"metadata table partitions {', '.join(inflight)} are being built "
-                f"({METADATA_PARTITIONS_INFLIGHT}); services would race the indexer"
+                f"metadata table partitions {', '.join(inflight)} are being built {by} "
+                f"({METADATA_PARTITIONS_INFLIGHT}); table services wait until the build "
+                "completes or is aborted"
             )
         if config.table_version < FIRST_1X_TABLE_VERSION:
             reasons.append(
@@ -160,6 +163,20 @@ class HudiTable:
         if built and metadata_config.timeline_layout_version < 2:
             reasons.append("the metadata table's timeline is not layout 2")
         return reasons
+
+    @staticmethod
+    def _indexing_instants(timeline: Timeline, partitions: list[str]) -> list[str]:
+        """Pending `indexing` instants whose plan builds one of `partitions`."""
+        found = []
+        for instant in timeline.pending((Action.INDEXING,)):
+            try:
+                plan = timeline.avro_details(instant, State.REQUESTED) or {}
+            except (OSError, ValueError):
+                continue
+            infos = plan.get("indexPartitionInfos") or []
+            if any(info.get("metadataPartitionPath") in partitions for info in infos):
+                found.append(instant.requested_time)
+        return found
 
     def _has_bootstrap_index(self) -> bool:
         """Hudi creates the bootstrap index folders in every table; only files count."""

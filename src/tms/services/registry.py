@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION, METADATA_COMPACTION
+from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION, INDEXING, METADATA_COMPACTION
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.timeline import Timeline
@@ -19,6 +19,7 @@ from tms.services import (
     clustering_plan,
     compaction,
     compaction_plan,
+    index,
     metadata_compaction,
 )
 from tms.services.execution import ServiceResult
@@ -114,6 +115,16 @@ SERVICES: Mapping[str, TableService] = {
         metadata_compaction.execute,
         metadata_compaction.pending_plans,
         checks_data_table=False,
+    ),
+    INDEXING: TableService(
+        INDEXING,
+        ("partitions", "drop"),
+        index.schedule,
+        index.execute,
+        index.pending_plans,
+        # the data table checks refuse inflight partitions (a crashed build's): it checks itself
+        checks_data_table=False,
+        reports_stages=True,
     ),
 }
 """Every table service by action, in `TABLE_SERVICE_ACTIONS` order (a test checks it)."""

@@ -10,6 +10,11 @@ of the same instant before the data table instant completes (Hudi 1.x's write pa
 
 Any other metadata partition (`partition_stats`, secondary indexes, ...) is refused: the
 writer would leave it stale.
+
+A partition an index build lists in `hoodie.table.metadata.partitions.inflight` is kept like a
+built one once its file groups exist (before that it is skipped: the build's catch-up covers
+the commit), as Hudi's writers log to it; its column stats cover the columns the build's plan
+names.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.errors import TableNotFoundError, UnsupportedTableError
 from tms.hudi.metadata.column_stats import file_ranges
 from tms.hudi.metadata.index_defs import IndexVersion, column_stats_columns
+from tms.hudi.metadata.indexing import inflight_partitions, inflight_stats_columns
 from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, RECORD_INDEX
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.records import RecordLocation, instant_millis, record_index_record
@@ -52,7 +58,9 @@ class WriterMetadata:
             reader = MetadataTableReader.open(table.storage, table.config, timeline)
         except TableNotFoundError:
             return None
-        others = sorted(built - KEPT_PARTITIONS)
+        building = {p for p in inflight_partitions(table.config) if reader.file_slices(p)}
+        kept = built | building
+        others = sorted(kept - KEPT_PARTITIONS)
         if others:
             raise UnsupportedTableError(
                 f"the writer keeps only {sorted(KEPT_PARTITIONS)} of the metadata table; "
@@ -60,16 +68,22 @@ class WriterMetadata:
             )
         columns: list[str] = []
         version = IndexVersion.V1
-        if COLUMN_STATS in built:
+        if COLUMN_STATS in kept:
             if table.config.is_merge_on_read:
                 raise UnsupportedTableError(
                     "column_stats on a merge-on-read table: the writer does not compute the "
                     "column stats of log files"
                 )
-            schema_json = timeline.latest_schema() or table.config.get("hoodie.table.create.schema")
-            schema = json.loads(schema_json) if schema_json else {}
-            columns, version = column_stats_columns(reader.index_definitions, schema)
-        return cls(frozenset(built), tuple(columns), version)
+            planned = inflight_stats_columns(timeline)
+            if COLUMN_STATS in building and planned.found:
+                columns, version = list(planned.columns), IndexVersion.parse(planned.version)
+            else:
+                schema_json = timeline.latest_schema() or table.config.get(
+                    "hoodie.table.create.schema"
+                )
+                schema = json.loads(schema_json) if schema_json else {}
+                columns, version = column_stats_columns(reader.index_definitions, schema)
+        return cls(frozenset(kept), tuple(columns), version)
 
     def update(
         self,

@@ -42,9 +42,9 @@ from tms.hudi.record_keys import virtual_key_generation
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
-from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
-from tms.hudi.timeline.transitions import new_instant_time, request, transition
+from tms.hudi.timeline.transitions import delete_pending, new_instant_time, request, transition
 from tms.hudi.write import keys
 from tms.hudi.write.handles import (
     WriteOperation,
@@ -111,7 +111,7 @@ class HudiWriter:
                 f"{self.config.table_version}"
             )
         timeline = self.table.timeline()
-        kept = WriterMetadata.of(self.table, timeline)
+        WriterMetadata.of(self.table, timeline)  # refusals before anything is written
         instant_time = new_instant_time(timeline.instants)
         tagged = self._prepare(batch, instant_time, operation)
         # The schema the commit records; a delete records the table's, as Hudi does.
@@ -122,6 +122,7 @@ class HudiWriter:
         )
         action = Action.DELTA_COMMIT if self.config.is_merge_on_read else Action.COMMIT
         requested = request(self.storage, self.config, instant_time, action)
+        kept = self._metadata_kept(requested)
         with heartbeat.Heartbeat(self.storage, instant_time, self.heartbeat_interval):
             inflight = transition(
                 self.storage,
@@ -154,6 +155,17 @@ class HudiWriter:
             transition(self.storage, self.config, inflight, State.COMPLETED, metadata)
             delete_markers(self.storage, instant_time)
         return instant_time
+
+    def _metadata_kept(self, requested: Instant) -> WriterMetadata | None:
+        """The metadata partitions to update, from the table config as it is once the instant
+        is requested: an index build that lists partitions inflight after this waits for the
+        instant; one that listed them before gets this commit's log blocks."""
+        current = HudiTable(self.storage, TableConfig.load(self.storage))
+        try:
+            return WriterMetadata.of(current, current.timeline())
+        except Exception:
+            delete_pending(self.storage, self.config, requested)
+            raise
 
     def _prepare(self, batch: pa.Table, instant_time: str, operation: WriteOperation) -> pa.Table:
         """Meta columns prepended; duplicates within the batch reduced to the latest."""
