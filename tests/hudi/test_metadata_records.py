@@ -137,6 +137,8 @@ def test_secondary_keys_escape_as_hudi_does() -> None:
 def test_routing_uses_java_string_hashes() -> None:
     assert java_string_hash("") == 0
     assert java_string_hash("TXN-001") == hash_java("TXN-001")
+    assert java_string_hash("clé-€") == hash_java("clé-€")  # beyond ASCII: UTF-16 code units
+    assert java_string_hash("\U0001d11e") == 31 * 0xD834 + 0xDD1E  # a surrogate pair: two units
     assert java_string_hash("polygenelubricants") == -(1 << 31)  # Integer.MIN_VALUE
     assert MetadataPartition("record_index").file_group_of("polygenelubricants", 10) == 8
     assert MetadataPartition("secondary_index_x").file_id_prefix == "secondary-index-x-"

@@ -40,6 +40,7 @@ from tms.hudi.hfile.keyvalue import encode_key, key_row, write_vlong
 from tms.hudi.hfile.trailer import Trailer, encode_trailer
 
 _MVCC_ZERO = write_vlong(0)
+_CELL_LENGTHS = struct.Struct(">ii")
 
 
 def _separator_row(left: bytes, right: bytes) -> bytes:
@@ -97,6 +98,7 @@ class HFileWriter:
         self._cells = bytearray()
         self._block_first_key: bytes | None = None
         self._last_key: bytes | None = None
+        self._last_row: bytes | None = None
         self._prev_block_last_key: bytes | None = None
         self._leaf_chunk: list[IndexEntry] = []
         self._leaf_level: list[IndexEntry] = []
@@ -115,18 +117,23 @@ class HFileWriter:
         if self._finished is not None:
             raise HFileError("the HFile is already finished")
         row = key.encode() if isinstance(key, str) else key
-        if self._last_key is not None and row < key_row(self._last_key):
+        last_row = self._last_row
+        if last_row is not None and row < last_row:
             raise HFileError(f"key {row!r} sorts before the previous key; keys must be sorted")
-        same_key = self._last_key is not None and row == key_row(self._last_key)
+        same_key = row == last_row
         if not same_key and len(self._cells) >= self._block_size:
             # HBase starts a block only between distinct keys: a key's cells stay together.
             self._finish_data_block()
         full_key = encode_key(row)
-        self._cells += struct.pack(">ii", len(full_key), len(value))
-        self._cells += full_key + value + _MVCC_ZERO
+        cells = self._cells
+        cells += _CELL_LENGTHS.pack(len(full_key), len(value))
+        cells += full_key
+        cells += value
+        cells += _MVCC_ZERO
         if self._block_first_key is None:
             self._block_first_key = full_key
         self._last_key = full_key
+        self._last_row = row
         self._entry_count += 1
         self._key_bytes += len(full_key)
         self._value_bytes += len(value)

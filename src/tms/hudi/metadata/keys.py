@@ -117,7 +117,11 @@ def escaped_secondary_prefix(key: str) -> str:
 def java_string_hash(value: str) -> int:
     """Java's `String.hashCode` (over UTF-16 code units, 32-bit overflow), signed."""
     h = 0
-    units = value.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(units), 2):
-        h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
+    if value.isascii():  # each character one code unit: its byte (the record index's keys)
+        for unit in value.encode("ascii"):
+            h = (31 * h + unit) & 0xFFFFFFFF
+    else:
+        units = value.encode("utf-16-be", "surrogatepass")
+        for i in range(0, len(units), 2):
+            h = (31 * h + ((units[i] << 8) | units[i + 1])) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h

@@ -12,6 +12,7 @@ won a combine) is `None`.
 from __future__ import annotations
 
 import enum
+import functools
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -126,8 +127,10 @@ class RecordLocation:
         return moment.strftime("%Y%m%d%H%M%S") + f"{self.instant_millis % 1000:03d}"
 
 
+@functools.lru_cache(maxsize=4096)
 def instant_millis(instant_time: str) -> int:
-    """Epoch milliseconds of an instant time, as the record index stores it (ours are UTC)."""
+    """Epoch milliseconds of an instant time, as the record index stores it (ours are UTC).
+    Cached: every key of a file slice asks for the same base instant."""
     moment = datetime.strptime(instant_time[:14], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     return int(moment.timestamp()) * 1000 + int(instant_time[14:17] or 0)
 
@@ -302,16 +305,11 @@ def record_index_record(
             "position": location.position,
         }
     else:
-        if len(location.file_id) == 36:
-            as_uuid, index = uuid.UUID(location.file_id), MISSING_FILE_INDEX
-        else:
-            head, _, tail = location.file_id.rpartition("-")
-            as_uuid, index = uuid.UUID(head), int(tail)
-        high, low = as_uuid.int >> 64, as_uuid.int & (2**64 - 1)
+        high, low, index = _file_id_bits(location.file_id)
         payload = {
             "partitionName": location.partition_path,
-            "fileIdHighBits": high - 2**64 if high >= 2**63 else high,
-            "fileIdLowBits": low - 2**64 if low >= 2**63 else low,
+            "fileIdHighBits": high,
+            "fileIdLowBits": low,
             "fileIndex": index,
             "fileId": "",
             "instantTime": location.instant_millis,
@@ -319,6 +317,20 @@ def record_index_record(
             "position": location.position,
         }
     return _new(record_key, RecordType.RECORD_INDEX, **{RECORD_INDEX_FIELD: payload})
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_id_bits(file_id: str) -> tuple[int, int, int]:
+    """A UUID-shaped file id (with its `-<index>`, or none) as the signed high and low halves
+    and the index the record index stores (`HoodieRecordIndexInfo`); cached, since every key
+    of a file group names the same one."""
+    if len(file_id) == 36:
+        as_uuid, index = uuid.UUID(file_id), MISSING_FILE_INDEX
+    else:
+        head, _, tail = file_id.rpartition("-")
+        as_uuid, index = uuid.UUID(head), int(tail)
+    high, low = as_uuid.int >> 64, as_uuid.int & (2**64 - 1)
+    return (high - 2**64 if high >= 2**63 else high, low - 2**64 if low >= 2**63 else low, index)
 
 
 def stats_record(

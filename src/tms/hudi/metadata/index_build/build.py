@@ -36,7 +36,10 @@ from tms.hudi.metadata.index_build.files import (
 )
 from tms.hudi.metadata.index_build.shuffle import (
     RANGES,
+    KeyBatch,
     by_file_group,
+    cells_of,
+    item_counts,
     ranges_by_partition,
     records_only,
 )
@@ -95,8 +98,11 @@ class _SliceRecords:
 
     def __call__(self, file_slice: FileSlice) -> Iterator[tuple[str, str, Any]]:
         if RECORD_INDEX in self.partitions:
-            for key in self.reading.record_keys(file_slice):
-                yield RECORD_INDEX, key, encoded(location_record(key, file_slice), self.schema)
+            keys = self.reading.record_keys(file_slice)
+            if keys:
+                # A cell's value leaves the key out: every key of the slice has the same one.
+                value = encoded(location_record(keys[0], file_slice), self.schema)
+                yield RECORD_INDEX, "", KeyBatch(keys, value)
         if not {COLUMN_STATS, PARTITION_STATS} & set(self.partitions):
             return
         ranges = self.reading.base_file_ranges(file_slice)
@@ -135,7 +141,7 @@ class _FileGroupTask:
     ) -> Iterator[FileGroupWrite]:
         partition, index = self.layout.locate(number)
         yield write_new_file_group(
-            self.target, partition, index, (cell for _, cell in cells), task_write_token()
+            self.target, partition, index, cells_of(cells), task_write_token()
         )
 
 
@@ -194,8 +200,7 @@ def build_partitions(
     )
     items.persist()
     try:
-        counts = dict(items.map(lambda item: item[0]).countByValue())
-        key_count = int(counts.get(RECORD_INDEX, 0))
+        key_count = item_counts(items).get(RECORD_INDEX, 0)
         layout = FileGroupLayout(
             tuple((p, file_group_count(p, key_count)) for p in spec.partitions)
         )

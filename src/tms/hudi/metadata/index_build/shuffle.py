@@ -1,27 +1,81 @@
 """The Spark plumbing both index stages share: gathering base file ranges per data partition,
 and shuffling `(metadata partition, key, value)` items so that Spark partition n holds the
-cells of file group n (numbered end to end by a `FileGroupLayout`), one task per file group."""
+cells of file group n (numbered end to end by a `FileGroupLayout`), one task per file group.
+
+A slice's record index entries share one cell value (the key is the cell's row, not part of
+the value), so they travel as one `KeyBatch` per slice and per file group, not as an item per
+key: the shuffle then moves lists of keys, which costs a fraction of a tuple per key."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from tms.hudi.metadata.column_stats import ColumnRange
 from tms.hudi.metadata.index_build.files import FileGroupLayout
 
-__all__ = ["RANGES", "by_file_group", "ranges_by_partition", "records_only"]
+__all__ = [
+    "RANGES",
+    "KeyBatch",
+    "by_file_group",
+    "cells_of",
+    "item_counts",
+    "ranges_by_partition",
+    "records_only",
+]
 
 RANGES = "ranges"
 """Stage one's items carrying a base file's ranges: (RANGES, data partition, ranges)."""
 
 
 @dataclass(frozen=True)
+class KeyBatch:
+    """Keys of one metadata partition whose cells hold the same value."""
+
+    keys: list[str]
+    value: bytes
+
+
+@dataclass(frozen=True)
 class _Router:
     layout: FileGroupLayout
 
-    def __call__(self, item: tuple[str, str, Any]) -> tuple[int, tuple[str, Any]]:
-        return self.layout.route(item[0], item[1]), (item[1], item[2])
+    def __call__(self, item: tuple[str, str, Any]) -> Iterator[tuple[int, tuple[str, Any]]]:
+        partition, key, value = item
+        if not isinstance(value, KeyBatch):
+            yield self.layout.route(partition, key), (key, value)
+            return
+        buckets: dict[int, list[str]] = defaultdict(list)
+        for one in value.keys:
+            buckets[self.layout.route(partition, one)].append(one)
+        for number, keys in buckets.items():
+            yield number, ("", KeyBatch(keys, value.value))
+
+
+def _count(item: tuple[str, str, Any]) -> tuple[str, int]:
+    value = item[2]
+    return item[0], len(value.keys) if isinstance(value, KeyBatch) else 1
+
+
+def _add(left: int, right: int) -> int:
+    return left + right
+
+
+def item_counts(items: Any) -> dict[str, int]:
+    """Records per kind of stage one's items (a batch counts its keys)."""
+    return dict(items.map(_count).reduceByKey(_add).collectAsMap())
+
+
+def cells_of(routed: Iterable[tuple[int, tuple[str, Any]]]) -> Iterator[tuple[str, Any]]:
+    """A file group's (key, value) cells, batches expanded."""
+    for _, (key, value) in routed:
+        if isinstance(value, KeyBatch):
+            for one in value.keys:
+                yield one, value.value
+        else:
+            yield key, value
 
 
 def _same(number: int) -> int:
@@ -56,4 +110,4 @@ def ranges_by_partition(items: Any) -> Any:
 
 def by_file_group(records: Any, layout: FileGroupLayout) -> Any:
     """Records shuffled to their file group: Spark partition n holds `(n, (key, value))`."""
-    return records.map(_Router(layout)).partitionBy(layout.total, _same)
+    return records.flatMap(_Router(layout)).partitionBy(layout.total, _same)
