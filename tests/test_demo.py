@@ -11,6 +11,8 @@ from typer.testing import CliRunner
 
 from tms.cli import app
 from tms.demo import DemoWriter, callback_payload, data_files
+from tms.hudi.metadata.reader import MetadataTableReader
+from tms.hudi.storage import Storage
 from tms.verify import oracle_snapshot
 
 
@@ -65,7 +67,8 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path: Path) -> None:
     assert out.count("oracle (hudi-rs) after") == 1
 
     summary = out[out.index("\nSummary\n") :]
-    assert "table version 9" in summary  # the demo's default: Hudi 1.1's table version
+    # the demo's defaults: Hudi 1.1's table version, with a metadata table as Hudi's writers
+    assert "table version 9, with a metadata table" in summary
     assert "commits:       3 delta commits, each with a callback" in summary
     ops = re.findall(r"^\s+(\d+)\s+(\w+)\s+(\d{17})\s+(\w+)\s+(\d+)\s+([\d.]+)s\s+(\d+)\s+(\d+)$",
                      summary, re.MULTILINE)  # fmt: skip
@@ -78,6 +81,10 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path: Path) -> None:
     before, after = map(int, re.findall(r"data files:\s+(\d+) before .*?, (\d+) after", summary)[0])
     assert after == data_files(str(base)) and after < before
     assert "392 rows, 1 check: reads the same before and after every table service" in summary
+    # the services kept the metadata table: its delta commits of the compaction and the clean
+    reader = MetadataTableReader.open(Storage(str(base)))
+    assert {compaction[2], clean[2]} <= {i.requested_time for i in reader.timeline.completed()}
+    assert sum(len(files) for files in reader.all_files().values()) == after
 
     snapshot = oracle_snapshot(str(base))
     assert snapshot.num_rows == 392  # 400 inserted, 8 deleted by the last commit

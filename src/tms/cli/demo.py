@@ -33,6 +33,13 @@ def demo(
             max=9,
         ),
     ] = 9,
+    metadata_table: Annotated[
+        bool,
+        typer.Option(
+            help="Give the table a metadata table (files, record_index), as Hudi writers do by "
+            "default; versions 8 and 9 only (version 6 tables are made without one).",
+        ),
+    ] = True,
 ) -> None:
     """Run tms with a Hudi writer: commits with callbacks, compaction and clean on Spark."""
     from tms.demo import DemoOptions, run_demo
@@ -46,13 +53,16 @@ def demo(
         rounds=rounds,
         master=master,
         table_version=table_version,
+        metadata_table=metadata_table,
     )
     report = run_demo(options, typer.echo)
 
     typer.echo("")
     typer.echo("Summary")
     typer.echo(
-        f"  table:         {report.base_path} (merge-on-read, table version {table_version})"
+        f"  table:         {report.base_path} (merge-on-read, table version {table_version}, "
+        + ("with" if metadata_table and table_version >= 8 else "without")
+        + " a metadata table)"
     )
     typer.echo(f"  commits:       {len(report.commits)} delta commits, each with a callback")
     if report.operations:

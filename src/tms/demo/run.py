@@ -50,6 +50,9 @@ class DemoOptions:
     commits_per_compaction: int = 3
     master: str = "local[*]"
     table_version: int = 9
+    metadata_table: bool = True
+    """A metadata table (`files`, `record_index`), as Hudi writers enable by default; only
+    on versions 8 and 9."""
     wait_seconds: float = 600.0
     poll_seconds: float = 0.5
 
@@ -158,7 +161,13 @@ def _run(
     started: float,
 ) -> None:
     total = options.rounds * options.commits_per_compaction
-    writer = DemoWriter(base_path, options.rows, total, options.table_version)
+    writer = DemoWriter(
+        base_path,
+        options.rows,
+        total,
+        options.table_version,
+        metadata_table=options.metadata_table and options.table_version >= 8,
+    )
     watcher = Watcher(client, echo, started, options.poll_seconds)
     oracle = _Oracle(base_path, report)
     policy = demo_policy(options)

@@ -31,6 +31,10 @@ def trips(ids: list[int], ts: int, rng: random.Random) -> pa.Table:
     )
 
 
+METADATA_PARTITIONS = ("files", "record_index")
+"""The demo table's metadata table, when it has one: what the writer keeps on merge-on-read."""
+
+
 def data_files(base_path: str) -> int:
     return sum(
         1
@@ -67,7 +71,12 @@ class DemoWriter:
     """An insert, then upserts of a tenth of the trips, and a delete in the last commit."""
 
     def __init__(
-        self, base_path: str, rows: int, total_commits: int, table_version: int = 6
+        self,
+        base_path: str,
+        rows: int,
+        total_commits: int,
+        table_version: int = 6,
+        metadata_table: bool = False,
     ) -> None:
         shutil.rmtree(base_path, ignore_errors=True)
         table = create_table(
@@ -77,6 +86,7 @@ class DemoWriter:
             ordering_field="ts",
             partition_fields=["city"],
             table_version=table_version,
+            metadata_partitions=METADATA_PARTITIONS if metadata_table else (),
         )
         self.writer = HudiWriter(table, max_file_rows=max(rows // 16, 100))
         self.rows = rows
