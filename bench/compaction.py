@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +26,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import machine
 from tms.hudi.table import HudiTable
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
@@ -167,7 +171,7 @@ def main() -> None:
             ),
         }
     figures = {
-        "machine": f"{platform.node()} {platform.machine()} {platform.processor() or ''}".strip(),
+        "machine": machine(),
         "master": args.master,
         "rows": args.rows,
         "updated_rows": int(builds[tables[0][0]]["updated_rows"]),

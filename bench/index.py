@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +25,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import machine
 from tms.hudi.table import HudiTable
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
@@ -109,7 +113,7 @@ def main() -> None:
     seconds, result = build_index(spark, base)
     ours = args.rows / seconds
     figures = {
-        "machine": f"{platform.node()} {platform.machine()} {platform.processor() or ''}".strip(),
+        "machine": machine(),
         "master": args.master,
         "rows": args.rows,
         "table_build_seconds": round(build_seconds, 1),
