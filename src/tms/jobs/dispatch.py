@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from tms.hudi.actions import TABLE_SERVICE_ACTIONS
+from tms.hudi.actions import INDEXING, TABLE_SERVICE_ACTIONS
 from tms.services.params import BadJobInput, schedule_kwargs
 
 if TYPE_CHECKING:
@@ -27,9 +27,6 @@ __all__ = [
 ]
 
 ACTIONS = TABLE_SERVICE_ACTIONS
-
-INDEXING = "indexing"
-"""The index service's action (`tms.services.index`)."""
 
 HOLD_STAGES = frozenset({"catch-up", "complete"})
 """Stages a cancel request no longer stops, once a service enters one: an index build's

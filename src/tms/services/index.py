@@ -49,6 +49,7 @@ from tms.hudi.metadata.indexing import (
 )
 from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
 from tms.hudi.metadata.reader import metadata_storage
+from tms.hudi.metadata.valid_instants import rolled_back_instants
 from tms.hudi.properties import TableConfig
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
@@ -235,7 +236,7 @@ def _catch_up(
     if not completed:
         return up_to
     until = completed[-1].requested_time
-    logged = _logged_by_writers(table, spec.partitions)
+    logged = _logged_by_writers(table, spec.partitions, up_to)
     instants = [i for i in completed if i.requested_time not in logged]
     if not instants:
         return until
@@ -253,7 +254,7 @@ def _catch_up(
     return until
 
 
-def _logged_by_writers(table: HudiTable, partitions: Sequence[str]) -> set[str]:
+def _logged_by_writers(table: HudiTable, partitions: Sequence[str], up_to: str) -> set[str]:
     """Instants whose writer logged to the new partitions itself (its metadata delta commit
     wrote files there): applying them again would count column stats twice, since Hudi
     merges two stats of one file by adding their counts."""
@@ -262,7 +263,8 @@ def _logged_by_writers(table: HudiTable, partitions: Sequence[str]) -> set[str]:
     return {
         i.requested_time
         for i in md_timeline.completed((Action.DELTA_COMMIT,))
-        if any(p in partitions for p, _ in md_timeline.commit_metadata(i).iter_write_stats())
+        if i.requested_time > up_to  # only instants after `U` are caught up
+        and any(p in partitions for p, _ in md_timeline.commit_metadata(i).iter_write_stats())
     }
 
 
@@ -292,19 +294,10 @@ def _refuse_undone(timeline: Timeline, up_to: str, completed: set[str]) -> None:
             raise IndexAbortedError(
                 f"restore {undo.requested_time} ran during the index build; it is aborted"
             )
-        targets = _rolled_back(timeline, undo)
+        targets = rolled_back_instants(timeline, undo)
         done = sorted(t for t in targets if t <= up_to or t in completed)
         if done:
             raise IndexAbortedError(
                 f"rollback {undo.requested_time} undid completed instant(s) {', '.join(done)} "
                 "during the index build; it is aborted"
             )
-
-
-def _rolled_back(timeline: Timeline, rollback: Instant) -> set[str]:
-    metadata = timeline.avro_details(rollback, State.COMPLETED) or {}
-    if metadata.get("commitsRollback"):
-        return set(metadata["commitsRollback"])
-    plan = timeline.avro_details(rollback, State.REQUESTED) or {}
-    target = plan.get("instantToRollback") or {}
-    return {target["commitTime"]} if target.get("commitTime") else set()

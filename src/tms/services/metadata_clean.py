@@ -17,6 +17,7 @@ from typing import Any
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.metadata.reader import metadata_storage
+from tms.hudi.metadata.schema import FIRST_1X_TABLE_VERSION
 from tms.hudi.properties import TableConfig
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import Timeline
@@ -28,7 +29,6 @@ __all__ = ["METADATA_CLEANER_COMMITS_RETAINED", "MetadataTable", "clean_metadata
 
 METADATA_CLEANER_COMMITS_RETAINED = 20
 """Hudi's `DEFAULT_METADATA_CLEANER_COMMITS_RETAINED`."""
-FIRST_1X_TABLE_VERSION = 8
 
 
 class MetadataTable(HudiTable):

@@ -20,7 +20,7 @@ from typing import Any
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 
-__all__ = ["BOOTSTRAP_PREFIX", "valid_instant_times"]
+__all__ = ["BOOTSTRAP_PREFIX", "rolled_back_instants", "valid_instant_times"]
 
 BOOTSTRAP_PREFIX = "00000000000000"
 """`SOLO_COMMIT_TIMESTAMP`: the metadata table's initialising delta commits start with it."""
@@ -38,7 +38,7 @@ def valid_instant_times(data: Timeline, metadata: Timeline) -> set[str]:
     earliest = min(valid) if valid else BOOTSTRAP_PREFIX
     for undo in data.completed(_UNDO_ACTIONS):
         if undo.requested_time > earliest:
-            valid |= _rolled_back(data, undo)
+            valid |= rolled_back_instants(data, undo)
     valid |= {i.requested_time for i in metadata.completed(_UNDO_ACTIONS)}
     valid |= {
         i.requested_time
@@ -48,7 +48,7 @@ def valid_instant_times(data: Timeline, metadata: Timeline) -> set[str]:
     return valid
 
 
-def _rolled_back(timeline: Timeline, undo: Instant) -> set[str]:
+def rolled_back_instants(timeline: Timeline, undo: Instant) -> set[str]:
     """Instants a rollback (its metadata, else its plan) or a restore rolled back."""
     metadata: dict[str, Any] | None = timeline.avro_details(undo, State.COMPLETED)
     if undo.action is Action.ROLLBACK:
