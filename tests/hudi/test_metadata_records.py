@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from tests.hudi.test_fixture_views import unzip_fixture
 
-from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.metadata.keys import (
     java_string_hash,
     partition_identifier,
@@ -30,6 +29,7 @@ from tms.hudi.metadata.records import (
     secondary_index_record,
 )
 from tms.hudi.metadata.schema import (
+    METADATA_RECORD_0X,
     METADATA_RECORD_1X,
     decode_record,
     encode_record,
@@ -166,11 +166,11 @@ def test_hash_ids_and_java_map_order() -> None:
     ]
 
 
-def test_writers_of_tables_before_1x_need_the_schema_their_files_carry() -> None:
+def test_writers_of_tables_before_1x_follow_the_schema_their_files_carry() -> None:
     assert writer_schema(9, None) == METADATA_RECORD_1X
     assert writer_schema(6, "{}") == "{}"
-    with pytest.raises(UnsupportedTableError, match="table version 6"):
-        writer_schema(6, None)
+    # a metadata table created on version 6: Hudi 1.x's schema without what 1.x added
+    assert writer_schema(6, None) == METADATA_RECORD_0X
 
 
 def test_reading_one_partition_never_touches_the_others(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from tms.hudi.timeline.instant import Action
 pytestmark = [pytest.mark.spark]
 
 
-@pytest.mark.parametrize("version", [8, 9])
+@pytest.mark.parametrize("version", [6, 8, 9])
 def test_compaction_of_a_table_the_writer_keeps_a_metadata_table_for(
     tmp_path: Path, version: int
 ) -> None:

@@ -37,7 +37,7 @@ def demo(
         bool,
         typer.Option(
             help="Give the table a metadata table (files, record_index), as Hudi writers do by "
-            "default; versions 8 and 9 only (version 6 tables are made without one).",
+            "default.",
         ),
     ] = True,
 ) -> None:
@@ -61,7 +61,7 @@ def demo(
     typer.echo("Summary")
     typer.echo(
         f"  table:         {report.base_path} (merge-on-read, table version {table_version}, "
-        + ("with" if metadata_table and table_version >= 8 else "without")
+        + ("with" if metadata_table else "without")
         + " a metadata table)"
     )
     typer.echo(f"  commits:       {len(report.commits)} delta commits, each with a callback")

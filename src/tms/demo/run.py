@@ -166,7 +166,7 @@ def _run(
         options.rows,
         total,
         options.table_version,
-        metadata_table=options.metadata_table and options.table_version >= 8,
+        metadata_table=options.metadata_table,
     )
     watcher = Watcher(client, echo, started, options.poll_seconds)
     oracle = _Oracle(base_path, report)

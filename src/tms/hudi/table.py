@@ -20,7 +20,7 @@ from tms.hudi.metadata.partitions import (
     PartitionKind,
 )
 from tms.hudi.metadata.reader import METADATA_FOLDER, metadata_storage
-from tms.hudi.metadata.schema import FIRST_1X_TABLE_VERSION
+from tms.hudi.metadata.schema import layout_mismatch
 from tms.hudi.properties import (
     BOOTSTRAP_BASE_PATH,
     METADATA_PARTITIONS_INFLIGHT,
@@ -132,12 +132,6 @@ class HudiTable:
                 f"({METADATA_PARTITIONS_INFLIGHT}); table services wait until the build "
                 "completes or is aborted"
             )
-        if config.table_version < FIRST_1X_TABLE_VERSION:
-            reasons.append(
-                f"the table has a metadata table and table version {config.table_version}: "
-                "keeping a Hudi 0.x metadata table (log blocks appended to each slice's log "
-                "file) is not done yet"
-            )
         for partition in built:
             try:
                 kind = MetadataPartition(partition).kind
@@ -160,8 +154,9 @@ class HudiTable:
         record_index = definitions.get(RECORD_INDEX)
         if record_index is not None and record_index.is_partitioned:
             reasons.append("a partitioned record index is not kept by the services")
-        if built and metadata_config.timeline_layout_version < 2:
-            reasons.append("the metadata table's timeline is not layout 2")
+        mismatch = layout_mismatch(config.table_version, metadata_config.timeline_layout_version)
+        if built and mismatch:
+            reasons.append(mismatch)
         return reasons
 
     @staticmethod

@@ -17,7 +17,7 @@ from typing import Any
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.metadata.reader import metadata_storage
-from tms.hudi.metadata.schema import FIRST_1X_TABLE_VERSION
+from tms.hudi.metadata.schema import layout_mismatch
 from tms.hudi.properties import TableConfig
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import Timeline
@@ -42,14 +42,10 @@ class MetadataTable(HudiTable):
 
     def ensure_supported(self, timeline: Timeline | None = None) -> None:
         """What the clean needs of a metadata table: a timeline it reads file slices from."""
-        reasons: list[str] = []
-        if self.config.table_version < FIRST_1X_TABLE_VERSION:
-            reasons.append(f"table version {self.config.table_version} (0.x metadata layout)")
-        if self.config.timeline_layout_version < 2:
-            reasons.append("its timeline is not layout 2")
-        if reasons:
+        mismatch = layout_mismatch(self.config.table_version, self.config.timeline_layout_version)
+        if mismatch:
             raise UnsupportedTableError(
-                f"cannot clean the metadata table {self.base_path}: " + "; ".join(reasons)
+                f"cannot clean the metadata table {self.base_path}: {mismatch}"
             )
 
 

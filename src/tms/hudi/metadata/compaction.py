@@ -10,6 +10,11 @@ completed that instant, nothing is scheduled. The plan (`HoodieCompactionPlan` v
 slice with the log files whose delta commit completed before the compaction instant
 (`BaseHoodieCompactionPlanGenerator`); slices without such log files are left alone.
 
+Table version 6 (timeline layout 1) follows Hudi 0.14/0.15 instead: the instant is the latest
+completed delta commit followed by `001`, the plan takes each latest slice whole (its log files
+are named by its base instant), and it is planned only while no data table instant and no
+metadata delta commit is pending (see `_writers_active`).
+
 Executing merges each slice as the metadata reader does (`slice_reader`: rollback blocks,
 delete blocks, `records.combine`, only blocks of valid instants before the compaction) into one
 HFile base file `<fileId>_<writeToken>_<instant>.hfile`: cells sorted by key, the record's
@@ -49,13 +54,21 @@ from tms.hudi.hfile import Compression, HFileWriter
 from tms.hudi.hfile.format import FileInfoKey
 from tms.hudi.metadata.partitions import MetadataPartition, file_group_index
 from tms.hudi.metadata.reader import MetadataTableReader
-from tms.hudi.metadata.schema import FIRST_1X_TABLE_VERSION, encode_record, writer_schema
+from tms.hudi.metadata.schema import (
+    FIRST_1X_TABLE_VERSION,
+    encode_record,
+    layout_mismatch,
+    writer_schema,
+)
 from tms.hudi.metadata.slice_reader import SCHEMA_INFO_KEY, read_slice
+from tms.hudi.metadata.valid_instants import BOOTSTRAP_PREFIX
 from tms.hudi.metadata.writer import KV_COMPARATOR, record_schema_without_meta_fields
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.rollback_instant import RollbackInstant
+from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import (
+    delete_pending,
     new_instant_time,
     request,
     revert_to_requested,
@@ -105,9 +118,20 @@ def minus_millis(instant_time: str, millis: int) -> str:
     return moment.strftime(_TIME_FORMAT) + f"{moment.microsecond // 1000:03d}"
 
 
+COMPACTION_SUFFIX = "001"
+"""Hudi 0.x's `createCompactionTimestamp` suffix (table version 6)."""
+
+
 def compaction_instant_time(reader: MetadataTableReader) -> str:
     """The earliest data table instant pending there but completed on the metadata table,
-    minus 1 ms (so it stays rollback-able after the compaction); else a new instant time."""
+    minus 1 ms (so it stays rollback-able after the compaction); else a new instant time.
+
+    On table version 6: the latest completed delta commit followed by `001`, as Hudi 0.x
+    names it, so every later delta commit sorts after the compaction."""
+    if reader.data_config.table_version < FIRST_1X_TABLE_VERSION:
+        delta_commits = reader.timeline.completed((Action.DELTA_COMMIT,))
+        latest = max((i.requested_time for i in delta_commits), default=BOOTSTRAP_PREFIX)
+        return latest + COMPACTION_SUFFIX
     completed = {i.requested_time for i in reader.timeline.completed()}
     for instant in reader.data_timeline.instants:
         if instant.is_pending and instant.requested_time in completed:
@@ -117,11 +141,11 @@ def compaction_instant_time(reader: MetadataTableReader) -> str:
 
 def _scheduling_refusals(reader: MetadataTableReader) -> list[str]:
     reasons: list[str] = []
-    version = reader.data_config.table_version
-    if version < FIRST_1X_TABLE_VERSION:
-        reasons.append(f"table version {version}: only Hudi 1.x metadata tables are compacted")
-    if reader.config.timeline_layout_version < 2:
-        reasons.append("the metadata table's timeline is not layout 2")
+    mismatch = layout_mismatch(
+        reader.data_config.table_version, reader.config.timeline_layout_version
+    )
+    if mismatch:
+        reasons.append(mismatch)
     busy = reader.timeline.pending((Action.COMPACTION, Action.LOG_COMPACTION))
     if busy:
         reasons.append(f"a metadata compaction is pending: {busy[0].requested_time}")
@@ -138,9 +162,30 @@ def _completed_before(reader: MetadataTableReader, instant_time: str) -> Callabl
     return done
 
 
+def _any_log(_: str) -> bool:
+    return True
+
+
+def _writers_active(reader: MetadataTableReader) -> bool:
+    """Table version 6: whether a data table instant or a metadata delta commit is pending.
+
+    Layout 1 names a log file by its slice's base instant, so a writer that looked at the
+    metadata table before the plan existed appends to the slice being compacted, and its
+    blocks (later than the compaction) would be lost with that slice. Hudi 0.x runs this
+    compaction inside the writer, under the table lock; outside the writer it is planned only
+    while no writer is active, and the plan is withdrawn when one started meanwhile."""
+    data = Timeline.load(reader.data_storage, reader.data_config)
+    metadata = Timeline.load(reader.storage, reader.config)
+    return bool(
+        [i for i in data.instants if i.is_pending] or metadata.pending((Action.DELTA_COMMIT,))
+    )
+
+
 def _operations(reader: MetadataTableReader, instant_time: str) -> list[CompactionOperation]:
     view = FileSystemView.build(reader.storage, reader.timeline, partitions=reader.partitions)
     done = _completed_before(reader, instant_time)
+    if reader.data_config.table_version < FIRST_1X_TABLE_VERSION:
+        done = _any_log  # layout 1: the whole latest slice (no writer is active)
     operations: list[CompactionOperation] = []
     for partition in reader.partitions:
         owner = MetadataPartition(partition)
@@ -178,6 +223,9 @@ def schedule_metadata_compaction(
     instant_time = compaction_instant_time(reader)
     if reader.timeline.get(instant_time) is not None:
         return None
+    version_6 = reader.data_config.table_version < FIRST_1X_TABLE_VERSION
+    if version_6 and _writers_active(reader):
+        return None
     operations = _operations(reader, instant_time)
     if not operations:
         return None
@@ -190,7 +238,10 @@ def schedule_metadata_compaction(
         "missingSchedulePartitions": [],
     }
     content = avro_codec.encode("HoodieCompactionPlan", plan)
-    request(reader.storage, reader.config, instant_time, Action.COMPACTION, content)
+    requested = request(reader.storage, reader.config, instant_time, Action.COMPACTION, content)
+    if version_6 and _writers_active(reader):
+        delete_pending(reader.storage, reader.config, requested)
+        return None
     return instant_time
 
 
@@ -346,7 +397,7 @@ def execute_metadata_compaction(
         instant = Instant(instant_time, instant.action, State.REQUESTED)
     plan = reader.timeline.compaction_plan(instant)
     operations = [_operation_from_avro(op) for op in plan.get("operations") or []]
-    schema = writer_schema(reader.data_config.table_version, None)
+    schema = writer_schema(reader.data_config.table_version, reader.written_schema)
     storage, config = reader.storage, reader.config
     inflight = transition(storage, config, instant, State.INFLIGHT)
     valid = frozenset(reader.valid_instants)

@@ -37,7 +37,7 @@ from tms.hudi.metadata.partitions import (
     file_group_index,
 )
 from tms.hudi.metadata.records import ColumnStats, MetadataRecord, RecordLocation
-from tms.hudi.metadata.slice_reader import read_slice
+from tms.hudi.metadata.slice_reader import read_slice, slice_schema
 from tms.hudi.metadata.valid_instants import valid_instant_times
 from tms.hudi.properties import PROPERTIES_PATH, TableConfig
 from tms.hudi.storage import Storage
@@ -108,6 +108,17 @@ class MetadataTableReader:
         return archived or self.timeline.is_completed(instant)
 
     @cached_property
+    def written_schema(self) -> str | None:
+        """The record schema the metadata table's files carry (a base file's, else a log
+        block's): what a version 6 table's own Hudi writes, so new records follow it."""
+        for partition in self.partitions:
+            for file_slice in self.file_slices(partition):
+                found = slice_schema(self.storage, file_slice)
+                if found:
+                    return found
+        return None
+
+    @cached_property
     def index_definitions(self) -> dict[str, IndexDefinition]:
         return read_index_definitions(self.data_storage, self.data_config)
 
@@ -117,6 +128,13 @@ class MetadataTableReader:
         owner = MetadataPartition(partition)
         slices = [s for s in view.latest_merged_file_slices(partition) if owner.owns(s.file_id)]
         return sorted(slices, key=lambda s: file_group_index(s.file_id))
+
+    def writer_file_slices(self, partition: str) -> dict[str, FileSlice]:
+        """File id → the slice a new log file of one metadata partition goes into: the new
+        slice of a pending compaction where there is one (as Hudi's writers do)."""
+        view = FileSystemView.build(self.storage, self.timeline, partitions=[partition])
+        owner = MetadataPartition(partition)
+        return {s.file_id: s for s in view.latest_file_slices(partition) if owner.owns(s.file_id)}
 
     def file_group_count(self, partition: str) -> int:
         return len(self.file_slices(partition))

@@ -1,11 +1,14 @@
 """Rolling back a metadata table delta commit whose data table instant did not commit.
 
-Hudi 1.x names a metadata log file by the delta commit that wrote it, so undoing a delta commit
-deletes its log files (0.x appends a rollback command block instead, a layout we do not
-write). The rollback is an instant of the metadata table's own timeline: a rollback plan
+Undoing a delta commit deletes the log files it wrote. Hudi 1.x names a metadata log file by
+the delta commit that wrote it; on table version 6 (layout 1) a delta commit always writes new
+log file versions, so deleting them leaves the slice as it was (Hudi 0.x, which may append to a
+log file, writes a rollback command block instead; readers treat both alike).
+
+The rollback is an instant of the metadata table's own timeline: a rollback plan
 (requested), inflight, then completed with the rollback metadata; the rolled-back instant's
 files leave the timeline. What to delete: the log files the commit metadata lists (completed),
-the markers (a crash while writing), and any log file named by the instant.
+the markers (a crash while writing), and, in layout 2, any log file named by the instant.
 
 Refused before anything is written: an instant the metadata table does not have, a data table
 instant that completed (its metadata must stay), and a delta commit that a later compaction of
@@ -23,6 +26,7 @@ from tms.hudi.files.names import LogFileName
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.transitions import delete_pending, instant_file, new_instant_time
 
@@ -48,6 +52,8 @@ def _files_of(reader: MetadataTableReader, instant: Instant) -> dict[str, list[s
                 found[partition].add(path)
     for marker in list_markers(storage, instant.requested_time):
         found[marker.partition_path].add(marker.data_file_path)
+    if not TimelineLayout.of(reader.config).names_completion_time:
+        return {partition: sorted(paths) for partition, paths in sorted(found.items())}
     folders = [e.path for e in storage.list_dir("") if e.is_dir and not e.name.startswith(".")]
     for partition in folders:
         for entry in storage.list_dir(partition):

@@ -12,7 +12,8 @@ What Hudi 0.14/0.15 (table version 6) write differs: no `SecondaryIndexMetadata`
 `LocalDateWrapper`/`ArrayWrapper` min/max branches. Readers need none of this: they decode with
 the schema the file carries. A writer must write what the table's Hudi version reads, so for
 table versions before 8 it takes the schema from the table's own metadata files
-(`writer_schema`), never ours.
+(`writer_schema`); a metadata table it creates on version 6 gets `METADATA_RECORD_0X`, ours
+without what Hudi 1.x added.
 
 Values are decoded "raw": logical types are not applied (a decimal stays its bytes, a time its
 long) and a union of records gives back `(record name, record)`, so decoding and encoding again
@@ -29,19 +30,31 @@ from typing import Any
 
 import fastavro
 
-from tms.hudi.errors import UnsupportedTableError
-
 __all__ = [
     "FIRST_1X_TABLE_VERSION",
+    "METADATA_RECORD_0X",
     "METADATA_RECORD_1X",
     "decode_record",
     "encode_record",
+    "layout_mismatch",
     "parsed_schema",
     "writer_schema",
 ]
 
 FIRST_1X_TABLE_VERSION = 8
 """Table versions from here on are written by Hudi 1.x, whose schema we ship."""
+
+
+def layout_mismatch(table_version: int, metadata_layout_version: int) -> str | None:
+    """Why a metadata table's timeline layout does not fit the table version (version 6 keeps
+    layout 1, versions 8 and 9 layout 2); None when it fits."""
+    expected = 2 if table_version >= FIRST_1X_TABLE_VERSION else 1
+    if metadata_layout_version == expected:
+        return None
+    return (
+        f"the metadata table's timeline is layout {metadata_layout_version}, not layout "
+        f"{expected} of table version {table_version}"
+    )
 
 
 @functools.cache
@@ -52,6 +65,41 @@ def _shipped() -> str:
 
 METADATA_RECORD_1X: str = _shipped()
 """`HoodieMetadataRecord` with meta fields, as Hudi 1.x writes it into files (JSON text)."""
+
+
+_ADDED_IN_1X = {
+    "HoodieMetadataRecord": {"SecondaryIndexMetadata"},
+    "HoodieRecordIndexInfo": {"position"},
+    "HoodieMetadataColumnStats": {"isTightBound", "valueType"},
+}
+"""Fields Hudi 1.x added to records Hudi 0.14/0.15 (table version 6) already had."""
+_BRANCHES_ADDED_IN_1X = {"LocalDateWrapper", "ArrayWrapper"}
+"""Column stats value wrappers Hudi 1.x added to the min/max unions."""
+
+
+def _added_in_1x(branch: Any) -> bool:
+    name = branch.get("name") if isinstance(branch, dict) else branch
+    return isinstance(name, str) and name.rsplit(".", 1)[-1] in _BRANCHES_ADDED_IN_1X
+
+
+def _without_1x_additions(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_without_1x_additions(b) for b in node if not _added_in_1x(b)]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _without_1x_additions(value) for key, value in node.items()}
+    dropped = _ADDED_IN_1X.get(str(node.get("name")), set())
+    if node.get("type") == "record" and dropped:
+        out["fields"] = [f for f in out["fields"] if f["name"] not in dropped]
+    return out
+
+
+METADATA_RECORD_0X: str = json.dumps(
+    _without_1x_additions(json.loads(METADATA_RECORD_1X)), separators=(",", ":")
+)
+"""`HoodieMetadataRecord` as table version 6 reads it: ours without the fields and union
+branches Hudi 1.x added (for a metadata table created on version 6; an existing one's files
+carry their own schema)."""
 
 
 def _raw(node: Any) -> Any:
@@ -97,12 +145,7 @@ def schema_fields(schema_text: str) -> frozenset[str]:
 
 def writer_schema(table_version: int, found: str | None) -> str:
     """The schema to write new records with: ours for 1.x tables, else the one the table's
-    metadata files already carry (`found`); without one, refuse before anything is written."""
+    metadata files already carry (`found`), else `METADATA_RECORD_0X`."""
     if table_version >= FIRST_1X_TABLE_VERSION:
         return METADATA_RECORD_1X
-    if found:
-        return found
-    raise UnsupportedTableError(
-        f"table version {table_version}: no metadata file carries the writer schema of its "
-        "Hudi version, and ours is Hudi 1.x's"
-    )
+    return found or METADATA_RECORD_0X

@@ -22,7 +22,7 @@ from tms.hudi.metadata.records import MetadataRecord, combine
 from tms.hudi.metadata.schema import decode_record
 from tms.hudi.storage import Storage
 
-__all__ = ["SliceRecords", "hfile_records", "read_slice", "slice_blocks"]
+__all__ = ["SliceRecords", "hfile_records", "read_slice", "slice_blocks", "slice_schema"]
 
 SCHEMA_INFO_KEY = b"schema"
 """File info key of the writer schema in a metadata HFile (base file or data block)."""
@@ -65,6 +65,20 @@ def hfile_records(
         cells = ((k.encode(), v) for k in sorted(keys) for v in reader.get_all(k))
     for cell, value in cells:
         yield MetadataRecord(cell.decode("utf-8"), decode_record(value, text))
+
+
+def slice_schema(storage: Storage, file_slice: FileSlice) -> str | None:
+    """The writer schema the slice's base file carries, else its first data block's."""
+    if file_slice.base_file is not None:
+        schema = HFileReader(storage.read_bytes(file_slice.base_file.path)).file_info.get(
+            SCHEMA_INFO_KEY
+        )
+        if schema:
+            return schema.decode("utf-8")
+    for block in slice_blocks(storage, file_slice):
+        if block.block_type is BlockType.HFILE_DATA and block.header.get(HeaderKey.SCHEMA):
+            return block.header[HeaderKey.SCHEMA]
+    return None
 
 
 def slice_blocks(storage: Storage, file_slice: FileSlice) -> list[LogBlock]:

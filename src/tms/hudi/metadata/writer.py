@@ -1,19 +1,23 @@
 """Applying records to the metadata table as one delta commit, as Hudi 1.x does before it
 commits the data table instant of the same time.
 
-The delta commit moves requested → inflight → completed on the metadata table's timeline
-(layout 2, named by its completion time). Each file group a record routes to gets one new log
-file named by the delta commit (`.<fileId>_<instant>.log.1_<token>`, Hudi 1.x's naming), with a
-marker written first; it holds one HFile data block of the file group's records, cells sorted
-by key, and a delete block when keys are deleted. The completed instant carries Avro commit
-metadata with one delta write stat per log file, operation `UPSERT_PREPPED` and the record
-schema, as Hudi writes them.
+The delta commit moves requested → inflight → completed on the metadata table's timeline.
+Each file group a record routes to gets one new log file, with a marker written first; it holds
+one HFile data block of the file group's records, cells sorted by key, and a delete block when
+keys are deleted. The completed instant carries commit metadata with one delta write stat per
+log file, operation `UPSERT_PREPPED` and the record schema, as Hudi writes them.
 
-Refused before anything is written (`UnsupportedTableError`): table versions before 8 (Hudi
-0.x appends to its slices' log files, named by base instant; we do not write that layout),
-a partition the data table does not list as built or lists as inflight (someone else is
-building it), a partition kind we do not know, a partitioned record index, a partition without
-file groups, and an instant the metadata table already has.
+The two timeline layouts differ in the log file's name (`new_log_file`): on table versions 8
+and 9 (layout 2, Avro commit metadata, completion time in the instant's file name) it is
+`.<fileId>_<instant>.log.1_<token>`, named by the delta commit; on table version 6 (layout 1,
+JSON commit metadata, as Hudi 0.14/0.15 and Hudi 1.x writing version 6 do) it is
+`.<fileId>_<base instant>.log.<next version>_<token>` in the file group's writer slice: the
+slice of a pending metadata compaction where there is one, so the compaction never misses it.
+
+Refused before anything is written (`UnsupportedTableError`): a metadata timeline whose layout
+is not the one of the table version, a partition the data table does not list as built or
+lists as inflight (someone else is building it), a partition kind we do not know, a partitioned
+record index, a partition without file groups, and an instant the metadata table already has.
 """
 
 from __future__ import annotations
@@ -32,17 +36,19 @@ from tms.hudi.files.log_block import BlockType, DeleteRecord, HeaderKey
 from tms.hudi.files.log_writer import encode_delete_block, encode_log_block
 from tms.hudi.files.markers import Marker, MarkerType, create_marker, delete_markers
 from tms.hudi.files.names import DEFAULT_WRITE_TOKEN, LogFileName
+from tms.hudi.files.new_log_file import next_log_file_name
 from tms.hudi.hfile import Compression, HFileWriter
 from tms.hudi.hfile.format import FileInfoKey
 from tms.hudi.metadata.partitions import MetadataPartition, PartitionKind
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.records import META_FIELDS, MetadataRecord, combine
-from tms.hudi.metadata.schema import FIRST_1X_TABLE_VERSION, encode_record, writer_schema
+from tms.hudi.metadata.schema import encode_record, layout_mismatch, writer_schema
 from tms.hudi.metadata.slice_reader import SCHEMA_INFO_KEY
 from tms.hudi.metadata.updates import MetadataUpdate
 from tms.hudi.properties import METADATA_PARTITIONS_INFLIGHT
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.transitions import request, transition
 
 __all__ = [
@@ -81,13 +87,9 @@ class FileGroupLog:
 def _refusals(reader: MetadataTableReader, instant_time: str, update: MetadataUpdate) -> list[str]:
     reasons: list[str] = []
     version = reader.data_config.table_version
-    if version < FIRST_1X_TABLE_VERSION:
-        reasons.append(
-            f"table version {version}: Hudi 0.x appends metadata log blocks to each slice's "
-            "log file named by its base instant, a layout we do not write"
-        )
-    if reader.config.timeline_layout_version < 2:
-        reasons.append("the metadata table's timeline is not layout 2")
+    mismatch = layout_mismatch(version, reader.config.timeline_layout_version)
+    if mismatch:
+        reasons.append(mismatch)
     built = set(reader.data_config.metadata_partitions)
     inflight = {
         p.strip() for p in reader.data_config.get(METADATA_PARTITIONS_INFLIGHT).split(",") if p
@@ -119,6 +121,7 @@ def _plan(reader: MetadataTableReader, update: MetadataUpdate) -> list[FileGroup
     writes: list[FileGroupLog] = []
     for partition in update.partitions:
         slices = reader.file_slices(partition)
+        writer_slices = reader.writer_file_slices(partition)
         owner = MetadataPartition(partition)
         definition = reader.index_definitions.get(partition)
         version = definition.version if definition else 1
@@ -132,7 +135,8 @@ def _plan(reader: MetadataTableReader, update: MetadataUpdate) -> list[FileGroup
         for index in sorted(set(records) | set(deletes)):
             kept = [r for r in records[index].values() if r is not None]
             kept.sort(key=lambda r: r.key.encode("utf-8"))
-            writes.append(FileGroupLog(partition, slices[index], kept, deletes[index]))
+            file_slice = writer_slices[slices[index].file_id]
+            writes.append(FileGroupLog(partition, file_slice, kept, deletes[index]))
     return writes
 
 
@@ -165,21 +169,25 @@ def log_file_content(instant_time: str, schema: str, write: FileGroupLog) -> byt
     return content
 
 
-def log_write_stat(write: FileGroupLog, instant_time: str, log_name: str, size: int) -> WriteStat:
+def log_write_stat(write: FileGroupLog, log_name: LogFileName, size: int) -> WriteStat:
+    """The delta write stat of one log file, as Hudi's append handle records it: the previous
+    commit is the instant the log file is named by; base file and log files are the slice's."""
+    base_file = write.file_slice.base_file
+    earlier = [log.file_name for log in write.file_slice.log_files if log.name != log_name]
     return WriteStat(
         file_id=write.file_slice.file_id,
         path=f"{write.partition}/{log_name}",
-        prev_commit=instant_time,
+        prev_commit=log_name.base_instant_time,
         num_writes=len(write.records),
         num_deletes=len(write.deletes),
         num_update_writes=len(write.records),
         total_write_bytes=size,
         partition_path=write.partition,
         file_size_in_bytes=size,
-        log_version=1,
+        log_version=log_name.version,
         log_offset=0,
-        base_file="",
-        log_files=[log_name],
+        base_file=base_file.file_name if base_file else "",
+        log_files=[*earlier, str(log_name)],
     )
 
 
@@ -205,7 +213,7 @@ def write_delta_commit(
         raise UnsupportedTableError(
             f"cannot write metadata delta commit {instant_time}: " + "; ".join(reasons)
         )
-    schema = writer_schema(reader.data_config.table_version, None)
+    schema = writer_schema(reader.data_config.table_version, reader.written_schema)
     writes = _plan(reader, update)
     storage, config = reader.storage, reader.config
     pending = request(storage, config, instant_time, Action.DELTA_COMMIT)
@@ -215,16 +223,15 @@ def write_delta_commit(
         operation_type=OPERATION,
         extra_metadata={"schema": record_schema_without_meta_fields(schema)},
     )
+    layout = TimelineLayout.of(config)
     written: list[str] = []
     for write in writes:
-        name = str(LogFileName(write.file_slice.file_id, instant_time, 1, DEFAULT_WRITE_TOKEN))
-        marker = Marker(write.partition, name, MarkerType.APPEND)
+        name = next_log_file_name(layout, write.file_slice, instant_time, DEFAULT_WRITE_TOKEN)
+        marker = Marker(write.partition, str(name), MarkerType.APPEND)
         create_marker(storage, instant_time, marker)
         content = log_file_content(instant_time, schema, write)
         storage.write_bytes(marker.data_file_path, content, atomic=False)
-        metadata.add_write_stat(
-            write.partition, log_write_stat(write, instant_time, name, len(content))
-        )
+        metadata.add_write_stat(write.partition, log_write_stat(write, name, len(content)))
         written.append(marker.data_file_path)
     done = transition(storage, config, pending, State.COMPLETED, metadata)
     delete_markers(storage, instant_time)

@@ -26,7 +26,8 @@ from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.log_block import DeleteRecord
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.merge import DeleteVersion, latest_by_key, merge_versions
-from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
+from tms.hudi.files.names import BaseFileName, new_file_id
+from tms.hudi.files.new_log_file import next_log_file_name
 from tms.hudi.files.reader import conform_table
 from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
@@ -146,18 +147,8 @@ def append_log_file(
     """Merge-on-read: a new log file in the latest slice with a data block (Avro or Parquet)
     or a delete block."""
     storage, config = table.storage, table.config
-    log_instant = TimelineLayout.of(config).log_file_instant(
-        file_slice.base_instant_time, instant_time
-    )
-    version = 1 + max(
-        (
-            log.name.version
-            for log in file_slice.log_files
-            if log.name.base_instant_time == log_instant
-        ),
-        default=0,
-    )
-    name = LogFileName(file_slice.file_id, log_instant, version, WRITER_TOKEN)
+    name = next_log_file_name(TimelineLayout.of(config), file_slice, instant_time, WRITER_TOKEN)
+    log_instant = name.base_instant_time
     partition = file_slice.partition_path
     path = f"{partition}/{name}" if partition else str(name)
     create_marker(storage, instant_time, Marker(partition, str(name), MarkerType.APPEND))
@@ -190,7 +181,7 @@ def append_log_file(
         partition_path=partition,
         total_write_bytes=size,
         file_size_in_bytes=size,
-        log_version=version,
+        log_version=name.version,
         log_offset=0,
         base_file=base_name,
         log_files=[str(name)],

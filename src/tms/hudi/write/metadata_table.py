@@ -1,13 +1,18 @@
-"""A new table's metadata table, initialised as Hudi 1.x's
+"""A new table's metadata table, initialised as Hudi's
 `HoodieBackedTableMetadataWriter.initializeFromFilesystem` does on an empty table.
 
-Each metadata partition gets its own bootstrap delta commit, named from the solo commit time
-`00000000000000000` plus the partition's offset in Hudi's order (`files` 0, `column_stats` 1,
-`record_index` 2), operation `BULK_INSERT_PREPPED`. Its file groups (`files` 1,
-`column_stats` 2, `record_index` 10: Hudi's default counts) each get an empty log file holding
-an empty delete block (`initializeFileGroups`, write token `0-0-0`); `files` also gets a base
-HFile with the partition list record. The data table then lists the partitions as built and
-names its index definitions (`column_stats` and `record_index`) in `.hoodie/.index_defs`.
+Each metadata partition gets its own bootstrap delta commit, operation `BULK_INSERT_PREPPED`,
+named from the solo commit time and the partition's offset in Hudi's order (`files` 0,
+`column_stats` 1, `record_index` 2): on table versions 8 and 9 `00000000000000000` plus the
+offset (Hudi 1.x); on table version 6 `00000000000000` followed by `010` plus the offset
+(`createIndexInitTimestamp` of Hudi 0.14/0.15), on a metadata table of timeline layout 1 with
+its `archived` folder and no index definitions (version 6 tables have none).
+
+Its file groups (`files` 1, `column_stats` 2, `record_index` 10: Hudi's default counts) each
+get an empty log file holding an empty delete block (`initializeFileGroups`, write token
+`0-0-0`); `files` also gets a base HFile with the partition list record. The data table then
+lists the partitions as built and, from version 8, names its index definitions (`column_stats`
+and `record_index`) in `.hoodie/.index_defs`.
 """
 
 from __future__ import annotations
@@ -41,10 +46,14 @@ INIT_WRITE_TOKEN = "0-0-0"
 OPERATION = "BULK_INSERT_PREPPED"
 INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
 METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
+VERSION_6_SOLO_COMMIT_TIME = "00000000000000"
+VERSION_6_INIT_SUFFIX = 10
 
 
 def _metadata_table_config(data: TableConfig) -> TableConfig:
-    """The metadata table's `hoodie.properties`, as the fixtures' Hudi 1.x writers lay it out."""
+    """The metadata table's `hoodie.properties`, as Hudi lays it out for the table version."""
+    if data.table_version < 8:
+        return _version_6_metadata_table_config(data)
     version = str(data.table_version)
     return TableConfig(
         {
@@ -66,6 +75,34 @@ def _metadata_table_config(data: TableConfig) -> TableConfig:
             "hoodie.record.merge.mode": "CUSTOM",
         }
     )
+
+
+def _version_6_metadata_table_config(data: TableConfig) -> TableConfig:
+    """`hoodie.properties` of a Hudi 0.14/0.15 metadata table (timeline layout 1)."""
+    return TableConfig(
+        {
+            "hoodie.table.name": f"{data.table_name}_metadata",
+            "hoodie.table.type": "MERGE_ON_READ",
+            "hoodie.table.version": "6",
+            "hoodie.archivelog.folder": "archived",
+            "hoodie.timeline.layout.version": "1",
+            "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
+            "hoodie.table.keygenerator.class": (
+                "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
+            ),
+            "hoodie.datasource.write.drop.partition.columns": "false",
+            "hoodie.table.recordkey.fields": "key",
+            "hoodie.populate.meta.fields": "false",
+            "hoodie.table.base.file.format": "HFILE",
+        }
+    )
+
+
+def bootstrap_instant_time(table_version: int, offset: int) -> str:
+    """The bootstrap delta commit of the metadata partition at `offset` of an empty table."""
+    if table_version < 8:
+        return f"{VERSION_6_SOLO_COMMIT_TIME}{VERSION_6_INIT_SUFFIX + offset:03d}"
+    return f"{offset:017d}"
 
 
 def _bootstrap_partition(
@@ -141,8 +178,6 @@ def initialize_metadata_table(
         raise ValueError(
             f"metadata partitions must include {FILES} and be among {METADATA_PARTITIONS}"
         )
-    if data.table_version < 8:
-        raise ValueError("a metadata table is written on table versions 8 and 9 only")
     if COLUMN_STATS in partitions and data.is_merge_on_read:
         raise ValueError(
             "column_stats on a merge-on-read table is not written: the writer does not compute "
@@ -152,8 +187,9 @@ def initialize_metadata_table(
         raise ValueError("column_stats needs the table schema")
     md_storage = metadata_storage(storage)
     md_config = _metadata_table_config(data)
+    history = ".hoodie/archived" if data.table_version < 8 else ".hoodie/timeline/history"
     for folder in (
-        ".hoodie/timeline/history",
+        history,
         ".hoodie/.temp",
         ".hoodie/.heartbeat",
         ".hoodie/.aux/.bootstrap/.partitions",
@@ -165,11 +201,12 @@ def initialize_metadata_table(
     record_schema = writer_schema(data.table_version, None)
     ordered = [p for p in METADATA_PARTITIONS if p in partitions]
     for offset, partition in enumerate(ordered):
-        _bootstrap_partition(md_storage, md_config, partition, f"{offset:017d}", record_schema)
+        instant_time = bootstrap_instant_time(data.table_version, offset)
+        _bootstrap_partition(md_storage, md_config, partition, instant_time, record_schema)
     props = dict(data.props)
     props[METADATA_PARTITIONS_KEY] = ",".join(sorted(ordered))
     props[METADATA_PARTITIONS_INFLIGHT] = ""
-    if COLUMN_STATS in ordered or RECORD_INDEX in ordered:
+    if data.table_version >= 8 and (COLUMN_STATS in ordered or RECORD_INDEX in ordered):
         definitions = _index_definitions(data, ordered, schema)
         storage.write_bytes(INDEX_DEFS_PATH, json.dumps(definitions, indent=2).encode("utf-8"))
         props[INDEX_DEFS_PATH_KEY] = INDEX_DEFS_PATH

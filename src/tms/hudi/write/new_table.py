@@ -86,7 +86,7 @@ def create_table(
     `key_generator` names the key generator class (one of `keys.KEY_GENERATOR_TYPES`); by
     default the one Hudi infers from the fields. The custom key generator's partition fields
     carry their types (`region:SIMPLE`, `ts:TIMESTAMP`) as table version 8+ records them.
-    `metadata_partitions` (among `files`, `column_stats`, `record_index`; versions 8 and 9)
+    `metadata_partitions` (among `files`, `column_stats`, `record_index`)
     creates the metadata table the writer then keeps in step with every commit."""
     storage = Storage(base_path)
     if storage.exists(".hoodie/hoodie.properties"):

@@ -212,12 +212,12 @@ class _LogTask:
         records = sorted(upserts, key=lambda r: r.key.encode("utf-8"))
         write = FileGroupLog(partition, FileSlice(partition, file_id, ""), records, sorted(deletes))
         storage = Storage(self.metadata_path)
-        name = str(LogFileName(file_id, self.instant_time, 1, task_write_token()))
-        marker = Marker(partition, name, MarkerType.APPEND)
+        name = LogFileName(file_id, self.instant_time, 1, task_write_token())
+        marker = Marker(partition, str(name), MarkerType.APPEND)
         create_marker(storage, self.instant_time, marker)
         content = log_file_content(self.instant_time, self.schema, write)
         storage.write_bytes(marker.data_file_path, content, atomic=False)
-        yield log_write_stat(write, self.instant_time, name, len(content))
+        yield log_write_stat(write, name, len(content))
 
 
 def _layout(reader: MetadataTableReader, spec: IndexSpec, instant_time: str) -> FileGroupLayout:
