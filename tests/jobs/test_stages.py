@@ -66,7 +66,8 @@ def _run(api: StubApi, control: JobControl, execute: Any, spark: FakeSpark) -> t
 
 def _routes(table: str, beats: Any) -> dict[str, Any]:
     return {
-        "GET /spec": [(200, spec_json(base_path=table, instant=INSTANT))],
+        # the index build is the service whose catch-up and completion a cancel cannot stop
+        "GET /spec": [(200, spec_json(base_path=table, instant=INSTANT, action="indexing"))],
         "POST /heartbeat": beats,
         "POST /result": [(200, {})],
     }

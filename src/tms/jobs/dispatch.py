@@ -15,23 +15,19 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACTIONS",
-    "HOLD_STAGES",
     "INDEXING",
     "adopts_pending_plans",
     "ensure_supported",
     "execute_plan",
+    "holds_stage",
     "pending_plans",
+    "rolls_back_on_cancel",
     "schedule_plan",
     "spark_session",
     "unplanned_figures",
 ]
 
 ACTIONS = TABLE_SERVICE_ACTIONS
-
-HOLD_STAGES = frozenset({"catch-up", "complete"})
-"""Stages a cancel request no longer stops, once a service enters one: an index build's
-catch-up and completion. By then the partitions are built and writers log to them; finishing
-costs a short catch-up, stopping would throw the build away."""
 
 
 def _check_action(action: str) -> None:
@@ -61,6 +57,21 @@ def _drops(spec: JobSpec) -> bool:
     return spec.action == INDEXING and bool(
         schedule_kwargs(spec.action, spec.extra_params).get("drop", False)
     )
+
+
+def holds_stage(spec: JobSpec, stage: str) -> bool:
+    """Whether a cancel request no longer stops the work once it enters `stage` (an index
+    build's catch-up and completion)."""
+    from tms.services.registry import table_service
+
+    return stage in table_service(spec.action).hold_stages
+
+
+def rolls_back_on_cancel(spec: JobSpec) -> bool:
+    """Whether a cancelled work's inflight instant is rolled back (`TableService`)."""
+    from tms.services.registry import table_service
+
+    return table_service(spec.action).rolls_back_on_cancel
 
 
 def adopts_pending_plans(spec: JobSpec) -> bool:

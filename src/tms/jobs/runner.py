@@ -10,7 +10,7 @@ a lost report, so SUCCEEDED); unsupported table or unusable input → FAILED, no
 anything else → FAILED, retryable, with the end of its traceback.
 
 A service that names its stages tells the job when it enters one a cancel must not stop
-(`HOLD_STAGES`); a cancel request after that is logged as too late and the work reports
+(`TableService.hold_stages`); a cancel request after that is logged as too late and the work reports
 SUCCEEDED (figure `cancel_too_late`), a cancel before it stops the work as usual.
 """
 
@@ -28,12 +28,12 @@ from tms.hudi.errors import TableRefusedError
 from tms.hudi.table import HudiTable
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import (
-    HOLD_STAGES,
-    INDEXING,
     adopts_pending_plans,
     ensure_supported,
     execute_plan,
+    holds_stage,
     pending_plans,
+    rolls_back_on_cancel,
     schedule_plan,
     spark_session,
     unplanned_figures,
@@ -182,7 +182,9 @@ class JobRunner:
             self._control.check()
             spark = self.spark_factory(spec, instant)
             self._control.attach_spark(spark)
-            result = self.execute(spec, table, instant, spark, self._on_stage)
+            result = self.execute(
+                spec, table, instant, spark, lambda stage: self._on_stage(spec, stage)
+            )
             figures = result.to_dict()
             if self._control.cancel_too_late.is_set():
                 log.warning(
@@ -193,12 +195,12 @@ class JobRunner:
         except Exception as exc:
             return self._failure(exc, spec, table, instant, scheduling)
 
-    def _on_stage(self, stage: str) -> None:
-        """Called by the service in the work thread as it enters `stage`. Entering one of
-        `HOLD_STAGES` holds the control; a cancel that came before raises `JobStopped`
-        here, and the service aborts what it started."""
+    def _on_stage(self, spec: JobSpec, stage: str) -> None:
+        """Called by the service in the work thread as it enters `stage`. Entering a stage
+        the service holds (`holds_stage`) holds the control; a cancel that came before raises
+        `JobStopped` here, and the service aborts what it started."""
         log.info("entering stage %s", stage)
-        if stage in HOLD_STAGES:
+        if holds_stage(spec, stage):
             self._control.hold(f"stage {stage}")
 
     def _adopt_or_plan(self, spec: JobSpec, table: HudiTable) -> str | None:
@@ -313,7 +315,7 @@ def _roll_back_cancelled(spec: JobSpec, table: HudiTable | None, instant: str | 
     from tms.hudi.timeline.instant import State
     from tms.services.rollback import rollback_inflight
 
-    if table is None or instant is None or spec.action in ("clean", INDEXING):
+    if table is None or instant is None or not rolls_back_on_cancel(spec):
         return
     try:
         pending = table.timeline().get(instant)

@@ -70,6 +70,13 @@ WAITED_ACTIONS = (*WRITE_COMMIT_ACTIONS,)
 tms's services refuse the table while the build is in flight)."""
 Stage = Callable[[str], None]
 
+BUILD = "build"
+CATCH_UP = "catch-up"
+COMPLETE = "complete"
+HOLD_STAGES = frozenset({CATCH_UP, COMPLETE})
+"""Stages a cancel request no longer stops: by then the partitions are built and writers log
+to them; finishing costs a short catch-up, stopping would throw the build away."""
+
 
 class IndexAbortedError(RuntimeError):
     """The build was aborted and left no trace; scheduling it again may succeed."""
@@ -152,7 +159,7 @@ def _recover(
     listed built (only the instant was left to write), else aborted back to its plan."""
     config = TableConfig.load(table.storage)
     if all(p in config.metadata_partitions for p in plan.partitions):
-        stage("complete")
+        stage(COMPLETE)
         spec = index_spec(_reloaded(table), table.timeline(), plan.partitions)
         return complete_indexing(table.storage, instant, plan, plan.up_to, index_definitions(spec))
     abort_indexing(table.storage, instant.requested_time, plan.partitions, keep_plan=True)
@@ -175,7 +182,7 @@ def _run(
         timeline = table.timeline()
         spec = index_spec(table, timeline, plan.partitions)
         inflight = transition(storage, table.config, requested, State.INFLIGHT)
-        stage("build")
+        stage(BUILD)
         built = build_partitions(
             spark, table, spec, as_of=up_to, instant_time=instant_time, timeline=timeline
         )
@@ -183,7 +190,7 @@ def _run(
         seen = _completed_times(timeline)
         config = mark_inflight(storage, spec.partitions)
         marked = Timeline.load(storage, config)
-        stage("catch-up")
+        stage(CATCH_UP)
         caught_up_to = _catch_up(
             spark,
             HudiTable(storage, config),
@@ -198,7 +205,7 @@ def _run(
     except BaseException:
         abort_indexing(storage, instant_time, plan.partitions)
         raise
-    stage("complete")
+    stage(COMPLETE)
     complete_indexing(storage, inflight, plan, caught_up_to, index_definitions(spec))
 
 

@@ -42,6 +42,12 @@ class TableService:
     reports_stages: bool = False
     """Whether its execution names the stages it enters (`on_stage`), so a job can tell
     which stages a cancel request may still stop."""
+    hold_stages: frozenset[str] = frozenset()
+    """Stages a cancel request no longer stops once the execution enters one."""
+    rolls_back_on_cancel: bool = True
+    """Whether a cancelled execution's inflight instant is rolled back, as after a crash: not
+    a clean (half-deleted files cannot come back; the next clean finishes it), not an index
+    build (its service aborts its own partial state)."""
 
     def ensure_supported(self, table: HudiTable) -> None:
         """Refuse, before anything is written, a table this service would damage."""
@@ -107,6 +113,7 @@ SERVICES: Mapping[str, TableService] = {
         clean_plan.schedule_clean,
         clean.execute_clean,
         _pending_on_timeline(_pending_cleans),
+        rolls_back_on_cancel=False,
     ),
     METADATA_COMPACTION: TableService(
         METADATA_COMPACTION,
@@ -125,6 +132,8 @@ SERVICES: Mapping[str, TableService] = {
         # the data table checks refuse inflight partitions (a crashed build's): it checks itself
         checks_data_table=False,
         reports_stages=True,
+        hold_stages=index.HOLD_STAGES,
+        rolls_back_on_cancel=False,
     ),
 }
 """Every table service by action, in `TABLE_SERVICE_ACTIONS` order (a test checks it)."""
