@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.jobs.stub_api import OK_BEAT, Reply, StubApi, spec_json, stub_api
+from tms.hudi.metadata.indexing import IndexPartitionInfo, IndexPlan
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import delete_pending, request, transition
@@ -137,20 +138,21 @@ def test_a_cancel_between_build_and_catch_up_stops_at_catch_up(table: str) -> No
 def _pending_indexing(base: str) -> HudiTable:
     hudi_table = HudiTable.open(base)
     storage, config = hudi_table.storage, hudi_table.config
-    requested = request(storage, config, INSTANT, Action.INDEXING, b"")
+    plan = IndexPlan((IndexPartitionInfo("record_index", INSTANT, None),)).to_bytes()
+    requested = request(storage, config, INSTANT, Action.INDEXING, plan)
     transition(storage, config, requested, State.INFLIGHT)
     return HudiTable.open(base)
 
 
-def test_a_cancelled_index_build_is_left_to_its_service(table: str) -> None:
-    """The generic rollback would remove the inflight instant (a compaction's is); for
-    `indexing` the job leaves it: the service aborted its partial state itself."""
+def test_a_cancelled_index_build_goes_with_its_plan(table: str) -> None:
+    """A cancelled compaction goes back to requested, to run again; a cancelled index build
+    leaves nothing, its plan included (a failed one keeps its plan for the retry)."""
     spec = JobSpec.from_json(spec_json(base_path=table, action="indexing", instant=INSTANT))
     hudi_table = _pending_indexing(table)
     _roll_back_cancelled(spec, hudi_table, INSTANT)
-    kept = HudiTable.open(table).timeline().get(INSTANT)
-    assert kept is not None and kept.state is State.INFLIGHT
+    assert HudiTable.open(table).timeline().get(INSTANT) is None
 
+    hudi_table = _pending_indexing(table)
     as_compaction = JobSpec.from_json(spec_json(base_path=table, instant=INSTANT))
     _roll_back_cancelled(as_compaction, hudi_table, INSTANT)
     after = HudiTable.open(table).timeline()

@@ -1,6 +1,7 @@
 """The `indexing` service end to end on Spark: a record index built on Hudi's own table equals
-the one Hudi wrote; writers committing while it is built are caught up; a cancel, a failure or
-a timeout leaves no trace; a crashed build is aborted and run again; drop."""
+the one Hudi wrote; writers committing while it is built are caught up; a cancel leaves no
+trace, a failure or a timeout keeps only the plan for the retry; a crashed build is aborted and
+run again; drop."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from tms.hudi.errors import InstantInFlightError, UnsupportedTableError
 from tms.hudi.metadata.column_stats import column_stats_entries
 from tms.hudi.metadata.index_defs import read_index_definitions
 from tms.hudi.metadata.reader import MetadataTableReader
+from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
@@ -227,6 +229,12 @@ def test_a_cancel_before_the_catch_up_leaves_no_trace(
     assert instant_time is not None
     with pytest.raises(Cancelled):
         index.execute(spark, table, instant_time, on_stage=raise_at(stage))
+    # the execution undoes its work and keeps the plan (a failure's retry runs it again) ...
+    left = files_of(root)
+    assert set(left) - set(before) == {f".hoodie/timeline/{instant_time}.indexing.requested"}
+    assert {k: v for k, v in left.items() if k in before} == before
+    # ... and the job's clean-up after a cancel removes the plan as well
+    index.discard(HudiTable.open(str(root)), instant_time)
     assert files_of(root) == before
 
 
@@ -244,7 +252,9 @@ def scheduled(table: HudiTable, partitions: str = "record_index") -> str:
 
 
 @pytest.mark.spark
-def test_instants_still_pending_at_the_timeout_abort_the_build(spark: Any, tmp_path: Path) -> None:
+def test_instants_still_pending_at_the_timeout_undo_the_build_and_keep_its_plan(
+    spark: Any, tmp_path: Path
+) -> None:
     root, writer, before = own_table_before(tmp_path)
     table = HudiTable.open(str(root))
     instant_time = scheduled(table)
@@ -255,11 +265,18 @@ def test_instants_still_pending_at_the_timeout_abort_the_build(spark: Any, tmp_p
             stuck.append(new_instant_time(HudiTable.open(str(root)).timeline().instants))
             request(writer.storage, writer.config, stuck[0], Action.COMMIT)
 
-    with pytest.raises(index.IndexAbortedError, match="still pending"):
+    with pytest.raises(index.CatchUpTimeoutError, match="still pending"):
         index.execute(spark, table, instant_time, on_stage=start_a_write, catch_up_timeout=0)
     after = files_of(root)
     del after[f".hoodie/timeline/{stuck[0]}.commit.requested"]
-    assert after == before
+    plan = f".hoodie/timeline/{instant_time}.indexing.requested"
+    assert set(after) - set(before) == {plan}
+    assert {k: v for k, v in after.items() if k != plan} == before
+    # once the writer is done, the retry runs the kept plan to completion
+    (root / ".hoodie" / "timeline" / f"{stuck[0]}.commit.requested").unlink()
+    index.execute(spark, HudiTable.open(str(root)), instant_time)
+    assert "record_index" in TableConfig.load(Storage(str(root))).metadata_partitions
+    assert HudiTable.open(str(root)).timeline().is_completed(instant_time)
 
 
 @pytest.mark.spark

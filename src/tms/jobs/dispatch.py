@@ -17,11 +17,11 @@ __all__ = [
     "ACTIONS",
     "INDEXING",
     "adopts_pending_plans",
+    "clean_up_cancelled",
     "ensure_supported",
     "execute_plan",
     "holds_stage",
     "pending_plans",
-    "rolls_back_on_cancel",
     "schedule_plan",
     "spark_session",
     "unplanned_figures",
@@ -67,11 +67,11 @@ def holds_stage(spec: JobSpec, stage: str) -> bool:
     return stage in table_service(spec.action).hold_stages
 
 
-def rolls_back_on_cancel(spec: JobSpec) -> bool:
-    """Whether a cancelled work's inflight instant is rolled back (`TableService`)."""
+def clean_up_cancelled(spec: JobSpec, table: HudiTable, instant: str) -> None:
+    """Undo what the work a cancel stopped left on the table (`TableService.cancelled`)."""
     from tms.services.registry import table_service
 
-    return table_service(spec.action).rolls_back_on_cancel
+    table_service(spec.action).cancelled(table, instant, spec.heartbeat_interval_seconds)
 
 
 def adopts_pending_plans(spec: JobSpec) -> bool:

@@ -29,11 +29,11 @@ from tms.hudi.table import HudiTable
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import (
     adopts_pending_plans,
+    clean_up_cancelled,
     ensure_supported,
     execute_plan,
     holds_stage,
     pending_plans,
-    rolls_back_on_cancel,
     schedule_plan,
     spark_session,
     unplanned_figures,
@@ -308,19 +308,14 @@ def _plan_gone(table: HudiTable | None, instant: str | None) -> bool:
 
 
 def _roll_back_cancelled(spec: JobSpec, table: HudiTable | None, instant: str | None) -> None:
-    """A cancelled compaction or clustering goes back to requested (its files removed), as
-    after a crash; a clean is left inflight, since half-deleted files cannot come back and
-    the next clean finishes it; an index build is left to its service, which aborted its
-    own partial state (metadata partitions, table config) when the cancel stopped it."""
-    from tms.hudi.timeline.instant import State
-    from tms.services.rollback import rollback_inflight
-
-    if table is None or instant is None or not rolls_back_on_cancel(spec):
+    """What a cancel stopped is undone by its service (`TableService.cancelled`): a
+    compaction or clustering goes back to requested (its files removed), as after a crash; a
+    clean is left inflight, since half-deleted files cannot come back and the next clean
+    finishes it; an index build goes with its plan."""
+    if table is None or instant is None:
         return
     try:
-        pending = table.timeline().get(instant)
-        if pending is not None and pending.state is State.INFLIGHT:
-            rollback_inflight(table, pending, heartbeat_interval=spec.heartbeat_interval_seconds)
-            log.info("rolled back cancelled %s %s", spec.action, instant)
+        clean_up_cancelled(spec, table, instant)
+        log.info("cleaned up after cancelled %s %s", spec.action, instant)
     except Exception as exc:
-        log.warning("rollback of cancelled %s %s failed: %r", spec.action, instant, exc)
+        log.warning("clean-up of cancelled %s %s failed: %r", spec.action, instant, exc)

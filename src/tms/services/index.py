@@ -11,10 +11,15 @@ they are built up to. `execute` runs it in stages, naming each to `on_stage` as 
   instants completed after `U` are applied as one delta commit of log files (`catch_up`);
 - complete: index definitions, the partitions listed built, the completed instant.
 
-Anything that fails before complete (a cancel, a failed build, a catch-up timeout, a rollback
-or restore of a completed instant, which the catch-up cannot undo) aborts: no trace of the
-build is left. An inflight instant left by a crashed run is aborted and run again from its plan
-by the next `execute`. Other table services refuse the table while partitions are inflight.
+Anything that fails before complete is undone: the new partitions, their table config entries
+and the metadata table's instants go. What becomes of the plan depends on why. A failure a
+retry may get past (a lost executor, a storage error, writers still pending at the catch-up
+timeout) keeps it requested, and the operation's retry runs it again. A refusal or an undo the
+catch-up cannot express (a rollback or restore of a completed instant) removes it: the build
+must be submitted again, planned anew. A cancel removes it too (`discard`, called by the job
+once the work stopped). An inflight instant left by a crashed run is undone and run again from
+its plan by the next `execute`. Other table services refuse the table while partitions are
+inflight.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tms.hudi.actions import INDEXING
-from tms.hudi.errors import InstantInFlightError
+from tms.hudi.errors import InstantInFlightError, UnsupportedTableError
 from tms.hudi.metadata.index_build import (
     IndexSpec,
     IndexWrite,
@@ -58,7 +63,14 @@ from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.hudi.timeline.transitions import transition
 from tms.services.execution import ServiceResult, pending_plan
 
-__all__ = ["IndexAbortedError", "execute", "pending_plans", "schedule"]
+__all__ = [
+    "CatchUpTimeoutError",
+    "IndexAbortedError",
+    "discard",
+    "execute",
+    "pending_plans",
+    "schedule",
+]
 
 DEFAULT_CATCH_UP_TIMEOUT = 600.0
 """Seconds the catch-up waits for instants pending when the partitions were listed inflight."""
@@ -80,6 +92,11 @@ to them; finishing costs a short catch-up, stopping would throw the build away."
 
 class IndexAbortedError(RuntimeError):
     """The build was aborted and left no trace; scheduling it again may succeed."""
+
+
+class CatchUpTimeoutError(RuntimeError):
+    """Instants pending at the mark were still pending at the timeout: the build is undone
+    but its plan stays, so a retry runs it again once those writers are done."""
 
 
 def _names(partitions: str | Sequence[str]) -> list[str]:
@@ -106,6 +123,16 @@ def schedule(
         if p in (COLUMN_STATS, PARTITION_STATS)
     }
     return schedule_indexing(table.storage, spec.partitions, stats)
+
+
+def discard(table: HudiTable, instant_time: str, heartbeat_interval: float = 0.0) -> None:
+    """What a cancelled build leaves: nothing. Its plan goes, with whatever a run stopped
+    between stages left (a failed run keeps its plan for the retry)."""
+    instant = table.timeline().get(instant_time)
+    if instant is None or not instant.is_pending or instant.action is not Action.INDEXING:
+        return
+    plan = read_plan(table.timeline(), instant)
+    abort_indexing(table.storage, instant_time, plan.partitions)
 
 
 def pending_plans(table: HudiTable) -> list[str]:
@@ -202,6 +229,10 @@ def _run(
             result,
             catch_up_timeout,
         )
+    except Exception as exc:
+        keep_plan = not isinstance(exc, (UnsupportedTableError, IndexAbortedError))
+        abort_indexing(storage, instant_time, plan.partitions, keep_plan=keep_plan)
+        raise
     except BaseException:
         abort_indexing(storage, instant_time, plan.partitions)
         raise
@@ -284,9 +315,9 @@ def _wait_for(table: HudiTable, pending: list[str], timeout: float) -> Timeline:
         if not left:
             return timeline
         if time.monotonic() >= deadline:
-            raise IndexAbortedError(
+            raise CatchUpTimeoutError(
                 f"instants {', '.join(left)} were still pending after {timeout:g}s; "
-                "the index build is aborted"
+                "the index build is undone, its plan kept for a retry"
             )
         time.sleep(POLL_SECONDS)
 

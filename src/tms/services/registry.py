@@ -10,7 +10,7 @@ from typing import Any
 
 from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION, INDEXING, METADATA_COMPACTION
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.services import (
     clean,
@@ -23,6 +23,7 @@ from tms.services import (
     metadata_compaction,
 )
 from tms.services.execution import ServiceResult
+from tms.services.rollback import rollback_inflight
 
 __all__ = ["SERVICES", "TableService", "table_service"]
 
@@ -44,10 +45,9 @@ class TableService:
     which stages a cancel request may still stop."""
     hold_stages: frozenset[str] = frozenset()
     """Stages a cancel request no longer stops once the execution enters one."""
-    rolls_back_on_cancel: bool = True
-    """Whether a cancelled execution's inflight instant is rolled back, as after a crash: not
-    a clean (half-deleted files cannot come back; the next clean finishes it), not an index
-    build (its service aborts its own partial state)."""
+    _cancelled: Callable[[HudiTable, str, float], None] | None = None
+    """What a cancelled execution leaves (`cancelled`); None: its inflight instant is rolled
+    back to requested, as after a crash."""
 
     def ensure_supported(self, table: HudiTable) -> None:
         """Refuse, before anything is written, a table this service would damage."""
@@ -76,6 +76,15 @@ class TableService:
             )
         return self._execute(spark, table, instant, heartbeat_interval=heartbeat_interval)
 
+    def cancelled(self, table: HudiTable, instant: str, heartbeat_interval: float) -> None:
+        """Clean up after an execution a cancel request stopped."""
+        if self._cancelled is not None:
+            self._cancelled(table, instant, heartbeat_interval)
+            return
+        pending = table.timeline().get(instant)
+        if pending is not None and pending.state is State.INFLIGHT:
+            rollback_inflight(table, pending, heartbeat_interval=heartbeat_interval)
+
     def pending_plans(self, table: HudiTable) -> list[str]:
         """Requested times of this service's pending plans, oldest first."""
         return self._pending(table)
@@ -90,6 +99,10 @@ def _pending_on_timeline(
 
 def _pending_cleans(timeline: Timeline) -> list[Instant]:
     return timeline.pending((Action.CLEAN,))
+
+
+def _leave_inflight(table: HudiTable, instant: str, heartbeat_interval: float) -> None:
+    return None
 
 
 SERVICES: Mapping[str, TableService] = {
@@ -113,7 +126,8 @@ SERVICES: Mapping[str, TableService] = {
         clean_plan.schedule_clean,
         clean.execute_clean,
         _pending_on_timeline(_pending_cleans),
-        rolls_back_on_cancel=False,
+        # half-deleted files cannot come back: the clean stays inflight, the next one ends it
+        _cancelled=_leave_inflight,
     ),
     METADATA_COMPACTION: TableService(
         METADATA_COMPACTION,
@@ -133,7 +147,7 @@ SERVICES: Mapping[str, TableService] = {
         checks_data_table=False,
         reports_stages=True,
         hold_stages=index.HOLD_STAGES,
-        rolls_back_on_cancel=False,
+        _cancelled=index.discard,
     ),
 }
 """Every table service by action, in `TABLE_SERVICE_ACTIONS` order (a test checks it)."""
