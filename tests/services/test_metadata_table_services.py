@@ -26,6 +26,7 @@ from tests.hudi.test_fixture_views import (
 )
 from tests.hudi.test_metadata_reader import committed_files_on_storage, file_id_of, live_rows
 from tms.cli import app
+from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.metadata.column_stats import column_stats_entries, range_from_payload
 from tms.hudi.metadata.listing import metadata_file_system_view
 from tms.hudi.metadata.partition_stats import (
@@ -136,6 +137,13 @@ def assert_metadata_table_true(root: Path, tmp_path: Path, before_rows: list[Any
     assert {k: (v.partition_path, v.file_id) for k, v in located.items()} == expected
 
 
+def write_token_of(path: str | None) -> str:
+    name = str(path).rsplit("/", 1)[-1]
+    parsed = LogFileName.parse(name) or BaseFileName.parse(name)
+    assert parsed is not None, name
+    return parsed.write_token
+
+
 def latest_delta_commit(root: Path) -> str:
     return reader_of(root).timeline.instants[-1].requested_time
 
@@ -165,6 +173,20 @@ def test_clustering_moves_the_record_index_to_the_new_file_groups(
     for partition, ids in replaced.items():
         assert {file_id_of(n) for n in listed[partition]} >= set(ids)
     assert secondary(fixture_root) == indexes
+    # the record index entries were written by the tasks that wrote the new base files (the
+    # same write tokens), not gathered on the driver
+    new_files = [s.path for _, s in timeline.commit_metadata(instant).iter_write_stats()]
+    delta_commit = reader_of(fixture_root).timeline.get(instant.requested_time)
+    assert delta_commit is not None
+    index_logs = [
+        s.path
+        for p, s in reader_of(fixture_root)
+        .timeline.commit_metadata(delta_commit)
+        .iter_write_stats()
+        if p == "record_index"
+    ]
+    assert index_logs
+    assert {write_token_of(p) for p in index_logs} <= {write_token_of(p) for p in new_files}
     assert_metadata_table_true(fixture_root, tmp_path, before)
 
 
@@ -192,9 +214,9 @@ class Crash(Exception):
 
 
 def crash_after_metadata_inflight(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = metadata_sync.write_delta_commit
+    real = metadata_sync.finish_delta_commit
 
-    def dying(storage: Storage, instant_time: str, update: Any) -> Any:
+    def dying(*args: Any) -> Any:
         from tms.hudi.timeline import transitions
 
         original = transitions.transition
@@ -206,21 +228,21 @@ def crash_after_metadata_inflight(monkeypatch: pytest.MonkeyPatch) -> None:
 
         monkeypatch.setattr("tms.hudi.metadata.writer.transition", stop)
         try:
-            return real(storage, instant_time, update)
+            return real(*args)
         finally:
             monkeypatch.setattr("tms.hudi.metadata.writer.transition", original)
 
-    monkeypatch.setattr(metadata_sync, "write_delta_commit", dying)
+    monkeypatch.setattr(metadata_sync, "finish_delta_commit", dying)
 
 
 def crash_after_metadata_completed(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = metadata_sync.write_delta_commit
+    real = metadata_sync.finish_delta_commit
 
-    def dying(storage: Storage, instant_time: str, update: Any) -> Any:
-        real(storage, instant_time, update)
+    def dying(*args: Any) -> Any:
+        real(*args)
         raise Crash
 
-    monkeypatch.setattr(metadata_sync, "write_delta_commit", dying)
+    monkeypatch.setattr(metadata_sync, "finish_delta_commit", dying)
 
 
 CRASHES: dict[str, Callable[[pytest.MonkeyPatch], None]] = {

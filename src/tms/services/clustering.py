@@ -35,6 +35,12 @@ from tms.hudi.files.markers import (
 from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.reader import read_file_slice
 from tms.hudi.merge_config import record_merging
+from tms.hudi.metadata.partitions import RECORD_INDEX
+from tms.hudi.metadata.record_index_logs import (
+    RecordIndexLogs,
+    record_index_logs,
+    write_record_index_logs,
+)
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
@@ -91,8 +97,9 @@ class _GroupTask:
     """How record keys are computed for a table that stores none (virtual keys)."""
     stats: StatsSpec | None = None
     """The metadata table's column stats to compute from each new file's footer."""
-    record_index: bool = False
-    """Whether to report each new file's record keys (for the metadata table's record index)."""
+    record_index: RecordIndexLogs | None = None
+    """Where to write the record index entries of the records it moves (a metadata table
+    with a record index)."""
 
 
 @dataclass
@@ -100,6 +107,8 @@ class _GroupResult:
     written: list[WrittenFile] = field(default_factory=list)
     log_files: int = 0
     log_records: int = 0
+    metadata_logs: list[WriteStat] = field(default_factory=list)
+    """Record index log files written into the metadata table's pending delta commit."""
 
 
 def execute_clustering(
@@ -160,9 +169,11 @@ def execute_clustering(
     result = ServiceResult(action="clustering", instant=instant_time)
     with executing(table, instant, result, heartbeat_interval) as inflight:
         sync = MetadataSync.of(table)  # after an earlier attempt's rollback
+        pending = None
         if sync is not None:
-            indexed = "record_index" in sync.reader.partitions
-            tasks = [replace(t, stats=sync.stats_spec, record_index=indexed) for t in tasks]
+            pending = sync.begin(instant_time, sync.clustering_partitions())
+            target = record_index_logs(pending) if RECORD_INDEX in pending.partitions else None
+            tasks = [replace(t, stats=sync.stats_spec, record_index=target) for t in tasks]
         outcomes = run_tasks(spark, _cluster_group, tasks, f"tms clustering {instant_time}")
         written = [w for outcome in outcomes for w in outcome.written]
         stats = [w.stat for w in written]
@@ -175,9 +186,10 @@ def execute_clustering(
         )
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
-        if sync is not None:
+        if sync is not None and pending is not None:
             update = sync.commit_update(instant_time, metadata, written, replaced)
-            sync.write(instant_time, update)
+            moved = [stat for outcome in outcomes for stat in outcome.metadata_logs]
+            sync.finish(pending, update, moved)
         transition(storage, table.config, inflight, State.COMPLETED, metadata)
         delete_markers(storage, instant_time)
     result.file_groups = sum(len(ids) for ids in replaced.values())
@@ -239,6 +251,7 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
     )
     rows_per_file = max(1, int(task.target_file_size // max(bytes_per_row, 1.0)))
     avro_schema = with_meta_fields(json.loads(task.schema_json)) if task.schema_json else None
+    moved: list[tuple[str, str, list[str]]] = []
     for partition, tables in parts.items():
         data = pa.concat_tables(tables, promote_options="default")
         keys = [*task.sort_columns, RECORD_KEY]
@@ -247,9 +260,14 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
         chunk = math.ceil(data.num_rows / files)
         for index in range(files):
             rows = data.slice(index * chunk, chunk)
-            result.written.append(
-                _write_file(storage, task, info, partition, index, rows, avro_schema)
+            written, record_keys = _write_file(
+                storage, task, info, partition, index, rows, avro_schema
             )
+            result.written.append(written)
+            if task.record_index is not None:
+                moved.append((partition, written.file_id, record_keys))
+    if task.record_index is not None and moved:
+        result.metadata_logs = write_record_index_logs(task.record_index, moved, info.write_token)
     return result
 
 
@@ -286,10 +304,10 @@ def _write_file(
     index: int,
     rows: pa.Table,
     avro_schema: dict[str, Any] | None,
-) -> WrittenFile:
-    """One new file group; commit time and seqno are kept, so incremental reads still work.
-    Its footer's column ranges and its record keys go back with the write stat when the
-    metadata table keeps them."""
+) -> tuple[WrittenFile, list[str]]:
+    """One new file group and the record keys it holds; commit time and seqno are kept, so
+    incremental reads still work. Its footer's column ranges go back with the write stat when
+    the metadata table keeps them."""
     file_id = new_file_id(index)
     name = BaseFileName(file_id, info.write_token, task.instant_time)
     path = posixpath.join(partition, str(name)) if partition else str(name)
@@ -315,5 +333,5 @@ def _write_file(
         total_write_bytes=size,
         file_size_in_bytes=size,
     )
-    keys = tuple(str(k) for k in record_keys.to_pylist()) if task.record_index else ()
-    return WrittenFile(stat, file_stats(storage, path, task.stats), keys)
+    keys = [str(k) for k in record_keys.to_pylist()] if task.record_index else []
+    return WrittenFile(stat, file_stats(storage, path, task.stats)), keys

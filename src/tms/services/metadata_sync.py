@@ -11,8 +11,10 @@ What each service writes (`HoodieTableMetadataUtil.convertMetadataToRecords` and
   files Hudi counts after the commit (`partition_stats.files_counted`: new files from their
   footers, the others from `column_stats`). Clustering also points `record_index` at the new
   file group of every record it rewrote (location instant = the clustering instant, no
-  position), as the fixture's clustering instant shows. Replaced file groups stay in `files`
-  until clean deletes them; secondary indexes do not change (no record key or value moves).
+  position), as the fixture's clustering instant shows: its Spark tasks write those log files
+  into the delta commit the driver began (`record_index_logs`), so no key reaches the driver.
+  Replaced file groups stay in `files` until clean deletes them; secondary indexes do not
+  change (no record key or value moves).
 - clean: `files` deletions of every deleted file, `column_stats` deletion entries of each,
   `partition_stats` recomputed for the touched partitions.
 
@@ -50,9 +52,6 @@ from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.records import (
     STATS_FIELD,
     MetadataRecord,
-    RecordLocation,
-    instant_millis,
-    record_index_record,
     stats_record,
 )
 from tms.hudi.metadata.rollback import rollback_delta_commit
@@ -63,7 +62,11 @@ from tms.hudi.metadata.updates import (
     commit_files_records,
     files_records,
 )
-from tms.hudi.metadata.writer import write_delta_commit
+from tms.hudi.metadata.writer import (
+    PendingDeltaCommit,
+    begin_delta_commit,
+    finish_delta_commit,
+)
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import Timeline
@@ -81,12 +84,11 @@ class StatsSpec:
 
 @dataclass(frozen=True)
 class WrittenFile:
-    """A new base file as its task reports it: the write stat, the file's column ranges (from
-    its footer) and, for clustering, the record keys it holds."""
+    """A new base file as its task reports it: the write stat and the file's column ranges
+    (from its footer)."""
 
     stat: WriteStat
     ranges: tuple[ColumnRange, ...] = ()
-    record_keys: tuple[str, ...] = ()
 
     @property
     def file_name(self) -> str:
@@ -159,7 +161,8 @@ class MetadataSync:
         replaced: Mapping[str, Iterable[str]] | None = None,
     ) -> MetadataUpdate:
         """The update of a compaction (commit) or, with `replaced`, a clustering
-        (replacecommit): see the module docstring."""
+        (replacecommit), but for the record index entries the clustering's tasks write: see
+        the module docstring."""
         update = MetadataUpdate(records={FILES: commit_files_records(metadata)})
         if self._has(COLUMN_STATS):
             update.records[COLUMN_STATS] = column_stats_records(
@@ -170,13 +173,6 @@ class MetadataSync:
             update.records[PARTITION_STATS] = self._partition_stats(
                 instant_time, touched, written, replaced or {}
             )
-        if replaced is not None and self._has(RECORD_INDEX):
-            millis = instant_millis(instant_time)
-            update.records[RECORD_INDEX] = [
-                record_index_record(key, RecordLocation(w.partition, w.file_id, millis))
-                for w in written
-                for key in w.record_keys
-            ]
         return update
 
     def clean_update(
@@ -263,13 +259,33 @@ class MetadataSync:
     # Writing ---------------------------------------------------------------------------------
 
     def write(self, instant_time: str, update: MetadataUpdate) -> None:
-        """Write the metadata table's delta commit `instant_time`, completed. One left by an
-        earlier attempt of this instant (its data instant never completed) is rolled back
-        first, as Hudi does before it writes an instant again."""
+        """Write the metadata table's delta commit `instant_time`, completed (`begin`)."""
+        self.finish(self.begin(instant_time, update.partitions), update)
+
+    def finish(
+        self,
+        pending: PendingDeltaCommit,
+        update: MetadataUpdate,
+        written: Sequence[WriteStat] = (),
+    ) -> None:
+        """Complete a delta commit `begin` started: `update`'s log files, and those Spark
+        tasks wrote into it (`written`)."""
+        finish_delta_commit(pending, update, written)
+
+    def begin(self, instant_time: str, partitions: Sequence[str]) -> PendingDeltaCommit:
+        """Begin the metadata table's delta commit `instant_time` for updates of `partitions`
+        (those the metadata table has). One left by an earlier attempt of this instant (its
+        data instant never completed) is rolled back first, as Hudi does before it writes an
+        instant again."""
         storage = self.table.storage
         if MetadataTableReader.open(storage, self.table.config).timeline.get(instant_time):
             rollback_delta_commit(storage, instant_time)
-        write_delta_commit(storage, instant_time, update)
+        kept = [p for p in partitions if self._has(p)]
+        return begin_delta_commit(storage, instant_time, kept)
+
+    def clustering_partitions(self) -> list[str]:
+        """The metadata partitions a clustering updates."""
+        return [FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX]
 
 
 def _with_new_base(piece: FileSlice, written: WrittenFile, instant_time: str) -> FileSlice:

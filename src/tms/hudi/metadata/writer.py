@@ -26,6 +26,7 @@ import json
 import struct
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
@@ -34,7 +35,13 @@ from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.log_block import BlockType, DeleteRecord, HeaderKey
 from tms.hudi.files.log_writer import encode_delete_block, encode_log_block
-from tms.hudi.files.markers import Marker, MarkerType, create_marker, delete_markers
+from tms.hudi.files.markers import (
+    Marker,
+    MarkerType,
+    create_marker,
+    delete_markers,
+    delete_unreported_files,
+)
 from tms.hudi.files.names import DEFAULT_WRITE_TOKEN, LogFileName
 from tms.hudi.files.new_log_file import next_log_file_name
 from tms.hudi.hfile import Compression, HFileWriter
@@ -47,13 +54,16 @@ from tms.hudi.metadata.slice_reader import SCHEMA_INFO_KEY
 from tms.hudi.metadata.updates import MetadataUpdate
 from tms.hudi.properties import METADATA_PARTITIONS_INFLIGHT
 from tms.hudi.storage import Storage
-from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.transitions import request, transition
 
 __all__ = [
     "DeltaCommit",
     "FileGroupLog",
+    "PendingDeltaCommit",
+    "begin_delta_commit",
+    "finish_delta_commit",
     "hfile_content",
     "log_file_content",
     "log_write_stat",
@@ -198,6 +208,76 @@ def record_schema_without_meta_fields(schema: str) -> str:
     return json.dumps(parsed, separators=(",", ":"))
 
 
+@dataclass(frozen=True)
+class PendingDeltaCommit:
+    """A delta commit requested and inflight on the metadata table, whose log files are being
+    written: by `finish_delta_commit` on the driver, and by Spark tasks (`record_index_logs`)
+    for updates too large for it."""
+
+    reader: MetadataTableReader
+    instant_time: str
+    schema: str
+    partitions: frozenset[str]
+    inflight: Instant
+
+
+def begin_delta_commit(
+    data_storage: Storage,
+    instant_time: str,
+    partitions: Sequence[str],
+    *,
+    reader: MetadataTableReader | None = None,
+) -> PendingDeltaCommit:
+    """Request delta commit `instant_time` (the data table instant it belongs to) for updates
+    of `partitions`, refused before anything is written when one cannot be kept."""
+    reader = reader or MetadataTableReader.open(data_storage)
+    reasons = _refusals(reader, instant_time, MetadataUpdate(records={p: [] for p in partitions}))
+    if reasons:
+        raise UnsupportedTableError(
+            f"cannot write metadata delta commit {instant_time}: " + "; ".join(reasons)
+        )
+    schema = writer_schema(reader.data_config.table_version, reader.written_schema)
+    storage, config = reader.storage, reader.config
+    pending = request(storage, config, instant_time, Action.DELTA_COMMIT)
+    inflight = transition(
+        storage, config, pending, State.INFLIGHT, CommitMetadata(operation_type=OPERATION)
+    )
+    return PendingDeltaCommit(reader, instant_time, schema, frozenset(partitions), inflight)
+
+
+def finish_delta_commit(
+    pending: PendingDeltaCommit, update: MetadataUpdate, written: Sequence[WriteStat] = ()
+) -> DeltaCommit:
+    """Write `update`'s log files and complete the delta commit with them and the log files
+    tasks wrote (`written`). Files of failed task attempts (a marker, no write stat) go."""
+    outside = set(update.partitions) - pending.partitions
+    if outside:
+        raise ValueError(f"delta commit {pending.instant_time} was not begun for {outside}")
+    reader, instant_time, schema = pending.reader, pending.instant_time, pending.schema
+    storage, config = reader.storage, reader.config
+    metadata = CommitMetadata(
+        operation_type=OPERATION,
+        extra_metadata={"schema": record_schema_without_meta_fields(schema)},
+    )
+    layout = TimelineLayout.of(config)
+    paths: list[str] = []
+    for write in _plan(reader, update):
+        name = next_log_file_name(layout, write.file_slice, instant_time, DEFAULT_WRITE_TOKEN)
+        marker = Marker(write.partition, str(name), MarkerType.APPEND)
+        create_marker(storage, instant_time, marker)
+        content = log_file_content(instant_time, schema, write)
+        storage.write_bytes(marker.data_file_path, content, atomic=False)
+        metadata.add_write_stat(write.partition, log_write_stat(write, name, len(content)))
+        paths.append(marker.data_file_path)
+    for stat in written:
+        metadata.add_write_stat(stat.partition_path or "", stat)
+        paths.append(stat.path or "")
+    delete_unreported_files(storage, instant_time, set(paths))
+    done = transition(storage, config, pending.inflight, State.COMPLETED, metadata)
+    delete_markers(storage, instant_time)
+    return DeltaCommit(instant_time, done.completion_time, tuple(paths))
+
+
 def write_delta_commit(
     data_storage: Storage,
     instant_time: str,
@@ -207,32 +287,5 @@ def write_delta_commit(
 ) -> DeltaCommit:
     """Write `update` as the metadata table's delta commit `instant_time` (the data table
     instant it belongs to); returns the log files written."""
-    reader = reader or MetadataTableReader.open(data_storage)
-    reasons = _refusals(reader, instant_time, update)
-    if reasons:
-        raise UnsupportedTableError(
-            f"cannot write metadata delta commit {instant_time}: " + "; ".join(reasons)
-        )
-    schema = writer_schema(reader.data_config.table_version, reader.written_schema)
-    writes = _plan(reader, update)
-    storage, config = reader.storage, reader.config
-    pending = request(storage, config, instant_time, Action.DELTA_COMMIT)
-    inflight_metadata = CommitMetadata(operation_type=OPERATION)
-    pending = transition(storage, config, pending, State.INFLIGHT, inflight_metadata)
-    metadata = CommitMetadata(
-        operation_type=OPERATION,
-        extra_metadata={"schema": record_schema_without_meta_fields(schema)},
-    )
-    layout = TimelineLayout.of(config)
-    written: list[str] = []
-    for write in writes:
-        name = next_log_file_name(layout, write.file_slice, instant_time, DEFAULT_WRITE_TOKEN)
-        marker = Marker(write.partition, str(name), MarkerType.APPEND)
-        create_marker(storage, instant_time, marker)
-        content = log_file_content(instant_time, schema, write)
-        storage.write_bytes(marker.data_file_path, content, atomic=False)
-        metadata.add_write_stat(write.partition, log_write_stat(write, name, len(content)))
-        written.append(marker.data_file_path)
-    done = transition(storage, config, pending, State.COMPLETED, metadata)
-    delete_markers(storage, instant_time)
-    return DeltaCommit(instant_time, done.completion_time, tuple(written))
+    pending = begin_delta_commit(data_storage, instant_time, update.partitions, reader=reader)
+    return finish_delta_commit(pending, update)
