@@ -183,11 +183,11 @@ def test_schedule_refuses_a_second_build_and_an_inflight_partition(tmp_path: Pat
         schedule_indexing(writer.storage, ["record_index"])
 
 
-def test_schedule_refuses_a_version_6_table(tmp_path: Path) -> None:
+def test_a_version_6_table_with_a_metadata_table_is_indexed(tmp_path: Path) -> None:
     root = tmp_path / "t"
-    own_table(root, (), version=6)
-    with pytest.raises(UnsupportedTableError, match="table version 6"):
-        schedule_indexing(storage_of(root), ["record_index"])
+    own_table(root, ("files",), version=6)
+    instant_time = schedule_indexing(storage_of(root), ["record_index"])
+    assert (root / ".hoodie" / f"{instant_time}.indexing.requested").is_file()
 
 
 def test_schedule_refuses_a_table_without_a_completed_write(tmp_path: Path) -> None:

@@ -133,9 +133,12 @@ def test_a_record_index_built_on_hudis_table_equals_the_one_hudi_wrote(
 
 
 @pytest.mark.spark
-def test_writers_committing_during_the_build_are_caught_up(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [9, 6])
+def test_writers_committing_during_the_build_are_caught_up(
+    spark: Any, tmp_path: Path, version: int
+) -> None:
     root = tmp_path / "t"
-    own_table(root)  # a metadata table of `files` only
+    own_table(root, version=version)  # a metadata table of `files` only
     table = HudiTable.open(str(root))
     instant_time = index.schedule(table, "record_index")
     assert instant_time is not None
@@ -163,6 +166,10 @@ def test_writers_committing_during_the_build_are_caught_up(spark: Any, tmp_path:
     # the writer goes on keeping the built index
     HudiWriter(HudiTable.open(str(root))).upsert(batch(range(138, 150), 10))
     record_index_is_true(root)
+    if version == 6:  # version 6 keeps no index definitions; its log files name their slice
+        assert not (root / ".hoodie" / ".index_defs").exists()
+        logs = [p.name for p in (root / ".hoodie" / "metadata" / "record_index").glob(".*.log.*")]
+        assert logs and all(f"_{instant_time}.log." in name for name in logs)
 
 
 def column_stats_are_true(root: Path) -> None:

@@ -188,7 +188,13 @@ def _recover(
     if all(p in config.metadata_partitions for p in plan.partitions):
         stage(COMPLETE)
         spec = index_spec(_reloaded(table), table.timeline(), plan.partitions)
-        return complete_indexing(table.storage, instant, plan, plan.up_to, index_definitions(spec))
+        return complete_indexing(
+            table.storage,
+            instant,
+            plan,
+            plan.up_to,
+            index_definitions(spec, table.config.table_version),
+        )
     abort_indexing(table.storage, instant.requested_time, plan.partitions, keep_plan=True)
     result.rolled_back.append(instant.requested_time)
     return Instant(instant.requested_time, Action.INDEXING, State.REQUESTED)
@@ -237,7 +243,9 @@ def _run(
         abort_indexing(storage, instant_time, plan.partitions)
         raise
     stage(COMPLETE)
-    complete_indexing(storage, inflight, plan, caught_up_to, index_definitions(spec))
+    complete_indexing(
+        storage, inflight, plan, caught_up_to, index_definitions(spec, table.config.table_version)
+    )
 
 
 def _completed_times(timeline: Timeline) -> set[str]:

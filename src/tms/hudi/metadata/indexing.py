@@ -26,7 +26,6 @@ from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.metadata.index_defs import INDEX_DEFS_PATH_KEY, index_definitions_path
 from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, PARTITION_STATS, RECORD_INDEX
 from tms.hudi.metadata.reader import METADATA_FOLDER, metadata_storage
-from tms.hudi.metadata.schema import FIRST_1X_TABLE_VERSION
 from tms.hudi.properties import (
     METADATA_PARTITIONS,
     METADATA_PARTITIONS_INFLIGHT,
@@ -217,11 +216,6 @@ def schedule_refusals(
     reasons: list[str] = []
     if not partitions:
         reasons.append("name at least one metadata partition to index")
-    if config.table_version < FIRST_1X_TABLE_VERSION:
-        reasons.append(
-            f"table version {config.table_version}: indexing writes the metadata table of "
-            "table versions 8 and 9 only"
-        )
     built = set(config.metadata_partitions)
     inflight = set(inflight_partitions(config))
     if FILES not in built or not storage.exists(f"{METADATA_FOLDER}/{PROPERTIES_PATH}"):

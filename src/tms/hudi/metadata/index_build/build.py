@@ -187,7 +187,7 @@ def build_partitions(
     cut = timeline_as_of(timeline, as_of)
     slices = latest_slices(table, cut)
     reading = SliceReading.of(table, cut, spec.columns, spec.version)
-    schema = writer_schema(table.config.table_version, None)
+    schema = writer_schema(table.config.table_version, reader.written_schema)
     storage, config = reader.storage, reader.config
     for partition in spec.partitions:
         write_partition_metadata(storage, partition, instant_time)

@@ -83,6 +83,7 @@ from tms.hudi.metadata.stats_keys import column_stats_key
 from tms.hudi.metadata.writer import OPERATION, FileGroupLog, log_file_content, log_write_stat
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.instant import WRITE_ACTIONS, Instant
+from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["catch_up"]
@@ -192,6 +193,10 @@ class _LogTask:
     instant_time: str
     schema: str
     index: _IndexState | None
+    timeline_layout: TimelineLayout
+    slices: dict[tuple[str, str], FileSlice]
+    """(metadata partition, file id) → the slice a log file goes into (table version 6 names
+    its log files by that slice's base instant)."""
 
     def __call__(
         self, number: int, cells: Iterable[tuple[int, tuple[str, MetadataRecord]]]
@@ -210,9 +215,16 @@ class _LogTask:
             return
         file_id = MetadataPartition(partition).file_group_id(index)
         records = sorted(upserts, key=lambda r: r.key.encode("utf-8"))
-        write = FileGroupLog(partition, FileSlice(partition, file_id, ""), records, sorted(deletes))
+        file_slice = self.slices.get((partition, file_id)) or FileSlice(partition, file_id, "")
+        write = FileGroupLog(partition, file_slice, records, sorted(deletes))
         storage = Storage(self.metadata_path)
-        name = LogFileName(file_id, self.instant_time, 1, task_write_token())
+        # The catch-up's changes come before every log a writer wrote after the mark: on
+        # layout 1, where a slice's log files sort by version, then write token, it takes
+        # version 1 beside the build's empty log file (token 0-0-0), ahead of the writers'.
+        named_by = self.timeline_layout.log_file_instant(
+            file_slice.base_instant_time, self.instant_time
+        )
+        name = LogFileName(file_id, named_by, 1, task_write_token())
         marker = Marker(partition, str(name), MarkerType.APPEND)
         create_marker(storage, self.instant_time, marker)
         content = log_file_content(self.instant_time, self.schema, write)
@@ -299,7 +311,7 @@ def catch_up(
         )
         slices = tuple(reader.file_slices(RECORD_INDEX))
         index = _IndexState(slices, valid, frozenset(changes.file_groups))
-    schema = writer_schema(table.config.table_version, None)
+    schema = writer_schema(table.config.table_version, reader.written_schema)
     storage, config = reader.storage, reader.config
     inflight = start_delta_commit(storage, config, instant_time, OPERATION)
 
@@ -315,7 +327,20 @@ def catch_up(
         ]
         merged = ranges_by_partition(found).flatMap(_PartitionStats(spec.columns, dict(spec.types)))
         records = records.union(merged).union(sc.parallelize(cleared, 1))
-    task = _LogTask(layout, storage.base_path, instant_time, schema, index)
+    writer_slices = {
+        (partition, file_id): piece
+        for partition in spec.partitions
+        for file_id, piece in reader.writer_file_slices(partition).items()
+    }
+    task = _LogTask(
+        layout,
+        storage.base_path,
+        instant_time,
+        schema,
+        index,
+        TimelineLayout.of(config),
+        writer_slices,
+    )
     stats: list[WriteStat] = (by_file_group(records, layout).mapPartitionsWithIndex(task)).collect()
     delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})
     complete_delta_commit(storage, config, inflight, OPERATION, schema, stats)

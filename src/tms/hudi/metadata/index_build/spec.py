@@ -108,10 +108,10 @@ def _refusals(table: DataTable, requested: Sequence[str]) -> list[str]:
         reasons.append("no metadata partition to build was named")
     if len(set(requested)) != len(requested):
         reasons.append("a metadata partition is named twice")
-    if config.table_version < FIRST_1X_TABLE_VERSION:
+    if config.table_version < FIRST_1X_TABLE_VERSION and PARTITION_STATS in requested:
         reasons.append(
-            f"table version {config.table_version}: indexes are built on table versions "
-            f"{FIRST_1X_TABLE_VERSION} and later only"
+            f"table version {config.table_version} has no partition_stats (Hudi "
+            f"{FIRST_1X_TABLE_VERSION}+ only)"
         )
     built = set(config.metadata_partitions)
     if PARTITION_STATS in requested and not ({COLUMN_STATS} & (built | set(requested))):
@@ -151,11 +151,14 @@ def index_spec(table: DataTable, timeline: Timeline, partitions: Sequence[str]) 
     return IndexSpec(ordered, tuple(columns), version, types)
 
 
-def index_definitions(spec: IndexSpec) -> dict[str, dict[str, Any]]:
+def index_definitions(spec: IndexSpec, table_version: int) -> dict[str, dict[str, Any]]:
     """The `.hoodie/.index_defs/index.json` entries of the partitions built, as Hudi 1.x writes
     them: `record_index` (not partitioned) and `column_stats` over its columns. Partition stats
-    have no entry of their own (they cover the columns of `column_stats`, as in the fixtures)."""
+    have no entry of their own (they cover the columns of `column_stats`, as in the fixtures).
+    None on table version 6, which keeps no index definitions."""
     entries: dict[str, dict[str, Any]] = {}
+    if table_version < FIRST_1X_TABLE_VERSION:
+        return entries
     if RECORD_INDEX in spec.partitions:
         entries[RECORD_INDEX] = {
             "indexName": RECORD_INDEX,
