@@ -12,6 +12,7 @@ import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -89,3 +90,11 @@ def spark_environment(spark: Any, endpoint: S3Endpoint) -> None:
     job that starts it, whenever the session was created."""
     spark.sparkContext.environment.update(endpoint.environment)
     os.environ.update(endpoint.environment)
+
+
+def upload(local_root: Path, endpoint: S3Endpoint, name: str) -> str:
+    """A copy of a local table folder in the bucket; its `s3://` base path."""
+    base_path = endpoint.base_path(name)
+    storage = Storage(base_path, storage_options=endpoint.storage_options)
+    storage.fs.put(f"{local_root}/", storage.root, recursive=True)
+    return base_path
