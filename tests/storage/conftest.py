@@ -7,7 +7,6 @@ tables by URI alone (Spark tasks, `HudiTable.open`), `aws_*` options for hudi-rs
 
 from __future__ import annotations
 
-import os
 import socket
 import uuid
 from collections.abc import Iterator
@@ -89,7 +88,6 @@ def spark_environment(spark: Any, endpoint: S3Endpoint) -> None:
     """The endpoint for Python tasks: a worker takes the SparkContext's environment of the
     job that starts it, whenever the session was created."""
     spark.sparkContext.environment.update(endpoint.environment)
-    os.environ.update(endpoint.environment)
 
 
 def upload(local_root: Path, endpoint: S3Endpoint, name: str) -> str:
