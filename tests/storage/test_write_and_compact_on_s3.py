@@ -34,16 +34,27 @@ def log_files(base_path: str, options: dict[str, str]) -> list[str]:
     return [name for s in slices for name in s.log_file_names]
 
 
-def test_a_table_written_on_s3_reads_back_in_hudi_rs(s3: S3Endpoint) -> None:
-    base = s3.base_path("written")
+def written_table(base: str, table_version: int) -> Model:
+    """A MOR table of trips written on S3: an insert, updates and deletes; the rows it holds."""
     table = create_table(
-        base, "trips", record_key_fields=["id"], ordering_field="ts", partition_fields=["city"]
+        base,
+        "trips",
+        record_key_fields=["id"],
+        ordering_field="ts",
+        partition_fields=["city"],
+        table_version=table_version,
     )
     writer = HudiWriter(table, max_file_rows=50)
     model: Model = {}
-    upsert(writer, model, batch(range(120), ts=1))
-    upsert(writer, model, batch(range(0, 120, 3), ts=4))
-    delete(writer, model, list(range(0, 120, 10)))
+    upsert(writer, model, batch(range(150), ts=1))
+    upsert(writer, model, batch(range(0, 150, 2), ts=5))
+    delete(writer, model, list(range(0, 150, 7)))
+    return model
+
+
+def test_a_table_written_on_s3_reads_back_in_hudi_rs(s3: S3Endpoint) -> None:
+    base = s3.base_path("written")
+    model = written_table(base, table_version=6)
     assert as_rows(oracle_rows(base, s3.hudi_rs_options)) == as_rows(expected_rows(model))
     assert log_files(base, s3.hudi_rs_options), "updates of a MOR table go to log files"
 
@@ -52,19 +63,7 @@ def test_a_table_written_on_s3_reads_back_in_hudi_rs(s3: S3Endpoint) -> None:
 def test_compaction_of_a_table_on_s3_keeps_its_rows(spark: Any, s3: S3Endpoint) -> None:
     spark_environment(spark, s3)
     base = s3.base_path("compacted")
-    table = create_table(
-        base,
-        "trips",
-        record_key_fields=["id"],
-        ordering_field="ts",
-        partition_fields=["city"],
-        table_version=8,
-    )
-    writer = HudiWriter(table, max_file_rows=50)
-    model: Model = {}
-    upsert(writer, model, batch(range(150), ts=1))
-    upsert(writer, model, batch(range(0, 150, 2), ts=5))
-    delete(writer, model, list(range(0, 150, 7)))
+    model = written_table(base, table_version=8)
     before = oracle_rows(base, s3.hudi_rs_options)
     assert as_rows(before) == as_rows(expected_rows(model))
 
