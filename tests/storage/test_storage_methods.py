@@ -4,14 +4,17 @@ the same requests (what the call costs on an object store) on both."""
 from __future__ import annotations
 
 import importlib.util
+import io
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests.storage.conftest import SECRET_KEY, S3Endpoint
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.storage import Storage
-from tms.hudi.storage_requests import counting
+from tms.hudi.storage_requests import RequestKind, counting
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -143,3 +146,18 @@ def test_schemes_this_machine_cannot_reach_are_refused_clearly(base_path: str, s
     with pytest.raises(UnsupportedTableError, match=says) as raised:
         Storage(base_path)
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
+
+
+def test_nothing_exists_below_a_file(storage: Storage) -> None:
+    storage.write_bytes("file.txt", b"not a table")
+    assert not storage.exists("file.txt/.hoodie/hoodie.properties")
+
+
+def test_a_parquet_file_reads_back_through_a_counted_input(storage: Storage) -> None:
+    rows = pa.table({"id": ["a", "b"], "n": [1, 2]})
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer)
+    storage.write_bytes("p/f.parquet", buffer.getvalue(), atomic=False)
+    with counting() as counts, storage.open_input("p/f.parquet") as handle:
+        assert pq.read_table(handle).equals(rows)
+    assert counts.total == counts[RequestKind.GET] == 1

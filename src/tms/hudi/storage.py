@@ -14,6 +14,7 @@ Object stores differ from a disk in three ways the methods absorb:
 
 from __future__ import annotations
 
+import io
 import os
 import posixpath
 import time
@@ -93,6 +94,12 @@ class Storage:
         record(RequestKind.GET)
         data: bytes = self.fs.cat_file(self.full_path(path))
         return data
+
+    def open_input(self, path: str) -> io.BytesIO:
+        """A file object for readers that take one (Parquet), read with one GET of the whole
+        object: the services read base files whole, and one request is cheaper than a
+        footer's and each column chunk's range requests."""
+        return io.BytesIO(self.read_bytes(path))
 
     def write_bytes(self, path: str, data: bytes, *, atomic: bool = True) -> None:
         """Write a whole file at once.
@@ -214,7 +221,7 @@ class Storage:
         record(RequestKind.HEAD)
         try:
             entry: dict[str, Any] = self.fs.info(self.full_path(path))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # on disk, a file may stand above it
             entry = {}
         if entry.get("type") != "file":
             record(RequestKind.LIST)

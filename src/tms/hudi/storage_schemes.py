@@ -60,11 +60,22 @@ def filesystem(base_path: str, options: Mapping[str, Any] | None = None) -> tupl
             f"storage scheme {scheme}:// is not known; supported: file, s3, s3a, "
             "gs (tms[gcs]), abfs (tms[azure]), hdfs (with a Hadoop client)"
         ) from None
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError) as exc:
         if scheme != "hdfs":
             raise
-        raise UnsupportedTableError(_missing_library(scheme)) from None
+        reason = _first_reasons.setdefault(scheme, _first_line(exc))
+        raise UnsupportedTableError(f"{_missing_library(scheme)} ({reason})") from None
     return fs, str(root)
+
+
+_first_reasons: dict[str, str] = {}
+"""Why a library first failed to load: pyarrow says only "Prior attempt to load libhdfs
+failed" after that."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _missing_library(scheme: str) -> str:
