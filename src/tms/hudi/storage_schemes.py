@@ -44,7 +44,7 @@ def is_local(fs: Any) -> bool:
 
 def filesystem(base_path: str, options: Mapping[str, Any] | None = None) -> tuple[Any, str]:
     """The fsspec filesystem of `base_path` and the path on it; `UnsupportedTableError` when
-    this machine cannot reach the scheme. Messages name the scheme, never the options."""
+    this machine cannot reach the scheme. Messages name the path, never the options."""
     scheme = (split_protocol(base_path)[0] or "file").lower()
     kwargs: dict[str, Any] = {}
     if scheme not in LOCAL_PROTOCOLS:
@@ -52,19 +52,19 @@ def filesystem(base_path: str, options: Mapping[str, Any] | None = None) -> tupl
     try:
         fs, root = fsspec.core.url_to_fs(base_path, **kwargs)
     except ImportError:
-        raise UnsupportedTableError(_missing_library(scheme)) from None
+        raise UnsupportedTableError(f"{base_path}: {_missing_library(scheme)}") from None
     except ValueError as exc:
         if "Protocol not known" not in str(exc):
             raise
         raise UnsupportedTableError(
-            f"storage scheme {scheme}:// is not known; supported: file, s3, s3a, "
+            f"{base_path}: storage scheme {scheme}:// is not known; supported: file, s3, s3a, "
             "gs (tms[gcs]), abfs (tms[azure]), hdfs (with a Hadoop client)"
         ) from None
     except (OSError, RuntimeError) as exc:
         if scheme != "hdfs":
             raise
         reason = _first_reasons.setdefault(scheme, _first_line(exc))
-        raise UnsupportedTableError(f"{_missing_library(scheme)} ({reason})") from None
+        raise UnsupportedTableError(f"{base_path}: {_missing_library(scheme)} ({reason})") from None
     return fs, str(root)
 
 
