@@ -1,18 +1,36 @@
-"""Storage behind one small interface, so object stores can follow the local filesystem.
+"""Storage behind one small interface, the same on local disk and on object stores.
 
-Every path handed to `Storage` is relative to the table's base path and uses `/`.
+Every path handed to `Storage` is relative to the table's base path and uses `/`. Each
+method records the requests it issues on an object store (`tms.hudi.storage_requests`).
+
+Object stores differ from a disk in three ways the methods absorb:
+- no rename: a whole-object PUT is atomic (readers see the old object or the new one,
+  never part of one), so atomic writes write directly; a disk writes a temporary file and
+  renames it;
+- create-if-absent is a conditional PUT (`If-None-Match: *`) where the store has one;
+- no directories: a prefix exists while a key lies below it, `makedirs` does nothing, and
+  listing a missing prefix is empty, as listing a missing directory is here.
 """
 
 from __future__ import annotations
 
+import io
+import os
 import posixpath
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import fsspec
+from tms.hudi.storage_requests import (
+    RequestKind,
+    delete_requests,
+    list_requests,
+    put_requests,
+    record,
+)
+from tms.hudi.storage_schemes import filesystem, is_local
 
 
 @dataclass(frozen=True)
@@ -32,16 +50,31 @@ class FileInfo:
 
 
 class Storage:
-    """A base path on a filesystem: read, write, list and delete by relative path."""
+    """A base path on a filesystem: read, write, list and delete by relative path.
 
-    def __init__(self, base_path: str, fs: Any | None = None) -> None:
+    `storage_options` (credentials, endpoint) go to fsspec and nowhere else: not into
+    `repr`, logs or error messages.
+    """
+
+    def __init__(
+        self,
+        base_path: str,
+        fs: Any | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
         if fs is None:
-            fs, root = fsspec.core.url_to_fs(base_path)
+            fs, root = filesystem(base_path, storage_options)
         else:
             root = base_path
+            if "://" not in base_path and not is_local(fs):
+                base_path = fs.unstrip_protocol(root)
         self.fs: Any = fs
         self.root: str = str(root).rstrip("/") or "/"
         self.base_path = base_path.rstrip("/")
+        self._local = is_local(fs)
+
+    def __repr__(self) -> str:
+        return f"Storage({self.base_path!r})"
 
     def full_path(self, path: str) -> str:
         """The filesystem path of a relative path."""
@@ -52,23 +85,38 @@ class Storage:
         return posixpath.join(self.base_path, path) if path else self.base_path
 
     def exists(self, path: str) -> bool:
-        return bool(self.fs.exists(self.full_path(path)))
+        """A file, or a directory (on object stores: a prefix with a key below it).
+
+        HEAD, then a LIST when no object has that name."""
+        return self._stat(path) is not None
 
     def read_bytes(self, path: str) -> bytes:
+        record(RequestKind.GET)
         data: bytes = self.fs.cat_file(self.full_path(path))
         return data
+
+    def open_input(self, path: str) -> io.BytesIO:
+        """A file object for readers that take one (Parquet), read with one GET of the whole
+        object: the services read base files whole, and one request is cheaper than a
+        footer's and each column chunk's range requests."""
+        return io.BytesIO(self.read_bytes(path))
 
     def write_bytes(self, path: str, data: bytes, *, atomic: bool = True) -> None:
         """Write a whole file at once.
 
         Atomic (the default, for timeline files): readers see either nothing or all of it.
-        Data files are written in place instead: a marker names each one before it is
-        written, so a crash leaves nothing a rollback cannot find.
+        On disk a temporary file is renamed; on an object store the one PUT of the whole
+        object is atomic already. Data files are written in place instead: a marker names
+        each one before it is written, so a crash leaves nothing a rollback cannot find.
         """
+        record(RequestKind.PUT, put_requests(len(data)))
         full = self.full_path(path)
+        if not self._local:
+            self.fs.pipe_file(full, data)
+            return
         self.fs.makedirs(posixpath.dirname(full), exist_ok=True)
-        if atomic and self._is_local:
-            tmp = f"{full}.{uuid.uuid4().hex}.tmp"
+        if atomic:
+            tmp = self._temporary(full)
             with self.fs.open(tmp, "wb") as out:
                 out.write(data)
             self.fs.mv(tmp, full)
@@ -76,17 +124,53 @@ class Storage:
             with self.fs.open(full, "wb") as out:
                 out.write(data)
 
-    def touch(self, path: str) -> None:
-        """Create the file or refresh its modification time (heartbeats)."""
+    def create_new(self, path: str, data: bytes) -> None:
+        """Write a whole file only if none has that name; `FileExistsError` otherwise.
+
+        On disk a complete temporary file is hard-linked to the name, which fails when the
+        name exists, so readers never see part of it. On an object store it is one
+        conditional PUT (`If-None-Match: *`): S3 (since 2024-08), GCS and Azure refuse it
+        when the key exists, atomically. A store without conditional writes (some
+        S3-compatible ones) ignores the header: there a writer needs the table lock, as
+        Hudi requires a lock provider for concurrent writers.
+        """
+        record(RequestKind.PUT, put_requests(len(data)))
         full = self.full_path(path)
+        if not self._local:
+            self.fs.pipe_file(full, data, mode="create")
+            return
+        self.fs.makedirs(posixpath.dirname(full), exist_ok=True)
+        tmp = self._temporary(full)
+        with self.fs.open(tmp, "wb") as out:
+            out.write(data)
+        try:
+            os.link(tmp, full)
+        finally:
+            os.unlink(tmp)
+
+    def touch(self, path: str) -> None:
+        """Create the file or refresh its modification time (heartbeats).
+
+        An object's modification time changes only when it is written: on object stores the
+        file is written anew, empty (heartbeat files are empty), as Hudi's heartbeat does."""
+        record(RequestKind.PUT)
+        full = self.full_path(path)
+        if not self._local:
+            self.fs.pipe_file(full, b"")
+            return
         self.fs.makedirs(posixpath.dirname(full), exist_ok=True)
         self.fs.touch(full, truncate=False)
 
     def makedirs(self, path: str) -> None:
-        self.fs.makedirs(self.full_path(path), exist_ok=True)
+        """A directory on disk; nothing on object stores, where prefixes need no creating."""
+        if self._local:
+            self.fs.makedirs(self.full_path(path), exist_ok=True)
 
     def delete(self, path: str) -> bool:
-        """Delete a file; False when it was already gone (deletes are retried after crashes)."""
+        """Delete a file; False when it was already gone (deletes are retried after crashes).
+
+        Object stores answer a DELETE of a missing key as a success: there it is True."""
+        record(RequestKind.DELETE)
         try:
             self.fs.rm_file(self.full_path(path))
         except FileNotFoundError:
@@ -94,9 +178,16 @@ class Storage:
         return True
 
     def delete_dir(self, path: str) -> None:
+        """Delete a directory and everything below it; nothing when it does not exist."""
         full = self.full_path(path)
-        if self.fs.exists(full):
+        files = self._find(path)
+        if not files:
+            return
+        record(RequestKind.DELETE, delete_requests(len(files)))
+        if self._local:
             self.fs.rm(full, recursive=True)
+        else:
+            self.fs.rm(list(files))
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """Direct children of a directory; empty when it does not exist."""
@@ -104,28 +195,52 @@ class Storage:
         try:
             entries = self.fs.ls(full, detail=True)
         except FileNotFoundError:
-            return []
+            entries = []
+        record(RequestKind.LIST, list_requests(len(entries)))
         return [self._info(entry) for entry in entries]
 
     def walk_files(self, path: str) -> Iterator[FileInfo]:
-        """Every file below a directory, at any depth."""
-        for entry in self.list_dir(path):
-            if entry.is_dir:
-                yield from self.walk_files(entry.path)
-            else:
-                yield entry
+        """Every file below a directory, at any depth: one flat listing (on object stores a
+        LIST per 1,000 keys, not one per directory)."""
+        for entry in self._find(path).values():
+            yield self._info(entry)
 
     def info(self, path: str) -> FileInfo:
-        return self._info(self.fs.info(self.full_path(path)))
+        """HEAD, then a LIST when no object has that name; `FileNotFoundError` for neither."""
+        entry = self._stat(path)
+        if entry is None:
+            raise FileNotFoundError(self.uri(path))
+        return self._info(entry)
 
     def modified(self, path: str) -> float:
         return self.info(path).modified
 
-    @property
-    def _is_local(self) -> bool:
-        protocol = self.fs.protocol
-        protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
-        return "file" in protocols or "local" in protocols
+    def _stat(self, path: str) -> dict[str, Any] | None:
+        """The filesystem's info of a path, None when absent; counted as an object store
+        answers it: HEAD, and a LIST of the prefix unless an object has that name."""
+        record(RequestKind.HEAD)
+        try:
+            entry: dict[str, Any] = self.fs.info(self.full_path(path))
+        except (FileNotFoundError, NotADirectoryError):  # on disk, a file may stand above it
+            entry = {}
+        if entry.get("type") != "file":
+            record(RequestKind.LIST)
+        return entry or None
+
+    def _find(self, path: str) -> dict[str, dict[str, Any]]:
+        """The files below a directory by filesystem path (none when it does not exist)."""
+        full = self.full_path(path)
+        found: dict[str, dict[str, Any]] = self.fs.find(full, detail=True)
+        record(RequestKind.LIST, list_requests(len(found)))
+        return {
+            name: entry
+            for name, entry in found.items()
+            if entry.get("type") == "file" and name != full and not name.endswith("/")
+        }
+
+    @staticmethod
+    def _temporary(full: str) -> str:
+        return f"{full}.{uuid.uuid4().hex}.tmp"
 
     def _info(self, entry: dict[str, Any]) -> FileInfo:
         name = str(entry["name"]).rstrip("/")

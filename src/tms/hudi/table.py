@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tms.hudi.errors import (
     TableNotFoundError,
@@ -55,9 +57,10 @@ class HudiTable:
     config: TableConfig
 
     @classmethod
-    def open(cls, base_path: str) -> HudiTable:
+    def open(cls, base_path: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
+        """The table at `base_path`; `storage_options` (credentials, endpoint) go to fsspec."""
         try:
-            storage = Storage(base_path)
+            storage = Storage(base_path, storage_options=storage_options)
             found = storage.exists(PROPERTIES_PATH)
             config = TableConfig.load(storage) if found else None
         except (ImportError, ValueError, OSError) as exc:  # unknown scheme, no access…

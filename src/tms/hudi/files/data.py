@@ -25,7 +25,7 @@ AVRO_SCHEMA_KEY = b"parquet.avro.schema"
 
 
 def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None = None) -> pa.Table:
-    with storage.fs.open(storage.full_path(path), "rb") as handle:
+    with storage.open_input(path) as handle:
         return pq.read_table(handle, columns=list(columns) if columns else None)
 
 

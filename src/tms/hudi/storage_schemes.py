@@ -1,0 +1,90 @@
+"""The filesystem behind a base path's scheme, or a refusal that says what to install.
+
+`s3://` and `s3a://` (what Spark's Hadoop writers put in Hudi's metadata) both go to s3fs,
+installed with the package; `gs://` and `abfs://` need the `tms[gcs]` and `tms[azure]`
+extras; `hdfs://` goes to pyarrow's HDFS filesystem, which needs a Hadoop client (libhdfs,
+`HADOOP_HOME`, `CLASSPATH`) on the machine. Credentials and endpoints come from the standard
+places of each library (environment, profiles, instance metadata) unless storage options
+name them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import fsspec
+from fsspec.core import split_protocol
+
+from tms.hudi.errors import UnsupportedTableError
+
+__all__ = ["LOCAL_PROTOCOLS", "filesystem", "is_local"]
+
+LOCAL_PROTOCOLS = frozenset({"file", "local"})
+EXTRAS = {
+    "gs": "gcs",
+    "gcs": "gcs",
+    "abfs": "azure",
+    "abfss": "azure",
+    "az": "azure",
+    "adl": "azure",
+}
+"""Schemes whose filesystem comes with an extra of this package."""
+OBJECT_STORE_DEFAULTS: dict[str, Any] = {"use_listings_cache": False}
+"""Listings are never cached: writers and Spark tasks change the timeline behind our back."""
+
+fsspec.register_implementation("s3a", "s3fs.S3FileSystem", clobber=False)
+
+
+def is_local(fs: Any) -> bool:
+    protocol = fs.protocol
+    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
+    return any(p in LOCAL_PROTOCOLS for p in protocols)
+
+
+def filesystem(base_path: str, options: Mapping[str, Any] | None = None) -> tuple[Any, str]:
+    """The fsspec filesystem of `base_path` and the path on it; `UnsupportedTableError` when
+    this machine cannot reach the scheme. Messages name the path, never the options."""
+    scheme = (split_protocol(base_path)[0] or "file").lower()
+    kwargs: dict[str, Any] = {}
+    if scheme not in LOCAL_PROTOCOLS:
+        kwargs = {**OBJECT_STORE_DEFAULTS, **(options or {})}
+    try:
+        fs, root = fsspec.core.url_to_fs(base_path, **kwargs)
+    except ImportError:
+        raise UnsupportedTableError(f"{base_path}: {_missing_library(scheme)}") from None
+    except ValueError as exc:
+        if "Protocol not known" not in str(exc):
+            raise
+        raise UnsupportedTableError(
+            f"{base_path}: storage scheme {scheme}:// is not known; supported: file, s3, s3a, "
+            "gs (tms[gcs]), abfs (tms[azure]), hdfs (with a Hadoop client)"
+        ) from None
+    except (OSError, RuntimeError) as exc:
+        if scheme != "hdfs":
+            raise
+        reason = _first_reasons.setdefault(scheme, _first_line(exc))
+        raise UnsupportedTableError(f"{base_path}: {_missing_library(scheme)} ({reason})") from None
+    return fs, str(root)
+
+
+_first_reasons: dict[str, str] = {}
+"""Why a library first failed to load: pyarrow says only "Prior attempt to load libhdfs
+failed" after that."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _missing_library(scheme: str) -> str:
+    if scheme == "hdfs":
+        return (
+            "hdfs:// needs a Hadoop client on this machine (libhdfs with HADOOP_HOME and a "
+            "Hadoop CLASSPATH, as pyarrow's HDFS filesystem loads them); none could be loaded"
+        )
+    extra = EXTRAS.get(scheme)
+    if extra is not None:
+        return f"{scheme}:// needs the {extra} extra: pip install 'tms[{extra}]'"
+    return f"{scheme}:// needs a filesystem library that is not installed"
