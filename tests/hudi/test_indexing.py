@@ -154,7 +154,7 @@ def test_up_to_stops_before_the_first_pending_write(tmp_path: Path) -> None:
 REFUSALS = {
     "built": (("files", "record_index"), ["record_index"], "record_index is already built"),
     "unknown": (("files",), ["bloom_filters"], "'bloom_filters' is not a metadata partition"),
-    "files": (("files",), ["files"], "files cannot be indexed"),
+    "files": (("files",), ["files"], "metadata partition files is already built"),
     "none": (("files",), [], "at least one"),
     "no metadata table": ((), ["record_index"], "no metadata table"),
 }

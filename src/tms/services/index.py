@@ -38,6 +38,7 @@ from tms.hudi.metadata.index_build import (
     index_definitions,
     index_spec,
 )
+from tms.hudi.metadata.index_build.files_partition import build_files_partition, catch_up_files
 from tms.hudi.metadata.indexing import (
     COLUMNS_KEY,
     VERSION_KEY,
@@ -52,7 +53,7 @@ from tms.hudi.metadata.indexing import (
     read_plan,
     schedule_indexing,
 )
-from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
+from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, PARTITION_STATS
 from tms.hudi.metadata.reader import metadata_storage
 from tms.hudi.metadata.valid_instants import rolled_back_instants
 from tms.hudi.properties import TableConfig
@@ -216,9 +217,12 @@ def _run(
         spec = index_spec(table, timeline, plan.partitions)
         inflight = transition(storage, table.config, requested, State.INFLIGHT)
         stage(BUILD)
-        built = build_partitions(
-            spark, table, spec, as_of=up_to, instant_time=instant_time, timeline=timeline
-        )
+        if spec.partitions == (FILES,):
+            built = build_files_partition(table, timeline, up_to, instant_time)
+        else:
+            built = build_partitions(
+                spark, table, spec, as_of=up_to, instant_time=instant_time, timeline=timeline
+            )
         _add(result, built)
         seen = _completed_times(timeline)
         config = mark_inflight(storage, spec.partitions)
@@ -285,6 +289,9 @@ def _catch_up(
     logged = _logged_by_writers(table, spec.partitions, up_to)
     instants = [i for i in completed if i.requested_time not in logged]
     if not instants:
+        return until
+    if spec.partitions == (FILES,):
+        _add(result, catch_up_files(table, timeline, instants))
         return until
     write = catch_up(
         spark,

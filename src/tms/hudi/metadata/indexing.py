@@ -64,8 +64,8 @@ LATEST_VERSION = 1
 CATCH_UP_SUFFIX = "010"
 """The catch-up delta commit is `T + "010"`: it sorts after `T` and before every instant
 requested later, so writers' log blocks of later instants apply after it."""
-INDEXABLE = (COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
-"""Partitions an index build writes; `files` needs the metadata table built from scratch."""
+INDEXABLE = (FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
+"""Partitions an index build writes; `files` builds the metadata table itself, alone."""
 DEFAULT_INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
 COLUMNS_KEY = "columns"
 VERSION_KEY = "indexVersion"
@@ -218,15 +218,21 @@ def schedule_refusals(
         reasons.append("name at least one metadata partition to index")
     built = set(config.metadata_partitions)
     inflight = set(inflight_partitions(config))
-    if FILES not in built or not storage.exists(f"{METADATA_FOLDER}/{PROPERTIES_PATH}"):
+    has_folder = storage.exists(f"{METADATA_FOLDER}/{PROPERTIES_PATH}")
+    if FILES in partitions:
+        if len(partitions) > 1:
+            reasons.append("files is built alone: the other partitions are built once it is")
+        if FILES not in built and FILES not in inflight and (built or has_folder):
+            reasons.append(
+                f"{METADATA_FOLDER} exists without a built files partition; drop what it "
+                "holds first"
+            )
+    elif FILES not in built or not has_folder:
         reasons.append(
-            "the table has no metadata table with a built files partition; building the "
-            "files partition (the metadata table itself) is not done by the index service"
+            "the table has no metadata table with a built files partition: build files first"
         )
     for partition in partitions:
-        if partition == FILES:
-            reasons.append("files cannot be indexed: it is the metadata table itself")
-        elif partition not in INDEXABLE:
+        if partition not in INDEXABLE:
             reasons.append(f"{partition!r} is not a metadata partition we build; use {INDEXABLE}")
         elif partition in built:
             reasons.append(f"metadata partition {partition} is already built")
@@ -274,8 +280,10 @@ def schedule_indexing(
         if p in names
     )
     md_storage = metadata_storage(storage)
-    metadata_timeline = Timeline.load(md_storage, TableConfig.load(md_storage))
-    instant_time = new_instant_time([*timeline.instants, *metadata_timeline.instants])
+    metadata_instants: Sequence[Instant] = ()
+    if md_storage.exists(PROPERTIES_PATH):
+        metadata_instants = Timeline.load(md_storage, TableConfig.load(md_storage)).instants
+    instant_time = new_instant_time([*timeline.instants, *metadata_instants])
     request(storage, config, instant_time, Action.INDEXING, IndexPlan(infos).to_bytes())
     return instant_time
 
@@ -352,8 +360,9 @@ def abort_indexing(
     storage: Storage, instant_time: str, partitions: Sequence[str], *, keep_plan: bool = False
 ) -> None:
     """Undo a build that did not complete: the partitions leave `.inflight`, their folders
-    and the metadata table's instants `T` and `T + "010"` go, and so does the `indexing`
-    instant (only its inflight file with `keep_plan`, to run the plan again)."""
+    and the metadata table's instants `T` and `T + "010"` go (the whole metadata table when
+    the build made it: `files`), and so does the `indexing` instant (only its inflight file
+    with `keep_plan`, to run the plan again)."""
     config = TableConfig.load(storage)
     inflight = inflight_partitions(config)
     if any(p in inflight for p in partitions):
@@ -362,6 +371,10 @@ def abort_indexing(
         )
     md_storage = metadata_storage(storage)
     built = set(config.metadata_partitions)
+    if FILES in partitions and FILES not in built:
+        # the build created the metadata table: it goes whole, with the catch-up's delta
+        # commits (named by the instants they applied)
+        storage.delete_dir(METADATA_FOLDER)
     for partition in partitions:
         if partition not in built:
             md_storage.delete_dir(partition)

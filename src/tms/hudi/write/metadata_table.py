@@ -31,6 +31,7 @@ from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, RECORD_INDEX, Meta
 from tms.hudi.metadata.reader import metadata_storage
 from tms.hudi.metadata.records import partition_list_record
 from tms.hudi.metadata.schema import writer_schema
+from tms.hudi.metadata.table_config import create_metadata_table
 from tms.hudi.metadata.writer import hfile_content, record_schema_without_meta_fields
 from tms.hudi.properties import METADATA_PARTITIONS_INFLIGHT, TableConfig
 from tms.hudi.storage import Storage
@@ -48,54 +49,6 @@ INDEX_DEFS_PATH = ".hoodie/.index_defs/index.json"
 METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
 VERSION_6_SOLO_COMMIT_TIME = "00000000000000"
 VERSION_6_INIT_SUFFIX = 10
-
-
-def _metadata_table_config(data: TableConfig) -> TableConfig:
-    """The metadata table's `hoodie.properties`, as Hudi lays it out for the table version."""
-    if data.table_version < 8:
-        return _version_6_metadata_table_config(data)
-    version = str(data.table_version)
-    return TableConfig(
-        {
-            "hoodie.table.name": f"{data.table_name}_metadata",
-            "hoodie.table.type": "MERGE_ON_READ",
-            "hoodie.table.version": version,
-            "hoodie.table.initial.version": version,
-            "hoodie.table.keygenerator.type": "HOODIE_TABLE_METADATA",
-            "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
-            "hoodie.archivelog.folder": "history",
-            "hoodie.timeline.layout.version": "2",
-            "hoodie.timeline.path": "timeline",
-            "hoodie.timeline.history.path": "history",
-            "hoodie.datasource.write.drop.partition.columns": "false",
-            "hoodie.record.merge.strategy.id": "00000000-0000-0000-0000-000000000000",
-            "hoodie.table.recordkey.fields": "key",
-            "hoodie.populate.meta.fields": "false",
-            "hoodie.table.base.file.format": "HFILE",
-            "hoodie.record.merge.mode": "CUSTOM",
-        }
-    )
-
-
-def _version_6_metadata_table_config(data: TableConfig) -> TableConfig:
-    """`hoodie.properties` of a Hudi 0.14/0.15 metadata table (timeline layout 1)."""
-    return TableConfig(
-        {
-            "hoodie.table.name": f"{data.table_name}_metadata",
-            "hoodie.table.type": "MERGE_ON_READ",
-            "hoodie.table.version": "6",
-            "hoodie.archivelog.folder": "archived",
-            "hoodie.timeline.layout.version": "1",
-            "hoodie.compaction.payload.class": "org.apache.hudi.metadata.HoodieMetadataPayload",
-            "hoodie.table.keygenerator.class": (
-                "org.apache.hudi.metadata.HoodieTableMetadataKeyGenerator"
-            ),
-            "hoodie.datasource.write.drop.partition.columns": "false",
-            "hoodie.table.recordkey.fields": "key",
-            "hoodie.populate.meta.fields": "false",
-            "hoodie.table.base.file.format": "HFILE",
-        }
-    )
 
 
 def bootstrap_instant_time(table_version: int, offset: int) -> str:
@@ -186,18 +139,7 @@ def initialize_metadata_table(
     if COLUMN_STATS in partitions and not schema:
         raise ValueError("column_stats needs the table schema")
     md_storage = metadata_storage(storage)
-    md_config = _metadata_table_config(data)
-    history = ".hoodie/archived" if data.table_version < 8 else ".hoodie/timeline/history"
-    for folder in (
-        history,
-        ".hoodie/.temp",
-        ".hoodie/.heartbeat",
-        ".hoodie/.aux/.bootstrap/.partitions",
-        ".hoodie/.aux/.bootstrap/.fileids",
-        ".hoodie/.schema",
-    ):
-        md_storage.makedirs(folder)
-    md_config.save(md_storage)
+    md_config = create_metadata_table(md_storage, data)
     record_schema = writer_schema(data.table_version, None)
     ordered = [p for p in METADATA_PARTITIONS if p in partitions]
     for offset, partition in enumerate(ordered):

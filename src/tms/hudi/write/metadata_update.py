@@ -52,7 +52,7 @@ class WriterMetadata:
     def of(cls, table: HudiTable, timeline: Timeline) -> WriterMetadata | None:
         """None without a metadata table; refusals before anything is written."""
         built = set(table.config.metadata_partitions)
-        if not built:
+        if not built and not inflight_partitions(table.config):
             return None
         try:
             reader = MetadataTableReader.open(table.storage, table.config, timeline)

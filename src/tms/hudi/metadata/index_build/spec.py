@@ -25,7 +25,7 @@ from tms.hudi.metadata.index_defs import (
     read_index_definitions,
 )
 from tms.hudi.metadata.partition_stats import ColumnType, column_types
-from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS, RECORD_INDEX
+from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, PARTITION_STATS, RECORD_INDEX
 from tms.hudi.metadata.schema import FIRST_1X_TABLE_VERSION
 from tms.hudi.properties import CREATE_SCHEMA, TableConfig
 from tms.hudi.record_keys import key_generation_refusals
@@ -34,7 +34,7 @@ from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["BUILDABLE", "DataTable", "IndexSpec", "IndexWrite", "index_definitions", "index_spec"]
 
-BUILDABLE: tuple[str, ...] = (COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
+BUILDABLE: tuple[str, ...] = (FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
 """Metadata partitions an index operation builds, in the order it builds them."""
 V2_FROM_TABLE_VERSION = 9
 """Hudi 1.1 (table version 9) writes new stats indexes in index version V2."""
@@ -108,6 +108,14 @@ def _refusals(table: DataTable, requested: Sequence[str]) -> list[str]:
         reasons.append("no metadata partition to build was named")
     if len(set(requested)) != len(requested):
         reasons.append("a metadata partition is named twice")
+    if FILES in requested and len(requested) > 1:
+        reasons.append("files is built alone: the other partitions are built once it is")
+    if FILES in requested and config.table_version < FIRST_1X_TABLE_VERSION:
+        reasons.append(
+            f"table version {config.table_version}: its files partition is not built here (log "
+            "files sort by version there, so a catch-up would apply older changes last); a "
+            "Hudi writer with the metadata table on initialises it"
+        )
     if config.table_version < FIRST_1X_TABLE_VERSION and PARTITION_STATS in requested:
         reasons.append(
             f"table version {config.table_version} has no partition_stats (Hudi "
