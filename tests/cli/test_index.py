@@ -50,7 +50,7 @@ def test_ops_submit_index_sends_the_partitions_and_drop(cli: Cli) -> None:
     )
     assert submitted["extra_params"] == {"partitions": "record_index,column_stats"}
     again = ok(
-        cli("ops", "submit", "indexing", "--table", "lake.trips", "--partitions",
+        cli("ops", "submit", "--action", "index", "--table", "lake.trips", "--partitions",
             "column_stats,record_index")
     )  # fmt: skip
     assert again.strip() == (
@@ -59,6 +59,10 @@ def test_ops_submit_index_sends_the_partitions_and_drop(cli: Cli) -> None:
     listed = json.loads(ok(cli("ops", "ls", "--action", "index", "--json")))
     assert [o["id"] for o in listed] == [submitted["id"]]
 
+    unnamed = cli("ops", "submit", "--table", "lake.trips", "--partitions", "files")
+    assert unnamed.exit_code == 2 and "name the table service" in unnamed.output
+    both = cli("ops", "submit", "clean", "--action", "index", "--table", "lake.trips")
+    assert both.exit_code == 2 and "two table services named" in both.output
     other = cli("ops", "submit", "index", "--table", "lake.trips", "--partitions", "files")
     assert other.exit_code == 1 and "HTTP 409" in other.stderr
     assert f"index operation {submitted['id']}" in other.stderr

@@ -227,10 +227,28 @@ def _index_params(action: str, partitions: str | None, drop: bool) -> dict[str, 
     return params | ({"drop": "true"} if drop else {})
 
 
+def _one_action(argument: ActionName | None, option: ActionName | None) -> ActionName:
+    """The action, given as the argument or as `--action` (the same one when both)."""
+    if argument is None and option is None:
+        raise typer.BadParameter("name the table service: tms ops submit ACTION or --action")
+    if argument is not None and option is not None and argument.action != option.action:
+        raise typer.BadParameter(
+            f"two table services named: {argument.value} and --action {option.value}"
+        )
+    chosen = argument or option
+    assert chosen is not None
+    return chosen
+
+
 @ops_app.command("submit")
 def ops_submit(
-    action: Annotated[ActionName, typer.Argument(help="The table service.")],
     table: Annotated[str, typer.Option(help="The table (id or db.table).")],
+    action: Annotated[
+        ActionName | None, typer.Argument(help="The table service (or --action).")
+    ] = None,
+    action_option: Annotated[
+        ActionName | None, typer.Option("--action", help="The table service, as an option.")
+    ] = None,
     instant: Annotated[
         str | None, typer.Option(help="A pending plan's instant; default: the job plans one.")
     ] = None,
@@ -269,6 +287,7 @@ def ops_submit(
     """Submit an operation (RFC-43); submitting the same one again returns it unchanged.
 
     index: builds the metadata partitions --partitions names (drops them with --drop)."""
+    action = _one_action(action, action_option)
     extra = _params(param or []) | _index_params(action.action, partitions, drop)
     with connect(url, token) as client:
         found = resolve_table(client, table)
