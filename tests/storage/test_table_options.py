@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.api.conftest import ADMIN, AUTH_TOKENS, WRITER, MakeClient, bearer, client, make_client
 from tests.storage.conftest import ACCESS_KEY, SECRET_KEY, S3Endpoint
+from tests.storage.test_write_and_compact_on_s3 import written_table
+from tests.test_operator_cli import cli_for, start
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient
@@ -104,3 +108,26 @@ def test_tables_on_local_disk_take_no_options(client: TestClient) -> None:
     patched = client.patch(f"/v1/tables/{table_id}", json={"storage_options": {"key": "k"}})
     assert patched.status_code == 422
     assert patched.json()["error"]["field"] == "body.storage_options"
+
+
+def test_the_cli_sets_options_from_a_file_and_shows_only_their_names(
+    s3: S3Endpoint, options: dict[str, Any], db_url: str, tmp_path: Path
+) -> None:
+    base = s3.base_path("cli")
+    written_table(base, table_version=6)
+    secrets = tmp_path / "options.json"
+    secrets.write_text(json.dumps(options))
+    with start(db_url, tmp_path / "service") as service:
+        cli = cli_for(service.url)
+        added = cli(
+            "tables", "add", base, "--name", "lake.trips", "--storage-options", str(secrets)
+        )
+        assert added.exit_code == 0, added.output
+        replaced = cli("tables", "storage-options", "lake.trips", "-", stdin='{"profile": "etl"}')
+        assert replaced.exit_code == 0, replaced.output
+        assert "storage options: profile" in replaced.output
+        shown = cli("tables", "ls", "--json")
+        bad = cli("tables", "storage-options", "lake.trips", "-", stdin='{"anon": true}')
+    assert SECRET not in added.output + replaced.output + shown.output
+    assert bad.exit_code == 1
+    assert "anon: not a storage option of s3:// tables" in bad.output
