@@ -1,6 +1,7 @@
 """Prometheus metrics of the service: one registry, every metric object defined here.
 
-Label values are bounded sets (actions, statuses, outcomes, route templates), never ids.
+Label values are bounded sets (actions, statuses, outcomes, route templates, registered
+tables' names), never ids or instant times.
 """
 
 from __future__ import annotations
@@ -103,5 +104,14 @@ EMBEDDED_DB_RESTARTS = Counter(
     "tms_embedded_db_restarts",
     "Restarts of the embedded PostgreSQL after it died, by result (restarted|failed).",
     ["result"],
+    registry=REGISTRY,
+)
+STORAGE_REQUEST_KINDS = ("LIST", "HEAD", "GET", "PUT", "DELETE")
+"""S3's billing classes, as `tms.hudi.storage_requests.RequestKind` names them."""
+STORAGE_REQUESTS = Counter(
+    "tms_storage_requests_total",
+    "Storage requests (S3's billing classes) by table (db.table), action (a table service, "
+    "or timeline for the API's reads) and kind (LIST|HEAD|GET|PUT|DELETE).",
+    ["table", "action", "kind"],
     registry=REGISTRY,
 )

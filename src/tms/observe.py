@@ -6,8 +6,9 @@ tick must not count).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Any
 
 from tms import metrics
 from tms.store import Operation, OperationStatus
@@ -17,6 +18,7 @@ __all__ = [
     "commit_notified",
     "operation_moved",
     "operations_created",
+    "record_storage_requests",
     "seconds_between",
 ]
 
@@ -55,3 +57,13 @@ def attempt_ended(
     took = seconds_between(started, ended)
     if took is not None:
         metrics.ATTEMPT_DURATION.labels(action, outcome).observe(took)
+
+
+def record_storage_requests(table: str, action: str, counts: Mapping[str, Any] | None) -> None:
+    """Count the storage requests of one piece of work on `table` (`{"LIST": n, …}`, as a job
+    reports them in its figures); unknown kinds and values that are no counts are ignored,
+    so a job cannot add labels."""
+    for kind in metrics.STORAGE_REQUEST_KINDS:
+        n = (counts or {}).get(kind)
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            metrics.STORAGE_REQUESTS.labels(table, action, kind).inc(n)

@@ -42,6 +42,7 @@ def table_out(table: Tbl, settings: Settings, *, created: bool | None = None) ->
         commits_since_metadata_compaction=table.commits_since_metadata_compaction,
         last_notification_at=table.last_notification_at,
         paused=table.paused,
+        storage_options=sorted(table.storage_options or {}),
         created_at=table.created_at,
         updated_at=table.updated_at,
         created=created,

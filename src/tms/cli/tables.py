@@ -7,6 +7,8 @@ operations group lives in `tms.cli.operations`.
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -97,6 +99,27 @@ def tables_ls(
     )
 
 
+OptionsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--storage-options",
+        help="A JSON file of the table's storage options (credentials, endpoint), '-' for "
+        "stdin; in a file, secrets stay out of the shell's history. Needs the admin role.",
+    ),
+]
+
+
+def _read_options(path: Path) -> Any:
+    """The options object in `path` ('-': stdin); the error names the file, never a value."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text()
+        return json.loads(text)
+    except (OSError, ValueError) as exc:
+        kind = "cannot be read" if isinstance(exc, OSError) else "is not JSON"
+        typer.echo(f"error: --storage-options: {path} {kind}", err=True)
+        raise typer.Exit(2) from None
+
+
 def _name_from_storage(base_path: str) -> str:
     """`hoodie.table.name` when the table is readable from here, else the folder's name."""
     from tms.hudi.errors import HudiError
@@ -132,6 +155,7 @@ def tables_add(
         int | None, typer.Option(help="Policy: cluster after N commits (0 = never).", min=0)
     ] = None,
     paused: Annotated[bool, typer.Option("--paused", help="Register it paused.")] = False,
+    storage_options: OptionsFile = None,
     as_json: AsJson = False,
     url: Url = None,
     token: Token = None,
@@ -159,6 +183,7 @@ def tables_add(
         "enabled_actions": actions,
         "policy": policy or None,
         "paused": paused or None,
+        "storage_options": _read_options(storage_options) if storage_options else None,
     }
     with connect(url, token) as client:
         table = client.add_table({k: v for k, v in body.items() if v is not None})
@@ -219,3 +244,28 @@ def tables_resume(
 ) -> None:
     """Let policies create operations for a paused table again."""
     _set_paused(table, False, url, token, as_json)
+
+
+@tables_app.command("storage-options")
+def tables_storage_options(
+    table: TableRef,
+    options_file: Annotated[
+        Path,
+        typer.Argument(
+            help="A JSON file of all the table's storage options ('-' for stdin); {} removes them."
+        ),
+    ],
+    as_json: AsJson = False,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Replace a table's storage options (admin). Their values are never shown again."""
+    options = _read_options(options_file)
+    with connect(url, token) as client:
+        found = resolve_table(client, table)
+        changed = client.update_table(found["id"], {"storage_options": options})
+    if as_json:
+        echo_json(changed)
+        return
+    names = ", ".join(changed["storage_options"]) or "none"
+    typer.echo(f"{qualified(changed)} (table {changed['id']}) storage options: {names}")

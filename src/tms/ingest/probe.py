@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.storage import Storage
@@ -64,11 +66,12 @@ class Seen:
 
 
 class TableProbe:
-    """Reads the table at `base_path` at most once and answers from what it read. Its
-    methods do storage I/O: call them through `StorageCalls`."""
+    """Reads the table at `base_path` (with its `storage_options`, if any) at most once and
+    answers from what it read. Its methods do storage I/O: call them through `StorageCalls`."""
 
-    def __init__(self, base_path: str) -> None:
+    def __init__(self, base_path: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.base_path = base_path
+        self._options = storage_options
         self._seen: Seen | None = None
 
     def look(self) -> Seen:
@@ -78,13 +81,13 @@ class TableProbe:
 
     def _read(self) -> Seen:
         try:
-            if not Storage(self.base_path).exists(PROPERTIES_PATH):
+            if not Storage(self.base_path, storage_options=self._options).exists(PROPERTIES_PATH):
                 return Seen(TableState.ABSENT)
         except Exception as exc:  # any scheme, any failure: the caller decides
             log.warning("cannot read storage at %s: %s", self.base_path, exc)
             return Seen(TableState.UNREADABLE)
         try:
-            return Seen(TableState.TABLE, HudiTable.open(self.base_path))
+            return Seen(TableState.TABLE, HudiTable.open(self.base_path, self._options))
         except Exception as exc:
             log.warning("cannot load the Hudi table at %s: %s", self.base_path, exc)
             return Seen(TableState.TABLE)

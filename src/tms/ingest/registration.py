@@ -45,6 +45,7 @@ def register(
     enabled_actions: Sequence[Action] | None = None,
     policy: dict[str, Any] | None = None,
     paused: bool | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> Registered:
     """Register (idempotently) with the table type and version read from storage when it
     is readable; an existing table gets them refreshed if storage shows something new.
@@ -61,6 +62,7 @@ def register(
         table_version=info.table_version if info else None,
         enabled_actions=enabled_actions,
         policy=policy,
+        storage_options=storage_options,
     )
     table = registered.table
     changes: dict[str, Any] = {}

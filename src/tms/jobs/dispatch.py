@@ -20,6 +20,7 @@ __all__ = [
     "clean_up_cancelled",
     "ensure_supported",
     "execute_plan",
+    "give_tasks_storage_options",
     "holds_stage",
     "pending_plans",
     "schedule_plan",
@@ -103,7 +104,8 @@ def pending_plans(table: HudiTable, action: str) -> list[str]:
 
 def spark_session(spec: JobSpec, instant: str) -> Any:
     """The session spark-submit prepared: its conf (master, memory, `--conf`s) is read back
-    and handed to `get_spark`, whose defaults only fill what the submit left unset."""
+    and handed to `get_spark`, whose defaults only fill what the submit left unset. The
+    table's storage options reach its tasks through `give_tasks_storage_options`."""
     from pyspark import SparkConf
 
     from tms.spark_runtime import get_spark
@@ -113,7 +115,31 @@ def spark_session(spec: JobSpec, instant: str) -> Any:
     name = conf.pop("spark.app.name", f"tms-{spec.action}-{instant}")
     if spec.parallelism is not None:
         conf.setdefault("spark.default.parallelism", str(spec.parallelism))
-    return get_spark(master, app_name=name, conf=conf)
+    spark = get_spark(master, app_name=name, conf=conf)
+    give_tasks_storage_options(spec, spark)
+    return spark
+
+
+def give_tasks_storage_options(spec: JobSpec, spark: Any) -> None:
+    """Spark tasks open the table by URI (`Storage(uri)`), without options: they get the
+    table's options as the standard variables of the store's library (`AWS_*` for s3), set
+    in the SparkContext's environment (`sc.environment`), which PySpark ships with each
+    Python function to the worker that runs it.
+
+    Chosen over carrying the options in the task closures because every service's tasks get
+    them without a change to any of them, and over `spark.executorEnv.*` or `--conf`
+    because those are Spark configuration: on the spark-submit command line, in the event
+    log and in the UI's environment tab. The environment is shipped to executors inside the
+    serialized tasks and set on their Python workers only; nothing is logged."""
+    from tms.hudi.storage_options import task_environment
+
+    if not spec.storage_options:
+        return
+    try:
+        variables = task_environment(spec.base_path, spec.storage_options)
+    except ValueError as exc:
+        raise BadJobInput(f"the table's storage options: {exc}") from None
+    spark.sparkContext.environment.update(variables)
 
 
 def execute_plan(

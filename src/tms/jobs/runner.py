@@ -2,8 +2,10 @@
 
 fetch spec → heartbeat thread → schedule the plan if the operation has no instant yet
 (report it) → execute on the SparkSession spark-submit made → report the result with its
-figures. The work runs in its own thread so that a lost lease stops the job at once even
-while the work is blocked inside Spark. The job never touches the database.
+figures, among them the storage requests of the work, its Spark tasks' included
+(`storage_requests`: requests per kind, whatever the outcome). The work runs in its own
+thread so that a lost lease stops the job at once even while the work is blocked inside
+Spark. The job never touches the database.
 
 Outcomes: PlanNotFoundError → INVALID (unless the instant already completed: a retry after
 a lost report, so SUCCEEDED); unsupported table or unusable input → FAILED, not retryable;
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tms.hudi.errors import TableRefusedError
+from tms.hudi.storage_requests import counting
 from tms.hudi.table import HudiTable
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import (
@@ -165,11 +168,17 @@ class JobRunner:
         return box[0] if box else Report("FAILED", error="the work ended without a result")
 
     def _work(self, spec: JobSpec) -> Report:
+        with counting() as requests:
+            report = self._counted_work(spec)
+        report.figures["storage_requests"] = requests.as_dict()
+        return report
+
+    def _counted_work(self, spec: JobSpec) -> Report:
         table: HudiTable | None = None
         instant = spec.instant
         scheduling = False
         try:
-            table = HudiTable.open(spec.base_path)
+            table = HudiTable.open(spec.base_path, storage_options=spec.storage_options)
             ensure_supported(spec, table)
             if instant is None:
                 scheduling = True

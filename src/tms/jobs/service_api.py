@@ -82,6 +82,8 @@ class JobSpec:
     extra_params: dict[str, Any] = field(default_factory=dict)
     heartbeat_interval_seconds: float = 10.0
     cancel_requested: bool = False
+    storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The table's storage options (secrets): passed to fsspec and Spark tasks, never shown."""
 
     @classmethod
     def from_json(cls, data: Any) -> JobSpec:
@@ -99,6 +101,7 @@ class JobSpec:
                 extra_params=dict(data.get("extra_params") or {}),
                 heartbeat_interval_seconds=float(data["heartbeat_interval_seconds"]),
                 cancel_requested=bool(data.get("cancel_requested", False)),
+                storage_options=dict(data.get("storage_options") or {}),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ApiRejected(f"malformed job spec: {exc!r}", 200) from exc

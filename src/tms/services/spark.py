@@ -1,7 +1,10 @@
 """Running one Spark task per unit of work of a table service.
 
 Work is distributed as file groups (or clustering groups): each becomes one Spark task that
-reads and writes its own files on storage and returns only small figures to the driver.
+reads and writes its own files on storage and returns only small figures to the driver,
+among them the storage requests it made: the driver records them as its own
+(`tms.hudi.storage_requests`), so a `counting()` block around a service counts its tasks'
+requests too (those of a task attempt that failed and was retried are not counted).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from tms.hudi.storage_requests import RequestKind, counting, record
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,17 +52,20 @@ def run_tasks(
     sc.setJobDescription(description)
     indexed = list(enumerate(items))
     rdd = sc.parallelize(indexed, len(indexed))
-    results: list[tuple[int, R]] = rdd.map(_TaskCall(func)).collect()
-    return [result for _, result in sorted(results, key=lambda pair: pair[0])]
+    results: list[tuple[int, R, dict[str, int]]] = rdd.map(_TaskCall(func)).collect()
+    for _, _, requests in results:
+        for kind, n in requests.items():
+            record(RequestKind(kind), n)
+    return [result for _, result, _ in sorted(results, key=lambda triple: triple[0])]
 
 
 class _TaskCall:
-    """Picklable wrapper that hands the task its TaskInfo."""
+    """Picklable wrapper that hands the task its TaskInfo and counts its storage requests."""
 
     def __init__(self, func: Callable[[Any, TaskInfo], Any]) -> None:
         self.func = func
 
-    def __call__(self, pair: tuple[int, Any]) -> tuple[int, Any]:
+    def __call__(self, pair: tuple[int, Any]) -> tuple[int, Any, dict[str, int]]:
         from pyspark import TaskContext
 
         context = TaskContext.get()
@@ -66,4 +74,6 @@ class _TaskCall:
             if context is not None
             else TaskInfo(0, 0, 0)
         )
-        return pair[0], self.func(pair[1], info)
+        with counting() as requests:
+            result = self.func(pair[1], info)
+        return pair[0], result, requests.as_dict()

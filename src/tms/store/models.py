@@ -170,6 +170,9 @@ class Tbl(Base):
     commits_since_metadata_compaction: Mapped[int] = mapped_column(server_default="0")
     last_notification_at: Mapped[datetime | None]
     paused: Mapped[bool] = mapped_column(server_default="false")
+    storage_options: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    """Options of the table's filesystem (credentials, endpoint), set by an admin. Secrets:
+    read by the jobs' spec and the service's own storage reads, never returned or logged."""
     created_at: Mapped[datetime] = _now()
     updated_at: Mapped[datetime] = _now()
 

@@ -56,6 +56,7 @@ _UPDATABLE = frozenset(
         "paused",
         "table_type",
         "table_version",
+        "storage_options",
     }
 )
 
@@ -89,8 +90,10 @@ def register_table(
     table_version: int | None = None,
     enabled_actions: Sequence[Action] | None = None,
     policy: dict[str, Any] | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> Registered:
-    """Register a table, or return it unchanged if this exact name and base path exist.
+    """Register a table, or return it unchanged if this exact name and base path exist
+    (its storage options too: an admin changes them with `update_table`).
 
     Raises `TableConflict` when the name is registered at another base path or the base
     path under another name. Concurrent identical calls both succeed with one row.
@@ -107,6 +110,7 @@ def register_table(
         "table_version": table_version,
         "enabled_actions": list(enabled_actions) if enabled_actions is not None else None,
         "policy": policy,
+        "storage_options": storage_options,
     }
     stmt = (
         insert(Tbl)
@@ -198,7 +202,7 @@ def list_tables(
 
 def update_table(session: Session, tbl_id: int, **changes: Any) -> Tbl:
     """Change operator-settable fields (owner, queue, priority, enabled_actions, policy,
-    paused, table_type, table_version); unknown names are a programming error."""
+    paused, table_type, table_version, storage_options); unknown names are a programming error."""
     unknown = set(changes) - _UPDATABLE
     if unknown:
         raise TypeError(f"not updatable: {', '.join(sorted(unknown))}")

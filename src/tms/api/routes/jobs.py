@@ -100,6 +100,7 @@ def spec(attempt: JobAttemptDep, session: SessionDep, settings: SettingsDep) -> 
         extra_params=dict(operation.extra_params or {}),
         heartbeat_interval_seconds=settings.heartbeat_interval_seconds,
         cancel_requested=operation.cancel_requested,
+        storage_options=dict(table.storage_options or {}),
     )
 
 
@@ -177,6 +178,9 @@ def report_result(
     ended = operation.updated_at  # the transaction's clock: the attempt's finish time
     observe.attempt_ended(operation.action.value, expected.value, attempt.started_at, ended)
     observe.operation_moved(operation)
+    observe.record_storage_requests(
+        operation.table.qualified_name, operation.action.value, figures.get("storage_requests")
+    )
     return _result_out(attempt, operation, duplicate=False, outcome=expected)
 
 

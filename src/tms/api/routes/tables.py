@@ -14,13 +14,17 @@ from tms.api.deps import SessionDep, SettingsDep, StorageCallsDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.schemas import TableIn, TableOut, TablePage, TablePatch, TimelineInstant, TimelineOut
 from tms.api.schemas.common import MAX_ID, Identifier, Text
+from tms.api.schemas.tables import TableFields
 from tms.api.views import table_out
 from tms.config import Role, Settings
 from tms.hudi.errors import TableNotFoundError, TableRefusedError
+from tms.hudi.storage_options import StorageOptionError, check_storage_options
+from tms.hudi.storage_requests import counting
 from tms.hudi.table import HudiTable
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import checked_base_path, register, require_table
 from tms.ingest.storage_calls import StorageCalls
+from tms.observe import record_storage_requests
 from tms.store import delete_table, get_table, list_tables, update_table
 
 PendingQuery = Annotated[
@@ -32,21 +36,38 @@ PendingQuery = Annotated[
 ]
 
 
+OPTIONS_FIELD = "body.storage_options"
+
+
+def checked_storage_options(base_path: str, options: dict[str, Any]) -> dict[str, Any]:
+    """`options`, if a table at `base_path` can carry them to its jobs' Spark tasks; else 422
+    naming the option (never its value)."""
+    try:
+        check_storage_options(base_path, options)
+    except StorageOptionError as exc:
+        raise ApiError.invalid(OPTIONS_FIELD, f"{exc.option}: {exc}") from None
+    return options
+
+
 def register_body(
     session: Session,
-    body: TableIn,
+    body: TableFields,
     response: Response,
     settings: Settings,
     calls: StorageCalls,
     *,
     pending: bool = False,
+    storage_options: dict[str, Any] | None = None,
 ) -> TableOut:
-    """`POST /v1/tables` and RFC-43 register, which answer alike: storage is read before the
-    transaction; 201 when created, 200 when this name and base path were registered already.
-    Unless `pending`, storage must show a Hudi table at the base path."""
+    """`POST /v1/tables` and RFC-43 register, which answer alike: storage is read (with
+    `storage_options`) before the transaction; 201 when created, 200 when this name and base
+    path were registered already. Unless `pending`, storage must show a Hudi table at the
+    base path."""
     field = "body.base_path"
     base_path = checked_base_path(settings, body.base_path, field)
-    seen = calls.run(TableProbe(base_path).look)
+    if storage_options:
+        checked_storage_options(base_path, storage_options)
+    seen = calls.run(TableProbe(base_path, storage_options).look)
     if not pending:
         require_table(seen, field)
     registered = register(
@@ -64,6 +85,7 @@ def register_body(
         else None,
         policy=body.policy.model_dump(exclude_none=True) if body.policy else None,
         paused=body.paused,
+        storage_options=storage_options or None,
     )
     session.commit()
     response.status_code = 201 if registered.created else 200
@@ -131,10 +153,25 @@ def create_table_route(
     session: SessionDep,
     settings: SettingsDep,
     calls: StorageCallsDep,
+    role: Annotated[Role, require(Role.WRITER)],
     pending: PendingQuery = False,
 ) -> TableOut:
-    """Register a table: 201 when created, 200 when it existed with this name and path."""
-    return register_body(session, body, response, settings, calls, pending=pending)
+    """Register a table: 201 when created, 200 when it existed with this name and path (its
+    storage options are then left as they are: change them with PATCH). Storage options
+    need the admin role."""
+    if body.storage_options and role is not Role.ADMIN:
+        raise ApiError(
+            403, "forbidden", f"{OPTIONS_FIELD}: only the admin role sets storage options"
+        )
+    return register_body(
+        session,
+        body,
+        response,
+        settings,
+        calls,
+        pending=pending,
+        storage_options=body.storage_options,
+    )
 
 
 @router.get(
@@ -153,11 +190,15 @@ def get_table_route(table_id: TableId, session: SessionDep, settings: SettingsDe
 def patch_table_route(
     table_id: TableId, body: TablePatch, session: SessionDep, settings: SettingsDep
 ) -> TableOut:
-    """Pause or resume, change queue, priority, owner, enabled actions or the policy
-    overrides (`policy` replaces them all; `{}` goes back to the service defaults)."""
+    """Pause or resume, change queue, priority, owner, enabled actions, the policy overrides
+    (`policy` replaces them all; `{}` goes back to the service defaults) or the storage
+    options (`storage_options` replaces them all; `{}` removes them)."""
     changes: dict[str, Any] = body.model_dump(exclude_unset=True)
     for key in [k for k, v in changes.items() if v is None]:
         raise ApiError.invalid(f"body.{key}", "must not be null (leave it out instead)")
+    if body.storage_options is not None:
+        base_path = get_table(session, table_id).base_path
+        changes["storage_options"] = checked_storage_options(base_path, body.storage_options)
     if body.policy is not None:
         changes["policy"] = body.policy.model_dump(exclude_none=True)
     if body.enabled_actions is not None:
@@ -191,10 +232,12 @@ def delete_table_route(table_id: TableId, session: SessionDep) -> Response:
     },
 )
 def timeline_route(table_id: TableId, session: SessionDep, calls: StorageCallsDep) -> TimelineOut:
-    """The table's timeline as storage shows it now (read with `tms.hudi`)."""
-    base_path = get_table(session, table_id).base_path
+    """The table's timeline as storage shows it now (read with `tms.hudi`, with the table's
+    storage options; its requests count in `tms_storage_requests_total`)."""
+    found = get_table(session, table_id)
+    base_path, options, name = found.base_path, dict(found.storage_options), found.qualified_name
     session.rollback()  # no transaction held open while storage is read
-    table, rows = calls.run(partial(_read_timeline, base_path))
+    table, rows = calls.run(partial(_read_timeline, base_path, options, name))
     return TimelineOut(
         table_id=table_id,
         base_path=base_path,
@@ -204,11 +247,18 @@ def timeline_route(table_id: TableId, session: SessionDep, calls: StorageCallsDe
     )
 
 
-def _read_timeline(base_path: str) -> tuple[HudiTable, list[dict[str, Any]]]:
-    """Storage I/O (on a `StorageCalls` thread); storage's own error texts go to the log."""
+def _read_timeline(
+    base_path: str, options: dict[str, Any], name: str
+) -> tuple[HudiTable, list[dict[str, Any]]]:
+    """Storage I/O (on a `StorageCalls` thread, where its requests are counted); storage's
+    own error texts go to the log."""
     try:
-        table = HudiTable.open(base_path)
-        return table, table.timeline().describe()
+        with counting() as requests:
+            try:
+                table = HudiTable.open(base_path, storage_options=options)
+                return table, table.timeline().describe()
+            finally:
+                record_storage_requests(name, "timeline", requests.as_dict())
     except TableNotFoundError as exc:
         log.warning("timeline of %s: %s", base_path, exc)
         raise ApiError(404, "not_on_storage", f"no Hudi table on storage at {base_path}") from None

@@ -38,6 +38,9 @@ class SpecOut(BaseModel):
     extra_params: dict[str, Any]
     heartbeat_interval_seconds: float
     cancel_requested: bool
+    storage_options: dict[str, Any] = Field(
+        description="the table's storage options, secrets included: only its job sees them"
+    )
 
 
 class HeartbeatIn(BaseModel):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from tms.api.schemas.common import (
     BasePath,
@@ -15,6 +16,7 @@ from tms.api.schemas.common import (
     Priority,
     Strict,
     Text,
+    check_text,
     parse_action,
 )
 from tms.store import Action, TableType
@@ -22,6 +24,8 @@ from tms.store import Action, TableType
 __all__ = [
     "PolicyIn",
     "RegisterIn",
+    "StorageOptions",
+    "TableFields",
     "TableIn",
     "TableOut",
     "TablePage",
@@ -57,8 +61,50 @@ def _actions(value: Any) -> Any:
     return value
 
 
-class TableIn(Strict):
-    """Register a table (idempotent for the same name and base path)."""
+MAX_STORAGE_OPTIONS = 32
+MAX_OPTION_VALUE_CHARS = 4096
+_OPTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+
+
+def parse_storage_options(value: Any) -> dict[str, str | int | float | bool]:
+    """A JSON object of option names to strings, numbers or booleans, size-limited.
+
+    Messages name the option, never its value: values are secrets. (Which names a table may
+    carry depends on its base path's scheme: the routes check that.)"""
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object of option names to values")
+    if len(value) > MAX_STORAGE_OPTIONS:
+        raise ValueError(f"at most {MAX_STORAGE_OPTIONS} options")
+    options: dict[str, str | int | float | bool] = {}
+    for name, option in value.items():
+        if not isinstance(name, str) or not _OPTION_NAME.match(name):
+            raise ValueError("option names are identifiers of at most 64 characters")
+        if isinstance(option, str):
+            if len(option) > MAX_OPTION_VALUE_CHARS:
+                raise ValueError(f"{name}: at most {MAX_OPTION_VALUE_CHARS} characters")
+            try:
+                check_text(option)
+            except ValueError:
+                raise ValueError(f"{name}: not valid text (NUL or a lone surrogate)") from None
+        elif not isinstance(option, int | float | bool) or option != option:  # NaN
+            raise ValueError(f"{name}: values must be strings, numbers or booleans")
+        options[name] = option
+    return options
+
+
+StorageOptions = Annotated[
+    dict[str, str | int | float | bool],
+    BeforeValidator(parse_storage_options),
+    Field(
+        description="options of the table's filesystem (credentials, endpoint); write-only: "
+        "responses name them (`storage_options`), never show their values",
+        max_length=MAX_STORAGE_OPTIONS,
+    ),
+]
+
+
+class TableFields(Strict):
+    """What registering a table says about it (both ways of registering)."""
 
     db_name: Identifier
     table_name: Identifier
@@ -78,8 +124,16 @@ class TableIn(Strict):
     _enabled = field_validator("enabled_actions", mode="before")(_actions)
 
 
-class RegisterIn(TableIn):
-    """RFC-43 register: the same fields; unknown fields are ignored for client compatibility."""
+class TableIn(TableFields):
+    """Register a table (idempotent for the same name and base path); `storage_options`
+    need the admin role."""
+
+    storage_options: StorageOptions | None = None
+
+
+class RegisterIn(TableFields):
+    """RFC-43 register: the same fields but storage options (writers register there);
+    unknown fields are ignored for client compatibility."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -112,6 +166,9 @@ class TablePatch(Strict):
     priority: Priority | None = None
     enabled_actions: list[Action] | None = None
     policy: PolicyIn | None = None
+    storage_options: StorageOptions | None = Field(
+        None, description="replaces all the table's storage options; `{}` removes them"
+    )
 
     _enabled = field_validator("enabled_actions", mode="before")(_actions)
 
@@ -145,6 +202,9 @@ class TableOut(BaseModel):
     commits_since_metadata_compaction: int
     last_notification_at: datetime | None
     paused: bool
+    storage_options: list[str] = Field(
+        description="names of the storage options set on the table (values are write-only)"
+    )
     created_at: datetime
     updated_at: datetime
     created: bool | None = Field(
