@@ -9,10 +9,20 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.api.conftest import ADMIN, AUTH_TOKENS, WRITER, MakeClient, bearer, client, make_client
+from tests.api.conftest import (
+    ADMIN,
+    AUTH_TOKENS,
+    CALLBACK_KEY,
+    WRITER,
+    MakeClient,
+    bearer,
+    client,
+    make_client,
+)
 from tests.storage.conftest import ACCESS_KEY, SECRET_KEY, S3Endpoint
 from tests.storage.test_write_and_compact_on_s3 import written_table
 from tests.test_operator_cli import cli_for, start
+from tms.hudi.table import HudiTable
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient
@@ -131,3 +141,27 @@ def test_the_cli_sets_options_from_a_file_and_shows_only_their_names(
     assert SECRET not in added.output + replaced.output + shown.output
     assert bad.exit_code == 1
     assert "anon: not a storage option of s3:// tables" in bad.output
+
+
+def test_a_callback_without_its_action_reads_the_timeline_with_the_tables_options(
+    client: TestClient, s3: S3Endpoint, options: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer's callback that names neither its action nor write stats: the service reads
+    the action off the table's timeline, on S3 with the options an admin set, not with any
+    credentials of its own."""
+    import s3fs
+
+    base = s3.base_path("callback")
+    written_table(base, table_version=9)
+    assert add(client, options, base_path=base).status_code == 201
+    latest = HudiTable.open(base, options).timeline().completed()[-1]
+    for name in s3.environment:
+        monkeypatch.delenv(name, raising=False)
+    s3fs.S3FileSystem.clear_instance_cache()
+    answer = client.post(
+        "/v1/hoodie/service/commit",
+        json={"basePath": base, "tableName": "trips", "commitTime": latest.requested_time},
+        headers={"HUDI-CALLBACK-KEY": CALLBACK_KEY},
+    )
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["action"], answer.json()["action_source"]) == ("deltacommit", "timeline")

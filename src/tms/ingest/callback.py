@@ -34,6 +34,7 @@ from tms.ingest.probe import StorageInfo, TableProbe
 from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, register
 from tms.ingest.schema import CallbackIn, CallbackOut
 from tms.ingest.storage_calls import StorageCalls
+from tms.store import find_table_by_base_path
 
 __all__ = ["CALLBACK_PATH", "Authorize", "Grant", "handle_callback", "openapi_path"]
 
@@ -70,6 +71,8 @@ async def handle_callback(request: Request, authorize: Authorize) -> Response:
     probe = TableProbe(base_path)
     calls: StorageCalls = state.storage_calls
     if action is None:  # storage may be slow or hung: bounded, off the event loop
+        options = await asyncio.to_thread(_storage_options, state.session_factory, base_path)
+        probe = TableProbe(base_path, options)
         action = await calls.run_async(partial(probe.action_of, body.commit_time))
         source = "timeline"
     note = Notification(base_path, body.commit_time, action, source, summary)
@@ -111,6 +114,14 @@ def _parse(body: bytes) -> CallbackIn:
         raise RequestValidationError(
             [{**error, "loc": ("body", *error["loc"])} for error in errors]
         ) from None
+
+
+def _storage_options(factory: sessionmaker[Session], base_path: str) -> dict[str, Any] | None:
+    """The storage options an admin set on the table registered at `base_path`, to read its
+    timeline with (none for a table not registered yet)."""
+    with factory() as session:
+        table = find_table_by_base_path(session, base_path)
+        return dict(table.storage_options) if table is not None and table.storage_options else None
 
 
 def _register(
