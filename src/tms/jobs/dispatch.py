@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +131,9 @@ def give_tasks_storage_options(spec: JobSpec, spark: Any) -> None:
     them without a change to any of them, and over `spark.executorEnv.*` or `--conf`
     because those are Spark configuration: on the spark-submit command line, in the event
     log and in the UI's environment tab. The environment is shipped to executors inside the
-    serialized tasks and set on their Python workers only; nothing is logged."""
+    serialized tasks and set on their Python workers only; nothing is logged. The job's own
+    process takes them as well, for the driver's own calls by URI (the metadata table's file
+    groups a `files` build writes on the driver): it runs this one attempt only."""
     from tms.hudi.storage_options import task_environment
 
     if not spec.storage_options:
@@ -140,6 +143,7 @@ def give_tasks_storage_options(spec: JobSpec, spark: Any) -> None:
     except ValueError as exc:
         raise BadJobInput(f"the table's storage options: {exc}") from None
     spark.sparkContext.environment.update(variables)
+    os.environ.update(variables)
 
 
 def execute_plan(
