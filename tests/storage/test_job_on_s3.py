@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,12 @@ from tests.storage.test_write_and_compact_on_s3 import log_files, written_table
 __all__ = ["services"]  # the e2e fixture, here next to the S3 server's
 
 _SAMPLE = re.compile(r"^tms_storage_requests_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$", re.M)
+
+
+def register_with_options(service: Any, base: str, options: dict[str, Any], **fields: Any) -> Any:
+    """Register `lake.trips` at `base` with its storage options (as an admin)."""
+    body = {"db_name": "lake", "table_name": "trips", "base_path": base}
+    return service.post("/v1/tables", {**body, "storage_options": options, **fields})
 
 
 def storage_requests(metrics: str, table: str, action: str) -> dict[str, float]:
@@ -40,15 +47,7 @@ def test_a_job_compacts_a_table_on_s3_with_the_tables_own_options(
         monkeypatch.delenv(name)  # from here on, only the table's options reach S3
 
     service = services.start("a")
-    table = service.post(
-        "/v1/tables",
-        {
-            "db_name": "lake",
-            "table_name": "trips",
-            "base_path": base,
-            "storage_options": s3.storage_options,
-        },
-    )
+    table = register_with_options(service, base, s3.storage_options)
     assert table["table_type"] == "MERGE_ON_READ"  # read from S3 with the options
     assert table["storage_options"] == ["endpoint_url", "key", "secret"]
     submitted = service.post(

@@ -17,6 +17,7 @@ from tests.e2e.conftest import Services, services
 from tests.hudi.test_fixture_views import unzip_fixture
 from tests.services.test_index_files import assert_files_true
 from tests.storage.conftest import S3Endpoint, upload
+from tests.storage.test_job_on_s3 import register_with_options
 from tests.storage.test_tables_on_s3 import oracle_rows
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
@@ -81,16 +82,12 @@ def test_the_scheduler_services_a_table_on_s3(
         monkeypatch.delenv(name)  # only the table's own options reach S3 from here on
 
     service = services.start("a")
-    table = service.post(
-        "/v1/tables",
-        {
-            "db_name": "lake",
-            "table_name": "trips",
-            "base_path": base,
-            "storage_options": options,
-            "enabled_actions": ["compaction"],
-            "policy": {"compaction_delta_commits": 1},
-        },
+    table = register_with_options(
+        service,
+        base,
+        options,
+        enabled_actions=["compaction"],
+        policy={"compaction_delta_commits": 1},
     )
     answer = service.http.post(
         "/v1/hoodie/service/commit",
