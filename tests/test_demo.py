@@ -88,3 +88,25 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path: Path) -> None:
 
     snapshot = oracle_snapshot(str(base))
     assert snapshot.num_rows == 392  # 400 inserted, 8 deleted by the last commit
+
+
+@pytest.mark.spark
+def test_demo_on_a_local_s3_server(tmp_path: Path) -> None:
+    """`tms demo --storage s3`: the table lives in a bucket of a local S3 server, registered
+    with its storage options; compaction and clean run and hudi-rs reads the same."""
+    result = CliRunner().invoke(
+        app,
+        [
+            "demo", "--storage", "s3",
+            "--rows", "400", "--rounds", "1", "--master", "local[1]",
+            "--data-dir", str(tmp_path / "service"),
+        ],
+    )  # fmt: skip
+    out = result.output
+    assert result.exit_code == 0, out
+    assert "Started a local S3 server at http://127.0.0.1:" in out
+    summary = out[out.index("\nSummary\n") :]
+    assert "table:         s3://tms-demo/trips" in summary
+    assert re.search(r"1\s+compaction\s+\d{17}\s+COMPLETED", summary)
+    assert re.search(r"2\s+clean\s+\d{17}\s+COMPLETED", summary)
+    assert "reads the same before and after every table service" in summary

@@ -7,11 +7,12 @@ import pyarrow as pa
 from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
 
 
-def oracle_snapshot(base_path: str) -> pa.Table:
-    """The snapshot hudi-rs reads: record key and data columns, sorted by record key."""
+def oracle_snapshot(base_path: str, options: dict[str, str] | None = None) -> pa.Table:
+    """The snapshot hudi-rs reads (with its storage `options`: `aws_endpoint_url`, ...):
+    record key and data columns, sorted by record key."""
     from hudi import HudiTable
 
-    batches = HudiTable(base_path).read()
+    batches = HudiTable(base_path, options).read()
     if not batches:
         return pa.table({})
     rows = pa.Table.from_batches(batches)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import logging
 from pathlib import Path
 from typing import Annotated
@@ -11,6 +12,11 @@ import typer
 from tms.cli.render import print_rows
 
 __all__ = ["demo"]
+
+
+class DemoStorage(enum.StrEnum):
+    local = "local"
+    s3 = "s3"
 
 
 def demo(
@@ -40,9 +46,18 @@ def demo(
             "default.",
         ),
     ] = True,
+    storage: Annotated[
+        DemoStorage,
+        typer.Option(
+            help="Where the table lives: local disk (--base-path), or s3, a local S3 server "
+            "(moto; pip install 'tms[s3-demo]') with the table registered with its storage "
+            "options.",
+        ),
+    ] = DemoStorage.local,
 ) -> None:
     """Run tms with a Hudi writer: commits with callbacks, compaction and clean on Spark."""
     from tms.demo import DemoOptions, run_demo
+    from tms.demo.s3 import MissingS3Server
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     logging.getLogger("tms.api.app").setLevel(logging.ERROR)  # "auth off": a local demo
@@ -54,8 +69,13 @@ def demo(
         master=master,
         table_version=table_version,
         metadata_table=metadata_table,
+        storage=storage.value,
     )
-    report = run_demo(options, typer.echo)
+    try:
+        report = run_demo(options, typer.echo)
+    except MissingS3Server as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
 
     typer.echo("")
     typer.echo("Summary")

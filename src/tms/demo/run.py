@@ -15,15 +15,20 @@ each oracle check compares one quiescent table state with the next.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
 from tms.api_client import ApiClient
 from tms.config import DEFAULT_CALLBACK_KEY, Settings, load_settings
+from tms.demo.s3 import BUCKET, local_s3
 from tms.demo.table import DemoWriter, callback_payload, data_files, file_groups
 from tms.demo.watch import Echo, OperationSummary, Watcher
 
@@ -55,6 +60,9 @@ class DemoOptions:
     on versions 8 and 9."""
     wait_seconds: float = 600.0
     poll_seconds: float = 0.5
+    storage: str = "local"
+    """`local` (under `base_path`) or `s3`: a local S3 server (`tms.demo.s3`), the table
+    registered with its storage options."""
 
 
 @dataclass
@@ -101,21 +109,24 @@ def _settings(options: DemoOptions, data_dir: Path, port: int) -> Settings:
 class _Oracle:
     """Snapshots through hudi-rs; each table service must leave the snapshot unchanged."""
 
-    def __init__(self, base_path: str, report: DemoReport) -> None:
+    def __init__(
+        self, base_path: str, report: DemoReport, options: dict[str, str] | None = None
+    ) -> None:
         self.base_path = base_path
         self.report = report
+        self.options = options
         self.before: pa.Table | None = None
 
     def take_before(self) -> None:
         from tms.verify import oracle_snapshot
 
-        self.before = oracle_snapshot(self.base_path)
+        self.before = oracle_snapshot(self.base_path, self.options)
 
     def check(self, what: str) -> bool:
         from tms.verify import oracle_snapshot
 
         assert self.before is not None
-        after = oracle_snapshot(self.base_path)
+        after = oracle_snapshot(self.base_path, self.options)
         self.report.oracle_checks += 1
         self.report.oracle_rows = after.num_rows
         same = bool(self.before.equals(after))
@@ -130,36 +141,67 @@ def run_demo(options: DemoOptions, echo: Echo) -> DemoReport:
     from tms.serve import free_port, serve_in_thread
 
     started = time.monotonic()
-    base_path = str(options.base_path.expanduser().absolute())
-    report = DemoReport(base_path)
-    data_dir = options.data_dir.expanduser().absolute()
-    shutil.rmtree(data_dir, ignore_errors=True)  # the demo's own service state, from scratch
-    settings = _settings(options, data_dir, free_port())
-    echo(f"Starting tms with an embedded PostgreSQL under {data_dir}")
-    service = serve_in_thread(settings)
-    report.service_url = service.url
-    try:
-        with ApiClient(service.url) as client:
-            echo(
-                f"  serving at {service.url}; compaction every {options.commits_per_compaction} "
-                f"delta commits, Spark {options.master}"
-            )
-            _run(options, base_path, client, report, echo, started)
-    finally:
-        echo("Stopping tms")
-        service.stop()
+    with ExitStack() as stack:
+        s3 = stack.enter_context(local_s3()) if options.storage == "s3" else None
+        table = _DemoTable(str(options.base_path.expanduser().absolute()))
+        if s3 is not None:
+            stack.enter_context(_environment(s3.environment))
+            table = _DemoTable(s3.base_path("trips"), s3.storage_options, s3.hudi_rs_options)
+            echo(f"Started a local S3 server at {s3.url} (moto), bucket {BUCKET}")
+        report = DemoReport(table.base_path)
+        data_dir = options.data_dir.expanduser().absolute()
+        shutil.rmtree(data_dir, ignore_errors=True)  # the demo's own service state, afresh
+        settings = _settings(options, data_dir, free_port())
+        echo(f"Starting tms with an embedded PostgreSQL under {data_dir}")
+        service = serve_in_thread(settings)
+        report.service_url = service.url
+        try:
+            with ApiClient(service.url) as client:
+                echo(
+                    f"  serving at {service.url}; compaction every "
+                    f"{options.commits_per_compaction} delta commits, Spark {options.master}"
+                )
+                _run(options, table, client, report, echo, started)
+        finally:
+            echo("Stopping tms")
+            service.stop()
     report.seconds = time.monotonic() - started
     return report
 
 
+@dataclass(frozen=True)
+class _DemoTable:
+    base_path: str
+    storage_options: dict[str, Any] | None = None
+    """Registered with the table (an S3 table's endpoint and credentials)."""
+    hudi_rs_options: dict[str, str] | None = None
+
+
+@contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """`variables` in this process's environment (the demo's writer opens the table by its
+    base path), restored on exit."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _run(
     options: DemoOptions,
-    base_path: str,
+    table: _DemoTable,
     client: ApiClient,
     report: DemoReport,
     echo: Echo,
     started: float,
 ) -> None:
+    base_path = table.base_path
     total = options.rounds * options.commits_per_compaction
     writer = DemoWriter(
         base_path,
@@ -169,13 +211,17 @@ def _run(
         metadata_table=options.metadata_table,
     )
     watcher = Watcher(client, echo, started, options.poll_seconds)
-    oracle = _Oracle(base_path, report)
+    oracle = _Oracle(base_path, report, table.hudi_rs_options)
     policy = demo_policy(options)
-    table_id = int(
-        client.add_table(
-            {"db_name": "demo", "table_name": "trips", "base_path": base_path, "policy": policy}
-        )["id"]
-    )
+    body: dict[str, Any] = {
+        "db_name": "demo",
+        "table_name": "trips",
+        "base_path": base_path,
+        "policy": policy,
+    }
+    if table.storage_options:
+        body["storage_options"] = table.storage_options
+    table_id = int(client.add_table(body)["id"])
     echo(
         f"Registered the table as id {table_id} with policy: compact every "
         f"{policy['compaction_delta_commits']} delta commits; clean after "

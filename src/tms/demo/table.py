@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import random
 import shutil
-from pathlib import Path
+from pathlib import PurePosixPath
 
 import pyarrow as pa
 
 from tms.api_client import Json
+from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
@@ -36,10 +37,11 @@ METADATA_PARTITIONS = ("files", "record_index")
 
 
 def data_files(base_path: str) -> int:
+    """Data files on storage (local or an object store), `.hoodie` left out."""
     return sum(
         1
-        for p in Path(base_path).rglob("*")
-        if p.is_file() and ".hoodie" not in p.parts and not p.name.startswith(".hoodie")
+        for info in Storage(base_path).walk_files("")
+        if ".hoodie" not in PurePosixPath(info.path).parts and not info.name.startswith(".hoodie")
     )
 
 
@@ -78,7 +80,8 @@ class DemoWriter:
         table_version: int = 6,
         metadata_table: bool = False,
     ) -> None:
-        shutil.rmtree(base_path, ignore_errors=True)
+        if "://" not in base_path:
+            shutil.rmtree(base_path, ignore_errors=True)
         table = create_table(
             base_path,
             "demo_trips",
