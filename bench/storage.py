@@ -123,6 +123,8 @@ def path_class(key: str) -> str:
         return "marker"
     if "/.hoodie/.heartbeat/" in f"/{key}/":
         return "heartbeat"
+    if "/.hoodie/.aux/" in f"/{key}/":
+        return "aux (bootstrap index)"
     if name == "hoodie.properties":
         return "hoodie.properties"
     if "/.hoodie/" in f"/{key}/":

@@ -76,4 +76,5 @@ def test_requests_on_the_wire_are_classed_as_s3_bills_them() -> None:
     assert s3_kind("HEAD", "t/a.parquet", {}) == "HEAD"
     assert path_class("t/.hoodie/.temp/001/berlin/a.parquet.marker.MERGE") == "marker"
     assert path_class("t/.hoodie/timeline/001.compaction.requested") == "timeline"
+    assert path_class("t/.hoodie/.aux/.bootstrap") == "aux (bootstrap index)"
     assert path_class("t/berlin/.f1_001.log.1_0-1-0") == "log file"
