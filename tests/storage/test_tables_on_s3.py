@@ -68,11 +68,11 @@ def test_hudi_rs_reads_the_same_rows_from_s3(copies: tuple[Path, str], s3: S3End
 def test_opening_a_table_and_loading_its_timeline_costs_three_requests(
     s3: S3Endpoint, tmp_path: Path
 ) -> None:
-    """One HEAD and one GET of `hoodie.properties`, one LIST of the timeline folder (fewer
-    than 1,000 instant files), and nothing more: the reads a notification pays for."""
+    """One GET of `hoodie.properties` (no existence check first), one LIST of the timeline
+    folder (fewer than 1,000 instant files), and nothing more: the reads a pull pays for."""
     local = unzip_fixture("cow_v8_nonpartitioned", tmp_path)
     remote = upload(local, s3, "counted")
     for base_path in (str(local), remote):
         with counting() as counts:
             HudiTable.open(base_path).timeline()
-        assert counts.as_dict() == {"LIST": 1, "HEAD": 1, "GET": 1, "PUT": 0, "DELETE": 0}
+        assert counts.as_dict() == {"LIST": 1, "HEAD": 0, "GET": 1, "PUT": 0, "DELETE": 0}

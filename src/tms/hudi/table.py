@@ -59,14 +59,15 @@ class HudiTable:
     @classmethod
     def open(cls, base_path: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
         """The table at `base_path`; `storage_options` (credentials, endpoint) go to fsspec."""
-        try:
+        try:  # one GET: no existence check first (a HEAD on an object store)
             storage = Storage(base_path, storage_options=storage_options)
-            found = storage.exists(PROPERTIES_PATH)
-            config = TableConfig.load(storage) if found else None
+            config = TableConfig.load(storage)
+        except FileNotFoundError:
+            raise TableNotFoundError(
+                f"no Hudi table at {base_path}: {PROPERTIES_PATH} is missing"
+            ) from None
         except (ImportError, ValueError, OSError) as exc:  # unknown scheme, no access…
             raise TableNotFoundError(f"cannot read a Hudi table at {base_path}: {exc}") from exc
-        if config is None:
-            raise TableNotFoundError(f"no Hudi table at {base_path}: {PROPERTIES_PATH} is missing")
         try:
             version = config.table_version
         except ValueError as exc:

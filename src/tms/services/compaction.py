@@ -165,6 +165,9 @@ def _compact_slice(
     started = time.perf_counter()
     storage = Storage(execution.base_path)
     file_slice = operation.file_slice()
+    base = None
+    if file_slice.base_file is not None:  # read once: merged, then counted
+        base = read_base_file(storage, file_slice.base_file.path)
     merged, log_records = read_file_slice(
         storage,
         file_slice,
@@ -172,6 +175,7 @@ def _compact_slice(
         execution.is_committed,
         execution.schema,
         execution.keys,
+        base=base,
     )
     if file_slice.base_file is None and merged.num_rows == 0:
         return None  # a log-only slice whose records were all deleted: nothing to write
@@ -195,7 +199,7 @@ def _compact_slice(
     size = write_base_file(
         storage, path, rows, execution.avro_schema, record_keys=merged.column(RECORD_KEY)
     )
-    updates, inserts, deletes = _merge_counts(storage, file_slice, merged, execution.keys)
+    updates, inserts, deletes = _merge_counts(file_slice, merged, execution.keys, base)
     write_ms = int((time.perf_counter() - scanned) * 1000)
     log_size = operation.metrics.get(TOTAL_LOG_FILES_SIZE)
     if log_size is None:
@@ -225,7 +229,7 @@ def _compact_slice(
 
 
 def _merge_counts(
-    storage: Storage, file_slice: FileSlice, merged: pa.Table, keys: KeyGeneration | None
+    file_slice: FileSlice, merged: pa.Table, keys: KeyGeneration | None, base: pa.Table | None
 ) -> tuple[int, int, int]:
     """(updated, inserted, deleted) records of the base file, as Hudi's merge handle counts.
 
@@ -234,13 +238,9 @@ def _merge_counts(
     without meta fields records no commit time: every row not in the base file counts as an
     insert, and updates are not told apart from rows carried over.
     """
-    if file_slice.base_file is None:
+    if base is None:
         return 0, merged.num_rows, 0
-    if keys is None:
-        base_keys = read_base_file(storage, file_slice.base_file.path, columns=[RECORD_KEY])
-    else:
-        base = read_base_file(storage, file_slice.base_file.path)
-        base_keys = keys.with_record_keys(base)
+    base_keys = base.select([RECORD_KEY]) if keys is None else keys.with_record_keys(base)
     in_base = pc.is_in(merged.column(RECORD_KEY), value_set=base_keys.column(RECORD_KEY))
     if keys is None:
         from_log = pc.greater(merged.column(COMMIT_TIME), file_slice.base_instant_time)

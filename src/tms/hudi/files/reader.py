@@ -46,8 +46,12 @@ def read_file_slice(
     is_committed: Callable[[str], bool],
     schema: pa.Schema | None = None,
     keys: KeyGeneration | None = None,
+    base: pa.Table | None = None,
 ) -> tuple[pa.Table, int]:
     """The merged records of a slice, and how many log records were read to build them.
+
+    `base` is the base file's rows when the caller has read them already (one read of the
+    file, one GET on an object store).
 
     `schema` is the table's current schema (meta columns included); records of older schemas
     are widened to it. Without one, the base file's (or first data block's) schema is used.
@@ -57,7 +61,8 @@ def read_file_slice(
     parts: list[pa.Table] = []
     positions: list[int] = []
     if file_slice.base_file is not None:
-        base = read_base_file(storage, file_slice.base_file.path)
+        if base is None:
+            base = read_base_file(storage, file_slice.base_file.path)
         parts.append(base)
         positions += [0] * base.num_rows
         schema = schema or base.schema
