@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from moto.server import ThreadedMotoServer
+from bench.storage import CountingMotoServer, WireLog
 
 from tms.hudi.storage import Storage
 
@@ -30,6 +30,8 @@ class S3Endpoint:
 
     url: str
     bucket: str
+    wire: WireLog
+    """Every request the server received, by kind."""
 
     @property
     def storage_options(self) -> dict[str, Any]:
@@ -71,9 +73,10 @@ def free_port() -> int:
 def s3() -> Iterator[S3Endpoint]:
     """moto's S3 server, its bucket, and the environment that points clients at it."""
     port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    wire = WireLog()
+    server = CountingMotoServer(port, wire)
     server.start()
-    endpoint = S3Endpoint(url=f"http://127.0.0.1:{port}", bucket="lake")
+    endpoint = S3Endpoint(url=f"http://127.0.0.1:{port}", bucket="lake", wire=wire)
     with pytest.MonkeyPatch.context() as patch:
         for name, value in endpoint.environment.items():
             patch.setenv(name, value)

@@ -13,6 +13,7 @@ import pytest
 
 from tests.storage.conftest import SECRET_KEY, S3Endpoint
 from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.files.data import read_footer
 from tms.hudi.storage import Storage
 from tms.hudi.storage_requests import RequestKind, counting
 
@@ -113,6 +114,40 @@ def test_each_method_costs_the_same_requests_on_disk_and_on_s3(storage: Storage)
     assert counts_of(lambda: storage.delete_dir("p")) == {"LIST": 1}
 
 
+def test_each_method_sends_s3_what_it_counts(s3: S3Endpoint) -> None:
+    """The exported counts are what S3 bills: the server receives exactly the requests each
+    method records, no HEAD before a GET and no extra probe after an empty listing."""
+    storage = Storage(s3.base_path("wire"), storage_options=s3.storage_options)
+    big = b"b" * (6 * 2**20)  # above s3fs's block size, which would split a concurrent read
+    calls = [
+        lambda: storage.write_bytes("p/1.parquet", b"1"),
+        lambda: storage.write_bytes("p/big.parquet", big, atomic=False),
+        lambda: storage.create_new("p/2.parquet", b"2"),
+        lambda: storage.touch(".hoodie/.heartbeat/1"),
+        lambda: storage.read_bytes("p/1.parquet"),
+        lambda: storage.read_bytes("p/big.parquet"),
+        lambda: storage.open_input("p/2.parquet"),
+        lambda: storage.read_tail("p/big.parquet", 100),
+        lambda: storage.read_tail("p/2.parquet", 100),
+        lambda: storage.exists("p/1.parquet"),
+        lambda: storage.exists("p"),
+        lambda: storage.exists("nothing"),
+        lambda: storage.list_dir("p"),
+        lambda: storage.list_dir("nothing"),
+        lambda: list(storage.walk_files("")),
+        lambda: list(storage.walk_files(".hoodie/.aux/.bootstrap")),
+        lambda: storage.delete("p/1.parquet"),
+        lambda: storage.delete_dir("p"),
+        lambda: storage.delete_dir("p"),
+    ]
+    for number, call in enumerate(calls):
+        before, _ = s3.wire.snapshot()
+        counted = counts_of(call)
+        after, _ = s3.wire.snapshot()
+        sent = {kind: after[kind] - before[kind] for kind in after if after[kind] > before[kind]}
+        assert sent == counted, f"call {number}"
+
+
 def test_s3a_paths_go_to_the_same_objects(s3: S3Endpoint) -> None:
     """Spark's Hadoop writers name tables `s3a://`: the same bucket and keys as `s3://`."""
     base = s3.base_path("alias")
@@ -161,3 +196,26 @@ def test_a_parquet_file_reads_back_through_a_counted_input(storage: Storage) -> 
     with counting() as counts, storage.open_input("p/f.parquet") as handle:
         assert pq.read_table(handle).equals(rows)
     assert counts.total == counts[RequestKind.GET] == 1
+
+
+@pytest.mark.parametrize("row_groups", [1, 2000])
+def test_a_base_files_footer_reads_from_its_end(storage: Storage, row_groups: int) -> None:
+    """Footers fitting the first read cost one GET; a longer one (thousands of row groups)
+    a second, and both equal the footer pyarrow reads from the whole file."""
+    rows = pa.table({"id": [str(i) for i in range(row_groups * 2)], "n": range(row_groups * 2)})
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer, row_group_size=2)
+    storage.write_bytes("p/f.parquet", buffer.getvalue(), atomic=False)
+    with counting() as counts:
+        footer = read_footer(storage, "p/f.parquet")
+    whole = pq.read_metadata(io.BytesIO(buffer.getvalue()))
+    assert footer.num_rows == whole.num_rows and footer.num_row_groups == row_groups
+    last = row_groups - 1
+    assert footer.row_group(last).column(1).statistics == whole.row_group(last).column(1).statistics
+    assert counts.total == counts[RequestKind.GET] == (1 if row_groups == 1 else 2)
+
+
+def test_a_file_that_is_not_parquet_has_no_footer(storage: Storage) -> None:
+    storage.write_bytes("p/f.parquet", b"not parquet", atomic=False)
+    with pytest.raises(ValueError, match="not a Parquet file"):
+        read_footer(storage, "p/f.parquet")

@@ -30,7 +30,7 @@ from tms.hudi.storage_requests import (
     put_requests,
     record,
 )
-from tms.hudi.storage_schemes import filesystem, is_local
+from tms.hudi.storage_schemes import filesystem, is_local, is_s3
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,7 @@ class Storage:
         self.root: str = str(root).rstrip("/") or "/"
         self.base_path = base_path.rstrip("/")
         self._local = is_local(fs)
+        self._s3 = is_s3(fs)
 
     def __repr__(self) -> str:
         return f"Storage({self.base_path!r})"
@@ -91,8 +92,19 @@ class Storage:
         return self._stat(path) is not None
 
     def read_bytes(self, path: str) -> bytes:
+        """One GET of the whole object. s3fs would first send a HEAD for the size, to split a
+        large object into concurrent ranged GETs: asked for one stream, it sends the GET
+        alone, so what S3 bills is what is counted here."""
         record(RequestKind.GET)
-        data: bytes = self.fs.cat_file(self.full_path(path))
+        options = {"max_concurrency": 1} if self._s3 else {}
+        data: bytes = self.fs.cat_file(self.full_path(path), **options)
+        return data
+
+    def read_tail(self, path: str, length: int) -> bytes:
+        """The last `length` bytes of a file (all of it when shorter): one GET of a suffix
+        range, with no HEAD for the size first."""
+        record(RequestKind.GET)
+        data: bytes = self.fs.cat_file(self.full_path(path), start=-length)
         return data
 
     def open_input(self, path: str) -> io.BytesIO:
@@ -192,10 +204,18 @@ class Storage:
     def list_dir(self, path: str) -> list[FileInfo]:
         """Direct children of a directory; empty when it does not exist."""
         full = self.full_path(path)
-        try:
-            entries = self.fs.ls(full, detail=True)
-        except FileNotFoundError:
-            entries = []
+        entries: list[dict[str, Any]]
+        if self._s3:
+            # One delimited listing of the keys below `full/`: s3fs's `ls(full)` follows an
+            # empty listing with a listing of the whole parent, to find a file named `full`.
+            parent, name = posixpath.split(full)
+            found = self.fs.find(parent, prefix=f"{name}/", maxdepth=1, withdirs=True, detail=True)
+            entries = [entry for key, entry in found.items() if key.rstrip("/") != full]
+        else:
+            try:
+                entries = self.fs.ls(full, detail=True)
+            except FileNotFoundError:
+                entries = []
         record(RequestKind.LIST, list_requests(len(entries)))
         return [self._info(entry) for entry in entries]
 
@@ -230,7 +250,14 @@ class Storage:
     def _find(self, path: str) -> dict[str, dict[str, Any]]:
         """The files below a directory by filesystem path (none when it does not exist)."""
         full = self.full_path(path)
-        found: dict[str, dict[str, Any]] = self.fs.find(full, detail=True)
+        found: dict[str, dict[str, Any]]
+        if self._s3:
+            # A listing of the keys below `full/`: s3fs's `find(full)` follows an empty
+            # listing with a HEAD and another LIST, to tell a file named `full` apart.
+            parent, name = posixpath.split(full)
+            found = self.fs.find(parent, prefix=f"{name}/", detail=True)
+        else:
+            found = self.fs.find(full, detail=True)
         record(RequestKind.LIST, list_requests(len(found)))
         return {
             name: entry

@@ -18,7 +18,7 @@ from fsspec.core import split_protocol
 
 from tms.hudi.errors import UnsupportedTableError
 
-__all__ = ["LOCAL_PROTOCOLS", "filesystem", "is_local"]
+__all__ = ["LOCAL_PROTOCOLS", "filesystem", "is_local", "is_s3"]
 
 LOCAL_PROTOCOLS = frozenset({"file", "local"})
 EXTRAS = {
@@ -36,10 +36,18 @@ OBJECT_STORE_DEFAULTS: dict[str, Any] = {"use_listings_cache": False}
 fsspec.register_implementation("s3a", "s3fs.S3FileSystem", clobber=False)
 
 
-def is_local(fs: Any) -> bool:
+def _protocols(fs: Any) -> tuple[str, ...]:
     protocol = fs.protocol
-    protocols = (protocol,) if isinstance(protocol, str) else tuple(protocol)
-    return any(p in LOCAL_PROTOCOLS for p in protocols)
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
+def is_local(fs: Any) -> bool:
+    return any(p in LOCAL_PROTOCOLS for p in _protocols(fs))
+
+
+def is_s3(fs: Any) -> bool:
+    """s3fs, whose calls some methods of `Storage` shape to send fewer requests."""
+    return any(p in ("s3", "s3a") for p in _protocols(fs))
 
 
 def filesystem(base_path: str, options: Mapping[str, Any] | None = None) -> tuple[Any, str]:

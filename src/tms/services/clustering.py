@@ -17,13 +17,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, WriteStat
 from tms.hudi.errors import PlanNotFoundError
-from tms.hudi.files.data import write_base_file
+from tms.hudi.files.data import read_footer, write_base_file
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
 from tms.hudi.files.markers import (
     Marker,
@@ -292,8 +291,7 @@ def _file_slice(storage: Storage, piece: _SliceInput) -> FileSlice:
 
 
 def _parquet_rows(storage: Storage, path: str) -> int:
-    with storage.fs.open(storage.full_path(path), "rb") as handle:
-        return int(pq.read_metadata(handle).num_rows)
+    return int(read_footer(storage, path).num_rows)
 
 
 def _write_file(

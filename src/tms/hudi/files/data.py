@@ -29,6 +29,24 @@ def read_base_file(storage: Storage, path: str, columns: Sequence[str] | None = 
         return pq.read_table(handle, columns=list(columns) if columns else None)
 
 
+FOOTER_GUESS = 64 * 1024
+"""Bytes read from a base file's end for its footer: one GET holds most footers whole."""
+
+
+def read_footer(storage: Storage, path: str) -> Any:
+    """A base file's Parquet footer (`pyarrow.parquet.FileMetaData`), from the end of the
+    file alone: one GET when the footer fits in `FOOTER_GUESS` bytes, else two."""
+    tail = storage.read_tail(path, FOOTER_GUESS)
+    if len(tail) < 8 or tail[-4:] != b"PAR1":
+        raise ValueError(f"{path}: not a Parquet file")
+    needed = int.from_bytes(tail[-8:-4], "little") + 8
+    if needed > len(tail):
+        tail = storage.read_tail(path, needed)
+        if len(tail) < needed:
+            raise ValueError(f"{path}: Parquet footer longer than the file")
+    return pq.read_metadata(io.BytesIO(tail[-needed:]))
+
+
 def write_base_file(
     storage: Storage,
     path: str,

@@ -28,9 +28,8 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.files.data import read_footer
 from tms.hudi.metadata.index_defs import IndexVersion
 from tms.hudi.metadata.stats_keys import column_stats_key
 from tms.hudi.metadata.stats_values import (
@@ -293,8 +292,7 @@ def file_ranges(
     storage: Storage, path: str, columns: Sequence[str], version: IndexVersion
 ) -> list[ColumnRange]:
     """The column ranges of the base file at `path`, from its footer."""
-    with storage.fs.open(storage.full_path(path), "rb") as handle:
-        footer = pq.read_metadata(handle)
+    footer = read_footer(storage, path)
     return ranges_from_footer(path.rsplit("/", 1)[-1], footer, columns, version)
 
 
