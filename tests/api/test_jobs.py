@@ -184,3 +184,24 @@ def test_bad_job_bodies_are_422(client: TestClient, session: Session) -> None:
     assert client.post(_url(c, "result"), json={"outcome": "WON"}, headers=auth).status_code == 422
     bad = client.post(_url(c, "instant"), json={"instant": "soon"}, headers=auth)
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "body.instant"
+
+
+@pytest.mark.parametrize(
+    ("submitted", "expected"),
+    [({}, {"cancellable": True}), ({"cancellable": "false"}, {"cancellable": "false"})],
+)
+def test_a_tables_policy_makes_its_plans_cancellable_unless_the_submit_says(
+    client: TestClient, session: Session, submitted: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    table = register(client)
+    patch = client.patch(
+        f"/v1/tables/{table['id']}", json={"policy": {"compaction_cancellable": True}}
+    )
+    assert patch.status_code == 200, patch.text
+    submit(client, extra_params=submitted).raise_for_status()
+    (c,) = claim(session, limit=1)
+    token = issue_attempt_token(session, c.attempt)
+    session.commit()
+    spec = client.get(_url(c, "spec"), headers=bearer(token))
+    assert spec.status_code == 200, spec.text
+    assert spec.json()["extra_params"] == expected

@@ -11,7 +11,9 @@ module so each part of the layer can raise them without importing the part that 
     ├── HFileError (ValueError)     bytes that are not an HFile we can read, or a refused write
     ├── PlanNotFoundError           no pending plan of that action at that instant
     ├── CompactionConflictError     the timeline does not allow a compaction at that instant
-    └── InstantInFlightError        the instant's heartbeat is alive: another job runs it
+    ├── InstantInFlightError        the instant's heartbeat is alive: another job runs it
+    ├── PlanCancelledError          a cancellable plan was cancelled (RFC-79): it is aborted
+    └── CancelRefusedError          a cancel request the plan's state does not allow
 
 A refusal is final: retrying cannot change the table, so callers report it without retrying.
 The three that are also `ValueError`s are about input (a path, bytes) and are caught as such.
@@ -21,11 +23,13 @@ from __future__ import annotations
 
 __all__ = [
     "BasePathError",
+    "CancelRefusedError",
     "CompactionConflictError",
     "HFileError",
     "HudiError",
     "InstantInFlightError",
     "LogFormatError",
+    "PlanCancelledError",
     "PlanNotFoundError",
     "TableNotFoundError",
     "TableRefusedError",
@@ -84,3 +88,18 @@ class CompactionConflictError(HudiError):
 
 class InstantInFlightError(HudiError):
     """The instant's heartbeat is alive: another job is running it."""
+
+
+class PlanCancelledError(HudiError):
+    """A cancel was requested for the plan (`.hoodie/.cancel/<instant>`, RFC-79): its
+    execution stopped, and the plan is aborted once nobody runs it any more."""
+
+    def __init__(self, instant_time: str, reason: str) -> None:
+        self.instant_time = instant_time
+        self.reason = reason
+        super().__init__(f"plan {instant_time} was cancelled: {reason}")
+
+
+class CancelRefusedError(HudiError):
+    """A cancel request that cannot be honoured: the plan is not cancellable, already
+    completed, or not on the timeline. Nothing was written."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from tms.jobs.service_api import AttemptGone, JobApiError, JobClient
@@ -33,8 +34,10 @@ class JobControl:
         self.cancel_too_late = threading.Event()
         """A cancel request that came while held: recorded, the work goes on."""
         self.lost = threading.Event()
+        self.cancel_reason = "cancelled by request"
         self._held: str | None = None
         self._spark: Any = None
+        self._table_check: Callable[[], str | None] | None = None
 
     @property
     def stopping(self) -> bool:
@@ -75,15 +78,32 @@ class JobControl:
             self._held = reason
             log.info("cancel requests no longer stop the work: %s", reason)
 
-    def request_cancel(self) -> None:
+    def watch_table(self, check: Callable[[], str | None]) -> None:
+        """From now on each heartbeat also asks `check` whether the table itself carries a
+        cancel request for the plan (RFC-79, written by any writer): its reason, or None."""
+        self._table_check = check
+
+    def table_cancel_reason(self) -> str | None:
+        check = self._table_check
+        if check is None or self.cancel_requested:
+            return None
+        try:
+            return check()
+        except Exception as exc:  # storage trouble: the next beat asks again
+            log.warning("could not check the table for a cancel request: %r", exc)
+            return None
+
+    def request_cancel(self, reason: str | None = None) -> None:
         with self._lock:
             if self.cancel_requested:
                 return
+            if reason is not None:
+                self.cancel_reason = reason
             if self._held is not None:
                 self.cancel_too_late.set()
                 log.warning("cancel requested too late (%s): the work finishes", self._held)
                 return
-            log.warning("cancel requested by the service, stopping the work")
+            log.warning("%s: stopping the work", self.cancel_reason)
             self.cancelled.set()
             self._cancel_spark_jobs()
 
@@ -105,7 +125,8 @@ class JobControl:
 
 class Heartbeater:
     """Beats at once, then every `interval` seconds. A 401/404/409 means the lease is lost
-    (stop at once); a reply with `cancel_requested` cancels the work. Transient errors are
+    (stop at once); a reply with `cancel_requested`, or a cancel request on the table for a
+    cancellable plan (`JobControl.watch_table`), cancels the work. Transient errors are
     only logged: the lease outlives a few missed beats."""
 
     def __init__(self, client: JobClient, interval: float, control: JobControl) -> None:
@@ -135,6 +156,9 @@ class Heartbeater:
                 log.warning("heartbeat failed (the lease may still hold): %s", exc)
             else:
                 if reply.cancel_requested and not self._control.cancel_requested:
-                    self._control.request_cancel()
+                    self._control.request_cancel("cancelled by request")
+            reason = self._control.table_cancel_reason()
+            if reason is not None:
+                self._control.request_cancel(reason)
             if self._stop.wait(self._interval):
                 return

@@ -26,6 +26,7 @@ __all__ = [
     "pending_plans",
     "schedule_plan",
     "spark_session",
+    "table_cancel_check",
     "unplanned_figures",
 ]
 
@@ -74,6 +75,28 @@ def clean_up_cancelled(spec: JobSpec, table: HudiTable, instant: str) -> None:
     from tms.services.registry import table_service
 
     table_service(spec.action).cancelled(table, instant, spec.heartbeat_interval_seconds)
+
+
+def table_cancel_check(
+    spec: JobSpec, table: HudiTable, instant: str
+) -> Callable[[], str | None] | None:
+    """For a cancellable plan (RFC-79), a check of the table's cancel folder the heartbeat
+    makes (one GET): the reason when a writer, or anyone, requested the cancel; None for a
+    plan that cannot be cancelled, which nothing on the table can stop."""
+    from tms.hudi.timeline import cancel
+
+    timeline = table.timeline()
+    pending = timeline.get(instant)
+    if pending is None or not pending.is_pending or not cancel.is_cancellable(timeline, pending):
+        return None
+    storage = table.storage
+
+    def check() -> str | None:
+        if not cancel.is_cancel_requested(storage, instant):
+            return None
+        return f"a cancel was requested on the table ({cancel.cancel_path(instant)})"
+
+    return check
 
 
 def adopts_pending_plans(spec: JobSpec) -> bool:

@@ -39,6 +39,7 @@ from tms.jobs.dispatch import (
     pending_plans,
     schedule_plan,
     spark_session,
+    table_cancel_check,
     unplanned_figures,
 )
 from tms.jobs.service_api import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
@@ -188,6 +189,9 @@ class JobRunner:
                     figures = unplanned_figures(spec)
                     log.info("no %s plan to run: %s", spec.action, figures)
                     return Report("SUCCEEDED", figures=figures)
+            check = table_cancel_check(spec, table, instant)
+            if check is not None:
+                self._control.watch_table(check)
             self._control.check()
             spark = self.spark_factory(spec, instant)
             self._control.attach_spark(spark)
@@ -238,14 +242,17 @@ class JobRunner:
         instant: str | None,
         scheduling: bool,
     ) -> Report:
-        from tms.hudi.errors import PlanNotFoundError
+        from tms.hudi.errors import PlanCancelledError, PlanNotFoundError
 
         if isinstance(exc, AttemptGone) or self._control.lost.is_set():
             self._control.lose()
             return Report("FAILED", error=str(exc))  # never sent: the attempt is not ours
         if self._control.cancelled.is_set():
             _roll_back_cancelled(spec, table, instant)
-            return Report("CANCELLED", error="cancelled by request")
+            return Report("CANCELLED", error=self._control.cancel_reason)
+        if isinstance(exc, PlanCancelledError):
+            # found by the service itself (its tasks or its pre-commit check): aborted already
+            return Report("CANCELLED", error=str(exc))
         if isinstance(exc, PlanNotFoundError):
             if table is not None and instant is not None and _completed(table, instant):
                 figures = {"already_completed": True, "instant": instant}

@@ -104,14 +104,28 @@ def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Threshold
 
 
 POLICY_PARAMS: dict[Action, dict[str, str]] = {
-    Action.COMPACTION: {"compaction_strategy": "strategy"},
+    Action.COMPACTION: {"compaction_strategy": "strategy", "compaction_cancellable": "cancellable"},
     Action.CLEAN: {"clean_policy": "policy", "clean_retained": "retained"},
     Action.CLUSTERING: {
         "clustering_sort_columns": "sort_columns",
         "clustering_target_file_size": "target_file_size",
+        "clustering_cancellable": "cancellable",
     },
 }
 """Per action, the table policy keys that become the job's planning parameters."""
+
+TABLE_WIDE_PARAMS = frozenset({"cancellable"})
+"""Planning parameters a table's policy sets for every operation of the table, submitted
+ones too, unless the operation sets its own."""
+
+
+def table_wide_params(policy: Mapping[str, Any], action: str) -> dict[str, Any]:
+    """The planning parameters every operation of `action` on the table gets by default."""
+    try:
+        params = policy_params(policy, Action(action))
+    except ValueError:
+        return {}
+    return {name: value for name, value in params.items() if name in TABLE_WIDE_PARAMS}
 
 
 def policy_params(policy: Mapping[str, Any], action: Action) -> dict[str, Any]:

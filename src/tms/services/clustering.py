@@ -43,10 +43,17 @@ from tms.hudi.metadata.record_index_logs import (
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
+from tms.hudi.timeline.cancel import is_cancellable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION
 from tms.hudi.timeline.transitions import transition
-from tms.services.execution import ServiceResult, executing, pending_plan
+from tms.services.execution import (
+    ServiceResult,
+    cancel_requested_in_task,
+    committing,
+    executing,
+    pending_plan,
+)
 from tms.services.metadata_sync import MetadataSync, StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo, run_tasks
 
@@ -99,6 +106,8 @@ class _GroupTask:
     record_index: RecordIndexLogs | None = None
     """Where to write the record index entries of the records it moves (a metadata table
     with a record index)."""
+    cancellable: bool = False
+    """The plan may be cancelled (RFC-79): the task checks for a cancel request first."""
 
 
 @dataclass
@@ -141,6 +150,7 @@ def execute_clustering(
             )
     ordering = record_merging(table.config).compared_fields
     MetadataSync.of(table, timeline)  # refusals, before anything is written
+    cancellable = is_cancellable(timeline, instant)
     template = _GroupTask(
         base_uri=table.base_path,
         instant_time=instant_time,
@@ -152,6 +162,7 @@ def execute_clustering(
         completed=frozenset(i.requested_time for i in timeline.instants if i.is_completed),
         earliest_active=timeline.instants[0].requested_time,
         keys=keys,
+        cancellable=cancellable,
     )
     paths = TablePaths(table.storage, f"clustering plan {instant_time}")
     tasks = [
@@ -166,7 +177,7 @@ def execute_clustering(
         for piece in task.slices:
             replaced[piece.partition_path].append(piece.file_id)
     result = ServiceResult(action="clustering", instant=instant_time)
-    with executing(table, instant, result, heartbeat_interval) as inflight:
+    with executing(table, instant, result, heartbeat_interval, cancellable=cancellable) as inflight:
         sync = MetadataSync.of(table)  # after an earlier attempt's rollback
         pending = None
         if sync is not None:
@@ -185,11 +196,12 @@ def execute_clustering(
         )
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
-        if sync is not None and pending is not None:
-            update = sync.commit_update(instant_time, metadata, written, replaced)
-            moved = [stat for outcome in outcomes for stat in outcome.metadata_logs]
-            sync.finish(pending, update, moved)
-        transition(storage, table.config, inflight, State.COMPLETED, metadata)
+        with committing(table, instant_time, cancellable=cancellable):
+            if sync is not None and pending is not None:
+                update = sync.commit_update(instant_time, metadata, written, replaced)
+                moved = [stat for outcome in outcomes for stat in outcome.metadata_logs]
+                sync.finish(pending, update, moved)
+            transition(storage, table.config, inflight, State.COMPLETED, metadata)
         delete_markers(storage, instant_time)
     result.file_groups = sum(len(ids) for ids in replaced.values())
     result.files_written = len(stats)
@@ -214,7 +226,10 @@ def _slice_input(piece: dict[str, Any], paths: TablePaths) -> _SliceInput:
 
 
 def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
-    """Runs on an executor: merge the group's slices and write them as new file groups."""
+    """Runs on an executor: merge the group's slices and write them as new file groups. A
+    cancel request stops it before it reads anything (the driver then aborts the plan)."""
+    if cancel_requested_in_task(task.base_uri, task.instant_time, task.cancellable):
+        return _GroupResult()
     storage = Storage(task.base_uri)
     schema = (
         arrow_schema_from_avro(with_meta_fields(json.loads(task.schema_json)))

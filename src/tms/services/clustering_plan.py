@@ -22,6 +22,7 @@ from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.meta_fields import META_FIELDS
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.cancel import with_cancellable
 from tms.hudi.timeline.instant import Action, is_instant_time
 from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION, Timeline
@@ -55,9 +56,12 @@ def schedule_clustering(
     sort_columns: Sequence[str] = (),
     max_bytes_per_group: int | None = None,
     instant_time: str | None = None,
+    cancellable: bool = True,
 ) -> str | None:
     """Plan clustering of each partition's small file groups; returns the instant, or None
-    when no partition has two or more small file groups that would merge into fewer.
+    when no partition has two or more small file groups that would merge into fewer. The
+    plan is `cancellable` by default (RFC-79: a writer updating its file groups may cancel
+    it rather than fail).
 
     File groups in a pending compaction or clustering, or being written by an inflight
     commit, are left out: rewriting them would lose what those instants add.
@@ -103,7 +107,7 @@ def schedule_clustering(
                 "strategyParams": params,
                 "version": PLAN_VERSION,
             },
-            "extraMetadata": {},
+            "extraMetadata": with_cancellable(None, cancellable),
             "version": PLAN_VERSION,
             "preserveHoodieMetadata": True,
             "missingSchedulePartitions": None,

@@ -41,6 +41,7 @@ from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
+from tms.hudi.timeline.cancel import is_cancellable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
 from tms.services.compaction_plan import (
@@ -51,7 +52,13 @@ from tms.services.compaction_plan import (
 from tms.services.compaction_strategy import (
     TOTAL_LOG_FILES_SIZE,
 )
-from tms.services.execution import ServiceResult, executing, pending_plan
+from tms.services.execution import (
+    ServiceResult,
+    cancel_requested_in_task,
+    committing,
+    executing,
+    pending_plan,
+)
 from tms.services.metadata_sync import MetadataSync, StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo, run_tasks
 
@@ -79,6 +86,8 @@ class _Execution:
     """How record keys are computed for a table that stores none (virtual keys)."""
     stats: StatsSpec | None = None
     """The metadata table's column stats to compute from each new file's footer."""
+    cancellable: bool = False
+    """The plan may be cancelled (RFC-79): each task checks for a cancel request first."""
 
     def is_committed(self, instant_time: str) -> bool:
         """Log blocks count when their instant completed before the compaction instant (later
@@ -112,7 +121,8 @@ def execute_compaction(
     result = ServiceResult(action=Action.COMPACTION.value, instant=instant_time)
     storage = table.storage
     MetadataSync.of(table, timeline)  # refusals, before anything is written
-    with executing(table, instant, result, heartbeat_interval) as inflight:
+    cancellable = is_cancellable(timeline, instant)
+    with executing(table, instant, result, heartbeat_interval, cancellable=cancellable) as inflight:
         timeline = table.timeline()
         sync = MetadataSync.of(table, timeline)  # after an earlier attempt's rollback
         ordering = record_merging(table.config).compared_fields
@@ -126,6 +136,7 @@ def execute_compaction(
             archived_before=timeline.instants[0].requested_time if timeline.instants else "",
             keys=keys,
             stats=sync.stats_spec if sync else None,
+            cancellable=cancellable,
         )
         outcomes = run_tasks(
             spark,
@@ -144,9 +155,10 @@ def execute_compaction(
         metadata.extra_metadata.update(plan.get("extraMetadata") or {})
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
-        if sync is not None:
-            sync.write(instant_time, sync.commit_update(instant_time, metadata, written))
-        transition(storage, table.config, inflight, State.COMPLETED, metadata)
+        with committing(table, instant_time, cancellable=cancellable):
+            if sync is not None:
+                sync.write(instant_time, sync.commit_update(instant_time, metadata, written))
+            transition(storage, table.config, inflight, State.COMPLETED, metadata)
         delete_markers(storage, instant_time)
     result.file_groups = len(operations)
     result.files_written = len(stats)
@@ -161,7 +173,10 @@ def _compact_slice(
     execution: _Execution, operation: CompactionOperation, task: TaskInfo
 ) -> WrittenFile | None:
     """One Spark task: merge one slice and write the new base file; returns its write stat
-    and, for the metadata table, its column ranges."""
+    and, for the metadata table, its column ranges. A cancel request stops it before it
+    reads anything (the driver then finds the request and aborts the plan)."""
+    if cancel_requested_in_task(execution.base_path, execution.instant_time, execution.cancellable):
+        return None
     started = time.perf_counter()
     storage = Storage(execution.base_path)
     file_slice = operation.file_slice()

@@ -16,6 +16,7 @@ from tms.hudi.files.compaction_operation import CompactionOperation
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
+from tms.hudi.timeline.cancel import with_cancellable
 from tms.hudi.timeline.instant import Action, is_instant_time
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import new_instant_time, request
@@ -67,9 +68,11 @@ def schedule_compaction(
     *,
     strategy: str | CompactionStrategy = "all",
     instant_time: str | None = None,
+    cancellable: bool = False,
 ) -> str | None:
     """Plan a compaction of the latest file slices with log files; returns its instant, or
-    None when no slice needs compacting.
+    None when no slice needs compacting. A `cancellable` plan says so in its
+    `extraMetadata` (RFC-79): a writer may cancel it until it completes.
 
     File groups already in a pending compaction or clustering are left out. Refused when a
     commit or delta commit is pending (its log files could be left out of the plan and then
@@ -94,7 +97,7 @@ def schedule_compaction(
         return None
     plan = {
         "operations": [operation_of_slice(s).to_avro() for s in selected],
-        "extraMetadata": None,
+        "extraMetadata": with_cancellable(None, cancellable) or None,
         "version": PLAN_VERSION,
         "strategy": None,
         "preserveHoodieMetadata": True,

@@ -1,5 +1,6 @@
 """What every plan execution shares: recovery of an earlier crashed attempt, the move to
-inflight, a heartbeat while it runs, and the figures it reports."""
+inflight, a heartbeat while it runs, the figures it reports, and for a cancellable plan
+(RFC-79) the cancel checks: before it starts, in its tasks, and before it completes."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tms.hudi.errors import PlanNotFoundError
+from tms.hudi.errors import PlanCancelledError, PlanNotFoundError
+from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import transition
+from tms.services.cancel import check_not_cancelled, execute_cancel, table_lock
 from tms.services.rollback import rollback_inflight
 
 
@@ -47,6 +50,8 @@ def pending_plan(table: HudiTable, instant_time: str, actions: tuple[Action, ...
         raise PlanNotFoundError(f"no {wanted} plan at instant {instant_time} on the timeline")
     if instant.is_completed:
         raise PlanNotFoundError(f"{wanted} {instant_time} has already completed")
+    if instant.is_aborted:
+        raise PlanCancelledError(instant_time, "the plan was cancelled earlier (it is aborted)")
     if timeline.origin_action(instant) not in actions and instant.action not in actions:
         raise PlanNotFoundError(
             f"instant {instant_time} is a {instant.action.value}, not a {wanted} plan"
@@ -60,6 +65,8 @@ def executing(
     instant: Instant,
     result: ServiceResult,
     heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
+    *,
+    cancellable: bool = False,
 ) -> Iterator[Instant]:
     """Run a pending plan's execution: yields the inflight instant, heartbeating meanwhile.
 
@@ -67,13 +74,50 @@ def executing(
     deleted, its state back to requested); a live heartbeat means another job runs it and
     raises `InstantInFlightError`. The body completes the instant itself, since only it
     knows the metadata.
+
+    A `cancellable` plan whose cancel was requested (`.hoodie/.cancel/<instant>`) does not
+    start, and a body that finds the request (`PlanCancelledError`, from its tasks or from
+    `committing`) stops: once the heartbeat has stopped, its partial files are rolled back
+    and the plan is aborted (`execute_cancel`), and the error goes on to the caller.
     """
     started = time.monotonic()
-    if instant.state is State.INFLIGHT:
-        rolled = rollback_inflight(table, instant, heartbeat_interval=heartbeat_interval)
-        result.rolled_back.append(rolled.rollback_instant)
-        instant = Instant(instant.requested_time, instant.action, State.REQUESTED)
-    with heartbeat.Heartbeat(table.storage, instant.requested_time, heartbeat_interval):
-        inflight = transition(table.storage, table.config, instant, State.INFLIGHT)
-        yield inflight
+    ts = instant.requested_time
+    try:
+        if cancellable:
+            check_not_cancelled(table, ts)
+        if instant.state is State.INFLIGHT:
+            rolled = rollback_inflight(table, instant, heartbeat_interval=heartbeat_interval)
+            result.rolled_back.append(rolled.rollback_instant)
+            instant = Instant(ts, instant.action, State.REQUESTED)
+        with heartbeat.Heartbeat(table.storage, ts, heartbeat_interval):
+            inflight = transition(table.storage, table.config, instant, State.INFLIGHT)
+            yield inflight
+    except PlanCancelledError:
+        if not cancellable:
+            raise
+        outcome = execute_cancel(table, ts, heartbeat_interval=heartbeat_interval)
+        if outcome.rolled_back:
+            result.rolled_back.append(outcome.rolled_back)
+        raise
     result.duration_seconds = round(time.monotonic() - started, 3)
+
+
+@contextmanager
+def committing(table: HudiTable, instant_time: str, *, cancellable: bool) -> Iterator[None]:
+    """Around the writes that complete an instant: for a cancellable plan, the table lock
+    and RFC-79's pre-commit check, so that a cancel requested before the lock stops the
+    commit and one requested after it finds the instant completed and is refused."""
+    if not cancellable:
+        yield
+        return
+    with table_lock(table):
+        check_not_cancelled(table, instant_time)
+        yield
+
+
+def cancel_requested_in_task(base_uri: str, instant_time: str, cancellable: bool) -> bool:
+    """A Spark task's check before each file group: whether to stop, leaving the group
+    unwritten (one GET of the cancel request; none for a plan that is not cancellable)."""
+    if not cancellable:
+        return False
+    return cancel.is_cancel_requested(Storage(base_uri), instant_time)

@@ -106,6 +106,7 @@ _Parser = Callable[[str, Any], Any]
 _PARAMS: dict[str, dict[str, tuple[_Parser, tuple[str, ...]]]] = {
     "compaction": {
         "strategy": (_str, ("strategy",)),
+        "cancellable": (_bool, ("cancellable",)),
     },
     "clustering": {
         "target_file_size": (
@@ -124,6 +125,7 @@ _PARAMS: dict[str, dict[str, tuple[_Parser, tuple[str, ...]]]] = {
             _columns,
             ("sort_columns", "hoodie.clustering.plan.strategy.sort.columns"),
         ),
+        "cancellable": (_bool, ("cancellable",)),
     },
     "clean": {
         "policy": (_policy, ("policy", "hoodie.cleaner.policy")),

@@ -10,6 +10,7 @@ from typing import Any
 
 from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION, INDEXING, METADATA_COMPACTION
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.services import (
@@ -22,6 +23,7 @@ from tms.services import (
     index,
     metadata_compaction,
 )
+from tms.services.cancel import execute_cancel, request_cancel
 from tms.services.execution import ServiceResult
 from tms.services.rollback import rollback_inflight
 
@@ -77,12 +79,21 @@ class TableService:
         return self._execute(spark, table, instant, heartbeat_interval=heartbeat_interval)
 
     def cancelled(self, table: HudiTable, instant: str, heartbeat_interval: float) -> None:
-        """Clean up after an execution a cancel request stopped."""
+        """Clean up after an execution a cancel request stopped. A cancellable plan
+        (RFC-79) is cancelled on the table: the request written (a writer sees it too), its
+        files rolled back, the plan aborted. Any other plan goes back to requested, as
+        after a crash, to run again later."""
         if self._cancelled is not None:
             self._cancelled(table, instant, heartbeat_interval)
             return
-        pending = table.timeline().get(instant)
-        if pending is not None and pending.state is State.INFLIGHT:
+        timeline = table.timeline()
+        pending = timeline.get(instant)
+        if pending is None or not pending.is_pending:
+            return
+        if cancel.is_cancellable(timeline, pending):
+            request_cancel(table, instant)
+            execute_cancel(table, instant, heartbeat_interval=heartbeat_interval)
+        elif pending.state is State.INFLIGHT:
             rollback_inflight(table, pending, heartbeat_interval=heartbeat_interval)
 
     def pending_plans(self, table: HudiTable) -> list[str]:
@@ -108,14 +119,20 @@ def _leave_inflight(table: HudiTable, instant: str, heartbeat_interval: float) -
 SERVICES: Mapping[str, TableService] = {
     COMPACTION: TableService(
         COMPACTION,
-        ("strategy",),
+        ("strategy", "cancellable"),
         compaction_plan.schedule_compaction,
         compaction.execute_compaction,
         _pending_on_timeline(Timeline.pending_compactions),
     ),
     CLUSTERING: TableService(
         CLUSTERING,
-        ("target_file_size", "small_file_limit", "max_bytes_per_group", "sort_columns"),
+        (
+            "target_file_size",
+            "small_file_limit",
+            "max_bytes_per_group",
+            "sort_columns",
+            "cancellable",
+        ),
         clustering_plan.schedule_clustering,
         clustering.execute_clustering,
         _pending_on_timeline(Timeline.pending_clusterings),

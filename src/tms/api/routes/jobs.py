@@ -26,6 +26,7 @@ from tms.api.schemas import (
     SpecOut,
 )
 from tms.api.schemas.jobs import MAX_ERROR_CHARS
+from tms.policies.triggers import table_wide_params
 from tms.store import (
     Attempt,
     AttemptEnd,
@@ -97,7 +98,10 @@ def spec(attempt: JobAttemptDep, session: SessionDep, settings: SettingsDep) -> 
         table_name=table.table_name,
         parallelism=operation.parallelism,
         resource=operation.resource,
-        extra_params=dict(operation.extra_params or {}),
+        extra_params={
+            **table_wide_params(table.policy or {}, operation.action),
+            **(operation.extra_params or {}),
+        },
         heartbeat_interval_seconds=settings.heartbeat_interval_seconds,
         cancel_requested=operation.cancel_requested,
         storage_options=dict(table.storage_options or {}),

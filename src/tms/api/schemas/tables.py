@@ -51,6 +51,8 @@ class PolicyIn(Strict):
         None
     )
     clustering_target_file_size: Annotated[int, Field(ge=1024, le=1 << 40)] | None = None
+    compaction_cancellable: bool | None = None
+    clustering_cancellable: bool | None = None
 
 
 def _actions(value: Any) -> Any:

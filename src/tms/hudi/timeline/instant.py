@@ -14,11 +14,15 @@ from datetime import UTC, datetime
 
 
 class State(enum.IntEnum):
-    """Ordered so that the furthest state of an instant is the maximum."""
+    """Ordered so that the furthest state of an instant is the maximum.
+
+    `ABORTED` is RFC-79's terminal state of a cancelled plan: never completed, no longer
+    pending. Released Hudi has no such state; its readers skip the file."""
 
     REQUESTED = 0
     INFLIGHT = 1
     COMPLETED = 2
+    ABORTED = 3
 
     @property
     def label(self) -> str:
@@ -90,7 +94,11 @@ class Instant:
 
     @property
     def is_pending(self) -> bool:
-        return self.state is not State.COMPLETED
+        return self.state in (State.REQUESTED, State.INFLIGHT)
+
+    @property
+    def is_aborted(self) -> bool:
+        return self.state is State.ABORTED
 
     def with_state(self, state: State, completion_time: str | None = None) -> Instant:
         """This instant moved to another state (a completed one takes its completed action)."""
@@ -130,13 +138,20 @@ def parse_instant_file(name: str) -> Instant | None:
     if len(parts) == 1:
         action = _action(parts[0])
         return Instant(ts, action, State.COMPLETED) if action else None
-    if len(parts) == 2 and parts[1] in ("requested", "inflight"):
+    if len(parts) == 2 and parts[1] in _PENDING_OR_ABORTED:
         action = _action(parts[0])
         if action is None:
             return None
-        state = State.REQUESTED if parts[1] == "requested" else State.INFLIGHT
-        return Instant(ts, action, state)
+        return Instant(ts, action, _PENDING_OR_ABORTED[parts[1]])
     return None
+
+
+_PENDING_OR_ABORTED = {
+    "requested": State.REQUESTED,
+    "inflight": State.INFLIGHT,
+    "aborted": State.ABORTED,
+}
+"""The suffixes of instant files that are not completed ones."""
 
 
 def _action(value: str) -> Action | None:

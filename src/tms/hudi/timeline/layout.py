@@ -28,6 +28,8 @@ def instant_file_name(instant: Instant, layout_version: int = 1) -> str:
         return f"{ts}.{action}.requested"
     if instant.state is State.INFLIGHT:
         return f"{ts}.inflight" if instant.action is Action.COMMIT else f"{ts}.{action}.inflight"
+    if instant.state is State.ABORTED:
+        return f"{ts}.{action}.aborted"
     if layout_version >= 2:
         if instant.completion_time is None:
             raise ValueError(f"completed instant {ts} needs a completion time in layout 2")

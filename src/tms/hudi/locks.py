@@ -1,0 +1,137 @@
+"""The table lock of Hudi's `FileSystemBasedLockProvider`: a file `lock` in the lock folder
+(`hoodie.write.lock.filesystem.path`, by default `<base>/.hoodie`), created only if absent.
+
+Whoever creates the file holds the lock until it deletes it. Creating is atomic where the
+filesystem creates atomically: a hard link on disk, a conditional PUT (`If-None-Match: *`) on
+S3, GCS and Azure (`Storage.create_new`). A lock older than the expiry
+(`hoodie.write.lock.filesystem.expire`, minutes; 0, Hudi's default, never expires) is taken
+to belong to a dead holder and deleted, as Hudi's provider does. The file holds a JSON note of
+who took it (Hudi writes `lockCreateTime`, `lockThreadName` and `lockStacksInfo`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from datetime import UTC, datetime
+from types import TracebackType
+
+from tms.hudi.errors import HudiError
+from tms.hudi.storage import Storage
+
+__all__ = ["DEFAULT_LOCK_FOLDER", "FileSystemLock", "LockTimeoutError"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LOCK_FOLDER = ".hoodie"
+LOCK_FILE_NAME = "lock"
+
+
+class LockTimeoutError(HudiError):
+    """The table lock could not be taken in time: another writer holds it."""
+
+
+class FileSystemLock:
+    """Hudi's file-system table lock, as a context manager.
+
+    `wait_seconds` bounds how long `acquire` tries (Hudi's `lock.wait_time_ms`); it retries
+    every `retry_seconds`. Not re-entrant: one holder takes it once.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        folder: str = DEFAULT_LOCK_FOLDER,
+        expire_minutes: float = 0,
+        wait_seconds: float = 60.0,
+        retry_seconds: float = 0.5,
+        owner: str = "tms",
+    ) -> None:
+        self.storage = storage
+        self.path = f"{folder.rstrip('/')}/{LOCK_FILE_NAME}"
+        self.expire_minutes = expire_minutes
+        self.wait_seconds = wait_seconds
+        self.retry_seconds = retry_seconds
+        self.owner = owner
+        self._held = False
+
+    def __repr__(self) -> str:
+        return f"FileSystemLock({self.storage.uri(self.path)!r})"
+
+    def try_acquire(self) -> bool:
+        """Take the lock if nobody holds it (an expired lock is deleted first)."""
+        if self._held:
+            raise RuntimeError(f"{self!r} is already held by this holder")
+        try:
+            self.storage.create_new(self.path, self._note())
+        except FileExistsError:
+            if not self._expired():
+                return False
+            log.warning("deleting the expired table lock %s", self.storage.uri(self.path))
+            self.storage.delete(self.path)
+            try:
+                self.storage.create_new(self.path, self._note())
+            except FileExistsError:
+                return False
+        self._held = True
+        return True
+
+    def acquire(self) -> None:
+        """Take the lock, waiting up to `wait_seconds`; `LockTimeoutError` naming the holder."""
+        deadline = time.monotonic() + self.wait_seconds
+        while not self.try_acquire():
+            if time.monotonic() >= deadline:
+                raise LockTimeoutError(
+                    f"the table lock {self.storage.uri(self.path)} is held by another writer "
+                    f"({self._holder()}); not taken within {self.wait_seconds:g}s"
+                )
+            time.sleep(self.retry_seconds)
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self.storage.delete(self.path)
+
+    def __enter__(self) -> FileSystemLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def _expired(self) -> bool:
+        if self.expire_minutes <= 0:
+            return False
+        try:
+            modified = self.storage.modified(self.path)
+        except FileNotFoundError:
+            return True  # released meanwhile: try again at once
+        return time.time() - modified > self.expire_minutes * 60
+
+    def _holder(self) -> str:
+        try:
+            note = json.loads(self.storage.read_bytes(self.path) or b"{}")
+        except (FileNotFoundError, ValueError):
+            return "holder unknown"
+        if not isinstance(note, dict):
+            return "holder unknown"
+        return ", ".join(
+            f"{k} {note[k]}" for k in ("lockThreadName", "lockCreateTime") if k in note
+        )
+
+    def _note(self) -> bytes:
+        now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+        thread = threading.current_thread().name
+        holder = f"{self.owner}@{socket.gethostname()}:{os.getpid()}:{thread}"
+        note = {"lockCreateTime": now, "lockThreadName": holder, "lockStacksInfo": []}
+        return json.dumps(note).encode()

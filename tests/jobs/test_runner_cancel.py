@@ -1,0 +1,99 @@
+"""Cancels that reach a job (RFC-79): a cancel request a writer leaves on the table stops the
+job of a cancellable plan within a heartbeat; an operator's cancel of a cancellable plan is
+written on the table, so writers see it, and the plan ends aborted; a plan that is not
+cancellable goes back to requested to run again. The table is real; only Spark is stood in
+for, since the heartbeat, not the work, is under test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.jobs.stub_api import OK_BEAT, spec_json, stub_api
+from tests.jobs.test_runner import FakeSpark, results, routes, run
+from tests.services.test_clustering import group_target, small_files_table
+from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import cancel
+from tms.hudi.timeline.instant import State
+from tms.jobs.runner import EXIT_OK
+from tms.jobs.service_api import JobSpec
+from tms.services.clustering import schedule_clustering
+from tms.services.compaction import schedule_compaction
+from tms.services.execution import ServiceResult
+
+CANCEL_BEAT = (200, {"lease_expires_at": None, "cancel_requested": True})
+
+
+def clustering_plan(tmp_path: Path) -> tuple[str, str]:
+    base = small_files_table(tmp_path, COPY_ON_WRITE, rows=240, table_version=9)
+    instant = schedule_clustering(HudiTable.open(base), target_file_size=group_target(base))
+    assert instant is not None
+    return base, instant
+
+
+def waits_for_cancel(spark: FakeSpark, on_start: Any = None) -> Any:
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
+        if on_start is not None:
+            on_start()
+        assert spark.cancelled.wait(10), "nothing cancelled the Spark jobs"
+        raise RuntimeError("Job 1 cancelled as part of cancellation of all jobs")
+
+    return execute
+
+
+def state_of(base: str, instant: str) -> State:
+    found = HudiTable.open(base).timeline().get(instant)
+    assert found is not None
+    return found.state
+
+
+def test_a_cancel_request_on_the_table_stops_the_job_and_aborts_the_plan(tmp_path: Path) -> None:
+    base, instant = clustering_plan(tmp_path)
+    storage = HudiTable.open(base).storage
+    spark = FakeSpark()
+
+    def writer_cancels() -> None:  # as a Hudi writer would: a file in .hoodie/.cancel
+        storage.write_bytes(cancel.cancel_path(instant), b"")
+
+    spec = spec_json(base_path=base, action="clustering", instant=instant)
+    with stub_api(routes(spec, [OK_BEAT])) as api:
+        code, _ = run(
+            api,
+            execute=waits_for_cancel(spark, writer_cancels),
+            spark_factory=lambda spec, instant: spark,
+        )
+    assert code == EXIT_OK
+    (result,) = results(api)
+    assert result["outcome"] == "CANCELLED"
+    assert f".hoodie/.cancel/{instant}" in result["error"]
+    assert state_of(base, instant) is State.ABORTED
+    assert cancel.cancel_requests(storage) == []
+
+
+def test_an_operator_cancel_of_a_cancellable_plan_is_written_on_the_table(tmp_path: Path) -> None:
+    base, instant = clustering_plan(tmp_path)
+    spark = FakeSpark()
+    spec = spec_json(base_path=base, action="clustering", instant=instant)
+    with stub_api(routes(spec, [OK_BEAT, CANCEL_BEAT])) as api:
+        code, _ = run(api, execute=waits_for_cancel(spark), spark_factory=lambda s, i: spark)
+    assert code == EXIT_OK
+    (result,) = results(api)
+    assert result["outcome"] == "CANCELLED" and result["error"] == "cancelled by request"
+    assert state_of(base, instant) is State.ABORTED
+
+
+def test_an_operator_cancel_of_a_plan_that_is_not_cancellable_keeps_the_plan(
+    tmp_path: Path,
+) -> None:
+    base = small_files_table(tmp_path, MERGE_ON_READ, rows=240, table_version=9)
+    instant = schedule_compaction(HudiTable.open(base))
+    assert instant is not None
+    spark = FakeSpark()
+    spec = spec_json(base_path=base, action="compaction", instant=instant)
+    with stub_api(routes(spec, [OK_BEAT, CANCEL_BEAT])) as api:
+        code, _ = run(api, execute=waits_for_cancel(spark), spark_factory=lambda s, i: spark)
+    assert code == EXIT_OK
+    assert results(api)[0]["outcome"] == "CANCELLED"
+    assert state_of(base, instant) is State.REQUESTED, "it runs again later"
+    assert cancel.cancel_requests(HudiTable.open(base).storage) == []
