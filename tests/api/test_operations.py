@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
 from sqlalchemy.orm import Session
 
 from tests.api.helpers import instant, register, submit
+from tests.services.test_clustering import group_target, small_files_table
 from tests.store.helpers import claim
+from tms.hudi.properties import COPY_ON_WRITE
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import cancel
+from tms.services.clustering import schedule_clustering
 from tms.store import fail_attempt
 
 if TYPE_CHECKING:
@@ -60,7 +67,12 @@ def test_detail_cancel_and_retry(client: TestClient) -> None:
     assert client.post(f"/v1/operations/{op_id}/cancel").status_code == 200  # idempotent
     retried = client.post(f"/v1/operations/{op_id}/retry")
     assert retried.status_code == 200 and retried.json()["status"] == "SCHEDULED"
-    refused = client.post(f"/v1/operations/{op_id}/retry")
+    new_id = retried.json()["id"]
+    assert new_id != op_id, "a cancelled operation stays cancelled: its retry is a new one"
+    assert client.get(f"/v1/operations/{op_id}").json()["status"] == "CANCELLED"
+    again = client.post(f"/v1/operations/{op_id}/retry")
+    assert again.status_code == 200 and again.json()["id"] == new_id  # idempotent
+    refused = client.post(f"/v1/operations/{new_id}/retry")
     assert refused.status_code == 409
     assert refused.json()["error"]["code"] == "transition_refused"
     assert client.get("/v1/operations/424242").status_code == 404
@@ -92,3 +104,30 @@ def test_attempts_keep_their_errors(client: TestClient, session: Session) -> Non
     )
     assert attempt["duration_seconds"] is not None
     assert client.get("/v1/operations/424242/attempts").status_code == 404
+
+
+@pytest.mark.parametrize("cancellable", [True, False])
+def test_cancelling_a_scheduled_operation_requests_the_cancel_on_the_table(
+    client: TestClient, tmp_path: Path, cancellable: bool
+) -> None:
+    """So that writers see it (RFC-79), and the next clean aborts the plan; a plan that is
+    not cancellable is left to run later."""
+    base = small_files_table(tmp_path, COPY_ON_WRITE, rows=240, table_version=9)
+    instant = schedule_clustering(
+        HudiTable.open(base), target_file_size=group_target(base), cancellable=cancellable
+    )
+    assert instant is not None
+    registered = client.post(
+        "/v1/hoodie/service/register",
+        json={"db_name": "lake", "table_name": "trips", "base_path": base},
+    )
+    assert registered.status_code == 201, registered.text
+    submitted = client.post(
+        "/v1/hoodie/service/cluster/submit",
+        json={"db_name": "lake", "table_name": "trips", "instant": instant},
+    )
+    assert submitted.status_code == 201, submitted.text
+    cancelled = client.post(f"/v1/operations/{submitted.json()['id']}/cancel")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "CANCELLED"
+    storage = HudiTable.open(base).storage
+    assert cancel.is_cancel_requested(storage, instant) is cancellable

@@ -336,10 +336,17 @@ def ops_cancel(
 def ops_retry(
     operation_id: OperationId, as_json: AsJson = False, url: Url = None, token: Token = None
 ) -> None:
-    """Schedule a failed or cancelled operation again, due now, with fresh retries."""
+    """Schedule a failed operation again, due now, with fresh retries; a cancelled one is
+    terminal, so its retry is a new operation that plans anew."""
     with connect(url, token) as client:
         operation = client.retry(operation_id)
     if as_json:
         echo_json(operation)
+        return
+    if operation["id"] != operation_id:
+        typer.echo(
+            f"operation {operation_id} stays cancelled; its retry is operation "
+            f"{operation['id']}: {operation['status']}, due now"
+        )
         return
     typer.echo(f"operation {operation['id']}: {operation['status']} again, due now")

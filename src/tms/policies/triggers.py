@@ -105,7 +105,13 @@ def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Threshold
 
 POLICY_PARAMS: dict[Action, dict[str, str]] = {
     Action.COMPACTION: {"compaction_strategy": "strategy", "compaction_cancellable": "cancellable"},
-    Action.CLEAN: {"clean_policy": "policy", "clean_retained": "retained"},
+    Action.CLEAN: {
+        "clean_policy": "policy",
+        "clean_retained": "retained",
+        "clean_cancel_plans_after_hours": "cancel_plans_after_hours",
+        "clean_cancel_plans_after_instants": "cancel_plans_after_instants",
+        "clean_rollback_failed_writes": "rollback_failed_writes",
+    },
     Action.CLUSTERING: {
         "clustering_sort_columns": "sort_columns",
         "clustering_target_file_size": "target_file_size",

@@ -68,7 +68,8 @@ def execute_cancel(
     """RFC-79 `execute_cancel`: roll back a cancel-requested plan's partial files and move it
     to the aborted state. A request for an instant that completed or left the timeline is
     stale and only removed; `InstantInFlightError` while a job still runs the plan (its
-    heartbeat is alive); `CancelRefusedError` without a cancel request."""
+    heartbeat is alive); `CancelRefusedError` without a cancel request, or for a plan that
+    is not cancellable (a writer may have written a request for it all the same)."""
     storage = table.storage
     with table_lock(table):
         timeline = table.timeline()
@@ -80,6 +81,12 @@ def execute_cancel(
         if not cancel.is_cancel_requested(storage, instant_time):
             raise CancelRefusedError(
                 f"no cancel was requested for {instant_time} ({cancel.cancel_path(instant_time)})"
+            )
+        if not cancel.is_cancellable(timeline, instant):
+            raise CancelRefusedError(
+                f"{timeline.origin_action(instant).value} plan {instant_time} is not "
+                f"cancellable: its cancel request ({cancel.cancel_path(instant_time)}) is "
+                "ignored and the plan runs to completion"
             )
         if heartbeat.is_alive(storage, instant_time, heartbeat_interval, tolerable_misses):
             raise InstantInFlightError(

@@ -10,6 +10,7 @@ reads and files a savepoint pins. Execution lives in `tms.services.clean`.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import posixpath
 from collections import defaultdict
 from collections.abc import Iterable
@@ -22,6 +23,9 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State, is_instant_time
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import new_instant_time, request
+from tms.services.clean_rollbacks import finish_before_clean
+
+log = logging.getLogger(__name__)
 
 KEEP_LATEST_COMMITS = "KEEP_LATEST_COMMITS"
 KEEP_LATEST_FILE_VERSIONS = "KEEP_LATEST_FILE_VERSIONS"
@@ -45,11 +49,18 @@ def schedule_clean(
     policy: str = KEEP_LATEST_COMMITS,
     retained: int = 10,
     instant_time: str | None = None,
+    cancel_plans_after_hours: int | None = None,
+    cancel_plans_after_instants: int | None = None,
+    rollback_failed_writes: bool = False,
 ) -> str | None:
     """Plan a clean and write `<ts>.clean.requested`; None when nothing is to be deleted.
 
     A pending clean is returned instead of planning another: Hudi finishes pending cleans
-    before planning new ones, and the service's retried calls must stay idempotent.
+    before planning new ones, and the service's retried calls must stay idempotent. First,
+    as Hudi's clean rolls back failed writes before it plans, plans with a cancel request
+    are aborted, cancellable plans past the cancellation policy (`cancel_plans_after_*`) are
+    cancelled, and with `rollback_failed_writes` failed writes are rolled back
+    (`tms.services.clean_rollbacks`): what they leave is cleaned like the rest.
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown clean policy {policy!r}; valid policies: {', '.join(POLICIES)}")
@@ -57,6 +68,16 @@ def schedule_clean(
         raise ValueError(f"retained must be at least 1, not {retained}")
     timeline = table.timeline()
     table.ensure_supported(timeline)
+    finished = finish_before_clean(
+        table,
+        timeline,
+        cancel_after_hours=cancel_plans_after_hours,
+        cancel_after_instants=cancel_plans_after_instants,
+        rollback_failed_writes=rollback_failed_writes,
+    )
+    if finished.aborted or finished.rolled_back:
+        log.info("before planning the clean: aborted %s, rolled back %s", *finished.changed)
+        timeline = table.timeline()
     pending = timeline.pending((Action.CLEAN,))
     if pending:
         return pending[0].requested_time

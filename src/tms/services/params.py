@@ -137,6 +137,9 @@ _PARAMS: dict[str, dict[str, tuple[_Parser, tuple[str, ...]]]] = {
                 "hoodie.cleaner.fileversions.retained",
             ),
         ),
+        "cancel_plans_after_hours": (_int, ("cancel_plans_after_hours",)),
+        "cancel_plans_after_instants": (_int, ("cancel_plans_after_instants",)),
+        "rollback_failed_writes": (_bool, ("rollback_failed_writes",)),
     },
     "indexing": {
         "partitions": (_partitions, ("partitions",)),

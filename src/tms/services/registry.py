@@ -139,7 +139,13 @@ SERVICES: Mapping[str, TableService] = {
     ),
     CLEAN: TableService(
         CLEAN,
-        ("policy", "retained"),
+        (
+            "policy",
+            "retained",
+            "cancel_plans_after_hours",
+            "cancel_plans_after_instants",
+            "rollback_failed_writes",
+        ),
         clean_plan.schedule_clean,
         clean.execute_clean,
         _pending_on_timeline(_pending_cleans),

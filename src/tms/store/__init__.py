@@ -105,6 +105,7 @@ from tms.store.operations import (
     operation_states,
     queue_depth,
     remove_operation,
+    resubmit_cancelled,
     set_operation_instant,
     submit_operation,
 )
@@ -229,6 +230,7 @@ __all__ = [
     "reschedule_operation",
     "reset_counter",
     "restart_delay",
+    "resubmit_cancelled",
     "retry_operation",
     "session_scope",
     "set_exit_code",

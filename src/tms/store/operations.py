@@ -117,6 +117,28 @@ def submit_operation(
     raise RuntimeError(f"submit of {action} {instant} for table {tbl_id} kept conflicting")
 
 
+def resubmit_cancelled(session: Session, cancelled: Operation) -> Submitted:
+    """A retry of a CANCELLED operation: a new operation of the same table, action and
+    settings that plans anew (CANCELLED is terminal; an aborted plan is never run again).
+    Retrying again returns the same new operation while it waits to plan."""
+    return submit_operation(
+        session,
+        tbl_id=cancelled.tbl_id,
+        action=cancelled.action,
+        engine=cancelled.engine,
+        owner=cancelled.owner,
+        queue=cancelled.queue,
+        priority=cancelled.priority,
+        resource=cancelled.resource,
+        parallelism=cancelled.parallelism,
+        extra_params=dict(cancelled.extra_params or {}),
+        retry_on_error=cancelled.retry_on_error,
+        max_retries=cancelled.max_retries,
+        cancellable=cancelled.cancellable,
+        reason=f"retry of cancelled operation {cancelled.id}",
+    )
+
+
 def _existing(
     session: Session, tbl_id: int, action: Action, instant: str | None
 ) -> Operation | None:

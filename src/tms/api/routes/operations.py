@@ -2,29 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import logging
+from functools import partial
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from pydantic import WithJsonSchema
 
 from tms import observe
-from tms.api.deps import SessionDep, require
+from tms.api.deps import SessionDep, StorageCallsDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.routes.tables import Cursor, parse_cursor
 from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut, OperationPage
 from tms.api.schemas.common import MAX_ID, Text, parse_action
 from tms.api.views import operation_out, operations_out
 from tms.config import Role
+from tms.hudi.errors import CancelRefusedError
+from tms.hudi.locks import FileSystemLock, LockTimeoutError
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.cancel import request_cancel
 from tms.store import (
     Action,
     OperationStatus,
     cancel_operation,
     get_operation,
+    get_table,
     list_attempts,
     list_events,
     list_operations,
+    resubmit_cancelled,
     retry_operation,
 )
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(
     prefix="/v1/operations", tags=["operations"], responses=error_responses(401, 403, 422, 503)
@@ -109,9 +119,16 @@ def get_operation_route(operation_id: OperationId, session: SessionDep) -> Opera
     dependencies=[require(Role.WRITER)],
     responses={**_404, **_409},
 )
-def cancel_operation_route(operation_id: OperationId, session: SessionDep) -> OperationOut:
+def cancel_operation_route(
+    operation_id: OperationId, session: SessionDep, calls: StorageCallsDep
+) -> OperationOut:
     """Scheduled → CANCELLED at once; running → `cancel_requested` (its job stops at its
-    next heartbeat). Cancelling a cancelled operation is a no-op; a finished one is 409."""
+    next heartbeat). Cancelling a cancelled operation is a no-op; a finished one is 409.
+
+    A scheduled operation whose plan is on the table and cancellable (RFC-79) also gets a
+    cancel request written there, so writers see it and the next clean aborts the plan (a
+    running one's job writes it). Cancelled in tms either way: what the table refused or
+    storage failed to do is logged, not answered."""
     operation = get_operation(session, operation_id)
     if operation.cancel_settled:
         return operation_out(session, operation)
@@ -119,7 +136,43 @@ def cancel_operation_route(operation_id: OperationId, session: SessionDep) -> Op
     session.commit()
     if operation.status is OperationStatus.CANCELLED:
         observe.operation_moved(operation)
+        if operation.instant is not None and operation.action in PLANNED_ACTIONS:
+            table = get_table(session, operation.tbl_id)
+            request = partial(
+                _request_cancel_on_table,
+                table.base_path,
+                dict(table.storage_options),
+                operation.instant,
+                calls.timeout,
+            )
+            try:
+                calls.run(request)
+            except ApiError as exc:
+                log.warning("cancel of %s on the table: %s", operation.instant, exc.message)
     return operation_out(session, operation)
+
+
+PLANNED_ACTIONS = (Action.COMPACTION, Action.CLUSTERING)
+"""Actions whose plans may be cancellable."""
+
+
+def _request_cancel_on_table(
+    base_path: str, options: dict[str, Any], instant: str, wait_seconds: float
+) -> None:
+    """RFC-79 `request_cancel` under the table lock (on a storage thread); refusals (a plan
+    that is not cancellable, or no longer pending) and storage errors are logged."""
+    try:
+        table = HudiTable.open(base_path, storage_options=options)
+        with FileSystemLock(table.storage, wait_seconds=max(1.0, wait_seconds - 1)):
+            written = request_cancel(table.storage, table.config, instant)
+    except (CancelRefusedError, LockTimeoutError) as exc:
+        log.info("no cancel request written for %s at %s: %s", instant, base_path, exc)
+        return
+    except Exception as exc:
+        log.warning("cancel request for %s at %s not written: %r", instant, base_path, exc)
+        return
+    if written:
+        log.info("cancel requested on the table for %s at %s", instant, base_path)
 
 
 @router.post(
@@ -129,12 +182,21 @@ def cancel_operation_route(operation_id: OperationId, session: SessionDep) -> Op
     responses={**_404, **_409},
 )
 def retry_operation_route(operation_id: OperationId, session: SessionDep) -> OperationOut:
-    """FAILED or CANCELLED → SCHEDULED, due now, with a fresh retry budget."""
+    """FAILED → SCHEDULED, due now, with a fresh retry budget. CANCELLED is terminal: its
+    retry is a new operation (returned) that plans anew, so a cancelled (aborted) plan is
+    never run again; retrying the same cancelled operation again returns that one while it
+    waits to plan."""
     operation = get_operation(session, operation_id)
     if operation.is_deleted:
         raise ApiError.conflict(
             "transition_refused", f"operation {operation_id} was removed; submit it again"
         )
+    if operation.status is OperationStatus.CANCELLED:
+        submitted = resubmit_cancelled(session, operation)
+        session.commit()
+        if submitted.created:
+            observe.operation_moved(submitted.operation)
+        return operation_out(session, submitted.operation)
     operation = retry_operation(session, operation_id, reason="retried by operator")
     session.commit()
     observe.operation_moved(operation)

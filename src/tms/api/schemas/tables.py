@@ -53,6 +53,9 @@ class PolicyIn(Strict):
     clustering_target_file_size: Annotated[int, Field(ge=1024, le=1 << 40)] | None = None
     compaction_cancellable: bool | None = None
     clustering_cancellable: bool | None = None
+    clean_cancel_plans_after_hours: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    clean_cancel_plans_after_instants: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    clean_rollback_failed_writes: bool | None = None
 
 
 def _actions(value: Any) -> Any:
