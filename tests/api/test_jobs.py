@@ -205,3 +205,30 @@ def test_a_tables_policy_makes_its_plans_cancellable_unless_the_submit_says(
     spec = client.get(_url(c, "spec"), headers=bearer(token))
     assert spec.status_code == 200, spec.text
     assert spec.json()["extra_params"] == expected
+
+
+def test_a_tables_lock_settings_reach_every_job_and_unknown_providers_are_refused(
+    client: TestClient, session: Session
+) -> None:
+    table = register(client)
+    zookeeper = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
+    refused = client.patch(
+        f"/v1/tables/{table['id']}", json={"policy": {"lock_provider": zookeeper}}
+    )
+    assert refused.status_code == 422
+    error = refused.json()["error"]
+    assert error["field"] == "body.policy.lock_provider" and "ZooKeeper" in error["message"]
+    outside = client.patch(f"/v1/tables/{table['id']}", json={"policy": {"lock_path": "../x"}})
+    assert outside.status_code == 422
+    assert outside.json()["error"]["field"] == "body.policy.lock_path"
+    policy = {"lock_path": ".hoodie/.aux", "lock_expire_minutes": 10}
+    assert client.patch(f"/v1/tables/{table['id']}", json={"policy": policy}).status_code == 200
+    submit(client, service="clean").raise_for_status()
+    (c,) = claim(session, limit=1)
+    token = issue_attempt_token(session, c.attempt)
+    session.commit()
+    spec = client.get(_url(c, "spec"), headers=bearer(token)).json()
+    assert spec["extra_params"] == {
+        "hoodie.write.lock.filesystem.path": ".hoodie/.aux",
+        "hoodie.write.lock.filesystem.expire": 10,
+    }

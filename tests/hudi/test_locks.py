@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tms.hudi.locks import FileSystemLock, LockTimeoutError
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.locks import FILESYSTEM_PROVIDER, FileSystemLock, LockSpec, LockTimeoutError
 from tms.hudi.storage import Storage
 
 
@@ -47,3 +48,29 @@ def test_the_lock_folder_is_hudis_setting(tmp_path: Path) -> None:
     storage = Storage(str(tmp_path))
     with FileSystemLock(storage, folder=".hoodie/.aux"):
         assert (tmp_path / ".hoodie" / ".aux" / "lock").exists()
+
+
+@pytest.mark.parametrize(
+    ("provider", "says"),
+    [
+        ("org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider", "ZooKeeper"),
+        ("org.apache.hudi.hive.transaction.lock.HiveMetastoreBasedLockProvider", "Hive metastore"),
+        ("org.apache.hudi.aws.transaction.lock.DynamoDBBasedLockProvider", "DynamoDB"),
+        ("org.apache.hudi.client.transaction.lock.InProcessLockProvider", "own process"),
+        ("com.example.MyLockProvider", "is not known"),
+    ],
+)
+def test_lock_providers_tms_cannot_take_are_refused_by_name(provider: str, says: str) -> None:
+    with pytest.raises(UnsupportedTableError, match=says) as refused:
+        LockSpec.of(provider)
+    assert provider in str(refused.value) and "hoodie.write.lock.provider" in str(refused.value)
+
+
+def test_the_file_system_provider_and_postgres(tmp_path: Path) -> None:
+    storage = Storage(str(tmp_path))
+    default = LockSpec.of(None)
+    assert default == LockSpec.of("FileSystemBasedLockProvider") == LockSpec.of(FILESYSTEM_PROVIDER)
+    lock = LockSpec.of(FILESYSTEM_PROVIDER, ".hoodie/.aux/", 5, 2.0).file_lock(storage)
+    assert lock is not None and lock.path == ".hoodie/.aux/lock"
+    assert (lock.expire_minutes, lock.wait_seconds) == (5, 2.0)
+    assert LockSpec.of("postgres").file_lock(storage) is None, "PostgreSQL excludes"

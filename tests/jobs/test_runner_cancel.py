@@ -16,7 +16,7 @@ from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import State
-from tms.jobs.runner import EXIT_OK
+from tms.jobs.runner import EXIT_FAILED, EXIT_OK
 from tms.jobs.service_api import JobSpec
 from tms.services.clustering import schedule_clustering
 from tms.services.compaction import schedule_compaction
@@ -97,3 +97,21 @@ def test_an_operator_cancel_of_a_plan_that_is_not_cancellable_keeps_the_plan(
     assert results(api)[0]["outcome"] == "CANCELLED"
     assert state_of(base, instant) is State.REQUESTED, "it runs again later"
     assert cancel.cancel_requests(HudiTable.open(base).storage) == []
+
+
+def test_a_lock_provider_tms_cannot_take_fails_the_job_for_good(tmp_path: Path) -> None:
+    base, instant = clustering_plan(tmp_path)
+    provider = "org.apache.hudi.client.transaction.lock.ZookeeperBasedLockProvider"
+    spec = spec_json(
+        base_path=base,
+        action="clustering",
+        instant=instant,
+        extra_params={"hoodie.write.lock.provider": provider},
+    )
+    with stub_api(routes(spec, [OK_BEAT])) as api:
+        code, _ = run(api, spark_factory=lambda s, i: FakeSpark())
+    assert code == EXIT_FAILED
+    (result,) = results(api)
+    assert result["outcome"] == "FAILED" and result["retryable"] is False
+    assert "ZooKeeper" in result["error"] and provider in result["error"]
+    assert state_of(base, instant) is State.REQUESTED, "nothing was written"

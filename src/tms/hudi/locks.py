@@ -17,13 +17,21 @@ import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 
-from tms.hudi.errors import HudiError
+from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.storage import Storage
 
-__all__ = ["DEFAULT_LOCK_FOLDER", "FileSystemLock", "LockTimeoutError"]
+__all__ = [
+    "DEFAULT_LOCK_FOLDER",
+    "FILESYSTEM_PROVIDER",
+    "POSTGRES_PROVIDER",
+    "FileSystemLock",
+    "LockSpec",
+    "LockTimeoutError",
+]
 
 log = logging.getLogger(__name__)
 
@@ -135,3 +143,77 @@ class FileSystemLock:
         holder = f"{self.owner}@{socket.gethostname()}:{os.getpid()}:{thread}"
         note = {"lockCreateTime": now, "lockThreadName": holder, "lockStacksInfo": []}
         return json.dumps(note).encode()
+
+
+FILESYSTEM_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
+POSTGRES_PROVIDER = "postgres"
+PROVIDER_ALIASES = {
+    "filesystem": FILESYSTEM_PROVIDER,
+    "FileSystemBasedLockProvider": FILESYSTEM_PROVIDER,
+    FILESYSTEM_PROVIDER: FILESYSTEM_PROVIDER,
+    POSTGRES_PROVIDER: POSTGRES_PROVIDER,
+}
+REFUSED_PROVIDERS = {
+    "ZookeeperBasedLockProvider": "ZooKeeper",
+    "HiveMetastoreBasedLockProvider": "the Hive metastore",
+    "DynamoDBBasedLockProvider": "DynamoDB",
+    "InProcessLockProvider": "a lock inside the writer's own process",
+    "StorageBasedLockProvider": "storage conditional writes (Hudi 1.1's lock file protocol)",
+}
+"""Lock providers Hudi writers use that `tms` cannot take part in, by class name."""
+
+
+@dataclass(frozen=True)
+class LockSpec:
+    """How a table's writers lock it, as `tms` must too (`hoodie.write.lock.*`).
+
+    `FileSystemBasedLockProvider` (the default): the lock file in `folder`, with its expiry.
+    `postgres`: for tables only `tms` services; no lock file, since PostgreSQL already lets
+    one operation of a table run at a time (a unique index on running operations, and the
+    attempt's lease, which its heartbeats keep). Any other provider is refused: a lock
+    `tms` does not take would let it schedule or commit under a writer's feet.
+    """
+
+    provider: str = FILESYSTEM_PROVIDER
+    folder: str = DEFAULT_LOCK_FOLDER
+    expire_minutes: float = 0
+    wait_seconds: float = 60.0
+
+    @classmethod
+    def of(
+        cls,
+        provider: str | None = None,
+        folder: str | None = None,
+        expire_minutes: float | None = None,
+        wait_seconds: float | None = None,
+    ) -> LockSpec:
+        """The spec for Hudi's settings; `UnsupportedTableError` for a provider `tms` cannot
+        take part in, naming it."""
+        name = (provider or FILESYSTEM_PROVIDER).strip()
+        known = PROVIDER_ALIASES.get(name) or PROVIDER_ALIASES.get(name.rsplit(".", 1)[-1])
+        if known is None:
+            short = name.rsplit(".", 1)[-1]
+            what = REFUSED_PROVIDERS.get(short)
+            reason = f"locks through {what}, which tms cannot take" if what else "is not known"
+            raise UnsupportedTableError(
+                f"lock provider {name} {reason}; tms takes part in "
+                f"{FILESYSTEM_PROVIDER} (the lock file .hoodie/lock) and '{POSTGRES_PROVIDER}' "
+                "(tables only tms services): set hoodie.write.lock.provider on the table"
+            )
+        return cls(
+            provider=known,
+            folder=(folder or DEFAULT_LOCK_FOLDER).strip().strip("/") or DEFAULT_LOCK_FOLDER,
+            expire_minutes=expire_minutes if expire_minutes is not None else 0,
+            wait_seconds=wait_seconds if wait_seconds is not None else 60.0,
+        )
+
+    def file_lock(self, storage: Storage) -> FileSystemLock | None:
+        """The lock file to take, or None where PostgreSQL excludes (`postgres`)."""
+        if self.provider != FILESYSTEM_PROVIDER:
+            return None
+        return FileSystemLock(
+            storage,
+            folder=self.folder,
+            expire_minutes=self.expire_minutes,
+            wait_seconds=self.wait_seconds,
+        )

@@ -11,6 +11,7 @@ from tms.hudi.errors import (
     UnsupportedTableError,
 )
 from tms.hudi.files.fs_view import FileSystemView
+from tms.hudi.locks import LockSpec
 from tms.hudi.merge_config import merge_refusals
 from tms.hudi.metadata.index_defs import read_index_definitions
 from tms.hudi.metadata.partitions import (
@@ -51,14 +52,26 @@ KEPT_METADATA_PARTITIONS = (
 """Metadata partitions the services keep true; bloom filters and expression indexes are not."""
 
 
+DEFAULT_LOCK = LockSpec()
+"""Hudi's file-system lock, as a writer configured with it takes it by default."""
+
+
 @dataclass(frozen=True)
 class HudiTable:
     storage: Storage
     config: TableConfig
+    lock: LockSpec = DEFAULT_LOCK
+    """How the table's writers lock it (`hoodie.write.lock.*`, not kept in the table)."""
 
     @classmethod
-    def open(cls, base_path: str, storage_options: Mapping[str, Any] | None = None) -> HudiTable:
-        """The table at `base_path`; `storage_options` (credentials, endpoint) go to fsspec."""
+    def open(
+        cls,
+        base_path: str,
+        storage_options: Mapping[str, Any] | None = None,
+        lock: LockSpec | None = None,
+    ) -> HudiTable:
+        """The table at `base_path`; `storage_options` (credentials, endpoint) go to fsspec,
+        `lock` says how its writers lock it (Hudi's file-system lock by default)."""
         try:  # one GET: no existence check first (a HEAD on an object store)
             storage = Storage(base_path, storage_options=storage_options)
             config = TableConfig.load(storage)
@@ -84,7 +97,7 @@ class HudiTable:
             check_relative(
                 config.get(TIMELINE_PATH), "hoodie.properties", TIMELINE_PATH, data=False
             )
-        return cls(storage, config)
+        return cls(storage, config, lock or DEFAULT_LOCK)
 
     @property
     def base_path(self) -> str:

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tms.hudi.actions import INDEXING, TABLE_SERVICE_ACTIONS
-from tms.services.params import BadJobInput, schedule_kwargs
+from tms.services.params import BadJobInput, lock_settings, schedule_kwargs
 
 if TYPE_CHECKING:
+    from tms.hudi.locks import LockSpec
     from tms.hudi.table import HudiTable
     from tms.jobs.service_api import JobSpec
     from tms.services.execution import ServiceResult
@@ -23,6 +24,7 @@ __all__ = [
     "execute_plan",
     "give_tasks_storage_options",
     "holds_stage",
+    "lock_spec",
     "pending_plans",
     "schedule_plan",
     "spark_session",
@@ -44,6 +46,21 @@ def ensure_supported(spec: JobSpec, table: HudiTable) -> None:
 
     _check_action(spec.action)
     table_service(spec.action).ensure_supported(table)
+
+
+def lock_spec(spec: JobSpec) -> LockSpec:
+    """How the table's writers lock it, from the operation's `hoodie.write.lock.*` settings
+    (its own or its table's); `UnsupportedTableError` for a provider tms cannot take."""
+    from tms.hudi.locks import LockSpec
+
+    settings = lock_settings(spec.extra_params)
+    wait_ms = settings.get("wait_ms")
+    return LockSpec.of(
+        settings.get("provider"),
+        settings.get("folder"),
+        settings.get("expire_minutes"),
+        wait_ms / 1000 if wait_ms is not None else None,
+    )
 
 
 def schedule_plan(spec: JobSpec, table: HudiTable) -> str | None:

@@ -36,6 +36,7 @@ from tms.jobs.dispatch import (
     ensure_supported,
     execute_plan,
     holds_stage,
+    lock_spec,
     pending_plans,
     schedule_plan,
     spark_session,
@@ -179,7 +180,9 @@ class JobRunner:
         instant = spec.instant
         scheduling = False
         try:
-            table = HudiTable.open(spec.base_path, storage_options=spec.storage_options)
+            table = HudiTable.open(
+                spec.base_path, storage_options=spec.storage_options, lock=lock_spec(spec)
+            )
             ensure_supported(spec, table)
             if instant is None:
                 scheduling = True

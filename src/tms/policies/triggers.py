@@ -124,14 +124,24 @@ TABLE_WIDE_PARAMS = frozenset({"cancellable"})
 """Planning parameters a table's policy sets for every operation of the table, submitted
 ones too, unless the operation sets its own."""
 
+LOCK_PARAMS: dict[str, str] = {
+    "lock_provider": "hoodie.write.lock.provider",
+    "lock_path": "hoodie.write.lock.filesystem.path",
+    "lock_expire_minutes": "hoodie.write.lock.filesystem.expire",
+}
+"""The table policy keys that say how the table's writers lock it, for every operation."""
+
 
 def table_wide_params(policy: Mapping[str, Any], action: str) -> dict[str, Any]:
-    """The planning parameters every operation of `action` on the table gets by default."""
+    """The parameters every operation of `action` on the table gets by default: the lock
+    settings, and the planning parameters the policy sets table-wide."""
+    locks = {key: policy[name] for name, key in LOCK_PARAMS.items() if policy.get(name) is not None}
     try:
         params = policy_params(policy, Action(action))
     except ValueError:
-        return {}
-    return {name: value for name, value in params.items() if name in TABLE_WIDE_PARAMS}
+        return locks
+    wide = {name: value for name, value in params.items() if name in TABLE_WIDE_PARAMS}
+    return {**locks, **wide}
 
 
 def policy_params(policy: Mapping[str, Any], action: Action) -> dict[str, Any]:

@@ -8,10 +8,12 @@ the plan's partial files runs between them, outside it, as the RFC's `execute_ca
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tms.hudi.errors import CancelRefusedError, InstantInFlightError, PlanCancelledError
-from tms.hudi.locks import FileSystemLock
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import State
@@ -37,9 +39,27 @@ class CancelOutcome:
     """The rollback instant that deleted the plan's partial files, if it wrote any."""
 
 
-def table_lock(table: HudiTable) -> FileSystemLock:
-    """The lock the table's writers share (Hudi's file-system lock provider's file)."""
-    return FileSystemLock(table.storage)
+_held = threading.local()
+"""Per thread, the lock files it holds: a holder that locks again (a clean's own cancels
+inside its scheduling) goes on without waiting for itself."""
+
+
+@contextmanager
+def table_lock(table: HudiTable) -> Iterator[None]:
+    """The lock the table's writers share (`HudiTable.lock`: Hudi's file-system lock file,
+    or nothing to take where PostgreSQL excludes), re-entrant within a thread."""
+    lock = table.lock.file_lock(table.storage)
+    held: set[str] = _held.__dict__.setdefault("paths", set())
+    if lock is None or table.storage.uri(lock.path) in held:
+        yield
+        return
+    key = table.storage.uri(lock.path)
+    with lock:
+        held.add(key)
+        try:
+            yield
+        finally:
+            held.discard(key)
 
 
 def request_cancel(table: HudiTable, instant_time: str) -> bool:

@@ -31,7 +31,7 @@ from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
 from tms.services.clean_plan import KEEP_LATEST_COMMITS, schedule_clean
-from tms.services.execution import ServiceResult, pending_plan
+from tms.services.execution import ServiceResult, committing, pending_plan
 from tms.services.metadata_sync import MetadataSync
 from tms.services.spark import TaskInfo, run_tasks
 
@@ -102,13 +102,14 @@ def execute_clean(
             "bootstrapPartitionMetadata": {},
             "extraMetadata": plan.get("extraMetadata") or {},
         }
-        transition(
-            storage,
-            config,
-            instant,
-            State.COMPLETED,
-            avro_codec.encode("HoodieCleanMetadata", metadata),
-        )
+        with committing(table, instant_time, cancellable=False):
+            transition(
+                storage,
+                config,
+                instant,
+                State.COMPLETED,
+                avro_codec.encode("HoodieCleanMetadata", metadata),
+            )
     result.files_deleted = deleted
     result.file_groups = len(
         {

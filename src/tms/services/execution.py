@@ -104,14 +104,13 @@ def executing(
 
 @contextmanager
 def committing(table: HudiTable, instant_time: str, *, cancellable: bool) -> Iterator[None]:
-    """Around the writes that complete an instant: for a cancellable plan, the table lock
-    and RFC-79's pre-commit check, so that a cancel requested before the lock stops the
-    commit and one requested after it finds the instant completed and is refused."""
-    if not cancellable:
-        yield
-        return
+    """Around the writes that complete an instant: the table lock its writers use, as a Hudi
+    writer completes under it; for a cancellable plan also RFC-79's pre-commit check, so that
+    a cancel requested before the lock stops the commit and one requested after it finds
+    the instant completed and is refused."""
     with table_lock(table):
-        check_not_cancelled(table, instant_time)
+        if cancellable:
+            check_not_cancelled(table, instant_time)
         yield
 
 

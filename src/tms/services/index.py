@@ -24,6 +24,7 @@ inflight.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -142,7 +143,7 @@ def pending_plans(table: HudiTable) -> list[str]:
 
 def _reloaded(table: HudiTable) -> HudiTable:
     """The table with its config as on storage now (the build's steps change it)."""
-    return HudiTable(table.storage, TableConfig.load(table.storage))
+    return dataclasses.replace(table, config=TableConfig.load(table.storage))
 
 
 def _add(result: ServiceResult, write: IndexWrite) -> None:

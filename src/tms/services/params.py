@@ -18,6 +18,7 @@ __all__ = [
     "PLANNING_KEYS",
     "BadJobInput",
     "index_partitions",
+    "lock_settings",
     "planning_problems",
     "schedule_kwargs",
 ]
@@ -157,10 +158,45 @@ _REQUIRED: dict[str, tuple[str, str]] = {
 """Per action, the planning parameter it cannot plan without, and why."""
 
 
+def _lock_folder(name: str, value: Any) -> str:
+    folder = _str(name, value).strip("/")
+    if value.strip().startswith("/") or "://" in folder or ".." in folder.split("/"):
+        raise BadJobInput(
+            f"extra_params {name}: the lock folder is a path relative to the table's base path "
+            f"inside it (such as .hoodie), got {value!r}"
+        )
+    return folder
+
+
+def _minutes(name: str, value: Any) -> int:
+    if str(value).strip() == "0":
+        return 0
+    return _int(name, value)
+
+
+_LOCK: dict[str, tuple[_Parser, str]] = {
+    "provider": (_str, "hoodie.write.lock.provider"),
+    "folder": (_lock_folder, "hoodie.write.lock.filesystem.path"),
+    "expire_minutes": (_minutes, "hoodie.write.lock.filesystem.expire"),
+    "wait_ms": (_int, "hoodie.write.lock.wait_time_ms"),
+}
+"""How the table's writers lock it, in Hudi's keys: every action takes them (a table
+policy sets them for all its operations)."""
+
+
+def lock_settings(extra_params: Mapping[str, Any]) -> dict[str, Any]:
+    """The lock settings an operation carries, parsed; `BadJobInput` for unusable ones."""
+    return {
+        argument: parse(key, extra_params[key])
+        for argument, (parse, key) in _LOCK.items()
+        if extra_params.get(key) is not None
+    }
+
+
 PLANNING_KEYS: frozenset[str] = frozenset(
     key for arguments in _PARAMS.values() for _, keys in arguments.values() for key in keys
-)
-"""Every planning parameter key of any action."""
+) | frozenset(key for _, key in _LOCK.values())
+"""Every planning parameter key of any action, and the lock settings."""
 
 
 def planning_problems(action: str, extra_params: Mapping[str, Any]) -> dict[str, str]:
@@ -179,6 +215,12 @@ def planning_problems(action: str, extra_params: Mapping[str, Any]) -> dict[str,
         for key in keys:
             if extra_params.get(key) is None:
                 continue
+            try:
+                parse(key, extra_params[key])
+            except BadJobInput as exc:
+                problems[key] = str(exc).removeprefix("extra_params ")
+    for parse, key in _LOCK.values():
+        if extra_params.get(key) is not None:
             try:
                 parse(key, extra_params[key])
             except BadJobInput as exc:

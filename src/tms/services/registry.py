@@ -23,7 +23,7 @@ from tms.services import (
     index,
     metadata_compaction,
 )
-from tms.services.cancel import execute_cancel, request_cancel
+from tms.services.cancel import execute_cancel, request_cancel, table_lock
 from tms.services.execution import ServiceResult
 from tms.services.rollback import rollback_inflight
 
@@ -58,9 +58,14 @@ class TableService:
 
     def schedule(self, table: HudiTable, params: Mapping[str, Any]) -> str | None:
         """Write a plan; its instant, or None when nothing is due. Parameters this service
-        does not plan with are ignored (a request carries every service's)."""
+        does not plan with are ignored (a request carries every service's). A data table
+        service plans under the table lock its writers use, so that no writer starts an
+        instant between the timeline the plan was made from and the plan."""
         kwargs = {name: params[name] for name in self.planning_params if name in params}
-        return self._schedule(table, **kwargs)
+        if not self.checks_data_table:
+            return self._schedule(table, **kwargs)
+        with table_lock(table):
+            return self._schedule(table, **kwargs)
 
     def execute(
         self,

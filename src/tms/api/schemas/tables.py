@@ -19,6 +19,9 @@ from tms.api.schemas.common import (
     check_text,
     parse_action,
 )
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.locks import LockSpec
+from tms.services.params import BadJobInput, lock_settings
 from tms.store import Action, TableType
 
 __all__ = [
@@ -56,6 +59,30 @@ class PolicyIn(Strict):
     clean_cancel_plans_after_hours: Annotated[int, Field(ge=1, le=100_000)] | None = None
     clean_cancel_plans_after_instants: Annotated[int, Field(ge=1, le=100_000)] | None = None
     clean_rollback_failed_writes: bool | None = None
+    lock_provider: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
+    lock_path: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
+    lock_expire_minutes: Annotated[int, Field(ge=0, le=100_000)] | None = None
+
+    @field_validator("lock_provider")
+    @classmethod
+    def _lock_provider(cls, value: str | None) -> str | None:
+        """A provider tms cannot take part in is refused here, naming it (422)."""
+        if value is not None:
+            try:
+                LockSpec.of(value)
+            except UnsupportedTableError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("lock_path")
+    @classmethod
+    def _lock_path(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                lock_settings({"hoodie.write.lock.filesystem.path": value})
+            except BadJobInput as exc:
+                raise ValueError(str(exc).split(": ", 1)[-1]) from None
+        return value
 
 
 def _actions(value: Any) -> Any:

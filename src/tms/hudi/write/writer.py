@@ -15,6 +15,7 @@ meant for tests, demos, benchmarks and small tables.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pyarrow as pa
@@ -71,12 +72,18 @@ class HudiWriter:
         max_file_rows: int = DEFAULT_MAX_FILE_ROWS,
         heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
         log_block_format: LogBlockFormat = LogBlockFormat.AVRO,
+        *,
+        locked: bool = False,
     ) -> None:
         self.table = table
         self.max_file_rows = max_file_rows
         self.heartbeat_interval = heartbeat_interval
         self.log_block_format = log_block_format
         """Data blocks of merge-on-read log files: Avro records or a Parquet file."""
+        self.locked = locked
+        """Take the table's lock (`HudiTable.lock`) from reading the timeline until the new
+        instant is requested, as a writer next to other writers and table services must: a
+        plan scheduled meanwhile would not see the write, nor the write the plan."""
 
     @classmethod
     def open(cls, base_path: str, max_file_rows: int = DEFAULT_MAX_FILE_ROWS) -> HudiWriter:
@@ -110,18 +117,20 @@ class HudiWriter:
                 f"the writer writes table versions 6 to 9; this table is version "
                 f"{self.config.table_version}"
             )
-        timeline = self.table.timeline()
-        WriterMetadata.of(self.table, timeline)  # refusals before anything is written
-        instant_time = new_instant_time(timeline.instants)
-        tagged = self._prepare(batch, instant_time, operation)
-        # The schema the commit records; a delete records the table's, as Hudi does.
-        schema_json = (
-            timeline.latest_schema()
-            if operation is WriteOperation.DELETE
-            else json.dumps(avro_record_schema(self.config.table_name, tagged.schema))
-        )
-        action = Action.DELTA_COMMIT if self.config.is_merge_on_read else Action.COMMIT
-        requested = request(self.storage, self.config, instant_time, action)
+        lock = self.table.lock.file_lock(self.storage) if self.locked else None
+        with lock or contextlib.nullcontext():
+            timeline = self.table.timeline()
+            WriterMetadata.of(self.table, timeline)  # refusals before anything is written
+            instant_time = new_instant_time(timeline.instants)
+            tagged = self._prepare(batch, instant_time, operation)
+            # The schema the commit records; a delete records the table's, as Hudi does.
+            schema_json = (
+                timeline.latest_schema()
+                if operation is WriteOperation.DELETE
+                else json.dumps(avro_record_schema(self.config.table_name, tagged.schema))
+            )
+            action = Action.DELTA_COMMIT if self.config.is_merge_on_read else Action.COMMIT
+            requested = request(self.storage, self.config, instant_time, action)
         kept = self._metadata_kept(requested)
         with heartbeat.Heartbeat(self.storage, instant_time, self.heartbeat_interval):
             inflight = transition(
