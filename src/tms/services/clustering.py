@@ -43,7 +43,7 @@ from tms.hudi.metadata.record_index_logs import (
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
-from tms.hudi.timeline.cancel import is_cancellable
+from tms.hudi.timeline.cancel import plan_is_cancellable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION
 from tms.hudi.timeline.transitions import transition
@@ -150,7 +150,7 @@ def execute_clustering(
             )
     ordering = record_merging(table.config).compared_fields
     MetadataSync.of(table, timeline)  # refusals, before anything is written
-    cancellable = is_cancellable(timeline, instant)
+    cancellable = plan_is_cancellable(plan)
     template = _GroupTask(
         base_uri=table.base_path,
         instant_time=instant_time,

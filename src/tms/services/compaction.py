@@ -41,7 +41,7 @@ from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
-from tms.hudi.timeline.cancel import is_cancellable
+from tms.hudi.timeline.cancel import plan_is_cancellable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
 from tms.services.compaction_plan import (
@@ -121,7 +121,7 @@ def execute_compaction(
     result = ServiceResult(action=Action.COMPACTION.value, instant=instant_time)
     storage = table.storage
     MetadataSync.of(table, timeline)  # refusals, before anything is written
-    cancellable = is_cancellable(timeline, instant)
+    cancellable = plan_is_cancellable(plan)
     with executing(table, instant, result, heartbeat_interval, cancellable=cancellable) as inflight:
         timeline = table.timeline()
         sync = MetadataSync.of(table, timeline)  # after an earlier attempt's rollback

@@ -34,6 +34,7 @@ __all__ = [
     "is_cancel_requested",
     "is_cancellable",
     "plan_extra_metadata",
+    "plan_is_cancellable",
     "request_cancel",
     "with_cancellable",
 ]
@@ -84,8 +85,13 @@ def plan_extra_metadata(timeline: Timeline, instant: Instant) -> dict[str, str]:
 
 
 def is_cancellable(timeline: Timeline, instant: Instant) -> bool:
-    flag = plan_extra_metadata(timeline, instant).get(CANCELLABLE_KEY, "")
-    return flag.strip().lower() == "true"
+    return plan_is_cancellable(_plan(timeline, instant))
+
+
+def plan_is_cancellable(plan: Mapping[str, Any] | None) -> bool:
+    """Whether a compaction or clustering plan (already read) carries the flag."""
+    flag = ((plan or {}).get("extraMetadata") or {}).get(CANCELLABLE_KEY) or ""
+    return str(flag).strip().lower() == "true"
 
 
 def request_cancel(storage: Storage, config: TableConfig, instant_time: str) -> bool:
