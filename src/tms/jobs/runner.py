@@ -44,6 +44,7 @@ from tms.jobs.dispatch import (
     unplanned_figures,
 )
 from tms.jobs.service_api import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
+from tms.services.conflicts import WriteConflictError
 from tms.services.params import BadJobInput
 
 if TYPE_CHECKING:
@@ -262,8 +263,10 @@ class JobRunner:
                 return Report("SUCCEEDED", figures=figures)
             return Report("INVALID", error=str(exc))
         log.error("%s failed", spec.action, exc_info=exc)
-        permanent = isinstance(exc, BadJobInput | TableRefusedError) or (
-            scheduling and isinstance(exc, ValueError | TypeError)
+        permanent = (
+            isinstance(exc, BadJobInput | TableRefusedError)
+            or (scheduling and isinstance(exc, ValueError | TypeError))
+            or (isinstance(exc, WriteConflictError) and not exc.retryable)
         )
         error = error_text(exc)
         if not permanent and not scheduling and _plan_gone(table, instant):

@@ -47,12 +47,15 @@ from tms.hudi.timeline.cancel import plan_is_cancellable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION
 from tms.hudi.timeline.transitions import transition
+from tms.services.conflicts import ConflictCheck
 from tms.services.execution import (
     ServiceResult,
     cancel_requested_in_task,
     committing,
+    conflict_in_task,
     executing,
     pending_plan,
+    resolve_conflicts,
 )
 from tms.services.metadata_sync import MetadataSync, StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo, run_tasks
@@ -108,6 +111,8 @@ class _GroupTask:
     with a record index)."""
     cancellable: bool = False
     """The plan may be cancelled (RFC-79): the task checks for a cancel request first."""
+    conflicts: ConflictCheck | None = None
+    """Other writers' conflicting writes, checked by each task of a cancellable plan."""
 
 
 @dataclass
@@ -176,6 +181,15 @@ def execute_clustering(
     for task in tasks:
         for piece in task.slices:
             replaced[piece.partition_path].append(piece.file_id)
+    conflicts = ConflictCheck(
+        table.base_path,
+        instant_time,
+        frozenset((p, f) for p, ids in replaced.items() for f in ids),
+        any_file=True,
+        cancellable=cancellable,
+        lock=table.lock,
+    )
+    tasks = [replace(t, conflicts=conflicts) for t in tasks]
     result = ServiceResult(action="clustering", instant=instant_time)
     with executing(table, instant, result, heartbeat_interval, cancellable=cancellable) as inflight:
         sync = MetadataSync.of(table)  # after an earlier attempt's rollback
@@ -184,6 +198,7 @@ def execute_clustering(
             pending = sync.begin(instant_time, sync.clustering_partitions())
             target = record_index_logs(pending) if RECORD_INDEX in pending.partitions else None
             tasks = [replace(t, stats=sync.stats_spec, record_index=target) for t in tasks]
+        resolve_conflicts(table, conflicts, wait=True)
         outcomes = run_tasks(spark, _cluster_group, tasks, f"tms clustering {instant_time}")
         written = [w for outcome in outcomes for w in outcome.written]
         stats = [w.stat for w in written]
@@ -196,7 +211,7 @@ def execute_clustering(
         )
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
-        with committing(table, instant_time, cancellable=cancellable):
+        with committing(table, instant_time, cancellable=cancellable, conflicts=conflicts):
             if sync is not None and pending is not None:
                 update = sync.commit_update(instant_time, metadata, written, replaced)
                 moved = [stat for outcome in outcomes for stat in outcome.metadata_logs]
@@ -228,7 +243,9 @@ def _slice_input(piece: dict[str, Any], paths: TablePaths) -> _SliceInput:
 def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
     """Runs on an executor: merge the group's slices and write them as new file groups. A
     cancel request stops it before it reads anything (the driver then aborts the plan)."""
-    if cancel_requested_in_task(task.base_uri, task.instant_time, task.cancellable):
+    if cancel_requested_in_task(
+        task.base_uri, task.instant_time, task.cancellable
+    ) or conflict_in_task(task.conflicts):
         return _GroupResult()
     storage = Storage(task.base_uri)
     schema = (

@@ -52,12 +52,15 @@ from tms.services.compaction_plan import (
 from tms.services.compaction_strategy import (
     TOTAL_LOG_FILES_SIZE,
 )
+from tms.services.conflicts import ConflictCheck
 from tms.services.execution import (
     ServiceResult,
     cancel_requested_in_task,
     committing,
+    conflict_in_task,
     executing,
     pending_plan,
+    resolve_conflicts,
 )
 from tms.services.metadata_sync import MetadataSync, StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo, run_tasks
@@ -88,6 +91,8 @@ class _Execution:
     """The metadata table's column stats to compute from each new file's footer."""
     cancellable: bool = False
     """The plan may be cancelled (RFC-79): each task checks for a cancel request first."""
+    conflicts: ConflictCheck | None = None
+    """Other writers' conflicting writes, checked by each task of a cancellable plan."""
 
     def is_committed(self, instant_time: str) -> bool:
         """Log blocks count when their instant completed before the compaction instant (later
@@ -122,6 +127,14 @@ def execute_compaction(
     storage = table.storage
     MetadataSync.of(table, timeline)  # refusals, before anything is written
     cancellable = plan_is_cancellable(plan)
+    conflicts = ConflictCheck(
+        table.base_path,
+        instant_time,
+        frozenset((op.partition_path, op.file_id) for op in operations),
+        any_file=False,
+        cancellable=cancellable,
+        lock=table.lock,
+    )
     with executing(table, instant, result, heartbeat_interval, cancellable=cancellable) as inflight:
         timeline = table.timeline()
         sync = MetadataSync.of(table, timeline)  # after an earlier attempt's rollback
@@ -137,7 +150,9 @@ def execute_compaction(
             keys=keys,
             stats=sync.stats_spec if sync else None,
             cancellable=cancellable,
+            conflicts=conflicts,
         )
+        resolve_conflicts(table, conflicts, wait=True)
         outcomes = run_tasks(
             spark,
             functools.partial(_compact_slice, execution),
@@ -155,7 +170,7 @@ def execute_compaction(
         metadata.extra_metadata.update(plan.get("extraMetadata") or {})
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
-        with committing(table, instant_time, cancellable=cancellable):
+        with committing(table, instant_time, cancellable=cancellable, conflicts=conflicts):
             if sync is not None:
                 sync.write(instant_time, sync.commit_update(instant_time, metadata, written))
             transition(storage, table.config, inflight, State.COMPLETED, metadata)
@@ -175,7 +190,9 @@ def _compact_slice(
     """One Spark task: merge one slice and write the new base file; returns its write stat
     and, for the metadata table, its column ranges. A cancel request stops it before it
     reads anything (the driver then finds the request and aborts the plan)."""
-    if cancel_requested_in_task(execution.base_path, execution.instant_time, execution.cancellable):
+    if cancel_requested_in_task(
+        execution.base_path, execution.instant_time, execution.cancellable
+    ) or conflict_in_task(execution.conflicts):
         return None
     started = time.perf_counter()
     storage = Storage(execution.base_path)

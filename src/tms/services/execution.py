@@ -4,6 +4,7 @@ inflight, a heartbeat while it runs, the figures it reports, and for a cancellab
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,8 +17,16 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import transition
-from tms.services.cancel import check_not_cancelled, execute_cancel, table_lock
+from tms.services.cancel import (
+    check_not_cancelled,
+    execute_cancel,
+    request_cancel,
+    table_lock,
+)
+from tms.services.conflicts import ConflictCheck, WriteConflictError
 from tms.services.rollback import rollback_inflight
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -103,15 +112,75 @@ def executing(
 
 
 @contextmanager
-def committing(table: HudiTable, instant_time: str, *, cancellable: bool) -> Iterator[None]:
+def committing(
+    table: HudiTable,
+    instant_time: str,
+    *,
+    cancellable: bool,
+    conflicts: ConflictCheck | None = None,
+) -> Iterator[None]:
     """Around the writes that complete an instant: the table lock its writers use, as a Hudi
     writer completes under it; for a cancellable plan also RFC-79's pre-commit check, so that
     a cancel requested before the lock stops the commit and one requested after it finds
-    the instant completed and is refused."""
+    the instant completed and is refused; and the conflict check (RFC-56), which may wait
+    for writes in flight before the lock is taken, and looks once more under it."""
+    resolve_conflicts(table, conflicts, wait=True)
     with table_lock(table):
         if cancellable:
             check_not_cancelled(table, instant_time)
+        resolve_conflicts(table, conflicts, wait=False)
         yield
+
+
+MAX_CONFLICT_WAIT_SECONDS = 600.0
+"""How long a plan that is not cancellable waits for conflicting writes in flight."""
+_sleep = time.sleep
+
+
+def resolve_conflicts(table: HudiTable, check: ConflictCheck | None, *, wait: bool) -> None:
+    """Act on other writers touching the plan's file groups (`tms.services.conflicts`): a
+    cancellable plan is cancelled on the table (`PlanCancelledError` naming the writer); one
+    that is not waits, with backoff, for writes in flight to end when `wait`, and fails with
+    `WriteConflictError` for a completed conflicting write (for good) or one still in flight
+    (retryable)."""
+    if check is None:
+        return
+    delay, waited = 1.0, 0.0
+    while True:
+        found = check.conflicts(table)
+        if not found:
+            return
+        reason = "conflict with another writer (RFC-56): " + "; ".join(c.describe() for c in found)
+        if check.cancellable:
+            request_cancel(table, check.plan_instant)
+            raise PlanCancelledError(check.plan_instant, reason)
+        if not all(c.in_flight for c in found):
+            raise WriteConflictError(
+                f"{reason}; the plan is not cancellable and completing it would hide that write",
+                retryable=False,
+            )
+        if not wait or waited >= MAX_CONFLICT_WAIT_SECONDS:
+            raise WriteConflictError(
+                f"{reason}; still in flight after waiting {waited:g}s", retryable=True
+            )
+        log.info("%s: waiting %gs", reason, delay)
+        _sleep(delay)
+        waited += delay
+        delay = min(delay * 2, 30.0)
+
+
+def conflict_in_task(check: ConflictCheck | None) -> bool:
+    """A Spark task's conflict check before its file group, for a cancellable plan: on a
+    conflict it requests the plan's cancel (other tasks then stop at the cheaper cancel
+    check) and returns True, to stop without writing."""
+    if check is None or not check.cancellable:
+        return False
+    table = HudiTable.open(check.base_uri, lock=check.lock)
+    try:
+        resolve_conflicts(table, check, wait=False)
+    except PlanCancelledError:
+        return True
+    return False
 
 
 def cancel_requested_in_task(base_uri: str, instant_time: str, cancellable: bool) -> bool:

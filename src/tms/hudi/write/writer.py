@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,7 +43,7 @@ from tms.hudi.properties import TableConfig
 from tms.hudi.record_keys import virtual_key_generation
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import delete_pending, new_instant_time, request, transition
@@ -83,7 +84,9 @@ class HudiWriter:
         self.locked = locked
         """Take the table's lock (`HudiTable.lock`) from reading the timeline until the new
         instant is requested, as a writer next to other writers and table services must: a
-        plan scheduled meanwhile would not see the write, nor the write the plan."""
+        plan scheduled meanwhile would not see the write, nor the write the plan. Such a
+        writer also waits for clusterings that are not cancellable (`plan_wait_seconds`)."""
+        self.plan_wait_seconds = 600.0
 
     @classmethod
     def open(cls, base_path: str, max_file_rows: int = DEFAULT_MAX_FILE_ROWS) -> HudiWriter:
@@ -117,20 +120,31 @@ class HudiWriter:
                 f"the writer writes table versions 6 to 9; this table is version "
                 f"{self.config.table_version}"
             )
-        lock = self.table.lock.file_lock(self.storage) if self.locked else None
-        with lock or contextlib.nullcontext():
-            timeline = self.table.timeline()
-            WriterMetadata.of(self.table, timeline)  # refusals before anything is written
-            instant_time = new_instant_time(timeline.instants)
-            tagged = self._prepare(batch, instant_time, operation)
-            # The schema the commit records; a delete records the table's, as Hudi does.
-            schema_json = (
-                timeline.latest_schema()
-                if operation is WriteOperation.DELETE
-                else json.dumps(avro_record_schema(self.config.table_name, tagged.schema))
-            )
-            action = Action.DELTA_COMMIT if self.config.is_merge_on_read else Action.COMMIT
-            requested = request(self.storage, self.config, instant_time, action)
+        deadline = time.monotonic() + self.plan_wait_seconds
+        while True:
+            lock = self.table.lock.file_lock(self.storage) if self.locked else None
+            with lock or contextlib.nullcontext():
+                timeline = self.table.timeline()
+                blocking = self._blocking_plans(timeline)
+                if not blocking:
+                    WriterMetadata.of(self.table, timeline)  # refusals before any write
+                    instant_time = new_instant_time(timeline.instants)
+                    tagged = self._prepare(batch, instant_time, operation)
+                    # The schema the commit records; a delete records the table's, as Hudi does.
+                    schema_json = (
+                        timeline.latest_schema()
+                        if operation is WriteOperation.DELETE
+                        else json.dumps(avro_record_schema(self.config.table_name, tagged.schema))
+                    )
+                    action = Action.DELTA_COMMIT if self.config.is_merge_on_read else Action.COMMIT
+                    requested = request(self.storage, self.config, instant_time, action)
+                    break
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"clustering {', '.join(blocking)} did not complete within "
+                    f"{self.plan_wait_seconds:g}s; the write waits for plans it must not overtake"
+                )
+            time.sleep(0.2)
         kept = self._metadata_kept(requested)
         with heartbeat.Heartbeat(self.storage, instant_time, self.heartbeat_interval):
             inflight = transition(
@@ -164,6 +178,19 @@ class HudiWriter:
             transition(self.storage, self.config, inflight, State.COMPLETED, metadata)
             delete_markers(self.storage, instant_time)
         return instant_time
+
+    def _blocking_plans(self, timeline: Timeline) -> list[str]:
+        """Pending clusterings that are not cancellable, which a writer next to table
+        services (`locked`) waits for, as Hudi's writers do not update file groups under
+        clustering; a cancellable one it overtakes (RFC-79): the clustering finds the
+        conflict and cancels itself."""
+        if not self.locked:
+            return []
+        return [
+            i.requested_time
+            for i in timeline.pending_clusterings()
+            if not cancel.is_cancellable(timeline, i)
+        ]
 
     def _metadata_kept(self, requested: Instant) -> WriterMetadata | None:
         """The metadata partitions to update, from the table config as it is once the instant

@@ -1,0 +1,157 @@
+"""Early conflict detection (RFC-56) for our compaction and clustering: other writers that
+touch the file groups of our plan, found before each file group is written and again before
+the plan completes.
+
+Two kinds, as Hudi's `SimpleTransactionDirectMarkerBasedDetectionStrategy` looks for them:
+- a write in flight: another instant, pending with a live heartbeat, whose markers name
+  files of our file groups;
+- a write that completed after our plan was requested and whose write stats name our file
+  groups (the timeline's completion time in layout 2; in layout 1, which records none, a
+  write requested after the plan).
+
+What touches a file group depends on the service. Clustering rewrites whole file groups:
+any write to one conflicts, since the replaced group would hide it. Compaction writes the
+base file of a new slice: writers appending log files go to that slice (they name the
+compaction instant, or complete after it), so only a write that made a new base file of a
+planned group (a merge or a create) conflicts.
+
+What a conflict does is the caller's (`tms.services.execution.check_conflicts`): a
+cancellable plan is cancelled (RFC-79), one that is not waits for writes in flight and
+fails, naming the writer, when a completed write conflicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tms.hudi.errors import HudiError
+from tms.hudi.files.markers import MarkerType, list_markers
+from tms.hudi.files.names import BaseFileName, LogFileName
+from tms.hudi.locks import LockSpec
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import heartbeat
+from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
+
+__all__ = [
+    "Conflict",
+    "ConflictCheck",
+    "FileGroupId",
+    "WriteConflictError",
+    "find_conflicts",
+]
+
+FileGroupId = tuple[str, str]
+"""(partition path, file id)."""
+
+
+class WriteConflictError(HudiError):
+    """Another writer writes, or wrote, a file group of a plan that is not cancellable
+    after the plan was made. `retryable`: the write is still in flight, a later attempt may
+    find it done; a completed one conflicts for good, since completing the plan would hide
+    it. The message names the writer and the file groups."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Another instant touching file groups of our plan."""
+
+    instant: str
+    in_flight: bool
+    """A write still running (live heartbeat, markers), rather than a completed one."""
+    file_groups: tuple[FileGroupId, ...]
+
+    def describe(self) -> str:
+        groups = ", ".join(f"{p}/{f}" if p else f for p, f in self.file_groups[:5])
+        more = f" and {len(self.file_groups) - 5} more" if len(self.file_groups) > 5 else ""
+        state = "being written by" if self.in_flight else "written by"
+        return f"file groups {groups}{more} {state} instant {self.instant}"
+
+
+def find_conflicts(
+    table: HudiTable,
+    plan_instant: str,
+    file_groups: Iterable[FileGroupId],
+    *,
+    any_file: bool,
+    heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
+) -> list[Conflict]:
+    """Other writers' instants touching `file_groups` since the plan at `plan_instant` was
+    requested; `any_file` (clustering) counts log files too, else only base files."""
+    ours = set(file_groups)
+    timeline = table.timeline()
+    found: list[Conflict] = []
+    for instant in timeline.pending((Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)):
+        ts = instant.requested_time
+        if ts == plan_instant or timeline.is_clustering(instant) or timeline.is_compaction(instant):
+            continue
+        if not heartbeat.is_alive(table.storage, ts, heartbeat_interval):
+            continue
+        touched = {
+            (m.partition_path, file_id)
+            for m in list_markers(table.storage, ts)
+            if (any_file or m.marker_type is not MarkerType.APPEND)
+            and (file_id := _file_id(m.file_name)) is not None
+        }
+        if touched & ours:
+            found.append(Conflict(ts, True, tuple(sorted(touched & ours))))
+    for instant in _completed_since(timeline, plan_instant):
+        metadata = timeline.commit_metadata(instant)
+        touched = {
+            (partition, stat.file_id)
+            for partition, stats in metadata.partition_to_write_stats.items()
+            for stat in stats
+            if stat.file_id and (any_file or _is_base_file(stat.path))
+        }
+        if touched & ours:
+            found.append(Conflict(instant.requested_time, False, tuple(sorted(touched & ours))))
+    return found
+
+
+def _completed_since(timeline: Timeline, plan_instant: str) -> list[Instant]:
+    later: list[Instant] = []
+    for instant in timeline.completed(WRITE_COMMIT_ACTIONS):
+        if instant.requested_time == plan_instant or timeline.is_compaction(instant):
+            continue
+        if timeline.is_clustering(instant):
+            continue  # a table service of ours or a writer's: scheduling excludes its groups
+        done = instant.completion_time or instant.requested_time
+        if done > plan_instant:
+            later.append(instant)
+    return later
+
+
+def _file_id(name: str) -> str | None:
+    parsed = BaseFileName.parse(name) or LogFileName.parse(name)
+    return parsed.file_id if parsed is not None else None
+
+
+def _is_base_file(path: str | None) -> bool:
+    return bool(path) and BaseFileName.parse(str(path).rsplit("/", 1)[-1]) is not None
+
+
+@dataclass(frozen=True)
+class ConflictCheck:
+    """What an execution checks for conflicts (small and picklable: tasks run it too)."""
+
+    base_uri: str
+    plan_instant: str
+    file_groups: frozenset[FileGroupId]
+    any_file: bool
+    cancellable: bool
+    lock: LockSpec
+    heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS
+
+    def conflicts(self, table: HudiTable) -> list[Conflict]:
+        return find_conflicts(
+            table,
+            self.plan_instant,
+            self.file_groups,
+            any_file=self.any_file,
+            heartbeat_interval=self.heartbeat_interval,
+        )
