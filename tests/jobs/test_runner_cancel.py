@@ -11,25 +11,18 @@ from typing import Any
 
 from tests.jobs.stub_api import OK_BEAT, spec_json, stub_api
 from tests.jobs.test_runner import FakeSpark, results, routes, run
-from tests.services.test_clustering import group_target, small_files_table
-from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
+from tests.services.test_clean_rollbacks import clustering_plan, state_of
+from tests.services.test_clustering import small_files_table
+from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import State
 from tms.jobs.runner import EXIT_FAILED, EXIT_OK
 from tms.jobs.service_api import JobSpec
-from tms.services.clustering import schedule_clustering
 from tms.services.compaction import schedule_compaction
 from tms.services.execution import ServiceResult
 
 CANCEL_BEAT = (200, {"lease_expires_at": None, "cancel_requested": True})
-
-
-def clustering_plan(tmp_path: Path) -> tuple[str, str]:
-    base = small_files_table(tmp_path, COPY_ON_WRITE, rows=240, table_version=9)
-    instant = schedule_clustering(HudiTable.open(base), target_file_size=group_target(base))
-    assert instant is not None
-    return base, instant
 
 
 def waits_for_cancel(spark: FakeSpark, on_start: Any = None) -> Any:
@@ -40,12 +33,6 @@ def waits_for_cancel(spark: FakeSpark, on_start: Any = None) -> Any:
         raise RuntimeError("Job 1 cancelled as part of cancellation of all jobs")
 
     return execute
-
-
-def state_of(base: str, instant: str) -> State:
-    found = HudiTable.open(base).timeline().get(instant)
-    assert found is not None
-    return found.state
 
 
 def test_a_cancel_request_on_the_table_stops_the_job_and_aborts_the_plan(tmp_path: Path) -> None:
