@@ -6,8 +6,11 @@ for, since the heartbeat, not the work, is under test."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.jobs.stub_api import OK_BEAT, spec_json, stub_api
 from tests.jobs.test_runner import FakeSpark, results, routes, run
@@ -102,3 +105,59 @@ def test_a_lock_provider_tms_cannot_take_fails_the_job_for_good(tmp_path: Path) 
     assert result["outcome"] == "FAILED" and result["retryable"] is False
     assert "ZooKeeper" in result["error"] and provider in result["error"]
     assert state_of(base, instant) is State.REQUESTED, "nothing was written"
+
+
+class SharedSpark:
+    """The test session's Spark, which the job may cancel but must not stop."""
+
+    def __init__(self, spark: Any) -> None:
+        self.sparkContext = spark.sparkContext
+
+    def stop(self) -> None:
+        return None
+
+
+@pytest.mark.spark
+def test_a_writers_cancel_file_stops_a_running_clustering_on_spark(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clustering's Spark job is stuck in a task: the heartbeat that finds the cancel
+    file cancels it (the task never finishes), and the plan ends aborted."""
+    import tms.services.clustering as clustering_module
+
+    base, instant = clustering_plan(tmp_path)
+    storage = HudiTable.open(base).storage
+    finished = tmp_path / "stuck-task-finished"
+    real = clustering_module.run_tasks
+
+    def stuck_then_real(spark_session: Any, *args: Any, **kwargs: Any) -> Any:
+        def stuck(_: int, flag: str = str(finished)) -> int:
+            import time
+
+            time.sleep(600)
+            Path(flag).write_text("finished")
+            return 0
+
+        spark_session.sparkContext.parallelize([0], 1).map(stuck).collect()
+        return real(spark_session, *args, **kwargs)
+
+    monkeypatch.setattr(clustering_module, "run_tasks", stuck_then_real)
+
+    def writer_cancels_once_stuck() -> None:
+        tracker = spark.sparkContext.statusTracker()
+        while not tracker.getActiveJobsIds():
+            threading.Event().wait(0.05)
+        storage.write_bytes(cancel.cancel_path(instant), b"")  # as a Hudi writer does
+
+    watcher = threading.Thread(target=writer_cancels_once_stuck, daemon=True)
+    watcher.start()
+    spec = spec_json(base_path=base, action="clustering", instant=instant)
+    with stub_api(routes(spec, [OK_BEAT])) as api:
+        code, runner = run(api, spark_factory=lambda s, i: SharedSpark(spark))
+    watcher.join(10)
+    assert code == EXIT_OK and not runner.abandoned_work
+    (result,) = results(api)
+    assert result["outcome"] == "CANCELLED"
+    assert f".hoodie/.cancel/{instant}" in result["error"]
+    assert not finished.exists(), "the stuck task was cancelled, not waited for"
+    assert state_of(base, instant) is State.ABORTED
