@@ -67,7 +67,7 @@ def test_clustering_plans_are_cancellable_and_compaction_plans_are_not_by_defaul
     timeline = table.timeline()
     planned = timeline.get(clustering)
     assert planned is not None and cancel.is_cancellable(timeline, planned)
-    assert cancel.plan_extra_metadata(timeline, planned) == {"cancellable": "true"}
+    assert timeline.clustering_plan(planned)["extraMetadata"] == {"cancellable": "true"}
 
 
 def test_a_submit_may_make_a_compaction_cancellable_and_a_clustering_not(tmp_path: Path) -> None:

@@ -50,10 +50,10 @@ def table_lock(table: HudiTable) -> Iterator[None]:
     or nothing to take where PostgreSQL excludes), re-entrant within a thread."""
     lock = table.lock.file_lock(table.storage)
     held: set[str] = _held.__dict__.setdefault("paths", set())
-    if lock is None or table.storage.uri(lock.path) in held:
+    key = table.storage.uri(lock.path) if lock is not None else ""
+    if lock is None or key in held:
         yield
         return
-    key = table.storage.uri(lock.path)
     with lock:
         held.add(key)
         try:

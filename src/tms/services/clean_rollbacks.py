@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from tms.hudi.errors import CancelRefusedError, InstantInFlightError
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
-from tms.hudi.timeline.instant import INSTANT_TIME_FORMAT, Action, Instant
+from tms.hudi.timeline.instant import INSTANT_TIME_FORMAT, Instant
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.services.cancel import execute_cancel, request_cancel
 from tms.services.rollback import rollback_inflight
@@ -117,9 +117,7 @@ def _failed_writes(
     """Inflight writes (not table service plans) whose heartbeat file went stale."""
     failed = []
     tolerance = heartbeat_interval * heartbeat.DEFAULT_TOLERABLE_MISSES
-    for instant in timeline.pending((Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)):
-        if timeline.is_clustering(instant) or timeline.is_compaction(instant):
-            continue
+    for instant in timeline.pending_writes():
         beat = heartbeat.last_beat(table.storage, instant.requested_time)
         if beat is not None and time.time() - beat > tolerance:
             failed.append(instant)

@@ -15,7 +15,7 @@ base file of a new slice: writers appending log files go to that slice (they nam
 compaction instant, or complete after it), so only a write that made a new base file of a
 planned group (a merge or a create) conflicts.
 
-What a conflict does is the caller's (`tms.services.execution.check_conflicts`): a
+What a conflict does is the caller's (`tms.services.execution.resolve_conflicts`): a
 cancellable plan is cancelled (RFC-79), one that is not waits for writes in flight and
 fails, naming the writer, when a completed write conflicts.
 """
@@ -31,7 +31,7 @@ from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.locks import LockSpec
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
-from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.instant import Instant
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 
 __all__ = [
@@ -86,10 +86,8 @@ def find_conflicts(
     ours = set(file_groups)
     timeline = table.timeline()
     found: list[Conflict] = []
-    for instant in timeline.pending((Action.COMMIT, Action.DELTA_COMMIT, Action.REPLACE_COMMIT)):
+    for instant in timeline.pending_writes():
         ts = instant.requested_time
-        if ts == plan_instant or timeline.is_clustering(instant) or timeline.is_compaction(instant):
-            continue
         if not heartbeat.is_alive(table.storage, ts, heartbeat_interval):
             continue
         touched = {

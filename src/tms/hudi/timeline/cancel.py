@@ -33,7 +33,6 @@ __all__ = [
     "clear_cancel_request",
     "is_cancel_requested",
     "is_cancellable",
-    "plan_extra_metadata",
     "plan_is_cancellable",
     "request_cancel",
     "with_cancellable",
@@ -76,12 +75,6 @@ def with_cancellable(extra_metadata: Mapping[str, str] | None, cancellable: bool
     else:
         extra.pop(CANCELLABLE_KEY, None)
     return extra
-
-
-def plan_extra_metadata(timeline: Timeline, instant: Instant) -> dict[str, str]:
-    """The `extraMetadata` of a compaction or clustering plan (empty for other instants)."""
-    plan = _plan(timeline, instant)
-    return dict((plan or {}).get("extraMetadata") or {})
 
 
 def is_cancellable(timeline: Timeline, instant: Instant) -> bool:

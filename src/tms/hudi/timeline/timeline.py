@@ -121,6 +121,15 @@ class Timeline:
         """The action an instant was requested as: a completed compaction shows as commit."""
         return self.pending_actions.get(instant_key(instant), instant.action)
 
+    def pending_writes(self) -> list[Instant]:
+        """Pending writers' instants: commits, delta commits and replacecommits that are not
+        a compaction or clustering plan."""
+        return [
+            i
+            for i in self.pending(WRITE_COMMIT_ACTIONS)
+            if not self.is_compaction(i) and not self.is_clustering(i)
+        ]
+
     def pending_compactions(self) -> list[Instant]:
         return self.pending((Action.COMPACTION,))
 
