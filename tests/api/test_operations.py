@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from tests.api.helpers import instant, register, submit
 from tests.services.test_clustering import group_target, small_files_table
 from tests.store.helpers import claim
+from tms.hudi.locks import FileSystemLock
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
@@ -131,3 +132,28 @@ def test_cancelling_a_scheduled_operation_requests_the_cancel_on_the_table(
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "CANCELLED"
     storage = HudiTable.open(base).storage
     assert cancel.is_cancel_requested(storage, instant) is cancellable
+
+
+def test_the_cancel_request_takes_the_lock_the_tables_writers_use(
+    client: TestClient, tmp_path: Path
+) -> None:
+    """The table's lock folder is `.hoodie/.aux`: a lock held at `.hoodie/lock`, which is
+    not the table's, does not keep the request from being written."""
+    base = small_files_table(tmp_path, COPY_ON_WRITE, rows=240, table_version=9)
+    table = HudiTable.open(base)
+    target = group_target(base)
+    first = schedule_clustering(table, target_file_size=target)
+    assert first is not None
+    registered = client.post(
+        "/v1/hoodie/service/register",
+        json={"db_name": "lake", "table_name": "trips", "base_path": base},
+    ).json()
+    policy = {"lock_path": ".hoodie/.aux"}
+    assert client.patch(f"/v1/tables/{registered['id']}", json={"policy": policy}).is_success
+    submitted = client.post(
+        "/v1/hoodie/service/cluster/submit",
+        json={"db_name": "lake", "table_name": "trips", "instant": first},
+    ).json()
+    with FileSystemLock(table.storage, owner="elsewhere"):  # .hoodie/lock
+        assert client.post(f"/v1/operations/{submitted['id']}/cancel").is_success
+    assert cancel.is_cancel_requested(table.storage, first)

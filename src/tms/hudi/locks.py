@@ -17,9 +17,11 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
+from typing import Any
 
 from tms.hudi.errors import HudiError, UnsupportedTableError
 from tms.hudi.storage import Storage
@@ -205,6 +207,18 @@ class LockSpec:
             folder=(folder or DEFAULT_LOCK_FOLDER).strip().strip("/") or DEFAULT_LOCK_FOLDER,
             expire_minutes=expire_minutes if expire_minutes is not None else 0,
             wait_seconds=wait_seconds if wait_seconds is not None else 60.0,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> LockSpec:
+        """The spec for parsed `hoodie.write.lock.*` settings (`provider`, `folder`,
+        `expire_minutes`, `wait_ms`; `tms.services.params.lock_settings` parses them)."""
+        wait_ms = settings.get("wait_ms")
+        return cls.of(
+            settings.get("provider"),
+            settings.get("folder"),
+            settings.get("expire_minutes"),
+            wait_ms / 1000 if wait_ms is not None else None,
         )
 
     def file_lock(self, storage: Storage) -> FileSystemLock | None:

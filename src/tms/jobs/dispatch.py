@@ -53,14 +53,7 @@ def lock_spec(spec: JobSpec) -> LockSpec:
     (its own or its table's); `UnsupportedTableError` for a provider tms cannot take."""
     from tms.hudi.locks import LockSpec
 
-    settings = lock_settings(spec.extra_params)
-    wait_ms = settings.get("wait_ms")
-    return LockSpec.of(
-        settings.get("provider"),
-        settings.get("folder"),
-        settings.get("expire_minutes"),
-        wait_ms / 1000 if wait_ms is not None else None,
-    )
+    return LockSpec.from_settings(lock_settings(spec.extra_params))
 
 
 def schedule_plan(spec: JobSpec, table: HudiTable) -> str | None:

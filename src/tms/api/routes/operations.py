@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from functools import partial
 from typing import Annotated, Any
 
@@ -17,10 +18,12 @@ from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut,
 from tms.api.schemas.common import MAX_ID, Text, parse_action
 from tms.api.views import operation_out, operations_out
 from tms.config import Role
-from tms.hudi.errors import CancelRefusedError
-from tms.hudi.locks import FileSystemLock, LockTimeoutError
+from tms.hudi.errors import CancelRefusedError, UnsupportedTableError
+from tms.hudi.locks import LockSpec, LockTimeoutError
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.cancel import request_cancel
+from tms.policies.triggers import table_wide_params
+from tms.services.params import BadJobInput, lock_settings
 from tms.store import (
     Action,
     OperationStatus,
@@ -138,10 +141,12 @@ def cancel_operation_route(
         observe.operation_moved(operation)
         if operation.instant is not None and operation.action in PLANNED_ACTIONS:
             table = get_table(session, operation.tbl_id)
+            settings = table_wide_params(table.policy or {}, operation.action)
             request = partial(
                 _request_cancel_on_table,
                 table.base_path,
                 dict(table.storage_options),
+                settings,
                 operation.instant,
                 calls.timeout,
             )
@@ -157,15 +162,23 @@ PLANNED_ACTIONS = (Action.COMPACTION, Action.CLUSTERING)
 
 
 def _request_cancel_on_table(
-    base_path: str, options: dict[str, Any], instant: str, wait_seconds: float
+    base_path: str,
+    options: dict[str, Any],
+    params: dict[str, Any],
+    instant: str,
+    wait_seconds: float,
 ) -> None:
-    """RFC-79 `request_cancel` under the table lock (on a storage thread); refusals (a plan
-    that is not cancellable, or no longer pending) and storage errors are logged."""
+    """RFC-79 `request_cancel` on a storage thread, under the table lock its writers use
+    (`params`: the table's lock settings in Hudi's keys), waiting less than the storage
+    timeout. Refusals (a plan that is not cancellable or no longer pending, a lock tms
+    cannot take or did not get) and storage errors are logged."""
     try:
-        table = HudiTable.open(base_path, storage_options=options)
-        with FileSystemLock(table.storage, wait_seconds=max(1.0, wait_seconds - 1)):
+        wait_ms = int(max(1.0, wait_seconds - 1) * 1000)
+        spec = LockSpec.from_settings({**lock_settings(params), "wait_ms": wait_ms})
+        table = HudiTable.open(base_path, storage_options=options, lock=spec)
+        with spec.file_lock(table.storage) or nullcontext():
             written = request_cancel(table.storage, table.config, instant)
-    except (CancelRefusedError, LockTimeoutError) as exc:
+    except (CancelRefusedError, LockTimeoutError, UnsupportedTableError, BadJobInput) as exc:
         log.info("no cancel request written for %s at %s: %s", instant, base_path, exc)
         return
     except Exception as exc:
