@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -152,7 +153,14 @@ def scheduler_lifespan(settings: Settings, database: Database) -> Lifespan:
         if settings.max_running_per_instance > 0:
             from tms.scheduler import create_scheduler, start_scheduler
 
-            scheduler = await asyncio.to_thread(create_scheduler, settings, database.factory)
+            scheduler = await asyncio.to_thread(
+                partial(
+                    create_scheduler,
+                    settings,
+                    database.factory,
+                    table_locks=app.state.table_locks,
+                )
+            )
             thread = start_scheduler(scheduler, stop)
             log.info(
                 "scheduler %s: up to %d job(s) at once on Spark %s",
@@ -168,6 +176,7 @@ def scheduler_lifespan(settings: Settings, database: Database) -> Lifespan:
             stop.set()
             if thread is not None:
                 await asyncio.to_thread(thread.join, SCHEDULER_JOIN_SECONDS)
+            app.state.table_locks.close()
             database.close()
 
     return lifespan

@@ -25,6 +25,7 @@ from tms.ingest.callback import CALLBACK_PATH, handle_callback, openapi_path
 from tms.ingest.commit_batch import database_unreachable, write_notifications
 from tms.ingest.group_commit import GroupCommit
 from tms.ingest.storage_calls import StorageCalls
+from tms.store import TableLocks
 
 __all__ = ["TmsApi", "create_app"]
 
@@ -118,6 +119,7 @@ def create_app(
         max_in_flight=COMMITS_IN_FLIGHT,
         whole_batch_failure=database_unreachable,
     )
+    app.state.table_locks = TableLocks(session_factory.kw["bind"])
     app.state.storage_calls = StorageCalls(
         threads=settings.storage_threads, timeout=settings.storage_timeout_seconds
     )

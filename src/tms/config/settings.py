@@ -150,6 +150,13 @@ class Settings(BaseSettings):
         description="added to a new attempt's first lease: spark-submit, the driver JVM and "
         "the job's Python must start before its first heartbeat",
     )
+    cancel_scan_interval_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="how often the scheduler looks for writers' cancel requests "
+        "(.hoodie/.cancel) of plans whose operations wait to run (0 = never; running jobs "
+        "see them at their heartbeats)",
+    )
     retry_base_seconds: float = Field(5.0, ge=0, description="first retry delay")
     retry_factor: float = Field(2.0, ge=1, description="delay multiplier per attempt")
     retry_max_seconds: float = Field(600.0, ge=0, description="longest retry delay")

@@ -28,6 +28,7 @@ __all__ = [
     "HFileError",
     "HudiError",
     "InstantInFlightError",
+    "LockTimeoutError",
     "LogFormatError",
     "PlanCancelledError",
     "PlanNotFoundError",
@@ -98,6 +99,10 @@ class PlanCancelledError(HudiError):
         self.instant_time = instant_time
         self.reason = reason
         super().__init__(f"plan {instant_time} was cancelled: {reason}")
+
+
+class LockTimeoutError(HudiError):
+    """The table lock could not be taken in time: another writer holds it."""
 
 
 class CancelRefusedError(HudiError):

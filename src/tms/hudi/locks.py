@@ -7,32 +7,45 @@ S3, GCS and Azure (`Storage.create_new`). A lock older than the expiry
 (`hoodie.write.lock.filesystem.expire`, minutes; 0, Hudi's default, never expires) is taken
 to belong to a dead holder and deleted, as Hudi's provider does. The file holds a JSON note of
 who took it (Hudi writes `lockCreateTime`, `lockThreadName` and `lockStacksInfo`).
+
+Tables only `tms` services may lock with `postgres` instead: a PostgreSQL advisory lock named
+by the table's base path, which the service takes on its database and a job asks the service
+for (`use_advisory_locks` says how, in this context). `LockSpec.hold` takes either.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
-from tms.hudi.errors import HudiError, UnsupportedTableError
+from tms.hudi.base_path import normalize_base_path
+from tms.hudi.errors import BasePathError, LockTimeoutError, UnsupportedTableError
 from tms.hudi.storage import Storage
 
 __all__ = [
     "DEFAULT_LOCK_FOLDER",
     "FILESYSTEM_PROVIDER",
     "POSTGRES_PROVIDER",
+    "AdvisoryLocks",
     "FileSystemLock",
     "LockSpec",
     "LockTimeoutError",
+    "advisory_key",
+    "advisory_lock_busy",
+    "take_within",
+    "use_advisory_locks",
 ]
 
 log = logging.getLogger(__name__)
@@ -41,8 +54,23 @@ DEFAULT_LOCK_FOLDER = ".hoodie"
 LOCK_FILE_NAME = "lock"
 
 
-class LockTimeoutError(HudiError):
-    """The table lock could not be taken in time: another writer holds it."""
+def take_within(
+    try_take: Callable[[], bool],
+    wait_seconds: float,
+    retry_seconds: float,
+    held_by: Callable[[], str],
+) -> None:
+    """Call `try_take` every `retry_seconds` until it takes the lock; after `wait_seconds`,
+    `LockTimeoutError` saying who holds it (`held_by`)."""
+    deadline = time.monotonic() + wait_seconds
+    while not try_take():
+        if time.monotonic() >= deadline:
+            raise LockTimeoutError(f"{held_by()}; not taken within {wait_seconds:g}s")
+        time.sleep(retry_seconds)
+
+
+def advisory_lock_busy(key: int) -> str:
+    return f"the table's PostgreSQL advisory lock {key} is held by another tms service"
 
 
 class FileSystemLock:
@@ -93,14 +121,15 @@ class FileSystemLock:
 
     def acquire(self) -> None:
         """Take the lock, waiting up to `wait_seconds`; `LockTimeoutError` naming the holder."""
-        deadline = time.monotonic() + self.wait_seconds
-        while not self.try_acquire():
-            if time.monotonic() >= deadline:
-                raise LockTimeoutError(
-                    f"the table lock {self.storage.uri(self.path)} is held by another writer "
-                    f"({self._holder()}); not taken within {self.wait_seconds:g}s"
-                )
-            time.sleep(self.retry_seconds)
+        take_within(
+            self.try_acquire,
+            self.wait_seconds,
+            self.retry_seconds,
+            lambda: (
+                f"the table lock {self.storage.uri(self.path)} is held by another writer "
+                f"({self._holder()})"
+            ),
+        )
 
     def release(self) -> None:
         if self._held:
@@ -170,10 +199,10 @@ class LockSpec:
     """How a table's writers lock it, as `tms` must too (`hoodie.write.lock.*`).
 
     `FileSystemBasedLockProvider` (the default): the lock file in `folder`, with its expiry.
-    `postgres`: for tables only `tms` services; no lock file, since PostgreSQL already lets
-    one operation of a table run at a time (a unique index on running operations, and the
-    attempt's lease, which its heartbeats keep). Any other provider is refused: a lock
-    `tms` does not take would let it schedule or commit under a writer's feet.
+    `postgres`: for tables only `tms` services; a PostgreSQL advisory lock named by the
+    table's base path, no lock file (`hold` takes it). Any other
+    provider is refused: a lock `tms` does not take would let it schedule or commit under a
+    writer's feet.
     """
 
     provider: str = FILESYSTEM_PROVIDER
@@ -221,8 +250,42 @@ class LockSpec:
             wait_ms / 1000 if wait_ms is not None else None,
         )
 
+    @contextmanager
+    def hold(self, storage: Storage) -> Iterator[None]:
+        """Hold the table's lock for the `with` block: the lock file, or the PostgreSQL
+        advisory lock through what this context was given (`use_advisory_locks`).
+        Re-entrant within a thread: a holder that locks again (a clean's own cancels inside
+        its scheduling) goes on without waiting for itself."""
+        held: set[str] = _held.__dict__.setdefault("names", set())
+        lock: AbstractContextManager[object]
+        if self.provider == POSTGRES_PROVIDER:
+            advisory = _advisory.get()
+            if advisory is None:
+                raise UnsupportedTableError(
+                    f"the table at {storage.base_path} is locked with '{POSTGRES_PROVIDER}', a "
+                    "PostgreSQL advisory lock taken through the tms service; this process has "
+                    "no way to take it (run the service through tms)"
+                )
+            key = advisory_key(storage.base_path)
+            name = f"postgres:{key}"
+            lock = advisory.hold(key, self.wait_seconds)
+        else:
+            file_lock = self.file_lock(storage)
+            assert file_lock is not None
+            name = storage.uri(file_lock.path)
+            lock = file_lock
+        if name in held:
+            yield
+            return
+        with lock:
+            held.add(name)
+            try:
+                yield
+            finally:
+                held.discard(name)
+
     def file_lock(self, storage: Storage) -> FileSystemLock | None:
-        """The lock file to take, or None where PostgreSQL excludes (`postgres`)."""
+        """The lock file to take, or None for `postgres` (an advisory lock, no file)."""
         if self.provider != FILESYSTEM_PROVIDER:
             return None
         return FileSystemLock(
@@ -231,3 +294,39 @@ class LockSpec:
             expire_minutes=self.expire_minutes,
             wait_seconds=self.wait_seconds,
         )
+
+
+class AdvisoryLocks(Protocol):
+    """Takes PostgreSQL advisory locks for this process or job: the service on its own
+    database connections, a job (no database access) through the service's job API."""
+
+    def hold(self, key: int, wait_seconds: float) -> AbstractContextManager[None]:
+        """Hold the lock `key` for the `with` block; `LockTimeoutError` when another
+        holder keeps it past `wait_seconds`."""
+        ...
+
+
+_advisory: ContextVar[AdvisoryLocks | None] = ContextVar("tms_advisory_locks", default=None)
+_held = threading.local()
+"""Per thread, the names of the table locks it holds."""
+
+
+def advisory_key(base_path: str) -> int:
+    """The advisory lock's key for a table: a signed 64-bit digest of its base path in the
+    one spelling the service stores (so the service and its jobs name the same lock)."""
+    try:
+        path = normalize_base_path(base_path)
+    except BasePathError:
+        path = base_path.rstrip("/")
+    digest = hashlib.blake2b(f"tms-table-lock:{path}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+@contextmanager
+def use_advisory_locks(locks: AdvisoryLocks) -> Iterator[None]:
+    """Take `postgres` table locks through `locks` in this context (a thread's work)."""
+    token = _advisory.set(locks)
+    try:
+        yield
+    finally:
+        _advisory.reset(token)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tms.hudi.errors import TableRefusedError
+from tms.hudi.locks import use_advisory_locks
 from tms.hudi.storage_requests import counting
 from tms.hudi.table import HudiTable
 from tms.jobs.control import Heartbeater, JobControl
@@ -44,6 +45,7 @@ from tms.jobs.dispatch import (
     unplanned_figures,
 )
 from tms.jobs.service_api import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
+from tms.jobs.table_lock import ServiceTableLocks
 from tms.services.conflicts import WriteConflictError
 from tms.services.params import BadJobInput
 
@@ -171,7 +173,8 @@ class JobRunner:
         return box[0] if box else Report("FAILED", error="the work ended without a result")
 
     def _work(self, spec: JobSpec) -> Report:
-        with counting() as requests:
+        # a `postgres` table lock is the service's to take: ask it through the job API
+        with counting() as requests, use_advisory_locks(ServiceTableLocks(self.client)):
             report = self._counted_work(spec)
         report.figures["storage_requests"] = requests.as_dict()
         return report

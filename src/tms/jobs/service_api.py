@@ -1,5 +1,5 @@
 """The job's HTTP client of the service's job-side endpoints (spec, heartbeat, instant,
-result), authorised by the attempt's bearer token.
+table lock, result), authorised by the attempt's bearer token.
 
 JobApiError
 ├── ApiUnavailable    no answer (connection error, timeout, 502/503/504) after retries
@@ -166,6 +166,13 @@ class JobClient:
         except InstantTaken:
             return False
         return True
+
+    def take_table_lock(self) -> bool:
+        """Ask for the table's PostgreSQL advisory lock once: False while another holds it."""
+        return bool(self._request("POST", "/table-lock", {}).get("held"))
+
+    def release_table_lock(self) -> None:
+        self._request("DELETE", "/table-lock")
 
     def report_result(
         self,

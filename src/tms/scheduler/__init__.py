@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from tms.config import Settings
     from tms.engines.registry import EngineRegistry
+    from tms.store import TableLocks
 
 __all__ = ["Scheduler", "TickReport", "create_scheduler", "start_scheduler"]
 
@@ -22,6 +23,7 @@ def create_scheduler(
     *,
     instance_id: str | None = None,
     engines: EngineRegistry | None = None,
+    table_locks: TableLocks | None = None,
 ) -> Scheduler:
     """A scheduler for this process, its instance registered (what `tms serve` runs)."""
     from tms.engines.registry import default_registry
@@ -30,7 +32,13 @@ def create_scheduler(
     instance_id = instance_id or new_instance_id()
     with session_scope(session_factory) as session:
         register_instance(session, instance_id)
-    return Scheduler(settings, session_factory, engines or default_registry(settings), instance_id)
+    return Scheduler(
+        settings,
+        session_factory,
+        engines or default_registry(settings),
+        instance_id,
+        table_locks=table_locks,
+    )
 
 
 def start_scheduler(scheduler: Scheduler, stop_event: threading.Event) -> threading.Thread:

@@ -1,7 +1,8 @@
 """The scheduler loop: every instance runs one, with no leader.
 
 One tick:
-1. heartbeat this instance's row and reap expired leases (one transaction). A reaped
+1. heartbeat this instance's row and reap expired leases (one transaction), and release
+   the `postgres` table locks held here for jobs whose attempts no longer hold a lease. A reaped
    attempt is LOST; its operation goes back to SCHEDULED after a backoff delay, or to
    FAILED when out of retries (CANCELLED if a cancel was pending). Nothing is rolled back
    here: the service never writes table data, and the next attempt's `executing()` rolls
@@ -17,7 +18,9 @@ One tick:
    the claim's transaction, committed before any launch; then launch each through its
    engine and record the log path. A launch that fails fails the attempt (retried with
    backoff unless retrying cannot help).
-4. metrics: tick time, running jobs, scheduling delay per launch, queue depth (throttled).
+4. every `cancel_scan_interval_seconds`, in the background: cancel the waiting operations
+   whose plans a writer asked to cancel on the table (`scheduler.cancel_scan`).
+5. metrics: tick time, running jobs, scheduling delay per launch, queue depth (throttled).
 
 Shutdown stops claiming and leaves running jobs alone: they run in their own process
 groups, keep heartbeating through any instance's API, and report there; a job that can no
@@ -40,6 +43,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tms import metrics, observe
 from tms.engines.base import LaunchError
 from tms.engines.process import tail_log
+from tms.scheduler.cancel_scan import CancelScan
 from tms.scheduler.launcher import ClaimedJob, RunningJob, exit_error, launch_spec
 from tms.scheduler.wakeup import Wakeup
 from tms.store import (
@@ -65,6 +69,7 @@ from tms.store import (
 if TYPE_CHECKING:
     from tms.config import Settings
     from tms.engines.registry import EngineRegistry
+    from tms.store import TableLocks
 
 __all__ = ["Scheduler", "TickReport"]
 
@@ -96,8 +101,16 @@ class Scheduler:
         cancel_grace_seconds: float | None = None,
         queue_depth_interval_seconds: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        table_locks: TableLocks | None = None,
     ) -> None:
         self.settings = settings
+        self._table_locks = table_locks
+        self.cancel_scan = CancelScan(
+            session_factory,
+            interval_seconds=settings.cancel_scan_interval_seconds,
+            storage_timeout_seconds=settings.storage_timeout_seconds,
+            clock=clock,
+        )
         self.instance_id = instance_id
         self._factory = session_factory
         self._engines = engine_registry
@@ -137,6 +150,7 @@ class Scheduler:
             self._wakeup.wait(max(0.0, interval - (self._clock() - started)), stop_event)
         self._wakeup.close()
         self._claiming = False
+        self.cancel_scan.join(self.settings.storage_timeout_seconds)
         log.info(
             "scheduler %s stopped; %d running job(s) left to their leases",
             self.instance_id,
@@ -151,6 +165,7 @@ class Scheduler:
             self._poll(report)
             if self._claiming:
                 self._claim_and_launch(report)
+                self.cancel_scan.maybe_start()
             self._observe_queue_depth()
         finally:
             metrics.RUNNING_OPERATIONS.set(len(self._running))
@@ -170,6 +185,8 @@ class Scheduler:
                 job = self._running.pop(reaped.attempt.id, None)
                 if job is not None:
                     lost.append(job)
+            if self._table_locks is not None:  # `postgres` table locks of jobs now gone
+                self._table_locks.sweep(session)
         for job in lost:  # hung, or cut off from the service: it must not go on writing
             job.handle.kill()
             report.killed.append(job.attempt_id)
@@ -309,7 +326,7 @@ class Scheduler:
         if finished is None:
             log.info("attempt %s was finished elsewhere meanwhile", job.attempt_id)
 
-    # 4. metrics -----------------------------------------------------------------------
+    # 5. metrics -----------------------------------------------------------------------
 
     def _observe_queue_depth(self) -> None:
         now = self._clock()

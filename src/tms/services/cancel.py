@@ -8,9 +8,6 @@ the plan's partial files runs between them, outside it, as the RFC's `execute_ca
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tms.hudi.errors import CancelRefusedError, InstantInFlightError, PlanCancelledError
@@ -24,7 +21,6 @@ __all__ = [
     "check_not_cancelled",
     "execute_cancel",
     "request_cancel",
-    "table_lock",
 ]
 
 
@@ -39,33 +35,10 @@ class CancelOutcome:
     """The rollback instant that deleted the plan's partial files, if it wrote any."""
 
 
-_held = threading.local()
-"""Per thread, the lock files it holds: a holder that locks again (a clean's own cancels
-inside its scheduling) goes on without waiting for itself."""
-
-
-@contextmanager
-def table_lock(table: HudiTable) -> Iterator[None]:
-    """The lock the table's writers share (`HudiTable.lock`: Hudi's file-system lock file,
-    or nothing to take where PostgreSQL excludes), re-entrant within a thread."""
-    lock = table.lock.file_lock(table.storage)
-    held: set[str] = _held.__dict__.setdefault("paths", set())
-    key = table.storage.uri(lock.path) if lock is not None else ""
-    if lock is None or key in held:
-        yield
-        return
-    with lock:
-        held.add(key)
-        try:
-            yield
-        finally:
-            held.discard(key)
-
-
 def request_cancel(table: HudiTable, instant_time: str) -> bool:
     """RFC-79 `request_cancel` under the table lock: True when this call wrote the request.
     `CancelRefusedError` for a completed, unknown or not cancellable plan."""
-    with table_lock(table):
+    with table.lock.hold(table.storage):
         return cancel.request_cancel(table.storage, table.config, instant_time)
 
 
@@ -91,7 +64,7 @@ def execute_cancel(
     heartbeat is alive); `CancelRefusedError` without a cancel request, or for a plan that
     is not cancellable (a writer may have written a request for it all the same)."""
     storage = table.storage
-    with table_lock(table):
+    with table.lock.hold(table.storage):
         timeline = table.timeline()
         instant = timeline.get(instant_time)
         if instant is None or instant.is_completed or instant.is_aborted:
@@ -122,7 +95,7 @@ def execute_cancel(
             tolerable_misses=tolerable_misses,
         )
         rolled_back = rolled.rollback_instant
-    with table_lock(table):
+    with table.lock.hold(table.storage):
         timeline = table.timeline()
         current = timeline.get(instant_time)
         if current is None or not current.is_pending:

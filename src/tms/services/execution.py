@@ -17,12 +17,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import transition
-from tms.services.cancel import (
-    check_not_cancelled,
-    execute_cancel,
-    request_cancel,
-    table_lock,
-)
+from tms.services.cancel import check_not_cancelled, execute_cancel, request_cancel
 from tms.services.conflicts import ConflictCheck, WriteConflictError
 from tms.services.rollback import rollback_inflight
 
@@ -125,7 +120,7 @@ def committing(
     the instant completed and is refused; and the conflict check (RFC-56), which may wait
     for writes in flight before the lock is taken, and looks once more under it."""
     resolve_conflicts(table, conflicts, wait=True)
-    with table_lock(table):
+    with table.lock.hold(table.storage):
         if cancellable:
             check_not_cancelled(table, instant_time)
         resolve_conflicts(table, conflicts, wait=False)

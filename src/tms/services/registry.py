@@ -23,7 +23,7 @@ from tms.services import (
     index,
     metadata_compaction,
 )
-from tms.services.cancel import execute_cancel, request_cancel, table_lock
+from tms.services.cancel import execute_cancel, request_cancel
 from tms.services.execution import ServiceResult
 from tms.services.rollback import rollback_inflight
 
@@ -64,7 +64,7 @@ class TableService:
         kwargs = {name: params[name] for name in self.planning_params if name in params}
         if not self.checks_data_table:
             return self._schedule(table, **kwargs)
-        with table_lock(table):
+        with table.lock.hold(table.storage):
             return self._schedule(table, **kwargs)
 
     def execute(

@@ -108,8 +108,10 @@ from tms.store.operations import (
     resubmit_cancelled,
     set_operation_instant,
     submit_operation,
+    waiting_plans,
 )
 from tms.store.retry import Backoff
+from tms.store.table_locks import TableLocks
 from tms.store.tables import (
     Registered,
     delete_table,
@@ -171,6 +173,7 @@ __all__ = [
     "SupervisorStatus",
     "TableBusy",
     "TableConflict",
+    "TableLocks",
     "TableRef",
     "TableType",
     "Tbl",
@@ -240,4 +243,5 @@ __all__ = [
     "tables_by_id",
     "update_table",
     "upgrade",
+    "waiting_plans",
 ]

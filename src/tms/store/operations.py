@@ -36,6 +36,7 @@ __all__ = [
     "remove_operation",
     "set_operation_instant",
     "submit_operation",
+    "waiting_plans",
 ]
 
 S = OperationStatus
@@ -242,6 +243,29 @@ def queue_depth(session: Session, *, now: datetime | None = None) -> dict[str, i
         .group_by(Operation.queue)
     )
     return {row[0]: row[1] for row in session.execute(stmt)}
+
+
+def waiting_plans(
+    session: Session, actions: Collection[Action], *, after_table: int = 0, limit: int
+) -> list[tuple[Operation, Tbl]]:
+    """Scheduled operations of `actions` that run a plan already on the table (an instant),
+    with their tables, in table order from the table after `after_table`: what a writer's
+    cancel request may stop before it runs. At most `limit` (a caller goes round the tables
+    by passing the last table it saw)."""
+    stmt = (
+        select(Operation, Tbl)
+        .join(Tbl, Tbl.id == Operation.tbl_id)
+        .where(
+            Operation.tbl_id > after_table,
+            Operation.status == S.SCHEDULED,
+            Operation.is_deleted.is_(False),
+            Operation.instant.is_not(None),
+            Operation.action.in_(list(actions)),
+        )
+        .order_by(Operation.tbl_id, Operation.id)
+        .limit(limit)
+    )
+    return [(operation, table) for operation, table in session.execute(stmt)]
 
 
 def set_operation_instant(session: Session, operation_id: int, instant: str) -> Operation:

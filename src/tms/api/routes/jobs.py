@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
 from tms import observe
 from tms.api.deps import JobAttemptDep, SessionDep, SettingsDep
@@ -24,8 +24,10 @@ from tms.api.schemas import (
     ResultIn,
     ResultOut,
     SpecOut,
+    TableLockOut,
 )
 from tms.api.schemas.jobs import MAX_ERROR_CHARS
+from tms.hudi.locks import advisory_key
 from tms.policies.triggers import table_wide_params
 from tms.store import (
     Attempt,
@@ -38,6 +40,7 @@ from tms.store import (
     Operation,
     OperationStatus,
     PlanInvalid,
+    TableLocks,
     Tbl,
     extend_lease,
     finish_attempt,
@@ -140,6 +143,27 @@ def report_instant(attempt: JobAttemptDep, body: InstantIn, session: SessionDep)
     return InstantOut(operation_id=operation.id, instant=operation.instant)
 
 
+@router.post("/table-lock", response_model=TableLockOut)
+def take_table_lock(attempt: JobAttemptDep, session: SessionDep, request: Request) -> TableLockOut:
+    """Take the attempt's table's PostgreSQL advisory lock (`postgres` lock provider) for
+    the job, without waiting: `held: false` while another holder has it. The service holds
+    it until the job releases it, reports its result, or loses its lease."""
+    operation = session.get(Operation, attempt.operation_id)
+    assert operation is not None
+    if not holds_lease(attempt, operation):
+        raise _lease_lost(attempt, operation)
+    locks: TableLocks = request.app.state.table_locks
+    locks.sweep(session)
+    return TableLockOut(held=locks.take_for(attempt.id, advisory_key(operation.table.base_path)))
+
+
+@router.delete("/table-lock", response_model=TableLockOut)
+def release_table_lock(attempt: JobAttemptDep, request: Request) -> TableLockOut:
+    """Release the lock the job holds (idempotent: `held: false` afterwards either way)."""
+    request.app.state.table_locks.release_for(attempt.id)
+    return TableLockOut(held=False)
+
+
 def _scrub(value: Any) -> Any:
     """PostgreSQL text and JSONB refuse NUL characters; a job's output may contain them."""
     if isinstance(value, str):
@@ -153,7 +177,11 @@ def _scrub(value: Any) -> Any:
 
 @router.post("/result", response_model=ResultOut, responses=_BODY)
 def report_result(
-    attempt: JobAttemptDep, body: ResultIn, session: SessionDep, settings: SettingsDep
+    attempt: JobAttemptDep,
+    body: ResultIn,
+    session: SessionDep,
+    settings: SettingsDep,
+    request: Request,
 ) -> ResultOut:
     """Finish the attempt. SUCCEEDED completes the operation; FAILED retries it after a
     backoff when `retryable`, the operation retries on error and has retries left, else
@@ -178,6 +206,7 @@ def report_result(
     assert finished is not None  # the lease was checked under the same lock
     operation = finished.operation
     session.commit()
+    request.app.state.table_locks.release_for(attempt.id)  # a job that forgot to
 
     ended = operation.updated_at  # the transaction's clock: the attempt's finish time
     observe.attempt_ended(operation.action.value, expected.value, attempt.started_at, ended)

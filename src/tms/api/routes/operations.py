@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import logging
-from contextlib import nullcontext
 from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 from pydantic import WithJsonSchema
 
 from tms import observe
@@ -19,7 +18,7 @@ from tms.api.schemas.common import MAX_ID, Text, parse_action
 from tms.api.views import operation_out, operations_out
 from tms.config import Role
 from tms.hudi.errors import CancelRefusedError, UnsupportedTableError
-from tms.hudi.locks import LockSpec, LockTimeoutError
+from tms.hudi.locks import AdvisoryLocks, LockSpec, LockTimeoutError, use_advisory_locks
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.cancel import request_cancel
 from tms.policies.triggers import table_wide_params
@@ -123,7 +122,7 @@ def get_operation_route(operation_id: OperationId, session: SessionDep) -> Opera
     responses={**_404, **_409},
 )
 def cancel_operation_route(
-    operation_id: OperationId, session: SessionDep, calls: StorageCallsDep
+    operation_id: OperationId, session: SessionDep, calls: StorageCallsDep, request: Request
 ) -> OperationOut:
     """Scheduled → CANCELLED at once; running → `cancel_requested` (its job stops at its
     next heartbeat). Cancelling a cancelled operation is a no-op; a finished one is 409.
@@ -142,16 +141,17 @@ def cancel_operation_route(
         if operation.instant is not None and operation.action in PLANNED_ACTIONS:
             table = get_table(session, operation.tbl_id)
             settings = table_wide_params(table.policy or {}, operation.action)
-            request = partial(
+            write = partial(
                 _request_cancel_on_table,
                 table.base_path,
                 dict(table.storage_options),
                 settings,
                 operation.instant,
                 calls.timeout,
+                request.app.state.table_locks,
             )
             try:
-                calls.run(request)
+                calls.run(write)
             except ApiError as exc:
                 log.warning("cancel of %s on the table: %s", operation.instant, exc.message)
     return operation_out(session, operation)
@@ -167,16 +167,17 @@ def _request_cancel_on_table(
     params: dict[str, Any],
     instant: str,
     wait_seconds: float,
+    locks: AdvisoryLocks,
 ) -> None:
     """RFC-79 `request_cancel` on a storage thread, under the table lock its writers use
-    (`params`: the table's lock settings in Hudi's keys), waiting less than the storage
-    timeout. Refusals (a plan that is not cancellable or no longer pending, a lock tms
-    cannot take or did not get) and storage errors are logged."""
+    (`params`: the table's lock settings in Hudi's keys; `locks` takes a `postgres` one),
+    waiting less than the storage timeout. Refusals (a plan that is not cancellable or no
+    longer pending, a lock tms cannot take or did not get) and storage errors are logged."""
     try:
         wait_ms = int(max(1.0, wait_seconds - 1) * 1000)
         spec = LockSpec.from_settings({**lock_settings(params), "wait_ms": wait_ms})
         table = HudiTable.open(base_path, storage_options=options, lock=spec)
-        with spec.file_lock(table.storage) or nullcontext():
+        with use_advisory_locks(locks), spec.hold(table.storage):
             written = request_cancel(table.storage, table.config, instant)
     except (CancelRefusedError, LockTimeoutError, UnsupportedTableError, BadJobInput) as exc:
         log.info("no cancel request written for %s at %s: %s", instant, base_path, exc)

@@ -11,6 +11,7 @@ from tms.api.schemas.jobs import (
     ResultIn,
     ResultOut,
     SpecOut,
+    TableLockOut,
 )
 from tms.api.schemas.operations import (
     AttemptOut,
@@ -60,6 +61,7 @@ __all__ = [
     "SubmitIn",
     "SubmitOut",
     "TableIn",
+    "TableLockOut",
     "TableOut",
     "TablePage",
     "TablePatch",

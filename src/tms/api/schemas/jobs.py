@@ -65,6 +65,13 @@ class InstantOut(BaseModel):
     instant: str
 
 
+class TableLockOut(BaseModel):
+    held: bool = Field(
+        description="true when the attempt holds its table's PostgreSQL advisory lock (now or "
+        "before); false while another holder has it: ask again"
+    )
+
+
 class JobOutcome(enum.StrEnum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"

@@ -1,0 +1,196 @@
+"""Writers' cancel requests (RFC-79's `.hoodie/.cancel/<instant>`) for plans whose
+operations wait to run.
+
+A running job notices a request at its next heartbeat. An operation that waits (due later,
+retrying after a backoff, queued behind others) would notice it only once claimed, so every
+`cancel_scan_interval_seconds` the scheduler lists the cancel folder of each table with such
+plans (one LIST per table, bounded by the storage timeout) and cancels the operations whose
+cancellable plans a writer asked to cancel, with the reason. It writes nothing on the table:
+the next clean, or the writer, aborts the plan, as after an operator's cancel.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, TypeVar
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from tms import observe
+from tms.hudi.storage import Storage
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline import cancel
+from tms.store import (
+    Action,
+    OperationStatus,
+    TransitionRefused,
+    cancel_operation,
+    session_scope,
+    waiting_plans,
+)
+
+__all__ = ["CancelScan"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+PLANNED_ACTIONS = (Action.COMPACTION, Action.CLUSTERING)
+"""Actions whose plans may be cancellable."""
+BATCH = 500
+"""Waiting operations one scan reads; the next scan goes on from the last table."""
+
+
+@dataclass
+class _Waiting:
+    base_path: str
+    storage_options: dict[str, Any]
+    operations: dict[str, int] = field(default_factory=dict)
+    """Operation ids by instant."""
+
+
+class CancelScan:
+    """Cancels waiting operations whose plans writers asked to cancel (see the module doc)."""
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        *,
+        interval_seconds: float,
+        storage_timeout_seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._factory = session_factory
+        self.interval_seconds = interval_seconds
+        self._timeout = storage_timeout_seconds
+        self._clock = clock
+        self._after_table = 0
+        self._started_at: float | None = None
+        self._thread: threading.Thread | None = None
+
+    def maybe_start(self) -> None:
+        """Start a scan in the background when one is due and none is running (the tick
+        does not wait on storage)."""
+        if self.interval_seconds <= 0:
+            return
+        now = self._clock()
+        if self._started_at is not None and now - self._started_at < self.interval_seconds:
+            return
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._started_at = now
+        self._thread = threading.Thread(
+            target=self._run_logged, name="tms-cancel-scan", daemon=True
+        )
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for a scan started in the background to end."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def run(self) -> list[int]:
+        """One scan: the ids of the operations it cancelled."""
+        cancelled: list[int] = []
+        for waiting in self._next_tables().values():
+            try:
+                requested = self._bounded(
+                    partial(
+                        _cancel_requested,
+                        waiting.base_path,
+                        waiting.storage_options,
+                        sorted(waiting.operations),
+                    )
+                )
+            except Exception as exc:  # storage down or slow: the next scan tries again
+                log.warning("cancel requests at %s not read: %r", waiting.base_path, exc)
+                continue
+            for instant in requested:
+                if self._cancel(waiting.operations[instant], instant):
+                    cancelled.append(waiting.operations[instant])
+        return cancelled
+
+    def _run_logged(self) -> None:
+        try:
+            self.run()
+        except Exception:
+            log.exception("cancel scan failed")
+
+    def _next_tables(self) -> dict[int, _Waiting]:
+        with session_scope(self._factory) as session:
+            rows = waiting_plans(
+                session, PLANNED_ACTIONS, after_table=self._after_table, limit=BATCH
+            )
+            tables: dict[int, _Waiting] = {}
+            for operation, table in rows:
+                assert operation.instant is not None
+                waiting = tables.setdefault(
+                    table.id, _Waiting(table.base_path, dict(table.storage_options or {}))
+                )
+                waiting.operations[operation.instant] = operation.id
+        if len(rows) < BATCH:
+            self._after_table = 0  # round done: start again from the first table
+        elif len(tables) > 1:
+            last = max(tables)
+            del tables[last]  # cut off mid-table: the next scan reads it whole
+            self._after_table = max(tables)
+        else:
+            self._after_table = max(tables)
+        return tables
+
+    def _bounded(self, fn: Callable[[], T]) -> T:
+        """`fn()` on a daemon thread, waited on for the storage timeout (a hung call is
+        left behind, not waited for)."""
+        box: list[T] = []
+        errors: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                box.append(fn())
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=call, name="tms-cancel-scan-storage", daemon=True)
+        thread.start()
+        thread.join(self._timeout)
+        if errors:
+            raise errors[0]
+        if not box:
+            raise TimeoutError(f"storage did not answer within {self._timeout:g}s")
+        return box[0]
+
+    def _cancel(self, operation_id: int, instant: str) -> bool:
+        reason = f"a writer requested the cancel of plan {instant} ({cancel.cancel_path(instant)})"
+        try:
+            with session_scope(self._factory) as session:
+                operation = cancel_operation(session, operation_id, reason=reason)
+        except TransitionRefused:
+            return False  # it started (its job sees the request) or ended meanwhile
+        if operation.status is not OperationStatus.CANCELLED:
+            return False
+        log.info("operation %s cancelled: %s", operation_id, reason)
+        observe.operation_moved(operation)
+        return True
+
+
+def _cancel_requested(
+    base_path: str, storage_options: dict[str, Any], instants: list[str]
+) -> list[str]:
+    """Which of the plans at `instants` a writer asked to cancel and may be cancelled: one
+    LIST of the cancel folder, and the timeline only when a request matches."""
+    storage = Storage(base_path, storage_options=storage_options)
+    requested = sorted(set(cancel.cancel_requests(storage)).intersection(instants))
+    if not requested:
+        return []
+    timeline = HudiTable.open(base_path, storage_options=storage_options).timeline()
+    found = []
+    for instant_time in requested:
+        instant = timeline.get(instant_time)
+        if instant is not None and instant.is_pending and cancel.is_cancellable(timeline, instant):
+            found.append(instant_time)
+    return found
