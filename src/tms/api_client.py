@@ -205,6 +205,10 @@ class ApiClient:
         result: list[Json] = self._get(f"/v1/operations/{operation_id}/attempts")
         return result
 
+    def workers(self) -> list[Json]:
+        result: list[Json] = self._get("/v1/workers")
+        return result
+
     def submit(self, action: str, body: Json) -> Json:
         """RFC-43 submit; the result's `created` is false when it was submitted already."""
         path = f"/v1/hoodie/service/{SUBMIT_PATHS[action]}/submit"

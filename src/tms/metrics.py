@@ -100,6 +100,25 @@ QUEUE_DEPTH = Gauge(
     ["queue"],
     registry=REGISTRY,
 )
+LAUNCH_OVERHEAD = Histogram(
+    "tms_launch_overhead_seconds",
+    "Time from an attempt's claim to its job's first heartbeat, by engine (spark-submit: "
+    "process, JVM and SparkContext start; spark-worker: the claim reaching a warm worker).",
+    ["engine"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 15.0, 30.0, 60.0),
+    registry=REGISTRY,
+)
+WORKERS = Gauge(
+    "tms_workers",
+    "Resident Spark workers that called in within TMS_WORKER_TIMEOUT_SECONDS.",
+    registry=REGISTRY,
+)
+WORKER_SLOTS = Gauge(
+    "tms_worker_slots",
+    "Slots of the live resident workers, by state (busy|idle).",
+    ["state"],
+    registry=REGISTRY,
+)
 EMBEDDED_DB_RESTARTS = Counter(
     "tms_embedded_db_restarts",
     "Restarts of the embedded PostgreSQL after it died, by result (restarted|failed).",

@@ -6,12 +6,12 @@ tick must not count).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from tms import metrics
-from tms.store import Operation, OperationStatus
+from tms.store import Operation, OperationStatus, Worker
 
 __all__ = [
     "attempt_ended",
@@ -57,6 +57,21 @@ def attempt_ended(
     took = seconds_between(started, ended)
     if took is not None:
         metrics.ATTEMPT_DURATION.labels(action, outcome).observe(took)
+
+
+def first_heartbeat(engine: str | None, claimed: datetime | None, now: datetime | None) -> None:
+    """Time an attempt's launch: from its claim to its job's first heartbeat."""
+    took = seconds_between(claimed, now)
+    if took is not None:
+        metrics.LAUNCH_OVERHEAD.labels(engine or "spark-submit").observe(took)
+
+
+def workers_seen(workers: Sequence[Worker]) -> None:
+    """The live workers and their slots, busy and idle."""
+    metrics.WORKERS.set(len(workers))
+    busy = sum(min(w.busy, w.slots) for w in workers)
+    metrics.WORKER_SLOTS.labels("busy").set(busy)
+    metrics.WORKER_SLOTS.labels("idle").set(sum(w.slots for w in workers) - busy)
 
 
 def record_storage_requests(table: str, action: str, counts: Mapping[str, Any] | None) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import make_url
 
 from tms.config import Settings
+from tms.serve_workers import WorkerProcesses
 from tms.store import head_revision, make_engine, make_session_factory, upgrade
 
 if TYPE_CHECKING:
@@ -170,9 +171,14 @@ def scheduler_lifespan(settings: Settings, database: Database) -> Lifespan:
             )
         else:
             log.info("max_running_per_instance is 0: API only, no scheduler")
+        workers = WorkerProcesses(settings)
+        app.state.worker_processes = workers
+        if settings.workers > 0:
+            workers.start()
         try:
             yield
         finally:
+            await asyncio.to_thread(workers.stop)
             stop.set()
             if thread is not None:
                 await asyncio.to_thread(thread.join, SCHEDULER_JOIN_SECONDS)

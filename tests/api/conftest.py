@@ -71,17 +71,22 @@ def batch(ids: range, ts: int) -> pa.Table:
     )
 
 
-@pytest.fixture
-def mor_table(tmp_path: Path) -> HudiWriter:
-    """A real merge-on-read table (version 6) with one insert."""
+def mor_writer(root: Path, name: str = "trips", rows: int = 20) -> HudiWriter:
+    """A real merge-on-read table (version 6) of database `lake` with one insert."""
     table = create_table(
-        str(tmp_path / "trips"),
-        "trips",
+        str(root / name),
+        name,
         table_type="MERGE_ON_READ",
         record_key_fields=["id"],
         ordering_field="ts",
         extra_properties={"hoodie.database.name": "lake"},
     )
     writer = HudiWriter(table)
-    writer.insert(batch(range(20), ts=1))
+    writer.insert(batch(range(rows), ts=1))
     return writer
+
+
+@pytest.fixture
+def mor_table(tmp_path: Path) -> HudiWriter:
+    """A real merge-on-read table (version 6) with one insert."""
+    return mor_writer(tmp_path)

@@ -1,7 +1,7 @@
 """The service end to end, as users meet it: `tms serve` subprocesses on a real PostgreSQL,
 writers that notify it through Hudi's commit callback, operators that submit through the
-RFC-43 API, real `spark-submit` jobs, real merge-on-read tables read back by the oracle
-(hudi-rs), and crashes by SIGKILL."""
+RFC-43 API, real `spark-submit` jobs and resident Spark workers, real merge-on-read tables
+read back by the oracle (hudi-rs), and crashes by SIGKILL."""
 
 from __future__ import annotations
 
@@ -101,10 +101,18 @@ def describe(attempts: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+ENGINES = {
+    "spark-submit": {},
+    # the service starts a resident worker and launches nothing itself
+    "spark-worker": {"workers": 1, "worker_slots": 1, "max_running_per_instance": 0},
+}
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
 def test_callbacks_trigger_a_compaction_that_a_spark_job_runs(
-    services: Services, tmp_path: Path
+    services: Services, tmp_path: Path, engine: str
 ) -> None:
-    service = services.start("a", compaction_delta_commits=3)
+    service = services.start("a", compaction_delta_commits=3, **ENGINES[engine])
     writer = CallbackWriter(new_table(tmp_path, "trips", max_file_rows=10), service.http)
     base = writer.base_path
 
@@ -124,6 +132,7 @@ def test_callbacks_trigger_a_compaction_that_a_spark_job_runs(
     assert operation["action"] == "compaction" and operation["instant"]
     [attempt] = service.attempts(operation_id)
     assert attempt["outcome"] == "SUCCEEDED" and attempt["error"] is None
+    assert attempt["engine"] == engine and attempt["launch_seconds"] is not None
     figures = attempt["figures"]
     assert figures["instant"] == operation["instant"]
     assert figures["file_groups"] == figures["files_written"] == len(to_compact)

@@ -117,17 +117,11 @@ class SharedSpark:
         return None
 
 
-@pytest.mark.spark
-def test_a_writers_cancel_file_stops_a_running_clustering_on_spark(
-    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The clustering's Spark job is stuck in a task: the heartbeat that finds the cancel
-    file cancels it (the task never finishes), and the plan ends aborted."""
+def make_clustering_stuck(monkeypatch: pytest.MonkeyPatch, finished: Path) -> None:
+    """Clustering's Spark work starts with a task that sleeps for ten minutes, then writes
+    `finished`: only a cancel of its Spark job stops it in time."""
     import tms.services.clustering as clustering_module
 
-    base, instant = clustering_plan(tmp_path)
-    storage = HudiTable.open(base).storage
-    finished = tmp_path / "stuck-task-finished"
     real = clustering_module.run_tasks
 
     def stuck_then_real(spark_session: Any, *args: Any, **kwargs: Any) -> Any:
@@ -142,6 +136,18 @@ def test_a_writers_cancel_file_stops_a_running_clustering_on_spark(
         return real(spark_session, *args, **kwargs)
 
     monkeypatch.setattr(clustering_module, "run_tasks", stuck_then_real)
+
+
+@pytest.mark.spark
+def test_a_writers_cancel_file_stops_a_running_clustering_on_spark(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The clustering's Spark job is stuck in a task: the heartbeat that finds the cancel
+    file cancels it (the task never finishes), and the plan ends aborted."""
+    base, instant = clustering_plan(tmp_path)
+    storage = HudiTable.open(base).storage
+    finished = tmp_path / "stuck-task-finished"
+    make_clustering_stuck(monkeypatch, finished)
 
     def writer_cancels_once_stuck() -> None:
         tracker = spark.sparkContext.statusTracker()

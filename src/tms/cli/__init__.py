@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from tms.cli import demo, operations, service, table_layer, tables
+from tms.cli import demo, operations, service, table_layer, tables, workers
 
 __all__ = ["app", "main"]
 
@@ -22,6 +22,8 @@ app.command()(service.serve)
 app.add_typer(service.db_app, name="db")
 app.add_typer(tables.tables_app, name="tables")
 app.add_typer(operations.ops_app, name="ops")
+app.command()(workers.worker)
+app.add_typer(workers.workers_app, name="workers")
 app.command()(demo.demo)
 
 

@@ -19,6 +19,11 @@ class DemoStorage(enum.StrEnum):
     s3 = "s3"
 
 
+class DemoEngine(enum.StrEnum):
+    worker = "spark-worker"
+    submit = "spark-submit"
+
+
 def demo(
     base_path: Annotated[Path, typer.Option(help="Where to write the demo table.")] = Path(
         ".tms/demo/trips"
@@ -54,6 +59,13 @@ def demo(
             "options.",
         ),
     ] = DemoStorage.local,
+    engine: Annotated[
+        DemoEngine,
+        typer.Option(
+            help="What runs the table services: a resident Spark worker the service starts "
+            "(spark-worker), or one spark-submit application per attempt.",
+        ),
+    ] = DemoEngine.worker,
 ) -> None:
     """Run tms with a Hudi writer: commits with callbacks, compaction and clean on Spark."""
     from tms.demo import DemoOptions, run_demo
@@ -70,6 +82,7 @@ def demo(
         table_version=table_version,
         metadata_table=metadata_table,
         storage=storage.value,
+        engine=engine.value,
     )
     try:
         report = run_demo(options, typer.echo)

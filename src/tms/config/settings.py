@@ -157,6 +157,25 @@ class Settings(BaseSettings):
         "(.hoodie/.cancel) of plans whose operations wait to run (0 = never; running jobs "
         "see them at their heartbeats)",
     )
+    workers: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="resident Spark workers `tms serve` starts next to itself (0 = none; "
+        "`tms worker` runs them anywhere)",
+    )
+    worker_slots: int = Field(
+        2, ge=1, le=256, description="attempts each started worker runs at once"
+    )
+    worker_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="a resident worker that has not called in for this long no longer takes "
+        "the operations that leave the engine to choose",
+    )
+    worker_poll_seconds: float = Field(
+        20.0, gt=0, le=60, description="longest a worker's claim waits for due work (long poll)"
+    )
     retry_base_seconds: float = Field(5.0, ge=0, description="first retry delay")
     retry_factor: float = Field(2.0, ge=1, description="delay multiplier per attempt")
     retry_max_seconds: float = Field(600.0, ge=0, description="longest retry delay")

@@ -63,6 +63,9 @@ class DemoOptions:
     storage: str = "local"
     """`local` (under `base_path`) or `s3`: a local S3 server (`tms.demo.s3`), the table
     registered with its storage options."""
+    engine: str = "spark-worker"
+    """`spark-worker`: the service starts a resident Spark worker that runs the table
+    services; `spark-submit`: one Spark application per attempt."""
 
 
 @dataclass
@@ -100,6 +103,8 @@ def _settings(options: DemoOptions, data_dir: Path, port: int) -> Settings:
         port=port,
         spark_master=options.master,
         max_running_per_instance=1,
+        workers=1 if options.engine == "spark-worker" else 0,
+        worker_slots=1,
         scheduler_interval_seconds=0.5,
         heartbeat_interval_seconds=5.0,
         retry_base_seconds=2.0,
@@ -161,12 +166,25 @@ def run_demo(options: DemoOptions, echo: Echo) -> DemoReport:
                     f"  serving at {service.url}; compaction every "
                     f"{options.commits_per_compaction} delta commits, Spark {options.master}"
                 )
+                echo(f"  {_engine_line(options)}")
                 _run(options, table, client, report, echo, started)
         finally:
             echo("Stopping tms")
             service.stop()
     report.seconds = time.monotonic() - started
     return report
+
+
+def _engine_line(options: DemoOptions) -> str:
+    if options.engine != "spark-worker":
+        return "table services: one spark-submit application per attempt (--engine spark-submit)"
+    line = (
+        "table services: a resident Spark worker started by the service (TMS_WORKERS=1) "
+        "runs them on one warm SparkSession (--engine spark-submit for one application each)"
+    )
+    if options.storage == "s3":
+        line += "; this table has storage options of its own, so its attempts use spark-submit"
+    return line
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,9 @@ class Watcher:
             if status == "SCHEDULED":
                 return
         if status == "RUNNING":
-            self.say(f"{name}: RUNNING, attempt {runs} (spark-submit)")
+            attempts = self.client.attempts(op["id"])
+            engine = (attempts[-1].get("engine") if attempts else None) or "spark"
+            self.say(f"{name}: RUNNING, attempt {runs} ({engine})")
         elif status == "SCHEDULED":
             error = (op.get("last_error") or "").strip().splitlines()[:1]
             self.say(f"{name}: attempt {runs} failed ({''.join(error)}); retry scheduled")

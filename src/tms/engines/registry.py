@@ -14,6 +14,10 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_ENGINE", "EngineRegistry", "UnknownEngineError", "default_registry"]
 
 DEFAULT_ENGINE = "spark"
+SCHEDULER_LAUNCHED = {"spark-submit": DEFAULT_ENGINE, "spark-worker": DEFAULT_ENGINE}
+"""What the scheduler launches for the engines operations ask for: resident workers claim
+their attempts themselves, so an attempt the scheduler launches runs through spark-submit
+(a `spark-worker` operation that needs its own JVM, with the reason on its attempt)."""
 
 
 class UnknownEngineError(LaunchError):
@@ -38,6 +42,7 @@ class EngineRegistry:
 
     def get(self, name: str | None) -> Engine:
         key = (name or DEFAULT_ENGINE).strip().lower()
+        key = SCHEDULER_LAUNCHED.get(key, key)
         try:
             return self._engines[key]
         except KeyError:

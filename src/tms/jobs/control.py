@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from tms.jobs.context import attempt_thread
 from tms.jobs.service_api import AttemptGone, JobApiError, JobClient
 
 __all__ = ["Heartbeater", "JobControl", "JobStopped"]
@@ -27,7 +28,10 @@ class JobStopped(Exception):
 class JobControl:
     """Cancel and lease-lost flags, and the Spark session whose jobs a stop cancels."""
 
-    def __init__(self) -> None:
+    def __init__(self, job_group: str | None = None) -> None:
+        self.job_group = job_group
+        """Spark's job group of this attempt's work where a SparkContext is shared (a
+        resident worker): a stop cancels that group, never the other attempts' jobs."""
         self._lock = threading.Lock()
         self.cancelled = threading.Event()
         """A cancel request that stops the work."""
@@ -118,7 +122,10 @@ class JobControl:
         if self._spark is None:
             return
         try:
-            self._spark.sparkContext.cancelAllJobs()
+            if self.job_group is not None:
+                self._spark.sparkContext.cancelJobGroup(self.job_group)
+            else:
+                self._spark.sparkContext.cancelAllJobs()
         except Exception as exc:  # the context may be stopping; the stop still stands
             log.warning("could not cancel Spark jobs: %r", exc)
 
@@ -134,7 +141,7 @@ class Heartbeater:
         self._interval = interval
         self._control = control
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tms-job-heartbeat", daemon=True)
+        self._thread = attempt_thread(self._run, "tms-job-heartbeat")
 
     def start(self) -> None:
         self._thread.start()

@@ -19,7 +19,6 @@ SUCCEEDED (figure `cancel_too_late`), a cancel before it stops the work as usual
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from tms.hudi.errors import TableRefusedError
 from tms.hudi.locks import use_advisory_locks
 from tms.hudi.storage_requests import counting
 from tms.hudi.table import HudiTable
+from tms.jobs.context import attempt_thread
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import (
     adopts_pending_plans,
@@ -106,6 +106,8 @@ class JobRunner:
     pending: Callable[[HudiTable, str], list[str]] = pending_plans
     execute: Executor = execute_plan
     spark_factory: SparkFactory = spark_session
+    # False where the SparkSession outlives the attempt (a resident worker's): not stopped.
+    owns_spark: bool = True
     # After a cancel request, how long the work may take to stop before we report anyway.
     stop_grace_seconds: float = 60.0
     # True when run() returned while the work thread was still busy (exit without cleanup).
@@ -142,16 +144,14 @@ class JobRunner:
         if report is None:
             return EXIT_STOPPED
         code = self._report(report)
-        if not self.abandoned_work:
+        if self.owns_spark and not self.abandoned_work:
             self._stop_spark()
         return code
 
     def _run_work(self, spec: JobSpec) -> Report | None:
         """The work's report; None when the lease was lost (nothing may be reported)."""
         box: list[Report] = []
-        worker = threading.Thread(
-            target=lambda: box.append(self._work(spec)), name="tms-job-work", daemon=True
-        )
+        worker = attempt_thread(lambda: box.append(self._work(spec)), "tms-job-work")
         worker.start()
         cancel_seen: float | None = None
         while worker.is_alive():

@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
@@ -47,6 +48,7 @@ from tms.scheduler.cancel_scan import CancelScan
 from tms.scheduler.launcher import ClaimedJob, RunningJob, exit_error, launch_spec
 from tms.scheduler.wakeup import Wakeup
 from tms.store import (
+    SPARK_SUBMIT,
     Attempt,
     Backoff,
     Exited,
@@ -54,12 +56,16 @@ from tms.store import (
     LaunchFailed,
     OperationStatus,
     claim_due_operations,
+    engine_note,
     finish_attempt,
     heartbeat_instance,
     issue_attempt_token,
+    list_workers,
+    live_worker_queues,
     operation_states,
     queue_depth,
     reap_expired_leases,
+    record_engine,
     record_launch,
     register_instance,
     session_scope,
@@ -254,13 +260,20 @@ class Scheduler:
         if free <= 0:
             return
         with session_scope(self._factory) as session:
+            worker_queues = live_worker_queues(
+                session, within=timedelta(seconds=self.settings.worker_timeout_seconds)
+            )
             claims = claim_due_operations(
                 session,
                 self.instance_id,
                 limit=free,
                 queue_limits=self.settings.queue_limits,
                 lease_seconds=self.settings.lease_seconds + self.settings.launch_grace_seconds,
+                worker_queues=worker_queues,
             )
+            for c in claims:
+                note = engine_note(c.operation, c.operation.table, worker_queues)
+                record_engine(session, [c.attempt.id], SPARK_SUBMIT, note=note)
             # Tokens in the claim's transaction: a committed attempt always has one.
             jobs = [
                 ClaimedJob.from_claim(c, issue_attempt_token(session, c.attempt)) for c in claims
@@ -335,6 +348,8 @@ class Scheduler:
         self._depth_at = now
         with session_scope(self._factory) as session:
             depth = queue_depth(session)
+            alive = timedelta(seconds=self.settings.worker_timeout_seconds)
+            observe.workers_seen(list_workers(session, alive_within=alive))
         for queue in self._depth_queues - depth.keys():
             metrics.QUEUE_DEPTH.labels(queue).set(0)
         for queue, count in depth.items():

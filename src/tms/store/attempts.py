@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from tms.store.errors import NotFound
@@ -17,6 +17,7 @@ __all__ = [
     "hash_token",
     "issue_attempt_token",
     "list_attempts",
+    "record_first_heartbeat",
     "record_launch",
     "set_exit_code",
 ]
@@ -77,6 +78,16 @@ def record_launch(
             .values(**values)
             .execution_options(synchronize_session="fetch")
         )
+
+
+def record_first_heartbeat(session: Session, attempt: Attempt) -> None:
+    """The job's first heartbeat: its launch ended (kept once)."""
+    session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt.id, Attempt.first_heartbeat_at.is_(None))
+        .values(first_heartbeat_at=func.now())
+        .execution_options(synchronize_session="fetch")
+    )
 
 
 def set_exit_code(session: Session, attempt_id: int, code: int) -> None:

@@ -14,7 +14,7 @@ database as well, so even a bug cannot start two.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -42,6 +42,30 @@ CLAIM_LOCK_KEY = 0x746D735F636C6169  # "tms_clai"
 # `now` is the database clock unless a caller (a test) pins it: one clock for all instances.
 _NOW = "COALESCE(CAST(:now AS timestamptz), now())"
 
+# The engine an operation asks for: its own unless `spark` (choose), else its table's
+# policy `execution_engine`, else `spark`.
+_ASKED = (
+    "COALESCE(NULLIF(lower(o.engine), 'spark'), lower(ot.policy->>'execution_engine'), 'spark')"
+)
+# What a resident worker can run: no JVM of its own (resource, spark.* settings), and no
+# storage options of the table's (they reach tasks through the SparkContext's environment,
+# one set per application).
+_WORKER_CAN_RUN = (
+    "(o.resource IS NULL AND ot.storage_options = '{}'::jsonb AND NOT EXISTS ("
+    "SELECT 1 FROM jsonb_object_keys(o.extra_params) k WHERE k LIKE 'spark.%'))"
+)
+# For a worker: what it can run, asked for `spark-worker` or left to choose, in its queues.
+WORKER_FILTER = (
+    f"{_ASKED} IN ('spark-worker', 'spark') AND {_WORKER_CAN_RUN} "
+    "AND o.queue = ANY(CAST(:worker_queues AS text[]))"
+)
+# For the scheduler: everything else; an operation left to choose goes to a worker when
+# one serves its queue (`worker_queues`: the queues of the workers alive).
+SCHEDULER_FILTER = (
+    f"NOT ({_WORKER_CAN_RUN} AND ({_ASKED} = 'spark-worker' OR ({_ASKED} = 'spark' "
+    "AND o.queue = ANY(CAST(:worker_queues AS text[])))))"
+)
+
 _CLAIM = f"""
 WITH limits AS (
     SELECT q.queue, q.max_running
@@ -54,8 +78,9 @@ room AS (
 ),
 candidates AS (
     SELECT o.id, o.tbl_id, o.queue, o.priority, o.next_run_at
-    FROM operation o
+    FROM operation o JOIN tbl ot ON ot.id = o.tbl_id
     WHERE o.status = 'SCHEDULED' AND NOT o.is_deleted AND o.next_run_at <= {_NOW}
+      AND {{engine_filter}}
       AND NOT EXISTS (
           SELECT 1 FROM operation r WHERE r.tbl_id = o.tbl_id AND r.status = 'RUNNING')
       AND NOT EXISTS (SELECT 1 FROM tbl t WHERE t.id = o.tbl_id AND t.paused)
@@ -145,20 +170,26 @@ def claim_due_operations(
     queue_limits: Mapping[str, int] | None = None,
     lease_seconds: float,
     now: datetime | None = None,
+    worker_queues: Sequence[str] = (),
+    for_worker: bool = False,
 ) -> list[Claim]:
     """Claim up to `limit` due operations for `instance_id`, highest priority then oldest.
 
     Skips paused tables, tables with a running operation, and queues whose running count
     (over all instances) reached `queue_limits[queue]`; unlisted queues are unlimited.
-    Caller: compute `limit` from the instance's free slots and commit promptly.
+    `for_worker`: only what a resident worker can run in `worker_queues` (its queues);
+    else (the scheduler, for spark-submit) the rest, `worker_queues` being those that live
+    workers serve. Caller: compute `limit` from the free slots and commit promptly.
     """
     if limit <= 0:
         return []
     queue_limits = queue_limits or {}
     lock_scheduling(session)
+    engine_filter = WORKER_FILTER if for_worker else SCHEDULER_FILTER
     rows = session.execute(
-        text(_CLAIM),
+        text(_CLAIM.format(engine_filter=engine_filter)),
         {
+            "worker_queues": list(worker_queues),
             "queues": list(queue_limits),
             "limits": list(queue_limits.values()),
             # Extra rows let the per-table and per-queue filters still fill `limit`.

@@ -43,6 +43,7 @@ __all__ = [
     "OperationStatus",
     "TableType",
     "Tbl",
+    "Worker",
 ]
 
 
@@ -321,6 +322,32 @@ class Attempt(Base):
     # sha256 of the bearer token the job uses for its spec, heartbeats and result.
     token_hash: Mapped[str | None]
     figures: Mapped[dict[str, Any] | None]
+    engine: Mapped[str | None]
+    """`spark-submit` or `spark-worker`: what ran the attempt."""
+    worker_id: Mapped[str | None]
+    """The worker that claimed the attempt (`spark-worker`)."""
+    engine_note: Mapped[str | None]
+    """Why the attempt did not go to a worker when one was connected for its queue."""
+    first_heartbeat_at: Mapped[datetime | None]
+    """When its job first beat: the claim to it is the launch overhead."""
+
+
+class Worker(Base):
+    """A resident Spark worker (`tms worker`): what it offers and when it last called in."""
+
+    __tablename__ = "worker"
+    __table_args__ = (CheckConstraint("slots >= 1 AND busy >= 0", name="slots"),)
+
+    id: Mapped[str] = mapped_column(primary_key=True)
+    host: Mapped[str]
+    pid: Mapped[int]
+    spark_master: Mapped[str]
+    queues: Mapped[list[str]] = mapped_column(ARRAY(Text))
+    slots: Mapped[int]
+    busy: Mapped[int] = mapped_column(server_default="0")
+    attempts_run: Mapped[int] = mapped_column(server_default="0")
+    started_at: Mapped[datetime] = _now()
+    last_seen_at: Mapped[datetime] = _now()
 
 
 class Instance(Base):

@@ -46,6 +46,7 @@ from tms.store import (
     finish_attempt,
     holds_lease,
     lock_attempt_operation,
+    record_first_heartbeat,
     record_launch,
     set_operation_instant,
 )
@@ -120,12 +121,22 @@ def heartbeat(
 ) -> HeartbeatOut:
     """Extend the lease by `lease_seconds`; `cancel_requested` tells the job to stop and
     roll back."""
+    before = session.get(Operation, attempt.operation_id)
+    first = (
+        before is not None
+        and before.last_heartbeat_at is not None
+        and before.last_heartbeat_at <= attempt.started_at
+    )  # the claim set it to the attempt's start: no beat since
     operation = extend_lease(session, attempt, lease_seconds=settings.lease_seconds)
     if operation is None or operation.lease_expires_at is None:
         current = session.get(Operation, attempt.operation_id)
         assert current is not None
         raise _lease_lost(attempt, current)
+    if first:
+        record_first_heartbeat(session, attempt)
     session.commit()
+    if first:
+        observe.first_heartbeat(attempt.engine, attempt.started_at, operation.last_heartbeat_at)
     return HeartbeatOut(
         lease_expires_at=operation.lease_expires_at, cancel_requested=operation.cancel_requested
     )

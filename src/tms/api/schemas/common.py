@@ -99,10 +99,17 @@ def _valid_memory(part: str) -> bool:
     return match is not None and int(match.group(1)) > 0
 
 
+ENGINES = ("spark", "spark-submit", "spark-worker")
+"""`spark`: a resident worker when one serves the queue, else spark-submit."""
+
+
 def normalize_engine(value: str) -> str:
     engine = value.strip().lower()
-    if engine != "spark":
-        raise ValueError("only the spark execution engine is supported")
+    if engine not in ENGINES:
+        raise ValueError(
+            f"unknown execution engine {value.strip()!r}: use spark (a worker when one serves "
+            "the queue, else spark-submit), spark-submit or spark-worker"
+        )
     return engine
 
 
@@ -174,6 +181,6 @@ def parse_action(value: str) -> Action:
 Resource = Annotated[Text, Field(max_length=64), AfterValidator(normalize_resource)]
 ExtraParams = Annotated[dict[str, str], BeforeValidator(parse_extra_params)]
 Engine = Annotated[Text, AfterValidator(normalize_engine)]
-"""Execution engines: only `spark` (case-insensitive)."""
+"""Execution engines (case-insensitive): `spark`, `spark-submit`, `spark-worker`."""
 Priority = Annotated[int, Field(ge=-1_000_000, le=1_000_000)]
 Count = Annotated[int, Field(ge=0, le=1_000_000)]

@@ -50,7 +50,11 @@ class SubmitIn(Lenient):
     instant: Instant | None = None
     resource: Resource | None = Field(None, description="driver:executor memory, e.g. 4g:4g")
     parallelism: int | None = Field(None, ge=1, le=100_000)
-    execution_engine: Engine = Field("spark", description="only spark is supported")
+    execution_engine: Engine = Field(
+        "spark",
+        description="spark (a resident worker when one serves the queue, else spark-submit), "
+        "spark-submit or spark-worker",
+    )
     extra_params: ExtraParams = Field(
         default_factory=dict, description="Spark settings; values are stored as strings"
     )
@@ -154,6 +158,14 @@ class AttemptOut(BaseModel):
     log_path: str | None
     error: str | None
     figures: dict[str, Any] | None
+    engine: str | None = Field(None, description="spark-submit or spark-worker")
+    worker_id: str | None = Field(None, description="the resident worker that ran it")
+    engine_note: str | None = Field(
+        None, description="why it did not run in a worker that served its queue"
+    )
+    launch_seconds: float | None = Field(
+        None, description="from the claim to the job's first heartbeat (launch overhead)"
+    )
 
     @classmethod
     def of(cls, attempt: Attempt) -> AttemptOut:
@@ -176,6 +188,14 @@ class AttemptOut(BaseModel):
             log_path=attempt.log_path,
             error=attempt.error,
             figures=attempt.figures,
+            engine=attempt.engine,
+            worker_id=attempt.worker_id,
+            engine_note=attempt.engine_note,
+            launch_seconds=(
+                (attempt.first_heartbeat_at - attempt.started_at).total_seconds()
+                if attempt.first_heartbeat_at is not None
+                else None
+            ),
         )
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from tms.api.schemas.common import (
     BasePath,
     Count,
+    Engine,
     Identifier,
     Label,
     Priority,
@@ -62,6 +63,8 @@ class PolicyIn(Strict):
     lock_provider: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
     lock_path: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
     lock_expire_minutes: Annotated[int, Field(ge=0, le=100_000)] | None = None
+    execution_engine: Engine | None = None
+    """The engine of the table's operations that leave it to choose (`spark`)."""
 
     @field_validator("lock_provider")
     @classmethod

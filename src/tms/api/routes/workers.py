@@ -1,0 +1,148 @@
+"""Resident Spark workers (`tms worker`): register, claim attempts (long poll), leave, list.
+
+A claim hands the worker each attempt's job token, and the job API then gives the job its
+table's storage options: registering and claiming need an admin token.
+"""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Path, Response
+from sqlalchemy.orm import Session
+
+from tms.api.deps import SessionDep, SettingsDep, require
+from tms.api.errors import ApiError, error_responses
+from tms.api.schemas.workers import ClaimedAttempt, ClaimIn, ClaimOut, WorkerIn, WorkerOut
+from tms.config import Role, Settings
+from tms.store import (
+    Worker,
+    claim_for_worker,
+    issue_attempt_token,
+    list_workers,
+    record_launch,
+    register_worker,
+    remove_worker,
+    worker_seen,
+)
+
+router = APIRouter(
+    prefix="/v1/workers", tags=["workers"], responses=error_responses(401, 403, 422, 503)
+)
+
+POLL_STEP_SECONDS = 0.5
+"""How often a waiting claim looks for due work again."""
+_404 = error_responses(404, _404="no worker with this id: register it again")
+WorkerIdPath = Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:@-]+$")
+
+
+def _out(worker: Worker, settings: Settings, now: float | None = None) -> WorkerOut:
+    seen = worker.last_seen_at.timestamp()
+    alive = (now if now is not None else time.time()) - seen <= settings.worker_timeout_seconds
+    return WorkerOut(
+        id=worker.id,
+        host=worker.host,
+        pid=worker.pid,
+        spark_master=worker.spark_master,
+        queues=list(worker.queues),
+        slots=worker.slots,
+        busy=worker.busy,
+        attempts_run=worker.attempts_run,
+        started_at=worker.started_at,
+        last_seen_at=worker.last_seen_at,
+        alive=alive,
+    )
+
+
+@router.post(
+    "",
+    response_model=WorkerOut,
+    status_code=201,
+    dependencies=[require(Role.ADMIN)],
+    responses=error_responses(400, 413),
+)
+def register_worker_route(body: WorkerIn, session: SessionDep, settings: SettingsDep) -> WorkerOut:
+    """Register a worker, or refresh what it offers (same id)."""
+    worker = register_worker(
+        session,
+        body.id,
+        host=body.host,
+        pid=body.pid,
+        spark_master=body.spark_master,
+        queues=body.queues,
+        slots=body.slots,
+    )
+    session.commit()
+    return _out(worker, settings)
+
+
+@router.get("", response_model=list[WorkerOut], dependencies=[require(Role.VIEWER)])
+def list_workers_route(session: SessionDep, settings: SettingsDep) -> list[WorkerOut]:
+    """Every registered worker, oldest first, with whether it is alive."""
+    now = time.time()
+    return [_out(w, settings, now) for w in list_workers(session)]
+
+
+@router.post(
+    "/{worker_id}/claim",
+    response_model=ClaimOut,
+    dependencies=[require(Role.ADMIN)],
+    responses={**_404, **error_responses(400, 413)},
+)
+def claim_route(
+    body: ClaimIn,
+    session: SessionDep,
+    settings: SettingsDep,
+    worker_id: str = WorkerIdPath,
+) -> ClaimOut:
+    """Claim up to `free` due attempts the worker can run, waiting up to `wait_seconds`
+    for some (a long poll: an empty answer means ask again). Each call tells the service
+    the worker is alive and how busy it is."""
+    deadline = time.monotonic() + min(body.wait_seconds, settings.worker_poll_seconds)
+    while True:
+        claimed = _claim_once(session, settings, worker_id, body)
+        if claimed or body.free == 0 or time.monotonic() >= deadline:
+            return ClaimOut(attempts=claimed)
+        time.sleep(POLL_STEP_SECONDS)
+
+
+def _claim_once(
+    session: Session, settings: Settings, worker_id: str, body: ClaimIn
+) -> list[ClaimedAttempt]:
+    worker = worker_seen(session, worker_id, busy=body.busy)
+    if worker is None:
+        session.rollback()
+        raise ApiError.not_found(f"no worker {worker_id}: register it again")
+    claims = claim_for_worker(
+        session,
+        worker,
+        limit=min(body.free, worker.slots),
+        queue_limits=settings.queue_limits,
+        lease_seconds=settings.lease_seconds,
+    )
+    claimed = []
+    for claim in claims:
+        token = issue_attempt_token(session, claim.attempt)
+        if body.log_dir:
+            log_path = f"{body.log_dir.rstrip('/')}/{claim.operation.id}/{claim.attempt.id}.log"
+            record_launch(session, claim.attempt, log_path=log_path)
+        claimed.append(
+            ClaimedAttempt(
+                attempt_id=claim.attempt.id,
+                operation_id=claim.operation.id,
+                action=claim.operation.action.value,
+                token=token,
+            )
+        )
+    session.commit()
+    return claimed
+
+
+@router.delete("/{worker_id}", status_code=204, dependencies=[require(Role.ADMIN)], responses=_404)
+def remove_worker_route(session: SessionDep, worker_id: str = WorkerIdPath) -> Response:
+    """A worker that stops leaves: operations left to choose go to spark-submit at once
+    (its running attempts keep their leases and finish, or are reaped)."""
+    if not remove_worker(session, worker_id):
+        raise ApiError.not_found(f"no worker {worker_id}")
+    session.commit()
+    return Response(status_code=204)

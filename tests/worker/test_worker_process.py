@@ -1,0 +1,98 @@
+"""`tms serve` with `TMS_WORKERS=1` starts a resident worker process (`tms worker`) that
+registers and runs the operations left to choose their engine. A worker killed with SIGKILL
+while it runs an attempt loses that attempt's lease: the attempt is LOST and the operation is
+retried elsewhere (here by spark-submit, no worker being alive), and the table reads the same
+through hudi-rs. The attempt is held on the table lock while the worker is killed, so the kill
+always lands while it runs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests import oracle
+from tests.worker.test_resident_worker import _table, _wait_done
+from tms.config import load_settings
+from tms.hudi.locks import FileSystemLock
+from tms.hudi.table import HudiTable
+from tms.serve import free_port, serve_in_thread
+from tms.serve_workers import WorkerProcesses
+
+pytestmark = pytest.mark.spark
+
+
+def _until(what: str, check: Any, timeout: float = 180) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_killed_worker_loses_its_attempt_and_the_operation_runs_elsewhere(
+    db_url: str, tmp_path: Path
+) -> None:
+    settings = load_settings(
+        config_file=False,
+        environ={},
+        database_url=db_url,
+        data_dir=tmp_path / "data",
+        port=free_port(),
+        workers=1,
+        worker_slots=1,
+        spark_master="local[1]",
+        scheduler_interval_seconds=0.2,
+        heartbeat_interval_seconds=1,
+        lease_seconds=10,
+        worker_timeout_seconds=3,
+        retry_base_seconds=0,
+        retry_jitter=0,
+        compaction_delta_commits=0,
+        clean_commits=0,
+    )
+    base = _table(tmp_path, "trips")
+    before = oracle.snapshot(base)
+    table = HudiTable.open(base)
+    with serve_in_thread(settings) as service:
+        url = service.url
+        processes: WorkerProcesses = service.server.config.app.state.worker_processes  # type: ignore[attr-defined]
+        (process,) = processes.processes
+        (worker,) = _until("the worker to register", lambda: httpx.get(f"{url}/v1/workers").json())
+        assert worker["pid"] == process.pid and worker["alive"]
+        registered = httpx.post(
+            f"{url}/v1/tables",
+            json={"db_name": "lake", "table_name": "trips", "base_path": base},
+        )
+        assert registered.status_code == 201, registered.text
+        with FileSystemLock(table.storage, owner="test"):  # the attempt waits on it
+            operation = httpx.post(
+                f"{url}/v1/hoodie/service/compact/submit",
+                json={"db_name": "lake", "table_name": "trips"},
+            ).json()
+            attempts_url = f"{url}/v1/operations/{operation['id']}/attempts"
+            (first,) = _until("the worker's attempt", lambda: httpx.get(attempts_url).json())
+            assert (first["engine"], first["worker_id"]) == ("spark-worker", worker["id"])
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            _until(
+                "the attempt to be lost",
+                lambda: httpx.get(attempts_url).json()[0]["outcome"] == "LOST",
+                timeout=120,
+            )
+        done = _wait_done(url, operation["id"])
+        attempts = httpx.get(attempts_url).json()
+    assert done["status"] == "COMPLETED", done
+    assert [(a["outcome"], a["engine"]) for a in attempts] == [
+        ("LOST", "spark-worker"),
+        ("SUCCEEDED", "spark-submit"),
+    ]
+    assert oracle.snapshot(base).equals(before)
+    assert "commit" in {action for _, action in oracle.completed_instants(base)}
