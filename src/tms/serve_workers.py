@@ -52,6 +52,10 @@ class WorkerProcesses:
                 settings.spark_master,
                 "--log-dir",
                 str(log_dir),
+                "--restart-after",
+                str(settings.worker_restart_after_attempts),
+                "--max-memory-mb",
+                str(settings.worker_max_memory_mb),
             ]
             out = Path(log_dir) / f"worker-{number}.log"
             with out.open("ab") as sink:

@@ -103,8 +103,14 @@ def describe(attempts: list[dict[str, Any]]) -> str:
 
 ENGINES = {
     "spark-submit": {},
-    # the service starts a resident worker and launches nothing itself
-    "spark-worker": {"workers": 1, "worker_slots": 1, "max_running_per_instance": 0},
+    # the service starts a resident worker and launches nothing itself; the worker restarts
+    # its SparkSession after each attempt
+    "spark-worker": {
+        "workers": 1,
+        "worker_slots": 1,
+        "max_running_per_instance": 0,
+        "worker_restart_after_attempts": 1,
+    },
 }
 
 
@@ -144,6 +150,15 @@ def test_callbacks_trigger_a_compaction_that_a_spark_job_runs(
     assert slices_with_logs(base) == []
     table = service.get(f"/v1/tables/{third['table_id']}")
     assert table["delta_commits_since_compaction"] == 0
+    if engine == "spark-worker":
+        worker_log = service.log_dir / "worker" / "worker-0.log"
+        service.wait_for(
+            "the worker to restart its SparkSession",
+            lambda: "restarting the SparkSession: 1 attempts ran on it" in worker_log.read_text(),
+            timeout=120,
+        )
+        (worker,) = service.get("/v1/workers")
+        assert worker["alive"] and worker["attempts_run"] == 1
 
 
 def test_a_failing_job_is_retried_with_backoff_then_fails_with_its_reason(

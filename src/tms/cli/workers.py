@@ -29,12 +29,21 @@ def worker(
         str, typer.Option(help="Queues to take attempts from, comma-separated.")
     ] = "default",
     restart_after: Annotated[
-        int, typer.Option(help="Restart the SparkSession after this many attempts (0 = never).")
-    ] = 200,
+        int | None,
+        typer.Option(
+            help="Restart the SparkSession after this many attempts (0 = never; default: "
+            "TMS_WORKER_RESTART_AFTER_ATTEMPTS, 200).",
+            min=0,
+        ),
+    ] = None,
     max_memory_mb: Annotated[
-        int,
-        typer.Option(help="Restart the SparkSession once the driver uses more (0 = no limit)."),
-    ] = 0,
+        int | None,
+        typer.Option(
+            help="Restart the SparkSession once the driver uses more memory (0 = no limit; "
+            "default: TMS_WORKER_MAX_MEMORY_MB, 0).",
+            min=0,
+        ),
+    ] = None,
     log_dir: Annotated[
         Path | None, typer.Option(help="Attempt logs (default: TMS_LOG_DIR/worker).")
     ] = None,
@@ -57,8 +66,10 @@ def worker(
         queues=tuple(q.strip() for q in queues.split(",") if q.strip()) or ("default",),
         log_dir=log_dir or settings.job_log_dir / "worker",
         poll_seconds=settings.worker_poll_seconds,
-        restart_after_attempts=restart_after,
-        max_memory_mb=max_memory_mb,
+        restart_after_attempts=(
+            settings.worker_restart_after_attempts if restart_after is None else restart_after
+        ),
+        max_memory_mb=settings.worker_max_memory_mb if max_memory_mb is None else max_memory_mb,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

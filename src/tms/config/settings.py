@@ -167,6 +167,18 @@ class Settings(BaseSettings):
     worker_slots: int = Field(
         2, ge=1, le=256, description="attempts each started worker runs at once"
     )
+    worker_restart_after_attempts: int = Field(
+        200,
+        ge=0,
+        description="a started worker restarts its SparkSession after this many "
+        "attempts (0 = never)",
+    )
+    worker_max_memory_mb: int = Field(
+        0,
+        ge=0,
+        description="a started worker restarts its SparkSession once its driver "
+        "(Python and JVM) uses more memory (0 = no limit)",
+    )
     worker_timeout_seconds: float = Field(
         30.0,
         gt=0,

@@ -111,10 +111,10 @@ class ResidentWorker:
         )
         try:
             while not stop.is_set():
-                self._restart_if_due()
                 free = self._wait_for_a_free_slot(stop)
                 if stop.is_set():
                     break
+                self._restart_if_due()
                 try:
                     claims = self._client.claim(
                         free=free,
@@ -254,7 +254,7 @@ class ResidentWorker:
                 return
             self._runs_since_restart = 0
             self._restart_wanted = False
-        log.info("restarting the SparkSession: %s", reason)
+        log.warning("restarting the SparkSession: %s", reason)
         try:
             self._spark.stop()
         except Exception as exc:
