@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pyarrow as pa
 import pytest
 from typer.testing import CliRunner, Result
@@ -210,3 +211,29 @@ def test_tokens_from_the_option_or_tms_token(db_url: str, tmp_path: Path, trips:
         forbidden = cli("tables", "add", trips, env={"TMS_TOKEN": VIEWER})
         assert forbidden.exit_code == 1 and "HTTP 403" in forbidden.stderr
         assert ok(cli("tables", "add", trips, "--token", ADMIN)).startswith("registered")
+
+
+def test_workers_ls_shows_the_registered_workers(cli: Cli, service: RunningService) -> None:
+    assert ok(cli("workers", "ls")).strip() == "no workers"
+    worker = {
+        "id": "host-7-cafe",
+        "host": "host",
+        "pid": 7,
+        "spark_master": "local[2]",
+        "queues": ["default", "etl"],
+        "slots": 3,
+    }
+    assert httpx.post(f"{service.url}/v1/workers", json=worker).status_code == 201
+    listed = ok(cli("workers", "ls")).splitlines()
+    assert listed[0].split()[:6] == ["ID", "HOST", "MASTER", "QUEUES", "SLOTS", "BUSY"]
+    assert listed[1].split()[:8] == [
+        "host-7-cafe",
+        "host",
+        "local[2]",
+        "default,etl",
+        "3",
+        "0",
+        "0",
+        "alive",
+    ]
+    assert json.loads(ok(cli("workers", "ls", "--json")))[0]["slots"] == 3
