@@ -4,10 +4,15 @@ get each attempt's job token, leave; anyone who may read lists them."""
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import func, update
+from sqlalchemy.orm import Session
 
 from tests.api.conftest import ADMIN, AUTH_TOKENS, VIEWER, WRITER, MakeClient, bearer
 from tests.api.helpers import register, submit
+from tms.store import Operation
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient
@@ -84,3 +89,25 @@ def test_only_admins_register_and_claim(make_client: MakeClient) -> None:
     assert claim.status_code == 403
     assert client.get("/v1/workers", headers=bearer(VIEWER)).status_code == 200
     assert client.get("/v1/workers").status_code == 401
+
+
+def test_a_claim_reaps_expired_leases_so_workers_need_no_scheduler(
+    make_client: MakeClient, session: Session
+) -> None:
+    """An API-only service: a worker that died holding an attempt loses it at the next
+    claim of any worker, and the operation runs again."""
+    client = make_client(retry_base_seconds=0, retry_jitter=0)
+    client.post("/v1/workers", json=WORKER).raise_for_status()
+    register(client)
+    submit(client).raise_for_status()
+    (first,) = _claim(client).json()["attempts"]
+    session.execute(
+        update(Operation)
+        .where(Operation.id == first["operation_id"])
+        .values(lease_expires_at=func.now() - timedelta(seconds=1))
+    )
+    session.commit()
+    (second,) = _claim(client).json()["attempts"]
+    assert second["operation_id"] == first["operation_id"]
+    attempts = client.get(f"/v1/operations/{first['operation_id']}/attempts").json()
+    assert [a["outcome"] for a in attempts] == ["LOST", "RUNNING"]

@@ -11,15 +11,18 @@ import time
 from fastapi import APIRouter, Path, Response
 from sqlalchemy.orm import Session
 
+from tms import observe
 from tms.api.deps import SessionDep, SettingsDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.schemas.workers import ClaimedAttempt, ClaimIn, ClaimOut, WorkerIn, WorkerOut
 from tms.config import Role, Settings
 from tms.store import (
+    Backoff,
     Worker,
     claim_for_worker,
     issue_attempt_token,
     list_workers,
+    reap_expired_leases,
     record_launch,
     register_worker,
     remove_worker,
@@ -99,11 +102,21 @@ def claim_route(
     for some (a long poll: an empty answer means ask again). Each call tells the service
     the worker is alive and how busy it is."""
     deadline = time.monotonic() + min(body.wait_seconds, settings.worker_poll_seconds)
+    _reap(session, settings)
     while True:
         claimed = _claim_once(session, settings, worker_id, body)
         if claimed or body.free == 0 or time.monotonic() >= deadline:
             return ClaimOut(attempts=claimed)
         time.sleep(POLL_STEP_SECONDS)
+
+
+def _reap(session: Session, settings: Settings) -> None:
+    """Reap expired leases first, as every scheduler tick does: where workers run all the
+    attempts, an instance may have no scheduler (API only), and a worker killed outright
+    must still lose its attempts."""
+    for reaped in reap_expired_leases(session, backoff=Backoff.from_settings(settings)):
+        observe.operation_moved(reaped.operation)
+    session.commit()
 
 
 def _claim_once(
