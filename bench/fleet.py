@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tables", type=int, default=200)
     parser.add_argument("--max-running", type=int, default=2)
-    parser.add_argument("--json", type=Path, default=None, help="also write the report here")
+    parser.add_argument("--json-out", type=Path, default=None, help="also write the report here")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="tms-bench-fleet-"))
     try:
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
                     "fleet_time_ratio": goal(fleet_ratio, 0.2),
                 },
             },
-            args.json,
+            args.json_out,
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
