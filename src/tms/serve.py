@@ -294,6 +294,7 @@ def _serve(
     try:
         app = build_app(settings, database)
         server = _server(app, settings, log_level=log_level, access_log=access_log)
+        app.state.server = server  # long polls end early once it is shutting down
         log.info("starting %s", _describe(settings, database))
         signals.server = server
         server.run(sockets=[sock])
@@ -341,7 +342,9 @@ def serve_in_thread(
     except BaseException:
         sock.close()
         raise
-    server = _server(build_app(settings, database), settings, log_level=log_level, access_log=False)
+    app = build_app(settings, database)
+    server = _server(app, settings, log_level=log_level, access_log=False)
+    app.state.server = server
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="tms-serve", daemon=True
     )

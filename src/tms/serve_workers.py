@@ -4,7 +4,8 @@ processes next to the service, each one Spark application, stopped with the serv
 A worker is an ordinary client of the API: it registers and claims over HTTP, with the
 first admin token when auth is on. Stopping asks each to stop (SIGTERM: it claims nothing
 more and lets its attempts finish) and kills it after the grace period; an attempt killed
-that way loses its lease and is retried, as after any crash.
+that way loses its lease and is retried, as after any crash. A worker whose service died
+without stopping it (killed) notices that its parent is gone and stops too.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class WorkerProcesses:
                 str(settings.worker_restart_after_attempts),
                 "--max-memory-mb",
                 str(settings.worker_max_memory_mb),
+                "--parent-pid",
+                str(os.getpid()),
             ]
             out = Path(log_dir) / f"worker-{number}.log"
             with out.open("ab") as sink:

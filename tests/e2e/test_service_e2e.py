@@ -428,3 +428,23 @@ def test_every_acknowledged_notification_survives_a_server_crash(
         assert connection.execute(select(func.count()).select_from(Commit)).scalar_one() == len(
             stored
         )
+
+
+def test_a_worker_the_service_started_ends_when_the_service_is_killed(
+    services: Services,
+) -> None:
+    """A crash of `tms serve` does not leave its resident worker behind, claiming for a
+    service that is gone: the worker sees its parent go and stops."""
+    service = services.start("a", **ENGINES["spark-worker"])
+    (worker,) = service.wait_for("the worker to register", lambda: service.get("/v1/workers"), 120)
+    service.kill()
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            status = Path(f"/proc/{worker['pid']}/status").read_text(errors="replace")
+        except FileNotFoundError:
+            break
+        if "State:\tZ" in status:
+            break  # exited; its parent (init) has not reaped it yet
+        assert time.monotonic() < deadline, "the worker outlived its service"
+        time.sleep(0.5)

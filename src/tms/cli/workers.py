@@ -50,6 +50,10 @@ def worker(
     url: Url = None,
     token: Token = None,
     log_level: Annotated[str, typer.Option(help="debug | info | warning | error.")] = "info",
+    parent_pid: Annotated[
+        int | None,
+        typer.Option(hidden=True, help="Stop when this process is gone (tms serve's workers)."),
+    ] = None,
 ) -> None:
     """Run a resident Spark worker: one long-running Spark application that claims attempts
     from the service (an admin token when auth is on) and runs them on its SparkSession,
@@ -70,6 +74,7 @@ def worker(
             settings.worker_restart_after_attempts if restart_after is None else restart_after
         ),
         max_memory_mb=settings.worker_max_memory_mb if max_memory_mb is None else max_memory_mb,
+        parent_pid=parent_pid,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -18,6 +18,7 @@ import os
 import socket
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ __all__ = ["ResidentWorker", "WorkerOptions"]
 
 log = logging.getLogger(__name__)
 
+PARENT_GRACE_SECONDS = 30.0
 SessionFactory = Callable[[str, int], Any]
 """(master, slots) → a SparkSession for the worker."""
 
@@ -52,6 +54,8 @@ class WorkerOptions:
     max_memory_mb: int = 0
     """Restart the SparkSession once the driver's memory (Python and JVM) passes this (0 =
     no limit)."""
+    parent_pid: int | None = None
+    """Stop when this process (the `tms serve` that started the worker) is gone."""
     worker_id: str = field(
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     )
@@ -99,6 +103,10 @@ class ResidentWorker:
         tms_log = logging.getLogger("tms")  # attempt logs take what a job logs: INFO up
         if tms_log.getEffectiveLevel() > logging.INFO:
             tms_log.setLevel(logging.INFO)
+        if self.options.parent_pid is not None:
+            threading.Thread(
+                target=self._watch_parent, args=(stop,), name="tms-worker-parent", daemon=True
+            ).start()
         self._spark = self._session_factory(self.options.master, self.options.slots)
         if not self._register_until_accepted(stop):
             return
@@ -136,6 +144,19 @@ class ResidentWorker:
             self._client.leave()
             self._client.close()
 
+    def _watch_parent(self, stop: threading.Event) -> None:
+        """A worker `tms serve` started ends with it: once that process is gone (even
+        killed), stop claiming, and leave the running attempts `PARENT_GRACE_SECONDS` to
+        end before exiting (their leases, kept by nobody, expire and they are retried)."""
+        while not stop.wait(1.0):
+            if os.getppid() != self.options.parent_pid:
+                log.warning("the service that started this worker is gone: stopping")
+                stop.set()
+                if not self._wait_for_running(PARENT_GRACE_SECONDS):
+                    log.warning("attempts still running after %ss: exiting", PARENT_GRACE_SECONDS)
+                    os._exit(1)
+                return
+
     def _register_until_accepted(self, stop: threading.Event) -> bool:
         """Register, retrying while the service does not answer (it may be starting);
         False when stopped first. A refusal (a bad token) is raised."""
@@ -167,10 +188,15 @@ class ResidentWorker:
                 self._lock.wait(0.5)
             return self.options.slots - len(self._running)
 
-    def _wait_for_running(self) -> None:
+    def _wait_for_running(self, timeout: float | None = None) -> bool:
+        """Wait for the running attempts to end; False when `timeout` passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             while self._running:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
                 self._lock.wait(0.5)
+        return True
 
     def _start(self, claim: ClaimedAttempt) -> None:
         with self._lock:

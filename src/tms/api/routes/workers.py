@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Path, Request, Response
 from sqlalchemy.orm import Session
 
 from tms import observe
@@ -96,18 +96,25 @@ def claim_route(
     body: ClaimIn,
     session: SessionDep,
     settings: SettingsDep,
+    request: Request,
     worker_id: str = WorkerIdPath,
 ) -> ClaimOut:
     """Claim up to `free` due attempts the worker can run, waiting up to `wait_seconds`
-    for some (a long poll: an empty answer means ask again). Each call tells the service
-    the worker is alive and how busy it is."""
+    for some (a long poll: an empty answer means ask again; it ends early when the service
+    shuts down). Each call tells the service the worker is alive and how busy it is."""
     deadline = time.monotonic() + min(body.wait_seconds, settings.worker_poll_seconds)
     _reap(session, settings)
     while True:
         claimed = _claim_once(session, settings, worker_id, body)
-        if claimed or body.free == 0 or time.monotonic() >= deadline:
+        done = claimed or body.free == 0 or time.monotonic() >= deadline
+        if done or _shutting_down(request):
             return ClaimOut(attempts=claimed)
         time.sleep(POLL_STEP_SECONDS)
+
+
+def _shutting_down(request: Request) -> bool:
+    server = getattr(request.app.state, "server", None)
+    return bool(getattr(server, "should_exit", False))
 
 
 def _reap(session: Session, settings: Settings) -> None:
