@@ -131,8 +131,9 @@ class ResidentWorker:
                         log_dir=str(self.options.log_dir),
                     )
                 except WorkerApiError as exc:
-                    if exc.status == 404:  # forgotten (pruned, or the database reset)
-                        self._register()
+                    if exc.status == 404:  # forgotten (removed, or the database reset)
+                        if not self._register_until_accepted(stop):
+                            break
                         continue
                     log.warning("claim failed: %s; trying again", exc)
                     stop.wait(2.0)
