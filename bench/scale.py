@@ -1,5 +1,5 @@
-"""Scheduler tick time and `GET /v1/operations` latency with 10,000 tables and 100,000
-operations.
+"""Scheduler tick time, the pull sweep's round time and `GET /v1/operations` latency with
+10,000 tables and 100,000 operations.
 
 Loads (with COPY) `--tables` tables and `--operations` operations with their attempts and
 events: mostly history (COMPLETED, FAILED, CANCELLED, INVALID), some SCHEDULED and due, some
@@ -11,6 +11,11 @@ Tick: one `Scheduler.tick()` (heartbeat + reap, poll own jobs, claim up to
 launches, queue depth when due), timed over `--ticks` ticks after 3 warm-up ticks. Between
 ticks, untimed, the jobs launched in the previous tick report completion (as they would
 through the API), so every tick claims again. Time per SQL statement is reported too.
+
+Pull sweep: `PullSweep.run()` once per simulated scheduler second for `--pull-minutes`
+minutes at `--pull-per-minute` listings a minute, storage replaced by a counter (the figure
+excludes the storage reads): round time p50/p99 (goal p99 <= 50 ms), and the listings made
+in each simulated minute (goal: the setting, every minute).
 
 API: `GET /v1/operations` from a uvicorn process, one request at a time, `--requests` per
 case: first page, by status, by table, by action, a deep cursor page, and combinations.
@@ -421,6 +426,7 @@ def measure_ticks(db: BenchDatabase, args: argparse.Namespace) -> dict[str, Any]
         data_dir,
         max_running_per_instance=args.max_running,
         queue_limits={"default": 5000, "etl": 1000},
+        pull_listings_per_minute=0,  # measured on its own: `measure_pulls`
     )
     engine = make_engine(db.url, pool_size=2)
     timer = StatementTimer(engine)
@@ -474,6 +480,71 @@ def measure_ticks(db: BenchDatabase, args: argparse.Namespace) -> dict[str, Any]
         "python_and_commits_per_tick_ms": round(tick_ms.get("mean", 0.0) - in_sql, 2),
         "statements": statements,
         "plans": plans,
+    }
+
+
+# Pull sweep -----------------------------------------------------------------------------
+
+
+class _CountingReader:
+    """Storage left out of the pull figure: counts each timeline listing (the clock's
+    minute it fell in), finds no commits."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.listings: list[float] = []
+
+    def timeline(self, target: Any) -> Any:
+        from tms.ingest.pulled import PulledTimeline
+
+        self.listings.append(self.clock())
+        return PulledTimeline(timeline=None)  # type: ignore[arg-type]
+
+    def new_commits(self, pulled: Any, known: Any) -> list[Any]:
+        return []
+
+
+def measure_pulls(db: BenchDatabase, args: argparse.Namespace) -> dict[str, Any]:
+    """The pull sweep over every table: one round per simulated scheduler second (the
+    pacer's clock is moved, so `--pull-minutes` minutes take only the rounds' own time),
+    each round timed; storage is a counter."""
+    from tms.scheduler.pull import PullSweep
+    from tms.store import make_engine, make_session_factory
+
+    data_dir = Path(tempfile.mkdtemp(prefix="tms-bench-pull-"))
+    settings = bench_settings(
+        db.url,
+        data_dir,
+        pull_listings_per_minute=args.pull_per_minute,
+        notification_timeout_seconds=3600,
+        pull_sweep_interval_seconds=3600,
+    )
+    engine = make_engine(db.url, pool_size=2)
+    now = [0.0]
+    reader = _CountingReader(lambda: now[0])
+    sweep = PullSweep(
+        make_session_factory(engine), settings, "bench-pull", reader=reader, clock=lambda: now[0]
+    )
+    rounds: list[float] = []
+    try:
+        for _ in range(int(args.pull_minutes * 60)):
+            started = time.perf_counter()
+            sweep.run()
+            rounds.append(time.perf_counter() - started)
+            now[0] += settings.scheduler_interval_seconds
+    finally:
+        engine.dispose()
+        shutil.rmtree(data_dir, ignore_errors=True)
+    per_minute = [0] * int(args.pull_minutes)
+    for at in reader.listings:
+        per_minute[min(int(at // 60), len(per_minute) - 1)] += 1
+    return {
+        "tables": args.tables,
+        "setting_listings_per_minute": args.pull_per_minute,
+        "simulated_minutes": args.pull_minutes,
+        "listings_per_minute": per_minute,
+        "round_ms": percentiles(rounds),
+        "tables_per_round": round(args.pull_per_minute * settings.scheduler_interval_seconds / 60),
     }
 
 
@@ -608,6 +679,10 @@ def main() -> None:
     parser.add_argument("--tick-pause", type=float, default=0.1, help="seconds between (0.1)")
     parser.add_argument("--max-running", type=int, default=4, help="jobs per instance (4)")
     parser.add_argument("--requests", type=int, default=200, help="GETs per API case (200)")
+    parser.add_argument(
+        "--pull-per-minute", type=int, default=600, help="pull listings per minute (600)"
+    )
+    parser.add_argument("--pull-minutes", type=int, default=3, help="simulated minutes (3)")
     parser.add_argument("--explain", action="store_true", help="print every plan, not only slow")
     parser.add_argument("--keep-db", action="store_true", help="keep the database afterwards")
     parser.add_argument("--json-out", type=Path, default=None, help="also write the JSON here")
@@ -625,6 +700,9 @@ def main() -> None:
         log(f"scheduler: {args.ticks} ticks")
         ticks = measure_ticks(db, args)
         log(f"  tick {ticks['tick_ms']}")
+        log(f"pull sweep: {args.pull_minutes} simulated minutes at {args.pull_per_minute}/min")
+        pulls = measure_pulls(db, args)
+        log(f"  round {pulls['round_ms']}, listings per minute {pulls['listings_per_minute']}")
         log(f"GET /v1/operations: {args.requests} requests per case")
         api = measure_api(db, loaded, args)
         plans = explain_api(db, loaded, args)
@@ -663,6 +741,16 @@ def main() -> None:
             "goal_p99_ms": goal(tick_ms.get("p99"), GOAL_MS),
         },
         "list_operations": cases,
+        "pull_sweep": {
+            **pulls,
+            "ratio_round_p50_to_select_1_p50": ratio(
+                pulls["round_ms"].get("p50", 0.0), baselines["select_1"].get("p50", 0.0)
+            ),
+            "goal_round_p99_ms": goal(pulls["round_ms"].get("p99"), GOAL_MS),
+            "goal_listings_per_minute": all(
+                n == args.pull_per_minute for n in pulls["listings_per_minute"]
+            ),
+        },
     }
     if not args.explain and (tick_ms.get("p99") or 0.0) <= GOAL_MS:
         for entry in figures["scheduler_tick"]["plans"].values():

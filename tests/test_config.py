@@ -123,7 +123,7 @@ def test_lists_from_env_and_toml(tmp_path: Path) -> None:
     [
         ({"TMS_PORT": "70000"}, "TMS_PORT .*less than or equal to 65535"),
         ({"TMS_PORT": "http"}, "TMS_PORT .*valid integer"),
-        ({"TMS_QUEUE_LIMITS": "etl:many"}, "TMS_QUEUE_LIMITS .*queue:limit"),
+        ({"TMS_QUEUE_LIMITS": "etl:many"}, "TMS_QUEUE_LIMITS .*name:limit"),
         ({"TMS_AUTH_TOKENS": "root:x"}, "TMS_AUTH_TOKENS .*unknown role 'root'"),
         ({"TMS_AUTH_TOKENS": "admin:changeme"}, "TMS_AUTH_TOKENS .*placeholder"),
         ({"TMS_AUTH_TOKENS": "admin:t,viewer:t"}, "TMS_AUTH_TOKENS .*two different roles"),

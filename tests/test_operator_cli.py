@@ -33,6 +33,7 @@ def start(db_url: str, data_dir: Path, **overrides: Any) -> RunningService:
         data_dir=data_dir,
         port=free_port(),
         max_running_per_instance=0,
+        pull_listings_per_minute=0,
         **overrides,
     )
     return serve_in_thread(settings)

@@ -119,10 +119,35 @@ WORKER_SLOTS = Gauge(
     ["state"],
     registry=REGISTRY,
 )
+PULLS = Counter(
+    "tms_pulls_total",
+    "Tables whose timeline the service read itself, by reason (silent: past the "
+    "notification timeout; sweep: the periodic sweep) and result (pulled|failed).",
+    ["reason", "result"],
+    registry=REGISTRY,
+)
+PULLED_COMMITS = Counter(
+    "tms_pulled_commits_total",
+    "Commits the pulls found on timelines that no notification had told of.",
+    registry=REGISTRY,
+)
+PULL_CLAIM = Histogram(
+    "tms_pull_claim_duration_seconds",
+    "Time one pull claim takes in the database (picking and leasing the tables due).",
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
 EMBEDDED_DB_RESTARTS = Counter(
     "tms_embedded_db_restarts",
     "Restarts of the embedded PostgreSQL after it died, by result (restarted|failed).",
     ["result"],
+    registry=REGISTRY,
+)
+ALERTS = Counter(
+    "tms_alerts_total",
+    "Alerts by kind (operation_failed|table_silent) and outcome (raised; then per webhook "
+    "try: delivered|retried|failed, failed meaning out of tries).",
+    ["kind", "outcome"],
     registry=REGISTRY,
 )
 STORAGE_REQUEST_KINDS = ("LIST", "HEAD", "GET", "PUT", "DELETE")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import pytest
 from sqlalchemy.orm import Session
 
+from tests.api.helpers import register
 from tests.store.helpers import make_table, record
 from tms.config import load_settings
 from tms.policies import Counters, Thresholds, apply_triggers, due_actions, thresholds_for
@@ -19,6 +22,9 @@ from tms.store import (
     list_operations,
     record_commits,
 )
+
+if TYPE_CHECKING:
+    from starlette.testclient import TestClient
 
 DEFAULTS = Thresholds(compaction_delta_commits=5, clean_commits=10, clustering_commits=0)
 ALL = (Action.COMPACTION, Action.CLEAN, Action.CLUSTERING)
@@ -191,3 +197,68 @@ def test_no_policy_ever_creates_an_index_operation() -> None:
         thresholds=Thresholds(1, 1, 1, metadata_compaction_delta_commits=1),
     )
     assert set(due) == set(every) - {Action.INDEXING}
+
+
+TABLE = {"db_name": "lake", "table_name": "other", "base_path": "/data/lake/other"}
+TRIGGERS = {
+    "compaction": {"any": [{"delta_commits": 5}, {"elapsed_hours": 24}, {"log_bytes": 1 << 30}]},
+    "clustering": {"all": [{"small_files": 10}, {"commits": 4}]},
+    "clean": {"elapsed_hours": 12},
+}
+
+
+def test_a_tables_trigger_spec_is_stored_and_returned(client: TestClient) -> None:
+    policy = {"clean_retained": 2, "triggers": TRIGGERS}
+    table = register(client, policy=policy)
+    assert table["policy"] == policy
+    assert client.get(f"/v1/tables/{table['id']}").json()["policy"] == policy
+    changed = {"triggers": {"metadata-compaction": {"delta_commits": 20}}}
+    patched = client.patch(f"/v1/tables/{table['id']}", json={"policy": changed})
+    assert patched.status_code == 200, patched.text
+    assert patched.json()["policy"] == changed
+
+
+@pytest.mark.parametrize(
+    ("triggers", "field", "words"),
+    [
+        (
+            {"compaction": {"any": [{"delta_commits": 5}, {"elapsed_hours": -1}]}},
+            "body.policy.triggers.compaction.any.1.elapsed_hours",
+            "expected a number of hours from 0 to 100000 (0 = off) (got -1)",
+        ),
+        (
+            {"clustering": {"log_bytes": 1000}},
+            "body.policy.triggers.clustering.log_bytes",
+            "log_bytes does not apply to clustering (only compaction)",
+        ),
+        (
+            {"compact": {"delta_commits": 5}},
+            "body.policy.triggers",
+            "unknown action 'compact'; expected one of compaction, clustering, clean",
+        ),
+        (
+            {"clean": {"any": [{"commits": 3, "elapsed_hours": 1}]}},
+            "body.policy.triggers.clean.any.0",
+            "expected an object with one key",
+        ),
+        (
+            {"clean": {"commits": 3}},
+            "body.policy.triggers.clean",
+            "set either clean_commits or triggers.clean, not both",
+        ),
+        ("often", "body.policy.triggers", "valid dictionary"),
+    ],
+)
+def test_a_bad_trigger_spec_is_a_422_naming_the_value_at_fault(
+    client: TestClient, triggers: Any, field: str, words: str
+) -> None:
+    policy = {"clean_commits": 5, "triggers": triggers}
+    for response in (
+        client.post("/v1/tables", json={**TABLE, "policy": policy}),
+        client.patch(f"/v1/tables/{register(client)['id']}", json={"policy": policy}),
+    ):
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error["code"] == "validation_error"
+        assert error["field"] == field
+        assert words in error["message"], error["message"]

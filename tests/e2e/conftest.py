@@ -128,6 +128,8 @@ class Service:
         self.server_log = data_dir / "server.log"
         self.data_dir.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("TMS_")}
+        # The pull fallback reads timelines on its own schedule; tests that pull turn it on.
+        settings = {"pull_listings_per_minute": "0", **settings}
         env |= {f"TMS_{key.upper()}": value for key, value in settings.items()}
         env |= {
             "TMS_DATABASE_URL": db_url,

@@ -161,6 +161,57 @@ def test_callbacks_trigger_a_compaction_that_a_spark_job_runs(
         assert worker["alive"] and worker["attempts_run"] == 1
 
 
+def test_a_table_whose_writer_never_notifies_is_compacted_through_the_pull(
+    services: Services, tmp_path: Path
+) -> None:
+    """A writer without the callback (a Flink job, a misconfigured writer): the service
+    reads the table's timeline itself, records the delta commits as pulled, and the
+    trigger's compaction runs as a real Spark job."""
+    service = services.start(
+        "a",
+        compaction_delta_commits=3,
+        pull_listings_per_minute=600,
+        notification_timeout_seconds=2,
+    )
+    writer = new_table(tmp_path, "quiet", max_file_rows=10)
+    base = writer.table.base_path
+    writer.insert(trips(range(60), ts=1))
+    writer.upsert(trips(range(0, 60, 3), ts=2))
+    writer.upsert(trips(range(1, 60, 4), ts=3))
+    before, to_compact = rows(base), slices_with_logs(base)
+    assert before and to_compact
+    table = service.post(
+        "/v1/tables", {"db_name": "default", "table_name": "quiet", "base_path": base}
+    )
+
+    def compaction() -> dict[str, Any] | None:
+        page = service.get("/v1/operations", table_id=table["id"], action="compaction")
+        return page["items"][0] if page["items"] else None
+
+    service.wait_for("the pull to create a compaction", lambda: compaction() is not None, 60)
+    created = compaction()
+    assert created is not None
+    operation = service.wait_terminal(created["id"], timeout=180)
+    assert operation["status"] == "COMPLETED", operation["last_error"]
+    assert operation["events"][0]["reason"].startswith("policy: 3 delta commits")
+    assert rows(base) == before
+    assert slices_with_logs(base) == []
+    pulled = service.get(f"/v1/tables/{table['id']}")
+    assert pulled["last_notification_at"] is None
+    assert pulled["last_pulled_at"] is not None and pulled["last_commit_seen_at"] is not None
+    # The compaction's own commit is read back by a later pull: the counter stays at zero.
+    service.wait_for(
+        "the compaction's commit to be pulled",
+        lambda: (
+            service.get(f"/v1/tables/{table['id']}")["last_compaction_at"] is not None
+            and service.get(f"/v1/tables/{table['id']}")["last_commit_instant"]
+            == operation["instant"]
+        ),
+        60,
+    )
+    assert service.get(f"/v1/tables/{table['id']}")["delta_commits_since_compaction"] == 0
+
+
 def test_a_failing_job_is_retried_with_backoff_then_fails_with_its_reason(
     services: Services, tmp_path: Path
 ) -> None:

@@ -48,18 +48,22 @@ def test_record_commit_is_idempotent(factory: sessionmaker[Session]) -> None:
 
 def test_counters_follow_the_action(session: Session) -> None:
     table = make_table(session)
-    for i, action in enumerate(["deltacommit", "deltacommit", "commit", "replacecommit", "clean"]):
+    actions = ["deltacommit", "deltacommit", "commit", "clean", "replacecommit"]
+    for i, action in enumerate(actions):
         record(session, table.id, f"2025010100000000{i}", action)
     table = get_table(session, table.id)
     assert table.delta_commits_since_compaction == 2
-    assert table.commits_since_clean == 4  # clean itself does not count
-    assert table.commits_since_clustering == 4
+    assert table.commits_since_clean == 1  # a clean restarts it: only 04 came after it
+    assert table.last_clean_at is not None
+    assert table.commits_since_clustering == 4  # the clean is no write
     assert table.last_commit_instant == "20250101000000004"
     assert table.last_notification_at is not None
+    assert table.last_commit_seen_at is not None
 
     reset_counter(session, table.id, Action.COMPACTION)
     assert get_table(session, table.id).delta_commits_since_compaction == 0
-    assert get_table(session, table.id).commits_since_clean == 4
+    assert get_table(session, table.id).last_compaction_at is not None
+    assert get_table(session, table.id).commits_since_clean == 1
 
 
 def test_a_batch_counts_each_new_commit_once(session: Session) -> None:
@@ -102,6 +106,60 @@ def test_a_writers_compaction_in_a_batch_restarts_from_the_commits_after_it(
     assert after.delta_commits_since_compaction == 1  # only 07 is after the compaction
     assert after.commits_since_clustering == 1
     assert after.commits_since_clean == 6  # services do not count as writes
+
+
+def test_a_compaction_heard_late_recounts_the_commits_stored_after_it(session: Session) -> None:
+    """A pull brings our own compaction after the delta commits that followed it were
+    notified: the counters hold what came after the compaction, not zero."""
+    table = make_table(session)
+    for i in (10, 20, 30):
+        record(session, table.id, f"202501010000000{i}", "deltacommit")
+    reset_counter(session, table.id, Action.COMPACTION)  # the trigger scheduled one
+    for i in (40, 50):
+        record_commits(
+            session,
+            [CommitIn(table.id, f"202501010000000{i}", "deltacommit", log_files=1, log_bytes=10)],
+        )
+    recorded = record_commits(
+        session, [CommitIn(table.id, "20250101000000035", "compaction", pulled=True)]
+    )
+    after = recorded.tables[table.id]
+    assert after.delta_commits_since_compaction == 2
+    assert (after.log_files_since_compaction, after.log_bytes_since_compaction) == (2, 20)
+    assert Action.COMPACTION in after.last_run_at
+    # An older compaction heard later changes nothing: the newest one counts.
+    recorded = record_commits(
+        session, [CommitIn(table.id, "20250101000000015", "compaction", pulled=True)]
+    )
+    assert recorded.tables[table.id].delta_commits_since_compaction == 2
+
+
+def test_pulled_commits_are_marked_and_leave_the_notification_time_alone(
+    session: Session,
+) -> None:
+    table = make_table(session)
+    record_commits(session, [CommitIn(table.id, "20250101000000001", "commit", pulled=True)])
+    table = get_table(session, table.id)
+    assert table.last_notification_at is None
+    assert table.last_commit_seen_at is not None
+    assert list_commits(session, table.id)[0].pulled
+
+
+def test_small_files_add_up_per_partition_until_a_clustering(session: Session) -> None:
+    table = make_table(session)
+    for i, small in enumerate([{"a": 2}, {"a": 1, "b": 4}]):
+        record_commits(
+            session, [CommitIn(table.id, f"2025010100000000{i}", "commit", small_files=small)]
+        )
+    assert get_table(session, table.id).small_files_since_clustering == {"a": 3, "b": 4}
+    recorded = record_commits(
+        session,
+        [
+            CommitIn(table.id, "20250101000000005", "clustering"),
+            CommitIn(table.id, "20250101000000006", "commit", small_files={"c": 1}),
+        ],
+    )
+    assert recorded.tables[table.id].small_files_since_clustering == {"c": 1}
 
 
 def test_last_instant_never_goes_back(session: Session) -> None:

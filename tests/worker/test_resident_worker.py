@@ -53,6 +53,7 @@ def _api_only(db_url: str, tmp_path: Path) -> Settings:
         data_dir=tmp_path / "data",
         port=free_port(),
         max_running_per_instance=0,  # API only: nothing here launches spark-submit
+        pull_listings_per_minute=0,
         heartbeat_interval_seconds=1,
         lease_seconds=60,
     )

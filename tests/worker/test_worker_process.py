@@ -47,6 +47,7 @@ def test_a_killed_worker_loses_its_attempt_and_the_operation_runs_elsewhere(
         data_dir=tmp_path / "data",
         port=free_port(),
         workers=1,
+        pull_listings_per_minute=0,
         worker_slots=1,
         spark_master="local[1]",
         scheduler_interval_seconds=0.2,

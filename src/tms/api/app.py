@@ -19,7 +19,7 @@ from tms.api.docs import install_docs
 from tms.api.errors import error_response, error_responses, install_error_handlers
 from tms.api.gate import CALLBACK_GUARD, RequestGate
 from tms.api.http_metrics import HttpMetricsMiddleware
-from tms.api.routes import health, hoodie, jobs, operations, tables, workers
+from tms.api.routes import alerts, health, hoodie, jobs, operations, tables, workers
 from tms.config import Settings
 from tms.ingest.callback import CALLBACK_PATH, handle_callback, openapi_path
 from tms.ingest.commit_batch import database_unreachable, write_notifications
@@ -126,7 +126,7 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(RequestGate)  # inside the metrics: refusals are counted too
     app.add_middleware(HttpMetricsMiddleware)
-    for module in (hoodie, tables, operations, jobs, workers, health):
+    for module in (hoodie, tables, operations, alerts, jobs, workers, health):
         app.include_router(module.router)
     install_docs(app)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]

@@ -40,7 +40,17 @@ def table_out(table: Tbl, settings: Settings, *, created: bool | None = None) ->
         commits_since_clean=table.commits_since_clean,
         commits_since_clustering=table.commits_since_clustering,
         commits_since_metadata_compaction=table.commits_since_metadata_compaction,
+        log_bytes_since_compaction=table.log_bytes_since_compaction,
+        log_files_since_compaction=table.log_files_since_compaction,
+        small_files_since_clustering={
+            str(k): int(v) for k, v in (table.small_files_since_clustering or {}).items()
+        },
+        last_compaction_at=table.last_compaction_at,
+        last_clustering_at=table.last_clustering_at,
+        last_clean_at=table.last_clean_at,
         last_notification_at=table.last_notification_at,
+        last_commit_seen_at=table.last_commit_seen_at,
+        last_pulled_at=table.last_pulled_at,
         paused=table.paused,
         storage_options=sorted(table.storage_options or {}),
         created_at=table.created_at,

@@ -209,6 +209,52 @@ class Settings(BaseSettings):
         "metadata-compaction of tables that enable it (0 = off; Hudi's "
         "hoodie.metadata.compact.max.delta.commits)",
     )
+    notification_timeout_seconds: float = Field(
+        3600.0,
+        ge=0,
+        description="a table without a commit notification for this long is pulled: the "
+        "service reads its timeline and records the commits it did not hear about (0 = "
+        "never; per table: policy notification_timeout_seconds); a table never notified is "
+        "pulled from its registration on",
+    )
+    pull_sweep_interval_seconds: float = Field(
+        21600.0,
+        ge=0,
+        description="every table's timeline is read at least this often, oldest first, as "
+        "pull_listings_per_minute allows (0 = only tables past their notification timeout)",
+    )
+    pull_listings_per_minute: int = Field(
+        60, ge=0, description="timeline listings one instance's pulls make per minute (0 = none)"
+    )
+    owner_limits: Annotated[dict[str, int], NoDecode] = Field(
+        default_factory=dict,
+        description="running operations per table owner over all instances, e.g. "
+        "team-a:4,team-b:2; unlisted owners are unlimited, 0 holds an owner's operations",
+    )
+    table_runs_per_hour: int = Field(
+        0,
+        ge=0,
+        description="attempts one table may start per hour, so a hot table cannot starve the "
+        "queue (0 = unlimited; per table: policy max_runs_per_hour)",
+    )
+    small_file_bytes: int = Field(
+        100 * 1024 * 1024,
+        ge=1,
+        description="a base file written smaller than this counts towards the small-files "
+        "clustering trigger (Hudi's hoodie.clustering.plan.strategy.small.file.limit)",
+    )
+    alert_webhook_url: str | None = Field(
+        None, description="alerts are POSTed here as JSON (unset = alerts are only recorded)"
+    )
+    alert_silent_timeouts: int = Field(
+        3,
+        ge=1,
+        description="a table with no notification and no pulled commit for this many "
+        "notification timeouts raises an alert",
+    )
+    alert_max_deliveries: int = Field(
+        8, ge=1, description="tries to deliver one alert, with the retry_* backoff between them"
+    )
     log_dir: Path | None = Field(None, description="job logs; unset = data_dir/logs")
     allowed_schemes: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["file", "s3", "s3a", "gs", "abfs", "hdfs"],
@@ -288,7 +334,7 @@ class Settings(BaseSettings):
             raise ValueError(f"{value} is not a directory")
         return value
 
-    @field_validator("public_url")
+    @field_validator("public_url", "alert_webhook_url")
     @classmethod
     def _public_url(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
@@ -389,7 +435,7 @@ class Settings(BaseSettings):
                 raise ValueError(f"{str(item).strip()!r} {exc}") from None
         return prefixes
 
-    @field_validator("queue_limits", mode="before")
+    @field_validator("queue_limits", "owner_limits", mode="before")
     @classmethod
     def _queue_limits(cls, value: Any) -> Any:
         items = _split(value)
@@ -400,16 +446,16 @@ class Settings(BaseSettings):
             queue, sep, limit = str(item).partition(":")
             queue = queue.strip()
             if not sep or not queue or not limit.strip().isdigit():
-                raise ValueError(f"expected queue:limit pairs with limits ≥ 0 (bad: {item!r})")
+                raise ValueError(f"expected name:limit pairs with limits ≥ 0 (bad: {item!r})")
             limits[queue] = int(limit)
         return limits
 
-    @field_validator("queue_limits")
+    @field_validator("queue_limits", "owner_limits")
     @classmethod
     def _queue_limit_values(cls, value: dict[str, int]) -> dict[str, int]:
         for queue, limit in value.items():
             if not queue.strip() or limit < 0:
-                raise ValueError(f"queue {queue!r}: the limit must be ≥ 0, got {limit}")
+                raise ValueError(f"{queue!r}: the limit must be ≥ 0, got {limit}")
         return value
 
     @model_validator(mode="after")

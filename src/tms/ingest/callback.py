@@ -64,7 +64,7 @@ async def handle_callback(request: Request, authorize: Authorize) -> Response:
     body = _parse(await request.body())
     base_path = checked_base_path(settings, body.base_path, "body.basePath")
     grant.check(base_path, field="body.basePath")
-    summary = summarize(body.write_stats or [])
+    summary = summarize(body.write_stats or [], settings.small_file_bytes)
     action, source = action_from_payload(body.commit_action_type), "payload"
     if action is None:
         action, source = action_from_stats(summary), "write_stats"

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from tms.hudi.timeline.instant import Action as HudiAction
-from tms.ingest.schema import WriteStatIn
+from tms.hudi.timeline.instant import Instant
+from tms.hudi.timeline.timeline import Timeline
 from tms.store import TableType
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "action_from_stats",
     "action_from_table_type",
     "summarize",
+    "timeline_action",
 ]
 
 _KNOWN = frozenset(a.value for a in HudiAction)
@@ -32,12 +35,41 @@ _MAX_BIGINT = 2**63 - 1
 _MAX_INT = 2**31 - 1
 
 
+MAX_SMALL_FILE_PARTITIONS = 1000
+"""Partitions a summary keeps small-file counts for (the most small files first)."""
+
+
 @dataclass(slots=True)
 class CommitSummary:
     records: int
     bytes_written: int
     files: int
     log_files: int
+    log_bytes: int = 0
+    small_files: dict[str, int] = field(default_factory=dict)
+    """Base files written smaller than the small-file size, per partition path."""
+
+
+class StatLike(Protocol):
+    """The write stat fields a summary reads: a notification's (`WriteStatIn`) and a
+    timeline's (`tms.hudi.avro.write_stat.WriteStat`) alike."""
+
+    @property
+    def file_id(self) -> str | None: ...
+    @property
+    def path(self) -> str | None: ...
+    @property
+    def partition_path(self) -> str | None: ...
+    @property
+    def num_writes(self) -> int | None: ...
+    @property
+    def total_write_bytes(self) -> int | None: ...
+    @property
+    def file_size_in_bytes(self) -> int | None: ...
+    @property
+    def log_version(self) -> int | None: ...
+    @property
+    def log_files(self) -> Any: ...
 
 
 def action_from_payload(value: Any) -> str | None:
@@ -50,7 +82,7 @@ def action_from_payload(value: Any) -> str | None:
     return None
 
 
-def _is_log_stat(stat: WriteStatIn) -> bool:
+def _is_log_stat(stat: StatLike) -> bool:
     if stat.log_files or stat.log_version is not None:
         return True
     return bool(stat.path) and bool(_LOG_FILE.match(posixpath.basename(stat.path or "")))
@@ -63,22 +95,45 @@ def action_from_stats(summary: CommitSummary) -> str | None:
     return None
 
 
+def timeline_action(timeline: Timeline, instant: Instant) -> str:
+    """The action of `instant` as notifications name it: a completed compaction or
+    clustering by what it was requested as, not by its commit action (reads a
+    replacecommit's requested file when its requested action does not tell)."""
+    if timeline.is_compaction(instant):
+        return HudiAction.COMPACTION.value
+    clustering = (HudiAction.REPLACE_COMMIT, HudiAction.CLUSTERING)
+    if instant.action in clustering and timeline.is_clustering(instant):
+        return HudiAction.CLUSTERING.value
+    return instant.action.value
+
+
 def action_from_table_type(table_type: TableType | None) -> str:
     if table_type is TableType.MERGE_ON_READ:
         return HudiAction.DELTA_COMMIT.value
     return HudiAction.COMMIT.value
 
 
-def summarize(stats: Sequence[WriteStatIn]) -> CommitSummary:
-    """Records and bytes written, files touched, log files among them (clamped to the
-    column ranges: a writer's odd numbers must not make the notification fail)."""
+def summarize(stats: Sequence[StatLike], small_file_bytes: int | None = None) -> CommitSummary:
+    """Records and bytes written, files touched, log files among them and their bytes, and
+    base files smaller than `small_file_bytes` per partition (clamped to the column ranges:
+    a writer's odd numbers must not make the notification fail)."""
     records = sum(max(s.num_writes or 0, 0) for s in stats)
     written = sum(max(s.total_write_bytes or s.file_size_in_bytes or 0, 0) for s in stats)
     paths = {s.path or f"{s.partition_path}/{s.file_id}" for s in stats}
-    logs = {s.path or f"{s.partition_path}/{s.file_id}" for s in stats if _is_log_stat(s)}
+    log_stats = [s for s in stats if _is_log_stat(s)]
+    logs = {s.path or f"{s.partition_path}/{s.file_id}" for s in log_stats}
+    log_bytes = sum(max(s.total_write_bytes or s.file_size_in_bytes or 0, 0) for s in log_stats)
+    small: Counter[str] = Counter()
+    if small_file_bytes:
+        for s in stats:
+            size = s.file_size_in_bytes or 0
+            if 0 < size < small_file_bytes and not _is_log_stat(s):
+                small[s.partition_path or ""] += 1
     return CommitSummary(
         records=min(records, _MAX_BIGINT),
         bytes_written=min(written, _MAX_BIGINT),
         files=min(len(paths), _MAX_INT),
         log_files=min(len(logs), _MAX_INT),
+        log_bytes=min(log_bytes, _MAX_BIGINT),
+        small_files=dict(small.most_common(MAX_SMALL_FILE_PARTITIONS)),
     )

@@ -18,7 +18,7 @@ from typing import Any
 from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline.instant import Action as HudiAction
+from tms.ingest.commit_action import timeline_action
 from tms.store import TableType
 
 __all__ = ["Seen", "StorageInfo", "TableProbe", "TableState"]
@@ -103,12 +103,7 @@ class TableProbe:
             instant = timeline.get(instant_time)
             if instant is None:
                 return None
-            if timeline.is_compaction(instant):
-                return HudiAction.COMPACTION.value
-            clustering = (HudiAction.REPLACE_COMMIT, HudiAction.CLUSTERING)
-            if instant.action in clustering and timeline.is_clustering(instant):
-                return HudiAction.CLUSTERING.value
-            return instant.action.value
+            return timeline_action(timeline, instant)
         except Exception as exc:
             log.warning("cannot read the timeline of %s: %s", self.base_path, exc)
             return None

@@ -1,21 +1,42 @@
-"""Trigger policies: turn stored commits into table service operations."""
+"""Trigger policies: turn stored commits into table service operations.
 
+Per table and action, a condition (a trigger strategy of `registry.STRATEGIES`, or `any` /
+`all` of them, from the policy's `triggers`; else the commit count threshold) says when the
+action is due; `apply_triggers` creates the operations that are.
+"""
+
+from tms.policies.combinators import AllOf, AnyOf
+from tms.policies.defaults import COUNT_KEYS, POLICY_KEYS, Thresholds, thresholds_for
+from tms.policies.registry import STRATEGIES
+from tms.policies.spec import TRIGGER_ACTIONS, parse_condition, parse_triggers
+from tms.policies.strategy import Condition, SpecError, Strategy
 from tms.policies.triggers import (
-    POLICY_KEYS,
     Counters,
-    Thresholds,
     Trigger,
     apply_triggers,
+    conditions_for,
     due_actions,
-    thresholds_for,
+    due_triggers,
 )
 
 __all__ = [
+    "COUNT_KEYS",
     "POLICY_KEYS",
+    "STRATEGIES",
+    "TRIGGER_ACTIONS",
+    "AllOf",
+    "AnyOf",
+    "Condition",
     "Counters",
+    "SpecError",
+    "Strategy",
     "Thresholds",
     "Trigger",
     "apply_triggers",
+    "conditions_for",
     "due_actions",
+    "due_triggers",
+    "parse_condition",
+    "parse_triggers",
     "thresholds_for",
 ]

@@ -1,62 +1,57 @@
-"""Trigger policies: when a stored commit turns into table service operations.
+"""Trigger policies: when a table's counters turn into table service operations.
 
-The decision is a pure function of a table's counters, settings and what is already pending
-(`due_actions`), so it is tested without a database; `apply_triggers` runs it inside the
-transaction that stored the notifications. The tables' rows are locked before their
-counters are bumped, so two transactions decide for one table one after the other and never
-both create the same operation (the partial unique index on plan-less operations backs this
-up).
+The decision is a pure function of a table's counters, policy, settings, what is already
+pending and the time (`due_triggers`), so it is tested without a database; `apply_triggers`
+runs it inside the transaction that stored the notifications (or that a pull read the
+table's timeline in, with or without new commits: that is how time-based triggers reach a
+table that went quiet). The tables' rows are locked before their counters are read, so two
+transactions decide for one table one after the other and never both create the same
+operation (the partial unique index on plan-less operations backs this up).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
+from tms.policies.defaults import POLICY_KEYS, Thresholds, default_conditions, thresholds_for
+from tms.policies.params import (
+    LOCK_PARAMS,
+    POLICY_PARAMS,
+    TABLE_WIDE_PARAMS,
+    policy_params,
+    table_wide_params,
+)
+from tms.policies.spec import TRIGGER_ACTIONS, parse_triggers
+from tms.policies.strategy import Condition, SpecError
 from tms.store import Action, CountedTable, Operation, TableType, reset_counter, submit_operation
 
 if TYPE_CHECKING:
     from tms.config import Settings
 
 __all__ = [
+    "LOCK_PARAMS",
     "POLICY_KEYS",
+    "POLICY_PARAMS",
+    "TABLE_WIDE_PARAMS",
     "Counters",
     "Thresholds",
     "Trigger",
     "apply_triggers",
+    "conditions_for",
     "due_actions",
+    "due_triggers",
+    "policy_params",
+    "table_wide_params",
     "thresholds_for",
 ]
 
-POLICY_KEYS = (
-    "compaction_delta_commits",
-    "clean_commits",
-    "clustering_commits",
-    "metadata_compaction_delta_commits",
-)
-"""Per-table overrides `tbl.policy` may hold; each is a commit count, 0 turns it off."""
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """Commits after which each action is due; 0 means never."""
-
-    compaction_delta_commits: int
-    clean_commits: int
-    clustering_commits: int
-    metadata_compaction_delta_commits: int = 0
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Thresholds:
-        return cls(
-            settings.compaction_delta_commits,
-            settings.clean_commits,
-            settings.clustering_commits,
-            settings.metadata_compaction_delta_commits,
-        )
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -87,70 +82,45 @@ class Trigger:
     reason: str
 
 
-def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Thresholds:
-    """The table's overrides on top of the service defaults (unknown keys are ignored here;
-    the API refuses them when they are set)."""
+def conditions_for(
+    policy: Mapping[str, Any], defaults: Thresholds, *, tbl_id: int | None = None
+) -> dict[Action, Condition]:
+    """Per action, what makes it due for a table with `policy`: its `triggers` entry, else
+    the count threshold (the policy's old key, else the service's).
 
-    def pick(key: str, default: int) -> int:
-        value = policy.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-    return Thresholds(
-        pick("compaction_delta_commits", defaults.compaction_delta_commits),
-        pick("clean_commits", defaults.clean_commits),
-        pick("clustering_commits", defaults.clustering_commits),
-        pick("metadata_compaction_delta_commits", defaults.metadata_compaction_delta_commits),
-    )
-
-
-POLICY_PARAMS: dict[Action, dict[str, str]] = {
-    Action.COMPACTION: {"compaction_strategy": "strategy", "compaction_cancellable": "cancellable"},
-    Action.CLEAN: {
-        "clean_policy": "policy",
-        "clean_retained": "retained",
-        "clean_cancel_plans_after_hours": "cancel_plans_after_hours",
-        "clean_cancel_plans_after_instants": "cancel_plans_after_instants",
-        "clean_rollback_failed_writes": "rollback_failed_writes",
-    },
-    Action.CLUSTERING: {
-        "clustering_sort_columns": "sort_columns",
-        "clustering_target_file_size": "target_file_size",
-        "clustering_cancellable": "cancellable",
-    },
-}
-"""Per action, the table policy keys that become the job's planning parameters."""
-
-TABLE_WIDE_PARAMS = frozenset({"cancellable"})
-"""Planning parameters a table's policy sets for every operation of the table, submitted
-ones too, unless the operation sets its own."""
-
-LOCK_PARAMS: dict[str, str] = {
-    "lock_provider": "hoodie.write.lock.provider",
-    "lock_path": "hoodie.write.lock.filesystem.path",
-    "lock_expire_minutes": "hoodie.write.lock.filesystem.expire",
-}
-"""The table policy keys that say how the table's writers lock it, for every operation."""
+    A stored spec this version cannot use (written before validation, or by hand) is
+    logged and the table falls back to the count thresholds, rather than failing the
+    transaction that stores the table's commits."""
+    conditions = default_conditions(thresholds_for(policy, defaults))
+    if "triggers" in policy:
+        try:
+            conditions.update(parse_triggers(policy["triggers"]))
+        except SpecError as exc:
+            log.warning("table %s: unusable policy triggers, using counts: %s", tbl_id, exc)
+    return conditions
 
 
-def table_wide_params(policy: Mapping[str, Any], action: str) -> dict[str, Any]:
-    """The parameters every operation of `action` on the table gets by default: the lock
-    settings, and the planning parameters the policy sets table-wide."""
-    locks = {key: policy[name] for name, key in LOCK_PARAMS.items() if policy.get(name) is not None}
-    try:
-        params = policy_params(policy, Action(action))
-    except ValueError:
-        return locks
-    wide = {name: value for name, value in params.items() if name in TABLE_WIDE_PARAMS}
-    return {**locks, **wide}
+def due_triggers(table: CountedTable, defaults: Thresholds, now: datetime) -> list[Trigger]:
+    """The actions to create for `table` now, in a fixed order (compaction, clustering,
+    clean, metadata compaction), each with its reason.
 
-
-def policy_params(policy: Mapping[str, Any], action: Action) -> dict[str, Any]:
-    """The planning parameters a policy-made operation of `action` carries (`extra_params`)."""
-    return {
-        param: policy[key]
-        for key, param in POLICY_PARAMS.get(action, {}).items()
-        if policy.get(key) is not None
-    }
+    Nothing for a paused table, nothing for an action that is not enabled or already
+    pending. Compaction only for merge-on-read tables; a table whose type is still unknown
+    counts as one, since only merge-on-read tables make delta commits.
+    """
+    if table.paused:
+        return []
+    conditions = conditions_for(table.policy, defaults, tbl_id=table.id)
+    due: list[Trigger] = []
+    for action in TRIGGER_ACTIONS:
+        if action not in table.enabled_actions or action in table.pending_actions:
+            continue
+        if action is Action.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
+            continue
+        reason = conditions[action].evaluate(table, now)
+        if reason:
+            due.append(Trigger(action, f"policy: {reason}"))
+    return due
 
 
 def due_actions(
@@ -162,73 +132,45 @@ def due_actions(
     thresholds: Thresholds,
     pending: Collection[Action],
 ) -> list[Trigger]:
-    """The actions to create now, in a fixed order (compaction, clustering, clean, metadata
-    compaction).
-
-    Nothing for a paused table, nothing for an action that is not enabled or already
-    pending. Compaction only for merge-on-read tables; a table whose type is still unknown
-    counts as one, since only merge-on-read tables make delta commits.
-    """
-    if paused:
-        return []
-    rules = (
-        (
-            Action.COMPACTION,
-            thresholds.compaction_delta_commits,
-            counters.delta_commits_since_compaction,
-            "delta commits since the last compaction",
-        ),
-        (
-            Action.CLUSTERING,
-            thresholds.clustering_commits,
-            counters.commits_since_clustering,
-            "commits since the last clustering",
-        ),
-        (
-            Action.CLEAN,
-            thresholds.clean_commits,
-            counters.commits_since_clean,
-            "commits since the last clean",
-        ),
-        (
-            Action.METADATA_COMPACTION,
-            thresholds.metadata_compaction_delta_commits,
-            counters.commits_since_metadata_compaction,
-            "metadata table delta commits since the last metadata compaction",
-        ),
+    """`due_triggers` for commit counts alone (no policy of the table's own): the count
+    thresholds, as the policies decided before strategies."""
+    table = CountedTable(
+        id=0,
+        table_type=table_type,
+        enabled_actions=list(enabled),
+        paused=paused,
+        policy={},
+        delta_commits_since_compaction=counters.delta_commits_since_compaction,
+        commits_since_clean=counters.commits_since_clean,
+        commits_since_clustering=counters.commits_since_clustering,
+        commits_since_metadata_compaction=counters.commits_since_metadata_compaction,
+        pending_actions=frozenset(pending),
     )
-    due: list[Trigger] = []
-    for action, threshold, count, what in rules:
-        if action not in enabled or action in pending or threshold <= 0 or count < threshold:
-            continue
-        if action is Action.COMPACTION and table_type is TableType.COPY_ON_WRITE:
-            continue
-        due.append(Trigger(action, f"policy: {count} {what} (threshold {threshold})"))
-    return due
+    return due_triggers(table, thresholds, datetime.now(UTC))
 
 
 def apply_triggers(
-    session: Session, tables: Iterable[CountedTable], settings: Settings
+    session: Session,
+    tables: Iterable[CountedTable],
+    settings: Settings,
+    *,
+    now: datetime | None = None,
 ) -> dict[int, list[Operation]]:
-    """Create the operations that the tables' counters make due, in the caller's
-    transaction (the one that counted, so `pending_actions` are still current: the table
-    rows are locked); per table id, the operations created.
+    """Create the operations that the tables' counters and clocks make due at `now`
+    (default: the current UTC time), in the caller's transaction (the one that counted or
+    read the counters, so `pending_actions` are still current: the table rows are locked);
+    per table id, the operations created.
 
     Each is plan-less (its job schedules the plan) and due now, with the table's queue and
-    priority; the counter it watches restarts at zero.
+    priority; the counters it watches restart at zero and its clock at now.
     """
+    when = datetime.now(UTC) if now is None else now
+    if when.tzinfo is None:  # the store's times are aware; a naive time is taken as UTC
+        when = when.replace(tzinfo=UTC)
     defaults = Thresholds.from_settings(settings)
     created: dict[int, list[Operation]] = {}
     for table in sorted(tables, key=lambda t: t.id):
-        due = due_actions(
-            table_type=table.table_type,
-            enabled=table.enabled_actions,
-            paused=table.paused,
-            counters=Counters.of(table),
-            thresholds=thresholds_for(table.policy, defaults),
-            pending=table.pending_actions,
-        )
-        for trigger in due:
+        for trigger in due_triggers(table, defaults, when):
             tbl_id = table.id
             submitted = submit_operation(
                 session,

@@ -25,6 +25,7 @@ from tms import observe
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
+from tms.scheduler.bounded import call_bounded
 from tms.store import (
     Action,
     OperationStatus,
@@ -144,25 +145,7 @@ class CancelScan:
         return tables
 
     def _bounded(self, fn: Callable[[], T]) -> T:
-        """`fn()` on a daemon thread, waited on for the storage timeout (a hung call is
-        left behind, not waited for)."""
-        box: list[T] = []
-        errors: list[BaseException] = []
-
-        def call() -> None:
-            try:
-                box.append(fn())
-            except BaseException as exc:
-                errors.append(exc)
-
-        thread = threading.Thread(target=call, name="tms-cancel-scan-storage", daemon=True)
-        thread.start()
-        thread.join(self._timeout)
-        if errors:
-            raise errors[0]
-        if not box:
-            raise TimeoutError(f"storage did not answer within {self._timeout:g}s")
-        return box[0]
+        return call_bounded(fn, self._timeout, name="tms-cancel-scan-storage")
 
     def _cancel(self, operation_id: int, instant: str) -> bool:
         reason = f"a writer requested the cancel of plan {instant} ({cancel.cancel_path(instant)})"

@@ -19,7 +19,9 @@ One tick:
    engine and record the log path. A launch that fails fails the attempt (retried with
    backoff unless retrying cannot help).
 4. every `cancel_scan_interval_seconds`, in the background: cancel the waiting operations
-   whose plans a writer asked to cancel on the table (`scheduler.cancel_scan`).
+   whose plans a writer asked to cancel on the table (`scheduler.cancel_scan`); and, as the
+   listing budget allows, pull the tables whose writers went quiet or whose sweep is due
+   (`scheduler.pull`); and raise and deliver alerts (`alerts.delivery`).
 5. metrics: tick time, running jobs, scheduling delay per launch, queue depth (throttled).
 
 Shutdown stops claiming and leaves running jobs alone: they run in their own process
@@ -42,10 +44,12 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics, observe
+from tms.alerts import AlertDelivery
 from tms.engines.base import LaunchError
 from tms.engines.process import tail_log
 from tms.scheduler.cancel_scan import CancelScan
 from tms.scheduler.launcher import ClaimedJob, RunningJob, exit_error, launch_spec
+from tms.scheduler.pull import PullSweep
 from tms.scheduler.wakeup import Wakeup
 from tms.store import (
     SPARK_SUBMIT,
@@ -117,7 +121,9 @@ class Scheduler:
             storage_timeout_seconds=settings.storage_timeout_seconds,
             clock=clock,
         )
+        self.alert_delivery = AlertDelivery(session_factory, settings, clock=clock)
         self.instance_id = instance_id
+        self.pulls = PullSweep(session_factory, settings, instance_id, clock=clock)
         self._factory = session_factory
         self._engines = engine_registry
         self._backoff = backoff or Backoff.from_settings(settings)
@@ -157,6 +163,8 @@ class Scheduler:
         self._wakeup.close()
         self._claiming = False
         self.cancel_scan.join(self.settings.storage_timeout_seconds)
+        self.alert_delivery.join()
+        self.pulls.join(self.settings.storage_timeout_seconds)
         log.info(
             "scheduler %s stopped; %d running job(s) left to their leases",
             self.instance_id,
@@ -172,6 +180,8 @@ class Scheduler:
             if self._claiming:
                 self._claim_and_launch(report)
                 self.cancel_scan.maybe_start()
+                self.alert_delivery.maybe_start()
+                self.pulls.maybe_start()
             self._observe_queue_depth()
         finally:
             metrics.RUNNING_OPERATIONS.set(len(self._running))
@@ -270,6 +280,8 @@ class Scheduler:
                 queue_limits=self.settings.queue_limits,
                 lease_seconds=self.settings.lease_seconds + self.settings.launch_grace_seconds,
                 worker_queues=worker_queues,
+                owner_limits=self.settings.owner_limits,
+                table_runs_per_hour=self.settings.table_runs_per_hour,
             )
             for c in claims:
                 note = engine_note(c.operation, c.operation.table, worker_queues)

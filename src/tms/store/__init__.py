@@ -4,6 +4,18 @@ Repository functions take a `Session` and never commit: the caller owns the tran
 (`with session_scope(factory) as session: …`), so a request's writes commit together.
 """
 
+from tms.store.alerts import (
+    ALERT_KINDS,
+    OPERATION_FAILED,
+    TABLE_SILENT,
+    Delivery,
+    alerts_of_operation,
+    claim_due_alerts,
+    list_alerts,
+    raise_alert,
+    raise_silent_tables,
+    record_delivery,
+)
 from tms.store.attempt_outcome import (
     AttemptEnd,
     Cancelled,
@@ -37,6 +49,7 @@ from tms.store.claiming import (
     reap_expired_leases,
 )
 from tms.store.commits import (
+    COUNTED_COLUMNS,
     CommitIn,
     CommitsRecorded,
     CountedTable,
@@ -85,6 +98,8 @@ from tms.store.instances import (
 )
 from tms.store.models import (
     Action,
+    Alert,
+    AlertStatus,
     Attempt,
     AttemptOutcome,
     Base,
@@ -112,6 +127,7 @@ from tms.store.operations import (
     submit_operation,
     waiting_plans,
 )
+from tms.store.pulls import PullTarget, claim_pulls, counted_tables, finish_pull, known_instants
 from tms.store.retry import Backoff
 from tms.store.table_locks import TableLocks
 from tms.store.tables import (
@@ -152,10 +168,16 @@ from tms.store.workers import (
 )
 
 __all__ = [
+    "ALERT_KINDS",
     "BACKOFF_MAX_SECONDS",
+    "COUNTED_COLUMNS",
+    "OPERATION_FAILED",
     "SPARK_SUBMIT",
     "SPARK_WORKER",
+    "TABLE_SILENT",
     "Action",
+    "Alert",
+    "AlertStatus",
     "Attempt",
     "AttemptEnd",
     "AttemptOutcome",
@@ -168,6 +190,7 @@ __all__ = [
     "CommitsRecorded",
     "Completed",
     "CountedTable",
+    "Delivery",
     "EmbeddedPostgres",
     "EmbeddedSupervisor",
     "Exited",
@@ -183,6 +206,7 @@ __all__ = [
     "OperationState",
     "OperationStatus",
     "PlanInvalid",
+    "PullTarget",
     "Reaped",
     "Registered",
     "StoreError",
@@ -197,14 +221,18 @@ __all__ = [
     "TransitionRefused",
     "Worker",
     "alembic_config",
+    "alerts_of_operation",
     "asked_engine",
     "attempt_for_token",
     "cancel_operation",
     "check_ready",
+    "claim_due_alerts",
     "claim_due_operations",
     "claim_for_worker",
+    "claim_pulls",
     "complete_operation",
     "count_operations",
+    "counted_tables",
     "current_revision",
     "delete_table",
     "engine_note",
@@ -215,6 +243,7 @@ __all__ = [
     "find_table_by_base_path",
     "finish_attempt",
     "finish_cancelled",
+    "finish_pull",
     "get_attempt",
     "get_operation",
     "get_table",
@@ -225,6 +254,8 @@ __all__ = [
     "invalidate_operation",
     "is_up_to_date",
     "issue_attempt_token",
+    "known_instants",
+    "list_alerts",
     "list_attempts",
     "list_commits",
     "list_events",
@@ -246,8 +277,11 @@ __all__ = [
     "probe_engine",
     "prune_instances",
     "queue_depth",
+    "raise_alert",
+    "raise_silent_tables",
     "reap_expired_leases",
     "record_commits",
+    "record_delivery",
     "record_engine",
     "record_event",
     "record_first_heartbeat",

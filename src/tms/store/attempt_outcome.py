@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from tms.store.alerts import raise_operation_failed
 from tms.store.models import Attempt, AttemptOutcome, Operation, OperationStatus
 from tms.store.retry import Backoff
 from tms.store.transitions import (
@@ -243,4 +244,6 @@ def _lose(
         now=now,
     )
     finish_attempt_row(session, attempt, AttemptOutcome.LOST, error=error, now=now)
+    if moved.status is S.FAILED:
+        raise_operation_failed(session, moved, attempt, now=now)
     return moved

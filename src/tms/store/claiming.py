@@ -2,7 +2,17 @@
 
 Claims are one statement (see `_CLAIM`): lock due rows with `FOR UPDATE SKIP LOCKED` in
 order of priority, due time and id; keep the first of each table and at most the free slots
-of each limited queue; set them RUNNING with a lease; insert their attempts and events.
+of each limited queue and of each limited owner; set them RUNNING with a lease; insert their
+attempts and events.
+
+Fairness: an owner (the operation's, else its table's) listed in `owner_limits` runs at most
+that many operations over all instances, and a table starts at most `max_runs_per_hour`
+attempts (its policy, else `table_runs_per_hour`; 0 = unlimited) per hour, so one hot table
+cannot take every slot. What these limits hold back stays SCHEDULED, and is left out before
+the scan's `LIMIT`, so it never crowds out operations that may run. Within one claim the
+queue ranks apply first, then the owner ranks among what fits its queue: a row its owner's
+limit drops may have taken a queue's last slot, so a claim can take fewer than it might
+(never more), and the next tick takes the rest.
 
 Limits across instances must count rows another instance is claiming at the same moment,
 which no snapshot can see. So claimers first take one transaction-scoped advisory lock and
@@ -66,6 +76,14 @@ SCHEDULER_FILTER = (
     "AND o.queue = ANY(CAST(:worker_queues AS text[])))))"
 )
 
+# The attempts a table may start per hour: its policy's `max_runs_per_hour` when that is a
+# JSON number, else the setting; 0 (or less) is unlimited. Numeric, so no value can overflow.
+_RUNS_CAP = (
+    "(CASE WHEN jsonb_typeof(ot.policy->'max_runs_per_hour') = 'number' "
+    "THEN CAST(ot.policy->>'max_runs_per_hour' AS numeric) "
+    "ELSE CAST(:table_runs_per_hour AS numeric) END)"
+)
+
 _CLAIM = f"""
 WITH limits AS (
     SELECT q.queue, q.max_running
@@ -76,8 +94,32 @@ room AS (
     FROM limits l LEFT JOIN operation r ON r.queue = l.queue AND r.status = 'RUNNING'
     GROUP BY l.queue, l.max_running
 ),
+owner_limits AS (
+    SELECT q.owner, q.max_running
+    FROM unnest(CAST(:owners AS text[]), CAST(:owner_limits AS int[])) AS q(owner, max_running)
+),
+running_owners AS (
+    SELECT COALESCE(r.owner, rt.owner) AS owner
+    FROM operation r JOIN tbl rt ON rt.id = r.tbl_id
+    WHERE r.status = 'RUNNING'
+),
+owner_room AS (
+    SELECT l.owner, l.max_running - count(r.owner) AS free
+    FROM owner_limits l LEFT JOIN running_owners r ON r.owner = l.owner
+    GROUP BY l.owner, l.max_running
+),
+-- Tables that started as many attempts in the hour before `now` as their cap allows. Read
+-- once (a hashed lookup), and only when a candidate's table has a cap (the CASE below).
+capped_tables AS MATERIALIZED (
+    SELECT ot.id AS tbl_id
+    FROM attempt a JOIN operation x ON x.id = a.operation_id JOIN tbl ot ON ot.id = x.tbl_id
+    WHERE a.started_at > {_NOW} - interval '1 hour'
+    GROUP BY ot.id
+    HAVING {_RUNS_CAP} > 0 AND count(*) >= {_RUNS_CAP}
+),
 candidates AS (
-    SELECT o.id, o.tbl_id, o.queue, o.priority, o.next_run_at
+    SELECT o.id, o.tbl_id, o.queue, COALESCE(o.owner, ot.owner) AS owner, o.priority,
+           o.next_run_at
     FROM operation o JOIN tbl ot ON ot.id = o.tbl_id
     WHERE o.status = 'SCHEDULED' AND NOT o.is_deleted AND o.next_run_at <= {_NOW}
       AND {{engine_filter}}
@@ -85,6 +127,11 @@ candidates AS (
           SELECT 1 FROM operation r WHERE r.tbl_id = o.tbl_id AND r.status = 'RUNNING')
       AND NOT EXISTS (SELECT 1 FROM tbl t WHERE t.id = o.tbl_id AND t.paused)
       AND NOT EXISTS (SELECT 1 FROM room WHERE room.queue = o.queue AND room.free <= 0)
+      AND NOT EXISTS (
+          SELECT 1 FROM owner_room w
+          WHERE w.owner = COALESCE(o.owner, ot.owner) AND w.free <= 0)
+      AND CASE WHEN {_RUNS_CAP} <= 0 THEN true
+               ELSE o.tbl_id NOT IN (SELECT c.tbl_id FROM capped_tables c) END
     ORDER BY o.priority DESC, o.next_run_at, o.id
     LIMIT :scan
     FOR UPDATE OF o SKIP LOCKED
@@ -100,13 +147,19 @@ ranked AS (
     FROM first_of_table f
     WHERE f.table_rank = 1
 ),
+queue_fit AS (
+    SELECT r.*, row_number() OVER (
+        PARTITION BY r.owner ORDER BY r.priority DESC, r.next_run_at, r.id) AS owner_rank
+    FROM ranked r LEFT JOIN room ON room.queue = r.queue
+    WHERE room.free IS NULL OR r.queue_rank <= room.free
+),
 picked AS (
     SELECT p.id, nextval(pg_get_serial_sequence('attempt', 'id')) AS attempt_id
     FROM (
-        SELECT r.id
-        FROM ranked r LEFT JOIN room ON room.queue = r.queue
-        WHERE room.free IS NULL OR r.queue_rank <= room.free
-        ORDER BY r.priority DESC, r.next_run_at, r.id
+        SELECT f.id
+        FROM queue_fit f LEFT JOIN owner_room w ON w.owner = f.owner
+        WHERE w.free IS NULL OR f.owner_rank <= w.free
+        ORDER BY f.priority DESC, f.next_run_at, f.id
         LIMIT :limit
     ) p
 ),
@@ -172,11 +225,16 @@ def claim_due_operations(
     now: datetime | None = None,
     worker_queues: Sequence[str] = (),
     for_worker: bool = False,
+    owner_limits: Mapping[str, int] | None = None,
+    table_runs_per_hour: int = 0,
 ) -> list[Claim]:
     """Claim up to `limit` due operations for `instance_id`, highest priority then oldest.
 
-    Skips paused tables, tables with a running operation, and queues whose running count
-    (over all instances) reached `queue_limits[queue]`; unlisted queues are unlimited.
+    Skips paused tables, tables with a running operation, queues whose running count
+    (over all instances) reached `queue_limits[queue]`, owners whose running count reached
+    `owner_limits[owner]` (unlisted queues and owners are unlimited), and tables that
+    started their hourly cap of attempts in the hour before `now` (policy
+    `max_runs_per_hour`, else `table_runs_per_hour`; 0 = unlimited).
     `for_worker`: only what a resident worker can run in `worker_queues` (its queues);
     else (the scheduler, for spark-submit) the rest, `worker_queues` being those that live
     workers serve. Caller: compute `limit` from the free slots and commit promptly.
@@ -184,6 +242,7 @@ def claim_due_operations(
     if limit <= 0:
         return []
     queue_limits = queue_limits or {}
+    owner_limits = owner_limits or {}
     lock_scheduling(session)
     engine_filter = WORKER_FILTER if for_worker else SCHEDULER_FILTER
     rows = session.execute(
@@ -192,7 +251,10 @@ def claim_due_operations(
             "worker_queues": list(worker_queues),
             "queues": list(queue_limits),
             "limits": list(queue_limits.values()),
-            # Extra rows let the per-table and per-queue filters still fill `limit`.
+            "owners": list(owner_limits),
+            "owner_limits": list(owner_limits.values()),
+            "table_runs_per_hour": table_runs_per_hour,
+            # Extra rows let the per-table, per-queue and per-owner ranks still fill `limit`.
             "scan": limit * 4 + 16,
             "limit": limit,
             "instance": instance_id,

@@ -12,6 +12,7 @@ import json
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -24,6 +25,7 @@ from tms.store.models import Action, Commit, TableType, Tbl
 from tms.store.tables import normalize_base_path
 
 __all__ = [
+    "COUNTED_COLUMNS",
     "DELTA_ACTIONS",
     "SERVICE_ACTIONS",
     "WRITE_ACTIONS",
@@ -41,8 +43,9 @@ __all__ = [
 # one delta commit on the metadata table, so all of them count towards its compaction.
 WRITE_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit"})
 DELTA_ACTIONS = frozenset({"deltacommit"})
-SERVICE_ACTIONS = frozenset({"compaction", "clustering"})
-"""A writer's own compaction or clustering restarts the counter of that service."""
+SERVICE_ACTIONS = frozenset({"compaction", "clustering", "clean"})
+"""A compaction, clustering or clean on the timeline (a writer's own, or ours read back by
+a pull) restarts the counters of that service."""
 
 
 @dataclass(slots=True)
@@ -64,6 +67,11 @@ class CommitIn:
     bytes_written: int = 0
     files: int = 0
     log_files: int = 0
+    log_bytes: int = 0
+    small_files: dict[str, int] = field(default_factory=dict)
+    """Small base files written, per partition path."""
+    pulled: bool = False
+    """Read from the timeline by the pull fallback rather than notified by a writer."""
 
 
 @dataclass(frozen=True)
@@ -81,9 +89,17 @@ class CountedTable:
     commits_since_clustering: int
     commits_since_metadata_compaction: int
     pending_actions: frozenset[Action]
+    log_bytes_since_compaction: int = 0
+    log_files_since_compaction: int = 0
+    small_files_since_clustering: dict[str, int] = field(default_factory=dict)
+    """Small base files written since the last clustering, per partition path."""
+    last_run_at: dict[Action, datetime] = field(default_factory=dict)
+    """When compaction, clustering and clean last ran (their counters restarted)."""
+    created_at: datetime | None = None
+    """When the table was registered: the time-based triggers' clock before a first run."""
 
     @classmethod
-    def of_row(cls, row: tuple[Any, ...]) -> CountedTable:
+    def of_row(cls, row: Sequence[Any]) -> CountedTable:
         (
             id,
             table_type,
@@ -95,7 +111,23 @@ class CountedTable:
             since_clustering,
             since_metadata_compaction,
             pending,
+            log_bytes,
+            log_files,
+            small_files,
+            last_compaction_at,
+            last_clustering_at,
+            last_clean_at,
+            created_at,
         ) = row
+        last_run_at = {
+            action: at
+            for action, at in (
+                (Action.COMPACTION, last_compaction_at),
+                (Action.CLUSTERING, last_clustering_at),
+                (Action.CLEAN, last_clean_at),
+            )
+            if at is not None
+        }
         return cls(
             id,
             TableType(table_type) if table_type else None,
@@ -107,6 +139,11 @@ class CountedTable:
             since_clustering,
             since_metadata_compaction,
             frozenset(Action(a) for a in pending),
+            log_bytes,
+            log_files,
+            {str(k): int(v) for k, v in (small_files or {}).items()},
+            last_run_at,
+            created_at,
         )
 
 
@@ -129,37 +166,84 @@ ORDER BY id FOR NO KEY UPDATE
 """
 
 _INSERT = """
-INSERT INTO commit (tbl_id, instant, action, records, bytes, files, log_files)
+INSERT INTO commit (tbl_id, instant, action, records, bytes, files, log_files, log_bytes, pulled)
 SELECT (r->>0)::bigint, r->>1, r->>2, (r->>3)::bigint, (r->>4)::bigint, (r->>5)::int,
-       (r->>6)::int
+       (r->>6)::int, (r->>7)::bigint, (r->>8)::bool
 FROM json_array_elements(%(rows)s::json) AS r
 ON CONFLICT (tbl_id, instant) DO NOTHING
 RETURNING tbl_id, instant
 """
 
-# Per table: delta commits and writes to add, and whether the batch held a writer's own
-# compaction or clustering (the counter restarts from the commits after it).
-_COUNT = """
-UPDATE tbl SET
-  delta_commits_since_compaction = u.deltas
-    + CASE WHEN u.compacted THEN 0 ELSE tbl.delta_commits_since_compaction END,
-  commits_since_clean = tbl.commits_since_clean + u.writes,
-  commits_since_clustering = u.writes_since_clustering
-    + CASE WHEN u.clustered THEN 0 ELSE tbl.commits_since_clustering END,
-  commits_since_metadata_compaction = tbl.commits_since_metadata_compaction + u.commits,
-  last_commit_instant = greatest(tbl.last_commit_instant, u.last_instant),
-  last_notification_at = now(),
-  updated_at = now()
-FROM (SELECT (r->>0)::bigint AS id, (r->>1)::int AS deltas, (r->>2)::int AS writes,
-             (r->>3)::int AS writes_since_clustering, (r->>4)::bool AS compacted,
-             (r->>5)::bool AS clustered, r->>6 AS last_instant, (r->>7)::int AS commits
-      FROM json_array_elements(%(rows)s::json) AS r) AS u
-WHERE tbl.id = u.id
-RETURNING tbl.id, tbl.table_type::text, tbl.enabled_actions::text[], tbl.paused, tbl.policy,
+COUNTED_COLUMNS = """
+  tbl.id, tbl.table_type::text, tbl.enabled_actions::text[], tbl.paused, tbl.policy,
   tbl.delta_commits_since_compaction, tbl.commits_since_clean, tbl.commits_since_clustering,
   tbl.commits_since_metadata_compaction,
   ARRAY(SELECT DISTINCT o.action::text FROM operation o
-        WHERE o.tbl_id = tbl.id AND o.status IN ('SCHEDULED', 'RUNNING') AND NOT o.is_deleted)
+        WHERE o.tbl_id = tbl.id AND o.status IN ('SCHEDULED', 'RUNNING') AND NOT o.is_deleted),
+  tbl.log_bytes_since_compaction, tbl.log_files_since_compaction,
+  tbl.small_files_since_clustering, tbl.last_compaction_at, tbl.last_clustering_at,
+  tbl.last_clean_at, tbl.created_at
+"""
+"""What `CountedTable.of_row` reads, in order, of a `tbl` row (a RETURNING or SELECT list)."""
+
+# What the counters of a table hold after a batch. A batch without a compaction, clustering
+# or clean (a writer's own, or ours read back by a pull) adds its commits; one with such a
+# service recounts from the stored commits after the newest one of that service, so the
+# counters are right whatever order the commits were heard in (a pull may bring a
+# compaction after the delta commits that followed it were notified).
+_WRITES = "('commit', 'deltacommit', 'replacecommit')"
+_AFTER = (
+    "c.tbl_id = tbl.id AND c.instant > (SELECT max(s.instant) FROM commit s "
+    "WHERE s.tbl_id = tbl.id AND s.action = '{service}')"
+)
+_SMALL_FILES_CAP = 1000
+
+_COUNT = f"""
+UPDATE tbl SET
+  delta_commits_since_compaction = CASE WHEN u.compacted
+    THEN (SELECT count(*) FROM commit c WHERE {_AFTER.format(service="compaction")}
+          AND c.action = 'deltacommit')
+    ELSE tbl.delta_commits_since_compaction + u.deltas END,
+  log_bytes_since_compaction = CASE WHEN u.compacted
+    THEN (SELECT coalesce(sum(c.log_bytes), 0) FROM commit c
+          WHERE {_AFTER.format(service="compaction")})
+    ELSE tbl.log_bytes_since_compaction + u.log_bytes END,
+  log_files_since_compaction = CASE WHEN u.compacted
+    THEN (SELECT coalesce(sum(c.log_files), 0) FROM commit c
+          WHERE {_AFTER.format(service="compaction")})
+    ELSE tbl.log_files_since_compaction + u.log_files END,
+  commits_since_clean = CASE WHEN u.cleaned
+    THEN (SELECT count(*) FROM commit c WHERE {_AFTER.format(service="clean")}
+          AND c.action IN {_WRITES})
+    ELSE tbl.commits_since_clean + u.writes END,
+  commits_since_clustering = CASE WHEN u.clustered
+    THEN (SELECT count(*) FROM commit c WHERE {_AFTER.format(service="clustering")}
+          AND c.action IN {_WRITES})
+    ELSE tbl.commits_since_clustering + u.writes END,
+  small_files_since_clustering = (
+    SELECT coalesce(jsonb_object_agg(m.k, m.n), '{{}}'::jsonb) FROM (
+      SELECT p.k, sum(p.n) AS n FROM (
+        SELECT e.key AS k, e.value::text::bigint AS n FROM jsonb_each(CASE WHEN u.clustered
+          THEN '{{}}'::jsonb ELSE tbl.small_files_since_clustering END) AS e
+        UNION ALL
+        SELECT e.key, e.value::text::bigint FROM jsonb_each(u.small_files) AS e
+      ) p GROUP BY p.k ORDER BY n DESC LIMIT {_SMALL_FILES_CAP}
+    ) m),
+  last_compaction_at = CASE WHEN u.compacted THEN now() ELSE tbl.last_compaction_at END,
+  last_clustering_at = CASE WHEN u.clustered THEN now() ELSE tbl.last_clustering_at END,
+  last_clean_at = CASE WHEN u.cleaned THEN now() ELSE tbl.last_clean_at END,
+  commits_since_metadata_compaction = tbl.commits_since_metadata_compaction + u.commits,
+  last_commit_instant = greatest(tbl.last_commit_instant, u.last_instant),
+  last_notification_at = CASE WHEN u.pulled THEN tbl.last_notification_at ELSE now() END,
+  last_commit_seen_at = now(),
+  updated_at = now()
+FROM (SELECT (r->>0)::bigint AS id, (r->>1)::int AS deltas, (r->>2)::int AS writes,
+             (r->>3)::bool AS compacted, (r->>4)::bool AS clustered, (r->>5)::bool AS cleaned,
+             r->>6 AS last_instant, (r->>7)::int AS commits, (r->>8)::bigint AS log_bytes,
+             (r->>9)::bigint AS log_files, (r->10)::jsonb AS small_files, (r->>11)::bool AS pulled
+      FROM json_array_elements(%(rows)s::json) AS r) AS u
+WHERE tbl.id = u.id
+RETURNING {COUNTED_COLUMNS}
 """
 
 
@@ -186,26 +270,35 @@ def lock_tables_by_base_path(session: Session, base_paths: Collection[str]) -> d
 
 @dataclass
 class _Increments:
-    """What a table's new commits add to its counters, walked in instant order."""
+    """What a table's new commits add to its counters, and which services among them make
+    the counters recount (`_COUNT`)."""
 
     deltas: int = 0
     writes: int = 0
-    writes_since_clustering: int = 0
     compacted: bool = False
     clustered: bool = False
+    cleaned: bool = False
     last_instant: str = ""
     commits: int = 0
+    log_bytes: int = 0
+    log_files: int = 0
+    small_files: dict[str, int] = field(default_factory=dict)
+    pulled: bool = False
 
-    def add(self, instant: str, action: str) -> None:
-        if action == "compaction":
-            self.compacted, self.deltas = True, 0
-        elif action == "clustering":
-            self.clustered, self.writes_since_clustering = True, 0
+    def add(self, commit: CommitIn) -> None:
+        action = commit.action
+        self.compacted |= action == "compaction"
+        self.clustered |= action == "clustering"
+        self.cleaned |= action == "clean"
         self.deltas += action in DELTA_ACTIONS
         self.writes += action in WRITE_ACTIONS
-        self.writes_since_clustering += action in WRITE_ACTIONS
         self.commits += 1
-        self.last_instant = max(self.last_instant, instant)
+        self.log_bytes += commit.log_bytes
+        self.log_files += commit.log_files
+        for partition, count in commit.small_files.items():
+            self.small_files[partition] = self.small_files.get(partition, 0) + count
+        self.last_instant = max(self.last_instant, commit.instant)
+        self.pulled = commit.pulled
 
     def row(self, tbl_id: int) -> tuple[Any, ...]:
         """The table's row of `_COUNT`'s input."""
@@ -213,11 +306,15 @@ class _Increments:
             tbl_id,
             self.deltas,
             self.writes,
-            self.writes_since_clustering,
             self.compacted,
             self.clustered,
+            self.cleaned,
             self.last_instant,
             self.commits,
+            self.log_bytes,
+            self.log_files,
+            self.small_files,
+            self.pulled,
         )
 
 
@@ -225,8 +322,9 @@ def record_commits(session: Session, commits: Sequence[CommitIn]) -> CommitsReco
     """Store `commits` (`INSERT … ON CONFLICT DO NOTHING`), then bump the counters and last
     instant of their tables by the commits that were new, in one statement each.
 
-    A writer's own compaction (clustering) sets the compaction (clustering) counter back
-    to the delta commits (writes) after it. Raises `NotFound` for an unknown table.
+    A compaction, clustering or clean among them (a writer's own, or ours that a pull read
+    back) sets that service's counters to what the stored commits after the newest one of
+    it add up to. Raises `NotFound` for an unknown table.
     """
     if not commits:
         return CommitsRecorded([])
@@ -235,7 +333,17 @@ def record_commits(session: Session, commits: Sequence[CommitIn]) -> CommitsReco
     with _cursor(session) as cursor:
         try:
             values = [
-                (c.tbl_id, c.instant, c.action, c.records, c.bytes_written, c.files, c.log_files)
+                (
+                    c.tbl_id,
+                    c.instant,
+                    c.action,
+                    c.records,
+                    c.bytes_written,
+                    c.files,
+                    c.log_files,
+                    c.log_bytes,
+                    c.pulled,
+                )
                 for c in rows
             ]
             inserted = cursor.execute(_INSERT, {"rows": json.dumps(values)}).fetchall()
@@ -250,7 +358,7 @@ def record_commits(session: Session, commits: Sequence[CommitIn]) -> CommitsReco
             if key in unclaimed:
                 unclaimed.discard(key)
                 new[i] = True
-                increments[commit.tbl_id].add(commit.instant, commit.action)
+                increments[commit.tbl_id].add(commit)
         if not increments:
             return CommitsRecorded(new)
         steps = [s.row(i) for i, s in sorted(increments.items())]

@@ -33,6 +33,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 __all__ = [
     "COMMIT_ORDER",
     "Action",
+    "Alert",
+    "AlertStatus",
     "Attempt",
     "AttemptOutcome",
     "Base",
@@ -87,6 +89,14 @@ class TableType(enum.StrEnum):
     MERGE_ON_READ = "MERGE_ON_READ"
 
 
+class AlertStatus(enum.StrEnum):
+    """Delivery state of an alert: PENDING until delivered or out of tries (FAILED)."""
+
+    PENDING = "PENDING"
+    DELIVERED = "DELIVERED"
+    FAILED = "FAILED"
+
+
 def _pg_enum(cls: type[enum.StrEnum], name: str) -> Enum:
     """Store enum *values* (not member names) in a named PostgreSQL enum type."""
     return Enum(cls, name=name, values_callable=lambda members: [m.value for m in members])
@@ -96,6 +106,7 @@ ACTION = _pg_enum(Action, "action")
 OPERATION_STATUS = _pg_enum(OperationStatus, "operation_status")
 ATTEMPT_OUTCOME = _pg_enum(AttemptOutcome, "attempt_outcome")
 TABLE_TYPE = _pg_enum(TableType, "table_type")
+ALERT_STATUS = _pg_enum(AlertStatus, "alert_status")
 
 # Explicit, stable names: the migration creates exactly these, and the schema test compares.
 NAMING = {
@@ -170,6 +181,23 @@ class Tbl(Base):
     commits_since_clustering: Mapped[int] = mapped_column(server_default="0")
     commits_since_metadata_compaction: Mapped[int] = mapped_column(server_default="0")
     last_notification_at: Mapped[datetime | None]
+    last_commit_seen_at: Mapped[datetime | None]
+    """When a commit new to the store (notified or pulled) was last recorded."""
+    last_pulled_at: Mapped[datetime | None]
+    """When the service last read the table's timeline itself (the pull fallback)."""
+    pull_lease_owner: Mapped[str | None]
+    pull_lease_expires_at: Mapped[datetime | None]
+    """The instance pulling the table now, and until when: one pull per table at a time."""
+    log_bytes_since_compaction: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    log_files_since_compaction: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    small_files_since_clustering: Mapped[dict[str, Any]] = mapped_column(
+        server_default=text("'{}'::jsonb")
+    )
+    """Small base files written since the last clustering, per partition path."""
+    last_compaction_at: Mapped[datetime | None]
+    last_clustering_at: Mapped[datetime | None]
+    last_clean_at: Mapped[datetime | None]
+    """When each action last ran (its counter restarted): the time-based triggers' clock."""
     paused: Mapped[bool] = mapped_column(server_default="false")
     storage_options: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     """Options of the table's filesystem (credentials, endpoint), set by an admin. Secrets:
@@ -196,6 +224,9 @@ class Commit(Base):
     bytes: Mapped[int] = mapped_column(BigInteger, server_default="0")
     files: Mapped[int] = mapped_column(server_default="0")
     log_files: Mapped[int] = mapped_column(server_default="0")
+    log_bytes: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    pulled: Mapped[bool] = mapped_column(server_default="false")
+    """Recorded by the pull fallback from the timeline, not by a writer's notification."""
     received_at: Mapped[datetime] = _now()
     seq: Mapped[int] = _commit_order()
     """Place in the store's commit order (`COMMIT_ORDER`)."""
@@ -304,6 +335,8 @@ class Attempt(Base):
     __table_args__ = (
         UniqueConstraint("operation_id", "number"),
         UniqueConstraint("token_hash"),
+        # The claim counts the attempts each table started in the last hour (its cap).
+        Index("ix_attempt_started_at", "started_at"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
@@ -348,6 +381,39 @@ class Worker(Base):
     attempts_run: Mapped[int] = mapped_column(server_default="0")
     started_at: Mapped[datetime] = _now()
     last_seen_at: Mapped[datetime] = _now()
+
+
+class Alert(Base):
+    """One alert to deliver to the webhook: an operation that ended FAILED, or a table
+    silent for too long. `dedupe_key` makes raising it again a no-op."""
+
+    __tablename__ = "alert"
+    __table_args__ = (
+        UniqueConstraint("dedupe_key"),
+        Index("ix_alert_operation_id", "operation_id"),
+        Index("ix_alert_tbl_id", "tbl_id"),
+        Index(
+            "ix_alert_due",
+            "next_attempt_at",
+            postgresql_where=text("status = 'PENDING'"),
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    kind: Mapped[str]
+    dedupe_key: Mapped[str]
+    tbl_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tbl.id"))
+    operation_id: Mapped[int | None] = mapped_column(BigInteger, ForeignKey("operation.id"))
+    payload: Mapped[dict[str, Any]]
+    status: Mapped[AlertStatus] = mapped_column(
+        ALERT_STATUS, server_default=AlertStatus.PENDING.value
+    )
+    deliveries: Mapped[int] = mapped_column(server_default="0")
+    """Tries so far (each one POST to the webhook)."""
+    next_attempt_at: Mapped[datetime] = _now()
+    last_error: Mapped[str | None]
+    created_at: Mapped[datetime] = _now()
+    delivered_at: Mapped[datetime | None]
 
 
 class Instance(Base):

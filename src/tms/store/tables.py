@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import String, bindparam, delete, func, or_, select, update
+from sqlalchemy import String, bindparam, delete, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -16,6 +16,7 @@ from tms.store.claiming import lock_scheduling
 from tms.store.errors import NotFound, TableBusy, TableConflict
 from tms.store.models import (
     Action,
+    Alert,
     Attempt,
     Commit,
     Operation,
@@ -40,12 +41,22 @@ __all__ = [
 ]
 
 # Which counter a scheduled (or finished) operation of each action starts again from zero.
-_COUNTER = {
-    Action.COMPACTION: Tbl.delta_commits_since_compaction,
-    Action.CLEAN: Tbl.commits_since_clean,
-    Action.CLUSTERING: Tbl.commits_since_clustering,
-    Action.METADATA_COMPACTION: Tbl.commits_since_metadata_compaction,
+_RESET: dict[Action, dict[Any, Any]] = {
+    Action.COMPACTION: {
+        Tbl.delta_commits_since_compaction: 0,
+        Tbl.log_bytes_since_compaction: 0,
+        Tbl.log_files_since_compaction: 0,
+        Tbl.last_compaction_at: func.now(),
+    },
+    Action.CLEAN: {Tbl.commits_since_clean: 0, Tbl.last_clean_at: func.now()},
+    Action.CLUSTERING: {
+        Tbl.commits_since_clustering: 0,
+        Tbl.small_files_since_clustering: text("'{}'::jsonb"),
+        Tbl.last_clustering_at: func.now(),
+    },
+    Action.METADATA_COMPACTION: {Tbl.commits_since_metadata_compaction: 0},
 }
+"""What restarts when an action is scheduled: its counters, and the clock of its last run."""
 _UPDATABLE = frozenset(
     {
         "owner",
@@ -222,12 +233,13 @@ def update_table(session: Session, tbl_id: int, **changes: Any) -> Tbl:
 
 
 def reset_counter(session: Session, tbl_id: int, action: Action) -> None:
-    """Restart the commit counter `action`'s policy watches (when it schedules one)."""
-    column = _COUNTER.get(action)
-    if column is None:
+    """Restart the counters `action`'s triggers watch, and its clock (when a trigger
+    schedules one)."""
+    reset = _RESET.get(action)
+    if reset is None:
         return
     session.execute(
-        update(Tbl).where(Tbl.id == tbl_id).values({column: 0, Tbl.updated_at: func.now()})
+        update(Tbl).where(Tbl.id == tbl_id).values({**reset, Tbl.updated_at: func.now()})
     )
 
 
@@ -248,6 +260,7 @@ def delete_table(session: Session, tbl_id: int) -> None:
         raise TableBusy(f"table {tbl_id} has running operation {running}")
     ops = select(Operation.id).where(Operation.tbl_id == tbl_id).scalar_subquery()
     for stmt in (
+        delete(Alert).where(Alert.tbl_id == tbl_id),
         delete(OperationEvent).where(OperationEvent.operation_id.in_(ops)),
         delete(Attempt).where(Attempt.operation_id.in_(ops)),
         delete(Operation).where(Operation.tbl_id == tbl_id),

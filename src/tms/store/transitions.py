@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, func, literal, select, update
 from sqlalchemy.orm import Session
 
+from tms.store.alerts import raise_operation_failed
 from tms.store.errors import NotFound, TransitionRefused
 from tms.store.events import record_event
 from tms.store.models import Attempt, AttemptOutcome, Operation, OperationStatus
@@ -244,6 +245,8 @@ def fail_attempt(
     finish_attempt_row(
         session, attempt, AttemptOutcome.FAILED, error=error, exit_code=exit_code, figures=figures
     )
+    if operation.status is S.FAILED:
+        raise_operation_failed(session, operation, attempt)
     return operation
 
 

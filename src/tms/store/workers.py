@@ -115,9 +115,12 @@ def claim_for_worker(
     limit: int,
     queue_limits: Mapping[str, int] | None,
     lease_seconds: float,
+    owner_limits: Mapping[str, int] | None = None,
+    table_runs_per_hour: int = 0,
 ) -> list[Claim]:
     """Claim up to `limit` due operations the worker can run, in its queues; their
-    attempts name the worker and the `spark-worker` engine."""
+    attempts name the worker and the `spark-worker` engine. The queue, owner and hourly
+    table limits are the scheduler's: they count every running operation, whoever runs it."""
     claims = claim_due_operations(
         session,
         worker.id,
@@ -126,6 +129,8 @@ def claim_for_worker(
         lease_seconds=lease_seconds,
         worker_queues=worker.queues,
         for_worker=True,
+        owner_limits=owner_limits,
+        table_runs_per_hour=table_runs_per_hour,
     )
     if claims:
         record_engine(session, [c.attempt.id for c in claims], SPARK_WORKER, worker_id=worker.id)

@@ -14,6 +14,7 @@ from tms.api.deps import SessionDep, StorageCallsDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.routes.tables import Cursor, parse_cursor
 from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut, OperationPage
+from tms.api.schemas.alerts import AlertBrief
 from tms.api.schemas.common import MAX_ID, Text, parse_action
 from tms.api.views import operation_out, operations_out
 from tms.config import Role
@@ -26,6 +27,7 @@ from tms.services.params import BadJobInput, lock_settings
 from tms.store import (
     Action,
     OperationStatus,
+    alerts_of_operation,
     cancel_operation,
     get_operation,
     get_table,
@@ -109,10 +111,13 @@ def list_operations_route(
     responses=_404,
 )
 def get_operation_route(operation_id: OperationId, session: SessionDep) -> OperationDetail:
-    """The operation with its history of status changes, oldest first."""
+    """The operation with its history of status changes and its alerts, oldest first."""
     operation = get_operation(session, operation_id)
     events = [EventOut.of(e) for e in list_events(session, operation_id)]
-    return OperationDetail(**operation_out(session, operation).model_dump(), events=events)
+    alerts = [AlertBrief.of(a) for a in alerts_of_operation(session, operation_id)]
+    return OperationDetail(
+        **operation_out(session, operation).model_dump(), events=events, alerts=alerts
+    )
 
 
 @router.post(

@@ -139,6 +139,8 @@ def _claim_once(
         limit=min(body.free, worker.slots),
         queue_limits=settings.queue_limits,
         lease_seconds=settings.lease_seconds,
+        owner_limits=settings.owner_limits,
+        table_runs_per_hour=settings.table_runs_per_hour,
     )
     claimed = []
     for claim in claims:

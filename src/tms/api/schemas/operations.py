@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from tms.api.schemas.alerts import AlertBrief
 from tms.api.schemas.common import (
     Engine,
     ExtraParams,
@@ -137,6 +138,9 @@ class EventOut(BaseModel):
 
 class OperationDetail(OperationOut):
     events: list[EventOut]
+    alerts: list[AlertBrief] = Field(
+        description="alerts raised about it (each time it ended FAILED), oldest first"
+    )
 
 
 class OperationPage(BaseModel):

@@ -6,7 +6,8 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError, ValidationError
 
 from tms.api.schemas.common import (
     BasePath,
@@ -22,6 +23,7 @@ from tms.api.schemas.common import (
 )
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import LockSpec
+from tms.policies import COUNT_KEYS, SpecError, parse_triggers
 from tms.services.params import BadJobInput, lock_settings
 from tms.store import Action, TableType
 
@@ -65,6 +67,17 @@ class PolicyIn(Strict):
     lock_expire_minutes: Annotated[int, Field(ge=0, le=100_000)] | None = None
     execution_engine: Engine | None = None
     """The engine of the table's operations that leave it to choose (`spark`)."""
+    notification_timeout_seconds: Annotated[float, Field(ge=0, le=10_000_000)] | None = None
+    """After this long without a notification the service pulls the table (0 = never)."""
+    max_runs_per_hour: Annotated[int, Field(ge=0, le=100_000)] | None = None
+    """Attempts the table may start per hour (0 = unlimited)."""
+    triggers: dict[str, Any] | None = Field(
+        None,
+        description="per action (compaction, clustering, clean, metadata-compaction), what "
+        'makes it due: a strategy with its threshold, e.g. {"delta_commits": 5}, or '
+        '{"any": [...]} / {"all": [...]} of them; an action without one keeps its commit '
+        "count threshold",
+    )
 
     @field_validator("lock_provider")
     @classmethod
@@ -85,6 +98,32 @@ class PolicyIn(Strict):
                 lock_settings({"hoodie.write.lock.filesystem.path": value})
             except BadJobInput as exc:
                 raise ValueError(str(exc).split(": ", 1)[-1]) from None
+        return value
+
+    @field_validator("triggers")
+    @classmethod
+    def _triggers(cls, value: dict[str, Any] | None, info: ValidationInfo) -> Any:
+        """A spec the policies cannot run is a 422 naming the value at fault
+        (`body.policy.triggers.compaction.any.1.elapsed_hours`)."""
+
+        def error(path: tuple[str | int, ...], problem: str, given: Any) -> ValidationError:
+            # Located below `triggers` (pydantic prefixes the field's own location).
+            kind = PydanticCustomError("trigger_spec", "{problem}", {"problem": problem})
+            return ValidationError.from_exception_data(
+                "triggers", [{"type": kind, "loc": path, "input": given}]
+            )
+
+        if value is None:
+            return value
+        try:
+            conditions = parse_triggers(value)
+        except SpecError as exc:
+            raise error(exc.path, exc.problem, exc.value) from None
+        for action in conditions:
+            key = COUNT_KEYS[action]
+            if info.data.get(key) is not None:
+                problem = f"set either {key} or triggers.{action.value}, not both"
+                raise error((action.value,), problem, value[action.value])
         return value
 
 
@@ -235,7 +274,21 @@ class TableOut(BaseModel):
     commits_since_clean: int
     commits_since_clustering: int
     commits_since_metadata_compaction: int
+    log_bytes_since_compaction: int
+    log_files_since_compaction: int
+    small_files_since_clustering: dict[str, int] = Field(
+        description="small base files written since the last clustering, per partition path"
+    )
+    last_compaction_at: datetime | None
+    last_clustering_at: datetime | None
+    last_clean_at: datetime | None
     last_notification_at: datetime | None
+    last_commit_seen_at: datetime | None = Field(
+        description="when a commit new to the service was last recorded, notified or pulled"
+    )
+    last_pulled_at: datetime | None = Field(
+        description="when the service last read the table's timeline itself (pull fallback)"
+    )
     paused: bool
     storage_options: list[str] = Field(
         description="names of the storage options set on the table (values are write-only)"

@@ -1,0 +1,81 @@
+"""What a table without a `triggers` entry for an action gets: the commit count threshold
+of its old policy key, else the service's setting (0 = never), as before strategies."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tms.policies.strategies.commits import Commits
+from tms.policies.strategies.delta_commits import DeltaCommits
+from tms.policies.strategy import Condition
+from tms.store import Action
+
+if TYPE_CHECKING:
+    from tms.config import Settings
+
+__all__ = ["COUNT_KEYS", "POLICY_KEYS", "Thresholds", "default_conditions", "thresholds_for"]
+
+POLICY_KEYS = (
+    "compaction_delta_commits",
+    "clean_commits",
+    "clustering_commits",
+    "metadata_compaction_delta_commits",
+)
+"""Per-table overrides `tbl.policy` may hold; each is a commit count, 0 turns it off."""
+
+COUNT_KEYS = {
+    Action.COMPACTION: "compaction_delta_commits",
+    Action.CLUSTERING: "clustering_commits",
+    Action.CLEAN: "clean_commits",
+    Action.METADATA_COMPACTION: "metadata_compaction_delta_commits",
+}
+"""The policy key of each action's count threshold, which a `triggers` entry replaces."""
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Commits after which each action is due; 0 means never."""
+
+    compaction_delta_commits: int
+    clean_commits: int
+    clustering_commits: int
+    metadata_compaction_delta_commits: int = 0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Thresholds:
+        return cls(
+            settings.compaction_delta_commits,
+            settings.clean_commits,
+            settings.clustering_commits,
+            settings.metadata_compaction_delta_commits,
+        )
+
+
+def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Thresholds:
+    """The table's overrides on top of the service defaults (unknown keys are ignored here;
+    the API refuses them when they are set)."""
+
+    def pick(key: str, default: int) -> int:
+        value = policy.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+    return Thresholds(
+        pick("compaction_delta_commits", defaults.compaction_delta_commits),
+        pick("clean_commits", defaults.clean_commits),
+        pick("clustering_commits", defaults.clustering_commits),
+        pick("metadata_compaction_delta_commits", defaults.metadata_compaction_delta_commits),
+    )
+
+
+def default_conditions(thresholds: Thresholds) -> dict[Action, Condition]:
+    """The count strategies the thresholds stand for, one per action."""
+    return {
+        Action.COMPACTION: DeltaCommits(Action.COMPACTION, thresholds.compaction_delta_commits),
+        Action.CLUSTERING: Commits(Action.CLUSTERING, thresholds.clustering_commits),
+        Action.CLEAN: Commits(Action.CLEAN, thresholds.clean_commits),
+        Action.METADATA_COMPACTION: DeltaCommits(
+            Action.METADATA_COMPACTION, thresholds.metadata_compaction_delta_commits
+        ),
+    }

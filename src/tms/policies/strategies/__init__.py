@@ -1,0 +1,1 @@
+"""One module per trigger strategy; `tms.policies.registry` names them."""

@@ -1,0 +1,221 @@
+"""The pull fallback: the scheduler reads timelines of tables whose writers went quiet.
+
+Every tick may start a round in the background (the tick never waits on storage). A round
+takes as many tables as the listing budget allows right now (`Pacer`:
+`pull_listings_per_minute`, one listing each, spread evenly over the minute, so 10,000
+tables are all read without a burst), leases them in one statement (`claim_pulls`: silent
+tables first, then the sweep's oldest; one instance per table), and pulls each: its
+timeline read with the storage timeout, the commits the store has not heard of recorded
+as notifications would be and the triggers run (`tms.ingest.pulled`), its lease ended. A
+table whose storage fails is logged and counted, and waits for its next turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Protocol
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from tms import metrics, observe
+from tms.ingest.pulled import PulledCommit, PulledTimeline, read_new, read_timeline, write_pulled
+from tms.scheduler.bounded import call_bounded
+from tms.store import PullTarget, claim_pulls, finish_pull, known_instants, session_scope
+
+if TYPE_CHECKING:
+    from tms.config import Settings
+
+__all__ = ["Pacer", "PullReport", "PullSweep", "TimelineReader"]
+
+log = logging.getLogger(__name__)
+
+BATCH = 100
+"""Tables one claim leases at most (a round claims again while the budget lasts)."""
+
+
+class Pacer:
+    """`per_minute` slots a minute, one every `60 / per_minute` seconds. At most `burst`
+    slots are saved up while rounds are apart (one scheduler interval's worth), and none
+    while nothing is due (`lapse`), so listings never come in a burst."""
+
+    def __init__(self, per_minute: int, clock: Callable[[], float], *, burst: int = 1) -> None:
+        self.per_minute = per_minute
+        self.burst = max(1, burst)
+        self._clock = clock
+        self._next: float | None = None
+
+    @property
+    def spacing(self) -> float:
+        return 60.0 / self.per_minute
+
+    def take(self, most: int) -> int:
+        """Slots due now, up to `most`; they are used up."""
+        if self.per_minute <= 0 or most <= 0:
+            return 0
+        now = self._clock()
+        earliest = now - (self.burst - 1) * self.spacing
+        if self._next is None or self._next < earliest:
+            self._next = earliest
+        if now < self._next:
+            return 0
+        slots = min(most, int((now - self._next) // self.spacing) + 1)
+        self._next += slots * self.spacing
+        return slots
+
+    def lapse(self, unused: int) -> None:
+        """Nothing more was due: `unused` slots of the last `take` are not saved up."""
+        if self._next is not None:
+            self._next = max(self._next - unused * self.spacing, self._clock())
+
+
+class TimelineReader(Protocol):
+    """Reads a table's timeline, then the instants the store has not heard of."""
+
+    def timeline(self, target: PullTarget) -> PulledTimeline: ...
+
+    def new_commits(self, pulled: PulledTimeline, known: Collection[str]) -> list[PulledCommit]: ...
+
+
+@dataclass
+class StorageTimelineReader:
+    """The real reader: `tms.ingest.pulled` on the table's storage."""
+
+    small_file_bytes: int
+
+    def timeline(self, target: PullTarget) -> PulledTimeline:
+        return read_timeline(target.base_path, target.storage_options)
+
+    def new_commits(self, pulled: PulledTimeline, known: Collection[str]) -> list[PulledCommit]:
+        return read_new(pulled, known, small_file_bytes=self.small_file_bytes)
+
+
+@dataclass
+class PullReport:
+    """What one round did, by table id."""
+
+    pulled: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    new_commits: dict[int, int] = field(default_factory=dict)
+    operations: dict[int, list[int]] = field(default_factory=dict)
+
+
+class PullSweep:
+    """Pulls the tables that are due, at a bounded rate (see the module doc)."""
+
+    def __init__(
+        self,
+        session_factory: sessionmaker[Session],
+        settings: Settings,
+        instance_id: str,
+        *,
+        reader: TimelineReader | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._factory = session_factory
+        self._settings = settings
+        self._owner = instance_id
+        self._reader = reader or StorageTimelineReader(settings.small_file_bytes)
+        per_minute = settings.pull_listings_per_minute
+        burst = math.ceil(per_minute * settings.scheduler_interval_seconds / 60)
+        self.pacer = Pacer(per_minute, clock, burst=burst)
+        self._timeout = settings.storage_timeout_seconds
+        self._thread: threading.Thread | None = None
+
+    @property
+    def enabled(self) -> bool:
+        s = self._settings
+        wanted = s.notification_timeout_seconds > 0 or s.pull_sweep_interval_seconds > 0
+        return s.pull_listings_per_minute > 0 and wanted
+
+    def maybe_start(self) -> None:
+        """Start a round in the background unless one is running."""
+        if not self.enabled or (self._thread is not None and self._thread.is_alive()):
+            return
+        self._thread = threading.Thread(target=self._run_logged, name="tms-pull", daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def run(self) -> PullReport:
+        """One round: pull tables while the budget allows and tables are due."""
+        report = PullReport()
+        if not self.enabled:
+            return report
+        while True:
+            slots = self.pacer.take(BATCH)
+            if slots == 0:
+                return report
+            started = time.perf_counter()
+            with session_scope(self._factory) as session:
+                targets = claim_pulls(
+                    session,
+                    self._owner,
+                    limit=slots,
+                    lease_seconds=self._lease_seconds(slots),
+                    timeout_seconds=self._settings.notification_timeout_seconds,
+                    sweep_seconds=self._settings.pull_sweep_interval_seconds,
+                )
+            metrics.PULL_CLAIM.observe(time.perf_counter() - started)
+            for target in targets:
+                self._pull(target, report)
+            if len(targets) < slots:
+                self.pacer.lapse(slots - len(targets))  # nothing more is due
+                return report
+
+    def _lease_seconds(self, tables: int) -> float:
+        # Each table's reads are bounded by the storage timeout (twice: timeline, commits).
+        return 2 * self._timeout * tables + 60
+
+    def _pull(self, target: PullTarget, report: PullReport) -> None:
+        reason = "silent" if target.silent else "sweep"
+        try:
+            pulled = call_bounded(
+                partial(self._reader.timeline, target), self._timeout, name="tms-pull-storage"
+            )
+            known: Collection[str] = ()
+            if pulled.oldest is not None:
+                with session_scope(self._factory) as session:
+                    known = known_instants(session, target.tbl_id, since=pulled.oldest)
+            commits = call_bounded(
+                partial(self._reader.new_commits, pulled, known),
+                self._timeout,
+                name="tms-pull-storage",
+            )
+        except Exception as exc:  # storage down, slow, or no table there any more
+            log.warning("pull of table %s (%s) failed: %r", target.tbl_id, target.base_path, exc)
+            metrics.PULLS.labels(reason, "failed").inc()
+            report.failed.append(target.tbl_id)
+            with session_scope(self._factory) as session:
+                finish_pull(session, target.tbl_id, self._owner)
+            return
+        with session_scope(self._factory) as session:
+            new, operations = write_pulled(session, self._settings, target.tbl_id, commits)
+            finish_pull(session, target.tbl_id, self._owner)
+        metrics.PULLS.labels(reason, "pulled").inc()
+        metrics.PULLED_COMMITS.inc(new)
+        observe.operations_created(operations, "policy")
+        report.pulled.append(target.tbl_id)
+        report.new_commits[target.tbl_id] = new
+        report.operations[target.tbl_id] = [op.id for op in operations]
+        if new:
+            log.info(
+                "pulled table %s (%s): %d commit(s) not notified, %d operation(s) created",
+                target.tbl_id,
+                reason,
+                new,
+                len(operations),
+            )
+
+    def _run_logged(self) -> None:
+        try:
+            self.run()
+        except Exception:
+            log.exception("pull round failed")
