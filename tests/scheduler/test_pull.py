@@ -194,19 +194,26 @@ def test_a_per_table_timeout_overrides_the_setting_and_zero_turns_pulls_off(
 
 
 def test_a_failing_storage_read_ends_the_lease_and_the_table_waits_its_turn(
-    factory: sessionmaker[Session],
+    factory: sessionmaker[Session], tmp_path: Path
 ) -> None:
+    writer = quiet_table(tmp_path, 9)
+    writer.insert(trips(range(10), ts=1))
     with session_scope(factory) as session:
-        table = register_table(
+        gone = register_table(
             session, db_name="db", table_name="gone", base_path="/nonexistent/gone"
         ).table
+        fine = register_table(
+            session, db_name="db", table_name="fine", base_path=writer.table.base_path
+        ).table
     sweep = PullSweep(factory, pull_settings(), "i1", clock=Clock())
-    report = sweep.run()
-    assert report.failed == [table.id] and report.pulled == []
+    report = sweep.run()  # one round: both tables, one transaction for what was read
+    assert report.failed == [gone.id]
+    assert report.pulled == [fine.id] and report.new_commits == {fine.id: 1}
     with session_scope(factory) as session:
-        row = get_table(session, table.id)
+        row = get_table(session, gone.id)
         assert row.last_pulled_at is not None and row.pull_lease_owner is None
         assert row.last_commit_seen_at is None
+        assert get_table(session, fine.id).last_commit_seen_at is not None
 
 
 # Real tables --------------------------------------------------------------------------

@@ -14,7 +14,7 @@ between, says which instants are new: only those cost a read.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
@@ -33,6 +33,7 @@ __all__ = [
     "RECORDED_ACTIONS",
     "PulledCommit",
     "PulledTimeline",
+    "Recorded",
     "read_new",
     "read_timeline",
     "write_pulled",
@@ -111,15 +112,28 @@ def read_new(
     return commits
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What recording one table's pulled commits did."""
+
+    new: int
+    """Commits that were new to the store."""
+    operations: list[Operation]
+    """Operations its triggers created."""
+
+
 def write_pulled(
-    session: Session, settings: Settings, tbl_id: int, commits: list[PulledCommit]
-) -> tuple[int, list[Operation]]:
-    """Record `commits` of the table as pulled and run its triggers (also with no new
-    commit: time-based triggers fire on a table that went quiet), in the caller's
-    transaction; the number of commits that were new, and the operations created."""
+    session: Session, settings: Settings, pulled: Mapping[int, list[PulledCommit]]
+) -> dict[int, Recorded]:
+    """Record the commits pulled per table id and run the tables' triggers (also with no
+    new commit: time-based triggers fire on a table that went quiet), in the caller's
+    transaction: one insert and one counter update for all of a round's tables. A table
+    removed meanwhile is left out."""
+    # The rows are locked in id order first, as commit ingest locks them: no deadlock.
+    locked = counted_tables(session, list(pulled))
     rows = [
         CommitIn(
-            tbl_id,
+            table.id,
             c.instant,
             c.action,
             records=c.summary.records,
@@ -130,9 +144,13 @@ def write_pulled(
             small_files=c.summary.small_files,
             pulled=True,
         )
-        for c in commits
+        for table in locked
+        for c in pulled[table.id]
     ]
     recorded = record_commits(session, rows)
-    tables = list(recorded.tables.values()) or counted_tables(session, [tbl_id])
+    tables = [recorded.tables.get(table.id, table) for table in locked]
     created = apply_triggers(session, tables, settings)
-    return sum(recorded.new), created.get(tbl_id, [])
+    new = {table.id: 0 for table in locked}
+    for row, is_new in zip(rows, recorded.new, strict=True):
+        new[row.tbl_id] += is_new
+    return {t.id: Recorded(new[t.id], created.get(t.id, [])) for t in locked}

@@ -4,10 +4,11 @@ Every tick may start a round in the background (the tick never waits on storage)
 takes as many tables as the listing budget allows right now (`Pacer`:
 `pull_listings_per_minute`, one listing each, spread evenly over the minute, so 10,000
 tables are all read without a burst), leases them in one statement (`claim_pulls`: silent
-tables first, then the sweep's oldest; one instance per table), and pulls each: its
-timeline read with the storage timeout, the commits the store has not heard of recorded
-as notifications would be and the triggers run (`tms.ingest.pulled`), its lease ended. A
-table whose storage fails is logged and counted, and waits for its next turn.
+tables first, then the sweep's oldest; one instance per table), reads each one's timeline
+and the commits the store has not heard of (each read bounded by the storage timeout), then
+records them all as notifications would be, runs the triggers and ends the leases in one
+transaction (`tms.ingest.pulled`). A table whose storage fails is logged and counted, and
+waits for its next turn.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tms import metrics, observe
 from tms.ingest.pulled import PulledCommit, PulledTimeline, read_new, read_timeline, write_pulled
 from tms.scheduler.bounded import call_bounded
-from tms.store import PullTarget, claim_pulls, finish_pull, known_instants, session_scope
+from tms.store import PullTarget, claim_pulls, finish_pulls, known_instants, session_scope
 
 if TYPE_CHECKING:
     from tms.config import Settings
@@ -164,8 +165,15 @@ class PullSweep:
                     sweep_seconds=self._settings.pull_sweep_interval_seconds,
                 )
             metrics.PULL_CLAIM.observe(time.perf_counter() - started)
+            read: dict[int, list[PulledCommit]] = {}
             for target in targets:
-                self._pull(target, report)
+                commits = self._read(target)
+                if commits is None:
+                    metrics.PULLS.labels(_reason(target), "failed").inc()
+                    report.failed.append(target.tbl_id)
+                else:
+                    read[target.tbl_id] = commits
+            self._record(targets, read, report)
             if len(targets) < slots:
                 self.pacer.lapse(slots - len(targets))  # nothing more is due
                 return report
@@ -174,8 +182,9 @@ class PullSweep:
         # Each table's reads are bounded by the storage timeout (twice: timeline, commits).
         return 2 * self._timeout * tables + 60
 
-    def _pull(self, target: PullTarget, report: PullReport) -> None:
-        reason = "silent" if target.silent else "sweep"
+    def _read(self, target: PullTarget) -> list[PulledCommit] | None:
+        """The commits of the table the store has not heard of; None when its storage
+        failed (logged)."""
         try:
             pulled = call_bounded(
                 partial(self._reader.timeline, target), self._timeout, name="tms-pull-storage"
@@ -184,38 +193,55 @@ class PullSweep:
             if pulled.oldest is not None:
                 with session_scope(self._factory) as session:
                     known = known_instants(session, target.tbl_id, since=pulled.oldest)
-            commits = call_bounded(
+            return call_bounded(
                 partial(self._reader.new_commits, pulled, known),
                 self._timeout,
                 name="tms-pull-storage",
             )
         except Exception as exc:  # storage down, slow, or no table there any more
             log.warning("pull of table %s (%s) failed: %r", target.tbl_id, target.base_path, exc)
-            metrics.PULLS.labels(reason, "failed").inc()
-            report.failed.append(target.tbl_id)
-            with session_scope(self._factory) as session:
-                finish_pull(session, target.tbl_id, self._owner)
+            return None
+
+    def _record(
+        self, targets: list[PullTarget], read: dict[int, list[PulledCommit]], report: PullReport
+    ) -> None:
+        """One transaction for the round: the commits read, the triggers, the leases ended
+        (those of the failed tables too: they wait for their next turn)."""
+        if not targets:
             return
-        with session_scope(self._factory) as session:
-            new, operations = write_pulled(session, self._settings, target.tbl_id, commits)
-            finish_pull(session, target.tbl_id, self._owner)
-        metrics.PULLS.labels(reason, "pulled").inc()
-        metrics.PULLED_COMMITS.inc(new)
-        observe.operations_created(operations, "policy")
-        report.pulled.append(target.tbl_id)
-        report.new_commits[target.tbl_id] = new
-        report.operations[target.tbl_id] = [op.id for op in operations]
-        if new:
-            log.info(
-                "pulled table %s (%s): %d commit(s) not notified, %d operation(s) created",
-                target.tbl_id,
-                reason,
-                new,
-                len(operations),
-            )
+        ids = [t.tbl_id for t in targets]
+        try:
+            with session_scope(self._factory) as session:
+                recorded = write_pulled(session, self._settings, read)
+                finish_pulls(session, ids, self._owner)
+        except Exception:  # the database, not storage: the leases run out, pulled again
+            log.exception("pulls of tables %s not recorded", ids)
+            return
+        for target in targets:
+            done = recorded.get(target.tbl_id)
+            if done is None:
+                continue  # failed to read, or removed meanwhile
+            metrics.PULLS.labels(_reason(target), "pulled").inc()
+            metrics.PULLED_COMMITS.inc(done.new)
+            observe.operations_created(done.operations, "policy")
+            report.pulled.append(target.tbl_id)
+            report.new_commits[target.tbl_id] = done.new
+            report.operations[target.tbl_id] = [op.id for op in done.operations]
+            if done.new:
+                log.info(
+                    "pulled table %s (%s): %d commit(s) not notified, %d operation(s) created",
+                    target.tbl_id,
+                    _reason(target),
+                    done.new,
+                    len(done.operations),
+                )
 
     def _run_logged(self) -> None:
         try:
             self.run()
         except Exception:
             log.exception("pull round failed")
+
+
+def _reason(target: PullTarget) -> str:
+    return "silent" if target.silent else "sweep"

@@ -127,7 +127,7 @@ from tms.store.operations import (
     submit_operation,
     waiting_plans,
 )
-from tms.store.pulls import PullTarget, claim_pulls, counted_tables, finish_pull, known_instants
+from tms.store.pulls import PullTarget, claim_pulls, counted_tables, finish_pulls, known_instants
 from tms.store.retry import Backoff
 from tms.store.table_locks import TableLocks
 from tms.store.tables import (
@@ -243,7 +243,7 @@ __all__ = [
     "find_table_by_base_path",
     "finish_attempt",
     "finish_cancelled",
-    "finish_pull",
+    "finish_pulls",
     "get_attempt",
     "get_operation",
     "get_table",

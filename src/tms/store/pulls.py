@@ -26,7 +26,7 @@ __all__ = [
     "PullTarget",
     "claim_pulls",
     "counted_tables",
-    "finish_pull",
+    "finish_pulls",
     "known_instants",
 ]
 
@@ -128,12 +128,15 @@ def counted_tables(session: Session, tbl_ids: Collection[int]) -> list[CountedTa
     return [CountedTable.of_row(row) for row in rows]
 
 
-def finish_pull(session: Session, tbl_id: int, owner: str) -> bool:
-    """Record the pull (`last_pulled_at`) and end `owner`'s lease; False when the lease
-    was lost meanwhile (another instance may pull it again: recording is idempotent)."""
+def finish_pulls(session: Session, tbl_ids: Collection[int], owner: str) -> int:
+    """Record the pulls (`last_pulled_at`) and end `owner`'s leases of the tables; how many
+    it still held (a lease lost meanwhile is another instance's now: recording is
+    idempotent, so a table pulled twice is no harm)."""
+    if not tbl_ids:
+        return 0
     result = session.execute(
         update(Tbl)
-        .where(Tbl.id == tbl_id, Tbl.pull_lease_owner == owner)
+        .where(Tbl.id.in_(sorted(tbl_ids)), Tbl.pull_lease_owner == owner)
         .values(last_pulled_at=text("now()"), pull_lease_owner=None, pull_lease_expires_at=None)
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return int(result.rowcount)  # type: ignore[attr-defined]
