@@ -12,7 +12,6 @@ webhook URL alerts are only recorded (shown by the API) and stay PENDING.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
+from tms.rounds import BackgroundRound
 from tms.store import (
     Alert,
     AlertStatus,
@@ -86,30 +86,22 @@ class AlertDelivery:
         self._settings = settings
         self._backoff = Backoff.from_settings(settings)
         self._clock = clock
-        self.interval_seconds = interval_seconds
         self.sweep_interval_seconds = sweep_interval_seconds
         self._transport = transport
-        self._started_at: float | None = None
         self._swept_at: float | None = None
-        self._thread: threading.Thread | None = None
+        self._round = BackgroundRound(
+            "tms-alerts", self.run, interval_seconds=interval_seconds, clock=clock
+        )
 
-    def maybe_start(self) -> None:
+    def maybe_start(self) -> bool:
         """Start a round in the background when one is due and none is running (the tick
-        never waits on the webhook)."""
-        now = self._clock()
-        if self._started_at is not None and now - self._started_at < self.interval_seconds:
-            return
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._started_at = now
-        self._thread = threading.Thread(target=self._run_logged, name="tms-alerts", daemon=True)
-        self._thread.start()
+        never waits on the webhook); whether one was started."""
+        return self._round.maybe_start()
 
     def join(self, timeout: float | None = REQUEST_TIMEOUT_SECONDS + 5) -> None:
         """Wait for a round started in the background to end (by default about as long as
         one webhook try may take)."""
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._round.join(timeout)
 
     def run(self, now: datetime | None = None) -> int:
         """One round: raise the alerts of silent tables (every `sweep_interval_seconds`),
@@ -142,12 +134,6 @@ class AlertDelivery:
                     break
                 self._record(alert, delivery, now)
         return tries
-
-    def _run_logged(self) -> None:
-        try:
-            self.run()
-        except Exception:
-            log.exception("alert round failed")
 
     def _sweep(self, now: datetime | None) -> None:
         mono = self._clock()

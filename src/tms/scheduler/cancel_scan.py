@@ -12,7 +12,6 @@ the next clean, or the writer, aborts the plan, as after an operator's cancel.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from tms import observe
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
+from tms.rounds import BackgroundRound
 from tms.scheduler.bounded import call_bounded
 from tms.store import (
     Action,
@@ -71,29 +71,19 @@ class CancelScan:
         self._timeout = storage_timeout_seconds
         self._clock = clock
         self._after_table = 0
-        self._started_at: float | None = None
-        self._thread: threading.Thread | None = None
+        self._round = BackgroundRound(
+            "tms-cancel-scan", self.run, interval_seconds=interval_seconds, clock=clock
+        )
 
     def maybe_start(self) -> None:
         """Start a scan in the background when one is due and none is running (the tick
         does not wait on storage)."""
-        if self.interval_seconds <= 0:
-            return
-        now = self._clock()
-        if self._started_at is not None and now - self._started_at < self.interval_seconds:
-            return
-        if self._thread is not None and self._thread.is_alive():
-            return
-        self._started_at = now
-        self._thread = threading.Thread(
-            target=self._run_logged, name="tms-cancel-scan", daemon=True
-        )
-        self._thread.start()
+        if self.interval_seconds > 0:
+            self._round.maybe_start()
 
     def join(self, timeout: float | None = None) -> None:
         """Wait for a scan started in the background to end."""
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._round.join(timeout)
 
     def run(self) -> list[int]:
         """One scan: the ids of the operations it cancelled."""
@@ -115,12 +105,6 @@ class CancelScan:
                 if self._cancel(waiting.operations[instant], instant):
                     cancelled.append(waiting.operations[instant])
         return cancelled
-
-    def _run_logged(self) -> None:
-        try:
-            self.run()
-        except Exception:
-            log.exception("cancel scan failed")
 
     def _next_tables(self) -> dict[int, _Waiting]:
         with session_scope(self._factory) as session:

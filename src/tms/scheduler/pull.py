@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics, observe
 from tms.ingest.pulled import PulledCommit, PulledTimeline, read_new, read_timeline, write_pulled
+from tms.rounds import BackgroundRound
 from tms.scheduler.bounded import call_bounded
 from tms.store import PullTarget, claim_pulls, finish_pulls, known_instants, session_scope
 
@@ -126,7 +126,7 @@ class PullSweep:
         burst = math.ceil(per_minute * settings.scheduler_interval_seconds / 60)
         self.pacer = Pacer(per_minute, clock, burst=burst)
         self._timeout = settings.storage_timeout_seconds
-        self._thread: threading.Thread | None = None
+        self._round = BackgroundRound("tms-pull", self.run)
 
     @property
     def enabled(self) -> bool:
@@ -136,14 +136,11 @@ class PullSweep:
 
     def maybe_start(self) -> None:
         """Start a round in the background unless one is running."""
-        if not self.enabled or (self._thread is not None and self._thread.is_alive()):
-            return
-        self._thread = threading.Thread(target=self._run_logged, name="tms-pull", daemon=True)
-        self._thread.start()
+        if self.enabled:
+            self._round.maybe_start()
 
     def join(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._round.join(timeout)
 
     def run(self) -> PullReport:
         """One round: pull tables while the budget allows and tables are due."""
@@ -235,12 +232,6 @@ class PullSweep:
                     done.new,
                     len(done.operations),
                 )
-
-    def _run_logged(self) -> None:
-        try:
-            self.run()
-        except Exception:
-            log.exception("pull round failed")
 
 
 def _reason(target: PullTarget) -> str:
