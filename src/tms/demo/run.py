@@ -108,6 +108,9 @@ def _settings(options: DemoOptions, data_dir: Path, port: int) -> Settings:
         scheduler_interval_seconds=0.5,
         heartbeat_interval_seconds=5.0,
         retry_base_seconds=2.0,
+        # The demo notifies every commit and checks the table around each operation its
+        # callbacks create: a pull must not create them first.
+        pull_listings_per_minute=0,
     )
 
 
