@@ -147,11 +147,13 @@ def fresh_database(prefix: str, *, keep: bool = False) -> Iterator[BenchDatabase
 
 
 def bench_settings(database_url: str, data_dir: Path, **overrides: Any) -> Settings:
-    """Settings that ignore the caller's environment and `conf/tms.toml`."""
+    """Settings that ignore the caller's environment and `conf/tms.toml`. No pulls unless
+    asked: a benchmark measures one piece of work, not the timelines read beside it."""
     from tms.config import load_settings
 
+    values: dict[str, Any] = {"pull_listings_per_minute": 0, **overrides}
     return load_settings(
-        config_file=False, environ={}, database_url=database_url, data_dir=data_dir, **overrides
+        config_file=False, environ={}, database_url=database_url, data_dir=data_dir, **values
     )
 
 

@@ -138,7 +138,6 @@ def run_fleet(engine: str, tables: list[Path], max_running: int, work: Path) -> 
             compaction_delta_commits=0,
             clean_commits=0,
             spark_master="local[1]",
-            pull_listings_per_minute=0,  # the tables are submitted to: nothing to pull
         )
         with PeakMemory() as memory, serve_in_thread(settings) as service:
             url = service.url

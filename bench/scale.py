@@ -426,7 +426,6 @@ def measure_ticks(db: BenchDatabase, args: argparse.Namespace) -> dict[str, Any]
         data_dir,
         max_running_per_instance=args.max_running,
         queue_limits={"default": 5000, "etl": 1000},
-        pull_listings_per_minute=0,  # measured on its own: `measure_pulls`
     )
     engine = make_engine(db.url, pool_size=2)
     timer = StatementTimer(engine)
