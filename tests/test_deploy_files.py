@@ -128,7 +128,7 @@ def test_compose_tms_service_sets_only_real_settings() -> None:
 
 def test_compose_ports_and_dependencies_agree() -> None:
     services = compose()["services"]
-    assert set(services) == {"postgres", "tms", "prometheus"}
+    assert set(services) == {"postgres", "tms", "prometheus", "grafana"}
     tms = services["tms"]
     assert f"{PORT}:{PORT}" in tms["ports"]
     assert tms["build"] == "."
@@ -137,6 +137,29 @@ def test_compose_ports_and_dependencies_agree() -> None:
     mounts = services["prometheus"]["volumes"]
     assert "./conf/prometheus.yml:/etc/prometheus/prometheus.yml:ro" in mounts
     assert "--config.file=/etc/prometheus/prometheus.yml" in services["prometheus"]["command"]
+
+
+def test_every_pulled_image_is_pinned_to_a_version() -> None:
+    for name, service in compose()["services"].items():
+        if "build" in service:
+            continue
+        image = service["image"]
+        _, _, tag = image.rpartition(":")
+        assert tag and tag != "latest" and re.search(r"\d+\.\d+", tag), f"{name}: {image}"
+
+
+def test_grafana_is_provisioned_from_conf_grafana() -> None:
+    grafana = compose()["services"]["grafana"]
+    mounts = grafana["volumes"]
+    assert "./conf/grafana/provisioning:/etc/grafana/provisioning:ro" in mounts
+    assert "./conf/grafana/dashboards:/var/lib/grafana/dashboards:ro" in mounts
+    for mount in mounts:
+        assert (ROOT / mount.split(":")[0]).is_dir(), mount
+    datasources = yaml.safe_load(
+        (ROOT / "conf/grafana/provisioning/datasources/prometheus.yml").read_text()
+    )
+    host = datasources["datasources"][0]["url"].split("//")[1].split(":")[0]
+    assert host in compose()["services"]
 
 
 def test_prometheus_scrapes_the_tms_metrics_endpoint() -> None:
