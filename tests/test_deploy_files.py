@@ -128,7 +128,14 @@ def test_compose_tms_service_sets_only_real_settings() -> None:
 
 def test_compose_ports_and_dependencies_agree() -> None:
     services = compose()["services"]
-    assert set(services) == {"postgres", "tms", "prometheus", "grafana"}
+    assert set(services) == {
+        "postgres",
+        "tms",
+        "spark-master",
+        "spark-worker",
+        "prometheus",
+        "grafana",
+    }
     tms = services["tms"]
     assert f"{PORT}:{PORT}" in tms["ports"]
     assert tms["build"] == "."
@@ -146,6 +153,27 @@ def test_every_pulled_image_is_pinned_to_a_version() -> None:
         image = service["image"]
         _, _, tag = image.rpartition(":")
         assert tag and tag != "latest" and re.search(r"\d+\.\d+", tag), f"{name}: {image}"
+
+
+def test_jobs_run_on_the_compose_spark_cluster_of_the_images_own_spark() -> None:
+    services = compose()["services"]
+    settings = load_settings(config_file=False, environ=tms_variables(compose_env("tms")))
+    assert settings.spark_master == "spark://spark-master:7077"
+    master, worker = services["spark-master"], services["spark-worker"]
+    assert master["image"] == worker["image"] == services["tms"]["image"]  # one Spark version
+    assert master["command"][:2] == ["spark-class", "org.apache.spark.deploy.master.Master"]
+    assert master["command"][master["command"].index("--port") + 1] == "7077"
+    assert worker["command"][:3] == [
+        "spark-class",
+        "org.apache.spark.deploy.worker.Worker",
+        settings.spark_master,
+    ]
+    # The image's PySpark is Spark's home; executors read and write the tables where tms does.
+    site = compose_env("spark-master")["SPARK_HOME"]
+    assert site.endswith("/site-packages/pyspark") and "python3.11" in site
+    assert "python:3.11" in dockerfile_instructions()[0][1]
+    assert "./lake:/lake" in worker["volumes"] and "./lake:/lake" in services["tms"]["volumes"]
+    assert services["tms"]["hostname"] == "tms"  # what executors connect back to
 
 
 def test_grafana_is_provisioned_from_conf_grafana() -> None:
