@@ -64,15 +64,6 @@ class Counters:
     commits_since_clustering: int
     commits_since_metadata_compaction: int = 0
 
-    @classmethod
-    def of(cls, table: CountedTable) -> Counters:
-        return cls(
-            table.delta_commits_since_compaction,
-            table.commits_since_clean,
-            table.commits_since_clustering,
-            table.commits_since_metadata_compaction,
-        )
-
 
 @dataclass(frozen=True)
 class Trigger:

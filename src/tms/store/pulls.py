@@ -67,7 +67,7 @@ UPDATE tbl SET pull_lease_owner = :owner,
                pull_lease_expires_at = {_NOW} + make_interval(secs => :lease)
 FROM due
 WHERE tbl.id = due.id
-RETURNING tbl.id, tbl.base_path, tbl.storage_options, due.silent, tbl.last_pulled_at
+RETURNING tbl.id, tbl.base_path, tbl.storage_options, due.silent
 """
 SCAN = 4
 """Candidates per table to lease: those other instances lease meanwhile are skipped."""
@@ -82,8 +82,6 @@ class PullTarget:
     storage_options: dict[str, Any]
     silent: bool
     """Past its notification timeout (else: the sweep's turn)."""
-    first: bool
-    """Never pulled before."""
 
 
 def claim_pulls(
@@ -112,8 +110,8 @@ def claim_pulls(
         },
     ).all()
     return [
-        PullTarget(id, base_path, dict(options or {}), silent, last_pulled is None)
-        for id, base_path, options, silent, last_pulled in sorted(rows)
+        PullTarget(id, base_path, dict(options or {}), silent)
+        for id, base_path, options, silent in sorted(rows, key=lambda row: row[0])
     ]
 
 
