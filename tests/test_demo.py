@@ -3,14 +3,28 @@ real Spark, checked by the oracle."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from tms.cli import app
-from tms.demo import DemoWriter, callback_payload, data_files
+from tms.demo import (
+    DemoReport,
+    DemoWriter,
+    Watcher,
+    callback_payload,
+    data_files,
+    describe_progress,
+    keep_running,
+    wait_for_stop,
+)
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.storage import Storage
 from tms.verify import oracle_snapshot
@@ -41,6 +55,136 @@ def test_the_callback_payload_is_what_a_released_hudi_writer_posts(tmp_path: Pat
     assert sum(s["numUpdateWrites"] for s in stats) == 20
 
 
+def test_a_running_attempts_progress_in_one_line() -> None:
+    attempt = {
+        "number": 1,
+        "log_path": "/srv/tms/logs/3/7.log",
+        "progress": {"stage": "compacting", "file_groups_done": 2, "file_groups_planned": 4},
+    }
+    assert describe_progress("compaction", 3, attempt) == (
+        "compaction #3 attempt 1: compacting, 2/4 file groups  (log: /srv/tms/logs/3/7.log)"
+    )
+    one = {"number": 2, "progress": {"stage": "committing", "file_groups_planned": 1}}
+    assert describe_progress("clustering", 5, one) == (
+        "clustering #5 attempt 2: committing, ?/1 file group"
+    )
+    planning = {"number": 1, "progress": {"stage": "planning", "file_groups_done": None}}
+    assert describe_progress("clean", 4, planning) == "clean #4 attempt 1: planning"
+    assert describe_progress("clean", 4, {"number": 1, "progress": None}) is None
+
+
+class _FakeApi:
+    """The table's operations and attempts as the API returns them, one poll at a time:
+    each call of `operations` moves to the next state."""
+
+    def __init__(self, states: list[tuple[str, dict[str, Any] | None, str]]) -> None:
+        self.states = states
+        self.index = -1
+
+    def _now(self) -> tuple[str, dict[str, Any] | None, str]:
+        return self.states[max(self.index, 0)]
+
+    def operations(self, **_: Any) -> list[dict[str, Any]]:
+        self.index = min(self.index + 1, len(self.states) - 1)
+        status, _, _ = self._now()
+        return [{"id": 3, "action": "compaction", "status": status, "run_times": 1}]
+
+    def operation(self, operation_id: int) -> dict[str, Any]:
+        return {"events": [{"reason": "policy: 3 delta commits"}]}
+
+    def attempts(self, operation_id: int) -> list[dict[str, Any]]:
+        _, progress, outcome = self._now()
+        return [
+            {
+                "id": 7,
+                "number": 1,
+                "engine": "spark-worker",
+                "outcome": outcome,
+                "log_path": "/srv/logs/3/7.log",
+                "progress": progress,
+                "duration_seconds": 4.0,
+                "figures": {"file_groups": 4, "files_written": 4},
+            }
+        ]
+
+
+def _progress(stage: str, done: int | None, planned: int | None) -> dict[str, Any]:
+    return {"stage": stage, "file_groups_done": done, "file_groups_planned": planned}
+
+
+def test_the_watcher_prints_each_change_of_a_running_attempts_progress_once() -> None:
+    api = _FakeApi(
+        [
+            ("RUNNING", None, "RUNNING"),
+            ("RUNNING", _progress("planning", None, None), "RUNNING"),
+            ("RUNNING", _progress("compacting", 0, 4), "RUNNING"),
+            ("RUNNING", _progress("compacting", 0, 4), "RUNNING"),
+            ("RUNNING", _progress("compacting", 2, 4), "RUNNING"),
+            ("RUNNING", _progress("committing", 4, 4), "RUNNING"),
+            ("COMPLETED", _progress("committing", 4, 4), "SUCCEEDED"),
+        ]
+    )
+    lines: list[str] = []
+    watcher = Watcher(api, lines.append, time.monotonic(), 0.0)  # type: ignore[arg-type]
+    assert watcher.wait_idle(1, timeout=60)
+    text = [line.split("] ", 1)[1] for line in lines]
+    log = "  (log: /srv/logs/3/7.log)"
+    assert text == [
+        "operation 3 compaction: SCHEDULED (policy: 3 delta commits)",
+        "operation 3 compaction: RUNNING, attempt 1 (spark-worker)",
+        "compaction #3 attempt 1: planning" + log,
+        "compaction #3 attempt 1: compacting, 0/4 file groups" + log,
+        "compaction #3 attempt 1: compacting, 2/4 file groups" + log,
+        "compaction #3 attempt 1: committing, 4/4 file groups" + log,
+        "operation 3 compaction: COMPLETED in 4.0s: 4 file groups, 4 files written (0 records),"
+        " 0 log files compacted",
+    ]
+
+
+def _signal_once_waiting(number: int, original: Any) -> threading.Thread:
+    """Sends `number` to this process once its handler is no longer `original` (the wait
+    installed its own): no sleep has to be long enough."""
+
+    def send() -> None:
+        deadline = time.monotonic() + 60
+        while signal.getsignal(number) is original:
+            assert time.monotonic() < deadline, "the wait never installed its handler"
+            time.sleep(0.01)
+        os.kill(os.getpid(), number)
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_keep_running_waits_for_ctrl_c_or_sigterm_and_restores_the_handlers(
+    number: signal.Signals,
+) -> None:
+    """`--keep-running`'s wait, tested directly (a whole demo in a subprocess costs a
+    minute of Spark): the signal ends the wait instead of the process."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    lines: list[str] = []
+    report = DemoReport("/t", service_url="http://127.0.0.1:8123")
+    report.console_url = "http://127.0.0.1:8123/ui"
+    sender = _signal_once_waiting(number, before[number])
+    keep_running(report, lines.append)
+    sender.join(60)
+    assert lines == [
+        "",
+        "tms keeps running at http://127.0.0.1:8123; web console: http://127.0.0.1:8123/ui",
+        "Press Ctrl-C (or send SIGTERM) to stop it.",
+        f"Received {number.name}",
+    ]
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_the_wait_also_ends_when_asked() -> None:
+    stop = threading.Event()
+    stop.set()
+    assert wait_for_stop(stop) is None
+
+
 @pytest.mark.spark
 def test_demo_runs_end_to_end_and_summarises(tmp_path: Path) -> None:
     base = tmp_path / "demo" / "trips"
@@ -61,6 +205,12 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path: Path) -> None:
     # Progress: registration with a policy, the callbacks, the policy's compaction and
     # clean, each run by the scheduler.
     assert "Registered the table as id 1 with policy" in out
+    console = re.findall(r"web console:\s+(http://127\.0\.0\.1:\d+/ui)", out)
+    assert len(console) == 2 and console[0] == console[1]  # at the start and in the summary
+    assert "(stops with the demo: --keep-running keeps it up)" in out
+    # a progress line, when a beat came while the watcher looked, names the attempt's log
+    for line in re.findall(r"compaction #1 attempt 1: .*", out):
+        assert re.search(r"\(log: /\S+/logs/(worker/)?1/\d+\.log\)$", line), line
     assert re.search(r"operation 1 compaction: SCHEDULED \(policy: 3 delta commits", out)
     assert "operation 1 compaction: RUNNING, attempt 1" in out
     assert re.search(r"operation 2 clean: SCHEDULED \(policy: 3 commits since the last clean", out)

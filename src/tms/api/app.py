@@ -19,7 +19,20 @@ from tms.api.docs import install_docs
 from tms.api.errors import error_response, error_responses, install_error_handlers
 from tms.api.gate import CALLBACK_GUARD, RequestGate
 from tms.api.http_metrics import HttpMetricsMiddleware
-from tms.api.routes import alerts, health, hoodie, jobs, operations, tables, workers
+from tms.api.routes import (
+    alerts,
+    attempt_logs,
+    console,
+    health,
+    hoodie,
+    jobs,
+    operations,
+    overview,
+    table_storage,
+    tables,
+    whoami,
+    workers,
+)
 from tms.config import Settings
 from tms.ingest.callback import CALLBACK_PATH, handle_callback, openapi_path
 from tms.ingest.commit_batch import database_unreachable, write_notifications
@@ -126,7 +139,8 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(RequestGate)  # inside the metrics: refusals are counted too
     app.add_middleware(HttpMetricsMiddleware)
-    for module in (hoodie, tables, operations, alerts, jobs, workers, health):
+    routers = (hoodie, tables, table_storage, operations, attempt_logs, alerts, jobs, workers)
+    for module in (*routers, overview, whoami, health, console):
         app.include_router(module.router)
     install_docs(app)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]

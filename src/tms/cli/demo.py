@@ -5,11 +5,14 @@ from __future__ import annotations
 import enum
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tms.cli.render import print_rows
+
+if TYPE_CHECKING:
+    from tms.demo import DemoReport
 
 __all__ = ["demo"]
 
@@ -66,8 +69,19 @@ def demo(
             "(spark-worker), or one spark-submit application per attempt.",
         ),
     ] = DemoEngine.worker,
+    keep_running: Annotated[
+        bool,
+        typer.Option(
+            "--keep-running",
+            help="After the summary, keep the service up (API and web console) to look at "
+            "what happened, until Ctrl-C or SIGTERM; then stop it.",
+        ),
+    ] = False,
 ) -> None:
-    """Run tms with a Hudi writer: commits with callbacks, compaction and clean on Spark."""
+    """Run tms with a Hudi writer: commits with callbacks, compaction and clean on Spark.
+
+    While a Spark job runs, its progress (stage, file groups done out of planned) and its
+    log file are printed; the web console's address is printed at the start and the end."""
     from tms.demo import DemoOptions, run_demo
     from tms.demo.s3 import MissingS3Server
 
@@ -83,13 +97,30 @@ def demo(
         metadata_table=metadata_table,
         storage=storage.value,
         engine=engine.value,
+        keep_running=keep_running,
     )
+
+    def summarize(report: DemoReport) -> None:
+        _summary(report, options.table_version, options.metadata_table, data_dir, keep_running)
+
     try:
-        report = run_demo(options, typer.echo)
+        report = run_demo(options, typer.echo, on_report=summarize)
     except MissingS3Server as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    if not report.ok:
+        typer.echo("demo FAILED", err=True)
+        raise typer.Exit(1)
 
+
+def _summary(
+    report: DemoReport,
+    table_version: int,
+    metadata_table: bool,
+    data_dir: Path,
+    keep_running: bool,
+) -> None:
+    """What the demo did, printed while its service still runs."""
     typer.echo("")
     typer.echo("Summary")
     typer.echo(
@@ -143,6 +174,5 @@ def demo(
     if report.timed_out:
         typer.echo("  timed out waiting for the service's operations")
     typer.echo(f"  took:          {report.seconds:.0f}s; service state in {data_dir}")
-    if not report.ok:
-        typer.echo("demo FAILED", err=True)
-        raise typer.Exit(1)
+    later = "" if keep_running else " (stops with the demo: --keep-running keeps it up)"
+    typer.echo(f"  web console:   {report.console_url}{later}")

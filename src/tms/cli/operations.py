@@ -101,6 +101,16 @@ def ops_ls(
     print_rows(_operation_rows(operations), columns)
 
 
+def _progress(progress: Json | None) -> str | None:
+    """An attempt's last reported stage, with its file groups done out of planned."""
+    if not isinstance(progress, dict) or not progress.get("stage"):
+        return None
+    planned = progress.get("file_groups_planned")
+    if planned is None:
+        return str(progress["stage"])
+    return f"{progress['stage']} {progress.get('file_groups_done') or 0}/{planned}"
+
+
 def _attempt_rows(attempts: list[Json]) -> list[dict[str, Any]]:
     return [
         {
@@ -111,6 +121,7 @@ def _attempt_rows(attempts: list[Json]) -> list[dict[str, Any]]:
                 f"{a['duration_seconds']:.1f}s" if a.get("duration_seconds") is not None else None
             ),
             "exit": a.get("exit_code"),
+            "progress": _progress(a.get("progress")),
             "instance": a["instance_id"],
             "spark_app": a.get("spark_app_id"),
             "log": a.get("log_path"),
@@ -185,6 +196,7 @@ def ops_show(
                 "started",
                 "duration",
                 "exit",
+                "progress",
                 "instance",
                 "spark_app",
                 "log",
@@ -196,6 +208,7 @@ def ops_show(
                 "started",
                 "duration",
                 "exit",
+                "progress",
                 "instance",
                 "spark app",
                 "log",

@@ -1,8 +1,9 @@
 """`tms demo`: the service end to end on this machine (see `tms.demo.run`)."""
 
-from tms.demo.run import DemoOptions, DemoReport, demo_policy, run_demo
+from tms.demo.keep import console_url, wait_for_stop
+from tms.demo.run import DemoOptions, DemoReport, demo_policy, keep_running, run_demo
 from tms.demo.table import DemoWriter, callback_payload, data_files, file_groups, trips
-from tms.demo.watch import OperationSummary, Watcher
+from tms.demo.watch import OperationSummary, Watcher, describe_progress
 
 __all__ = [
     "DemoOptions",
@@ -11,9 +12,13 @@ __all__ = [
     "OperationSummary",
     "Watcher",
     "callback_payload",
+    "console_url",
     "data_files",
     "demo_policy",
+    "describe_progress",
     "file_groups",
+    "keep_running",
     "run_demo",
     "trips",
+    "wait_for_stop",
 ]

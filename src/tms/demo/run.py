@@ -10,15 +10,19 @@ them as real Spark jobs (spark-submit). Every table service is checked with the 
 reader (`hudi`, hudi-rs): the snapshot before it must equal the snapshot after it.
 
 The writer waits for the table services its commit triggered before it writes again, so
-each oracle check compares one quiescent table state with the next.
+each oracle check compares one quiescent table state with the next. While a job runs, the
+demo prints its progress as its heartbeats report it (stage, file groups done out of
+planned) and its log file. The web console's address is printed at the start and the end;
+with `keep_running` the service stays up after the report until Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +32,7 @@ import pyarrow as pa
 
 from tms.api_client import ApiClient
 from tms.config import DEFAULT_CALLBACK_KEY, Settings, load_settings
+from tms.demo.keep import console_url, wait_for_stop
 from tms.demo.s3 import BUCKET, local_s3
 from tms.demo.table import DemoWriter, callback_payload, data_files, file_groups
 from tms.demo.watch import Echo, OperationSummary, Watcher
@@ -66,12 +71,15 @@ class DemoOptions:
     engine: str = "spark-worker"
     """`spark-worker`: the service starts a resident Spark worker that runs the table
     services; `spark-submit`: one Spark application per attempt."""
+    keep_running: bool = False
+    """After the report, keep the service up until Ctrl-C or SIGTERM, then stop it."""
 
 
 @dataclass
 class DemoReport:
     base_path: str
     service_url: str = ""
+    console_url: str = ""
     commits: list[str] = field(default_factory=list)
     operations: list[OperationSummary] = field(default_factory=list)
     files_before: int = 0
@@ -106,7 +114,7 @@ def _settings(options: DemoOptions, data_dir: Path, port: int) -> Settings:
         workers=1 if options.engine == "spark-worker" else 0,
         worker_slots=1,
         scheduler_interval_seconds=0.5,
-        heartbeat_interval_seconds=5.0,
+        heartbeat_interval_seconds=2.0,  # each beat carries the job's progress
         retry_base_seconds=2.0,
         # The demo notifies every commit and checks the table around each operation its
         # callbacks create: a pull must not create them first.
@@ -144,8 +152,16 @@ class _Oracle:
         return same
 
 
-def run_demo(options: DemoOptions, echo: Echo) -> DemoReport:
-    """Run the whole demo; the report says what happened (`report.ok`)."""
+def run_demo(
+    options: DemoOptions,
+    echo: Echo,
+    *,
+    on_report: Callable[[DemoReport], None] | None = None,
+    stop: threading.Event | None = None,
+) -> DemoReport:
+    """Run the whole demo; the report says what happened (`report.ok`). `on_report` hears
+    it while the service still runs; with `options.keep_running` the service then stays up
+    until Ctrl-C, SIGTERM or `stop`."""
     from tms.serve import free_port, serve_in_thread
 
     started = time.monotonic()
@@ -163,19 +179,34 @@ def run_demo(options: DemoOptions, echo: Echo) -> DemoReport:
         echo(f"Starting tms with an embedded PostgreSQL under {data_dir}")
         service = serve_in_thread(settings)
         report.service_url = service.url
+        report.console_url = console_url(service.url)
         try:
             with ApiClient(service.url) as client:
                 echo(
                     f"  serving at {service.url}; compaction every "
                     f"{options.commits_per_compaction} delta commits, Spark {options.master}"
                 )
+                echo(f"  web console: {report.console_url}")
                 echo(f"  {_engine_line(options)}")
                 _run(options, table, client, report, echo, started)
+            report.seconds = time.monotonic() - started
+            if on_report is not None:
+                on_report(report)
+            if options.keep_running:
+                keep_running(report, echo, stop)
         finally:
             echo("Stopping tms")
             service.stop()
-    report.seconds = time.monotonic() - started
     return report
+
+
+def keep_running(report: DemoReport, echo: Echo, stop: threading.Event | None = None) -> None:
+    """Hold the demo's service up for a look until Ctrl-C, SIGTERM or `stop`."""
+    echo("")
+    echo(f"tms keeps running at {report.service_url}; web console: {report.console_url}")
+    echo("Press Ctrl-C (or send SIGTERM) to stop it.")
+    why = wait_for_stop(stop)
+    echo(f"Received {why}" if why else "Asked to stop")
 
 
 def _engine_line(options: DemoOptions) -> str:

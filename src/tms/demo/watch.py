@@ -1,5 +1,6 @@
 """Following the service from the outside, as an operator would: poll the table's
-operations over the API and print each change of status once."""
+operations over the API and print each change of status once, and while an attempt runs,
+each change of its progress (from its job's heartbeats) with its log file."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from dataclasses import dataclass
 
 from tms.api_client import ApiClient, Json
 
-__all__ = ["TERMINAL", "Echo", "OperationSummary", "Watcher", "describe_figures"]
+__all__ = [
+    "TERMINAL",
+    "Echo",
+    "OperationSummary",
+    "Watcher",
+    "describe_figures",
+    "describe_progress",
+]
 
 TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED", "INVALID"})
 Echo = Callable[[str], None]
@@ -38,6 +46,8 @@ class Watcher:
         self.poll = poll
         self.seen: dict[int, tuple[str, int]] = {}
         self.summaries: dict[int, OperationSummary] = {}
+        self.progress_seen: dict[int, tuple[object, ...]] = {}
+        """The last progress printed, by operation."""
 
     def say(self, text: str) -> None:
         self.echo(f"  [{time.monotonic() - self.started:6.1f}s] {text}")
@@ -59,6 +69,8 @@ class Watcher:
         state = (op["status"], int(op["run_times"]))
         previous = self.seen.get(op["id"])
         if previous == state:
+            if op["status"] == "RUNNING":
+                self._progress(op)
             return
         self.seen[op["id"]] = state
         name = f"operation {op['id']} {op['action']}"
@@ -73,11 +85,35 @@ class Watcher:
             attempts = self.client.attempts(op["id"])
             engine = (attempts[-1].get("engine") if attempts else None) or "spark"
             self.say(f"{name}: RUNNING, attempt {runs} ({engine})")
+            self._progress(op, attempts)
         elif status == "SCHEDULED":
             error = (op.get("last_error") or "").strip().splitlines()[:1]
             self.say(f"{name}: attempt {runs} failed ({''.join(error)}); retry scheduled")
         elif status in TERMINAL:
             self._ended(name, op)
+
+    def _progress(self, op: Json, attempts: list[Json] | None = None) -> None:
+        """Print the running attempt's progress when it changed since the last print."""
+        if attempts is None:
+            attempts = self.client.attempts(op["id"])
+        attempt = attempts[-1] if attempts else None
+        if attempt is None or attempt.get("outcome") != "RUNNING":
+            return
+        progress = attempt.get("progress") or None
+        if not isinstance(progress, dict):
+            return
+        key = (
+            attempt.get("id"),
+            progress.get("stage"),
+            progress.get("file_groups_done"),
+            progress.get("file_groups_planned"),
+        )
+        if self.progress_seen.get(op["id"]) == key:
+            return
+        self.progress_seen[op["id"]] = key
+        line = describe_progress(op["action"], op["id"], attempt)
+        if line is not None:
+            self.say(line)
 
     def _ended(self, name: str, op: Json) -> None:
         attempts = self.client.attempts(op["id"])
@@ -115,3 +151,21 @@ def describe_figures(action: str, figures: Json) -> str:
         f"files written ({figures.get('records_written', 0):,} records), "
         f"{figures.get('log_files_compacted', 0)} log files compacted"
     )
+
+
+def describe_progress(action: str, operation_id: int, attempt: Json) -> str | None:
+    """A running attempt's progress in one line, with its log file; None without any:
+    `compaction #3 attempt 1: compacting, 2/4 file groups  (log: …/3/7.log)`."""
+    progress = attempt.get("progress")
+    if not isinstance(progress, dict) or not progress.get("stage"):
+        return None
+    line = f"{action} #{operation_id} attempt {attempt.get('number', '?')}: {progress['stage']}"
+    planned = progress.get("file_groups_planned")
+    if isinstance(planned, int):
+        done = progress.get("file_groups_done")
+        shown = done if isinstance(done, int) else "?"
+        line += f", {shown}/{planned} file group{'' if planned == 1 else 's'}"
+    log_path = attempt.get("log_path")
+    if log_path:
+        line += f"  (log: {log_path})"
+    return line

@@ -15,6 +15,7 @@ from typing import Any
 
 from tms.jobs.context import attempt_thread
 from tms.jobs.service_api import AttemptGone, JobApiError, JobClient
+from tms.services.progress import Progress, spark_file_groups_done
 
 __all__ = ["Heartbeater", "JobControl", "JobStopped"]
 
@@ -41,6 +42,8 @@ class JobControl:
         self.cancel_reason = "cancelled by request"
         self._held: str | None = None
         self._spark: Any = None
+        self.progress = Progress()
+        """Where the work says how far it got (`tms.services.progress`), for the beats."""
         self._table_check: Callable[[], str | None] | None = None
 
     @property
@@ -87,6 +90,21 @@ class JobControl:
         cancel request for the plan (RFC-79, written by any writer): its reason, or None."""
         self._table_check = check
 
+    def progress_now(self) -> dict[str, Any] | None:
+        """The work's progress for a heartbeat: the stage it entered, and its file groups,
+        those done read from Spark's status tracker while its Spark job runs."""
+        snapshot = self.progress.snapshot()
+        if snapshot is None:
+            return None
+        planned, done = snapshot.file_groups_planned, snapshot.file_groups_done
+        spark = self._spark
+        if planned is not None and (done or 0) < planned and spark is not None:
+            running = spark_file_groups_done(spark, self.job_group, planned)
+            if running is not None:
+                self.progress.tasks_done(running)
+                snapshot = self.progress.snapshot() or snapshot
+        return snapshot.to_dict()
+
     def table_cancel_reason(self) -> str | None:
         check = self._table_check
         if check is None or self.cancel_requested:
@@ -131,16 +149,23 @@ class JobControl:
 
 
 class Heartbeater:
-    """Beats at once, then every `interval` seconds. A 401/404/409 means the lease is lost
-    (stop at once); a reply with `cancel_requested`, or a cancel request on the table for a
-    cancellable plan (`JobControl.watch_table`), cancels the work. Transient errors are
-    only logged: the lease outlives a few missed beats."""
+    """Beats at once, then every `interval` seconds, each beat with the work's progress. A
+    401/404/409 means the lease is lost (stop at once); a reply with `cancel_requested`, or
+    a cancel request on the table for a cancellable plan (`JobControl.watch_table`), cancels
+    the work. Transient errors are only logged: the lease outlives a few missed beats. A
+    new stage or Spark job beats at once, without waiting for the interval; when stopped,
+    it beats once more if the progress changed since the last beat, so the attempt keeps
+    where the work ended."""
 
     def __init__(self, client: JobClient, interval: float, control: JobControl) -> None:
         self._client = client
         self._interval = interval
         self._control = control
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        """Set by a stop, a new stage of the work and the start of its Spark job."""
+        self._sent: dict[str, Any] | None = None
+        control.progress.on_change = self._wake.set
         self._thread = attempt_thread(self._run, "tms-job-heartbeat")
 
     def start(self) -> None:
@@ -148,13 +173,16 @@ class Heartbeater:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=self._interval + 5)
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self._wake.clear()  # a stage entered from now on beats again
+            progress = self._control.progress_now()
             try:
-                reply = self._client.heartbeat(retries=2)
+                reply = self._client.heartbeat(progress=progress, retries=2)
             except AttemptGone as exc:
                 log.error("lease lost, stopping: %s", exc)
                 self._control.lose()
@@ -162,10 +190,23 @@ class Heartbeater:
             except JobApiError as exc:
                 log.warning("heartbeat failed (the lease may still hold): %s", exc)
             else:
+                self._sent = progress
                 if reply.cancel_requested and not self._control.cancel_requested:
                     self._control.request_cancel("cancelled by request")
             reason = self._control.table_cancel_reason()
             if reason is not None:
                 self._control.request_cancel(reason)
-            if self._stop.wait(self._interval):
+            self._wake.wait(self._interval)
+            if self._stop.is_set():
+                self._last_beat()
                 return
+
+    def _last_beat(self) -> None:
+        """The progress the work ended with, when the last beat did not carry it."""
+        progress = self._control.progress_now()
+        if self._control.lost.is_set() or progress is None or progress == self._sent:
+            return
+        try:
+            self._client.heartbeat(progress=progress, retries=0)
+        except JobApiError as exc:  # the result follows anyway
+            log.info("last heartbeat (progress) failed: %s", exc)

@@ -14,6 +14,10 @@ anything else → FAILED, retryable, with the end of its traceback.
 A service that names its stages tells the job when it enters one a cancel must not stop
 (`TableService.hold_stages`); a cancel request after that is logged as too late and the work reports
 SUCCEEDED (figure `cancel_too_late`), a cancel before it stops the work as usual.
+
+The heartbeats carry the work's progress (`JobControl.progress`): planning, starting Spark, then
+the stages the service enters (`tms.services.progress`) with its file groups done and
+planned.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from tms.jobs.service_api import AttemptGone, JobApiError, JobClient, JobSpec, O
 from tms.jobs.table_lock import ServiceTableLocks
 from tms.services.conflicts import WriteConflictError
 from tms.services.params import BadJobInput
+from tms.services.progress import tracking
 
 if TYPE_CHECKING:
     from tms.services.execution import ServiceResult
@@ -174,7 +179,11 @@ class JobRunner:
 
     def _work(self, spec: JobSpec) -> Report:
         # a `postgres` table lock is the service's to take: ask it through the job API
-        with counting() as requests, use_advisory_locks(ServiceTableLocks(self.client)):
+        with (
+            counting() as requests,
+            use_advisory_locks(ServiceTableLocks(self.client)),
+            tracking(self._control.progress),
+        ):
             report = self._counted_work(spec)
         report.figures["storage_requests"] = requests.as_dict()
         return report
@@ -200,6 +209,7 @@ class JobRunner:
             if check is not None:
                 self._control.watch_table(check)
             self._control.check()
+            self._control.progress.enter("starting Spark")
             spark = self.spark_factory(spec, instant)
             self._control.attach_spark(spark)
             result = self.execute(
@@ -220,11 +230,13 @@ class JobRunner:
         the service holds (`holds_stage`) holds the control; a cancel that came before raises
         `JobStopped` here, and the service aborts what it started."""
         log.info("entering stage %s", stage)
+        self._control.progress.enter(stage)
         if holds_stage(spec, stage):
             self._control.hold(f"stage {stage}")
 
     def _adopt_or_plan(self, spec: JobSpec, table: HudiTable) -> str | None:
         """A pending plan no operation tracks, else a new plan; reported before it runs."""
+        self._control.progress.enter("planning")
         orphans = self.pending(table, spec.action) if adopts_pending_plans(spec) else []
         for orphan in orphans:
             self._control.check()

@@ -152,8 +152,13 @@ class JobClient:
     def spec(self) -> JobSpec:
         return JobSpec.from_json(self._request("GET", "/spec"))
 
-    def heartbeat(self, *, retries: int | None = None) -> HeartbeatReply:
-        data = self._request("POST", "/heartbeat", {}, retries=retries)
+    def heartbeat(
+        self, *, progress: dict[str, Any] | None = None, retries: int | None = None
+    ) -> HeartbeatReply:
+        """Extend the lease; `progress` (stage, file groups done and planned) is kept on the
+        attempt."""
+        body = {} if progress is None else {"progress": progress}
+        data = self._request("POST", "/heartbeat", body, retries=retries)
         return HeartbeatReply(data.get("lease_expires_at"), bool(data.get("cancel_requested")))
 
     def report_instant(self, instant: str) -> None:

@@ -30,6 +30,7 @@ from tms.hudi.table_paths import TablePaths
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
+from tms.services import progress
 from tms.services.clean_plan import KEEP_LATEST_COMMITS, schedule_clean
 from tms.services.execution import ServiceResult, committing, pending_plan
 from tms.services.metadata_sync import MetadataSync
@@ -84,10 +85,14 @@ def execute_clean(
             for partition, paths in sorted(files.items())
             for chunk in _chunks(paths, FILES_PER_TASK)
         ]
-        outcomes = run_tasks(spark, _delete_files, items, f"tms clean {instant_time}")
+        progress.enter("cleaning")  # its tasks are chunks of files, not file groups
+        outcomes = run_tasks(
+            spark, _delete_files, items, f"tms clean {instant_time}", file_groups=False
+        )
         partition_metadata = _partition_metadata(plan, files, outcomes)
         deleted = sum(len(p["successDeleteFiles"]) for p in partition_metadata.values())
         if sync is not None:
+            progress.enter("syncing metadata")
             names = {p: m["deletePathPatterns"] for p, m in partition_metadata.items()}
             sync.write(instant_time, sync.clean_update(instant_time, names))
         earliest = plan.get("earliestInstantToRetain") or {}
@@ -102,6 +107,7 @@ def execute_clean(
             "bootstrapPartitionMetadata": {},
             "extraMetadata": plan.get("extraMetadata") or {},
         }
+        progress.enter("committing")
         with committing(table, instant_time, cancellable=False):
             transition(
                 storage,

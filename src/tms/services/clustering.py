@@ -47,6 +47,7 @@ from tms.hudi.timeline.cancel import plan_is_cancellable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION
 from tms.hudi.timeline.transitions import transition
+from tms.services import progress
 from tms.services.conflicts import ConflictCheck
 from tms.services.execution import (
     ServiceResult,
@@ -199,6 +200,7 @@ def execute_clustering(
             target = record_index_logs(pending) if RECORD_INDEX in pending.partitions else None
             tasks = [replace(t, stats=sync.stats_spec, record_index=target) for t in tasks]
         resolve_conflicts(table, conflicts, wait=True)
+        progress.enter("clustering")
         outcomes = run_tasks(spark, _cluster_group, tasks, f"tms clustering {instant_time}")
         written = [w for outcome in outcomes for w in outcome.written]
         stats = [w.stat for w in written]
@@ -211,8 +213,10 @@ def execute_clustering(
         )
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
+        progress.enter("committing")
         with committing(table, instant_time, cancellable=cancellable, conflicts=conflicts):
             if sync is not None and pending is not None:
+                progress.enter("syncing metadata")
                 update = sync.commit_update(instant_time, metadata, written, replaced)
                 moved = [stat for outcome in outcomes for stat in outcome.metadata_logs]
                 sync.finish(pending, update, moved)

@@ -44,6 +44,7 @@ from tms.hudi.table_paths import TablePaths
 from tms.hudi.timeline.cancel import plan_is_cancellable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
+from tms.services import progress
 from tms.services.compaction_plan import (
     ensure_compactable,
     operation_from_avro,
@@ -153,6 +154,7 @@ def execute_compaction(
             conflicts=conflicts,
         )
         resolve_conflicts(table, conflicts, wait=True)
+        progress.enter("compacting")
         outcomes = run_tasks(
             spark,
             functools.partial(_compact_slice, execution),
@@ -170,8 +172,10 @@ def execute_compaction(
         metadata.extra_metadata.update(plan.get("extraMetadata") or {})
         for stat in stats:
             metadata.add_write_stat(stat.partition_path or "", stat)
+        progress.enter("committing")
         with committing(table, instant_time, cancellable=cancellable, conflicts=conflicts):
             if sync is not None:
+                progress.enter("syncing metadata")
                 sync.write(instant_time, sync.commit_update(instant_time, metadata, written))
             transition(storage, table.config, inflight, State.COMPLETED, metadata)
         delete_markers(storage, instant_time)

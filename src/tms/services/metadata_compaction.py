@@ -24,6 +24,7 @@ from tms.hudi.metadata.reader import metadata_storage
 from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
+from tms.services import progress
 from tms.services.execution import ServiceResult
 from tms.services.metadata_clean import clean_metadata_table
 from tms.services.spark import TaskInfo, run_tasks
@@ -69,10 +70,12 @@ def execute(
 
     def on_spark(tasks: Sequence[CompactionTask]) -> list[WriteStat]:
         description = f"tms metadata compaction {instant_time} of {table.name}"
+        progress.enter("compacting")
         return run_tasks(spark, _task, tasks, description=description)
 
     with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
         done = execute_metadata_compaction(table.storage, instant_time, run=on_spark)
+    progress.enter("cleaning")
     cleaned = clean_metadata_table(spark, table, heartbeat_interval=heartbeat_interval)
     return ServiceResult(
         action=METADATA_COMPACTION,

@@ -4,7 +4,8 @@ Work is distributed as file groups (or clustering groups): each becomes one Spar
 reads and writes its own files on storage and returns only small figures to the driver,
 among them the storage requests it made: the driver records them as its own
 (`tms.hudi.storage_requests`), so a `counting()` block around a service counts its tasks'
-requests too (those of a task attempt that failed and was retried are not counted).
+requests too (those of a task attempt that failed and was retried are not counted). The
+job's progress (`tms.services.progress`) hears how many file groups the Spark job has.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tms.hudi.storage_requests import RequestKind, counting, record
+from tms.services import progress
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -40,11 +42,14 @@ def run_tasks(
     func: Callable[[T, TaskInfo], R],
     items: Sequence[T],
     description: str = "tms",
+    *,
+    file_groups: bool = True,
 ) -> list[R]:
     """Run `func` on each item in its own Spark task; returns the results in item order.
 
     Items and results must be small and picklable (plans in, figures out): data never passes
-    through the driver.
+    through the driver. `file_groups`: the items are file groups (or clustering groups),
+    counted in the work's progress.
     """
     if not items:
         return []
@@ -52,7 +57,11 @@ def run_tasks(
     sc.setJobDescription(description)
     indexed = list(enumerate(items))
     rdd = sc.parallelize(indexed, len(indexed))
+    if file_groups:
+        progress.tasks_started(len(indexed))
     results: list[tuple[int, R, dict[str, int]]] = rdd.map(_TaskCall(func)).collect()
+    if file_groups:
+        progress.tasks_done(len(indexed))
     for _, _, requests in results:
         for kind, n in requests.items():
             record(RequestKind(kind), n)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -19,6 +20,7 @@ __all__ = [
     "list_attempts",
     "record_first_heartbeat",
     "record_launch",
+    "record_progress",
     "set_exit_code",
 ]
 
@@ -98,3 +100,15 @@ def set_exit_code(session: Session, attempt_id: int, code: int) -> None:
         .values(exit_code=code)
         .execution_options(synchronize_session=False)
     )
+
+
+def record_progress(session: Session, attempt_id: int, progress: dict[str, Any]) -> bool:
+    """Keep what a running attempt's job last said it was doing; an attempt that has ended
+    keeps its last progress (False: nothing written)."""
+    result = session.execute(
+        update(Attempt)
+        .where(Attempt.id == attempt_id, Attempt.outcome == AttemptOutcome.RUNNING)
+        .values(progress=progress, progress_at=func.now())
+        .execution_options(synchronize_session=False)
+    )
+    return bool(getattr(result, "rowcount", 0))

@@ -337,6 +337,8 @@ class Attempt(Base):
         UniqueConstraint("token_hash"),
         # The claim counts the attempts each table started in the last hour (its cap).
         Index("ix_attempt_started_at", "started_at"),
+        # The console's overview counts the attempts finished in the last hour and day.
+        Index("ix_attempt_finished_at", "finished_at"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
@@ -363,6 +365,11 @@ class Attempt(Base):
     """Why the attempt did not go to a worker when one was connected for its queue."""
     first_heartbeat_at: Mapped[datetime | None]
     """When its job first beat: the claim to it is the launch overhead."""
+    progress: Mapped[dict[str, Any] | None]
+    """What its job last said it was doing (stage, file groups done and planned), from
+    its heartbeats while it ran."""
+    progress_at: Mapped[datetime | None]
+    """When that progress came."""
 
 
 class Worker(Base):

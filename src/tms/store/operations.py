@@ -174,8 +174,11 @@ def _conditions(
     status: OperationStatus | Collection[OperationStatus] | None,
     action: Action | None,
     include_deleted: bool,
+    queue: str | None = None,
 ) -> list[ColumnElement[bool]]:
     conditions: list[ColumnElement[bool]] = []
+    if queue is not None:
+        conditions.append(Operation.queue == queue)
     if tbl_id is not None:
         conditions.append(Operation.tbl_id == tbl_id)
     if isinstance(status, OperationStatus):
@@ -198,11 +201,18 @@ def list_operations(
     include_deleted: bool = False,
     limit: int = 50,
     before_id: int | None = None,
+    queue: str | None = None,
 ) -> list[Operation]:
     """Newest first (id descending, a stable keyset): pass the last id of a page as
     `before_id` to get the next one. Indexes on (tbl_id, id) and (status, id) serve it."""
     stmt = select(Operation).where(
-        *_conditions(tbl_id=tbl_id, status=status, action=action, include_deleted=include_deleted)
+        *_conditions(
+            tbl_id=tbl_id,
+            status=status,
+            action=action,
+            include_deleted=include_deleted,
+            queue=queue,
+        )
     )
     if before_id is not None:
         stmt = stmt.where(Operation.id < before_id)

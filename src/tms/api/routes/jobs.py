@@ -50,6 +50,7 @@ from tms.store import (
     record_launch,
     set_operation_instant,
 )
+from tms.store.attempts import record_progress
 
 router = APIRouter(
     prefix="/v1/jobs/attempts/{attempt_id}",
@@ -120,7 +121,7 @@ def heartbeat(
     body: HeartbeatIn | None = None,
 ) -> HeartbeatOut:
     """Extend the lease by `lease_seconds`; `cancel_requested` tells the job to stop and
-    roll back."""
+    roll back. A `progress` is kept on the attempt (`progress` of its JSON) while it runs."""
     before = session.get(Operation, attempt.operation_id)
     first = (
         before is not None
@@ -134,6 +135,8 @@ def heartbeat(
         raise _lease_lost(attempt, current)
     if first:
         record_first_heartbeat(session, attempt)
+    if body is not None and body.progress is not None:
+        record_progress(session, attempt.id, body.progress.model_dump())
     session.commit()
     if first:
         observe.first_heartbeat(attempt.engine, attempt.started_at, operation.last_heartbeat_at)

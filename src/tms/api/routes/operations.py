@@ -15,7 +15,7 @@ from tms.api.errors import ApiError, error_responses
 from tms.api.routes.tables import Cursor, parse_cursor
 from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut, OperationPage
 from tms.api.schemas.alerts import AlertBrief
-from tms.api.schemas.common import MAX_ID, Text, parse_action
+from tms.api.schemas.common import MAX_ID, Label, Text, parse_action
 from tms.api.views import operation_out, operations_out
 from tms.config import Role
 from tms.hudi.errors import CancelRefusedError, UnsupportedTableError
@@ -86,6 +86,7 @@ def list_operations_route(
     table_id: Annotated[int | None, Query(ge=1, le=MAX_ID)] = None,
     status: Annotated[list[StatusName] | None, Query(description="one or more")] = None,
     action: Annotated[ActionName | None, Query()] = None,
+    queue: Annotated[Label | None, Query()] = None,
     include_deleted: bool = False,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Cursor = None,
@@ -99,6 +100,7 @@ def list_operations_route(
         include_deleted=include_deleted,
         limit=limit,
         before_id=parse_cursor(cursor),
+        queue=queue,
     )
     next_cursor = str(rows[-1].id) if len(rows) == limit else None
     return OperationPage(items=operations_out(session, rows), next_cursor=next_cursor)

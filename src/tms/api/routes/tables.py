@@ -15,16 +15,14 @@ from tms.api.errors import ApiError, error_responses
 from tms.api.schemas import TableIn, TableOut, TablePage, TablePatch, TimelineInstant, TimelineOut
 from tms.api.schemas.common import MAX_ID, Identifier, Text
 from tms.api.schemas.tables import TableFields
+from tms.api.table_reads import read_table
 from tms.api.views import table_out
 from tms.config import Role, Settings
-from tms.hudi.errors import TableNotFoundError, TableRefusedError
 from tms.hudi.storage_options import StorageOptionError, check_storage_options
-from tms.hudi.storage_requests import counting
 from tms.hudi.table import HudiTable
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import checked_base_path, register, require_table
 from tms.ingest.storage_calls import StorageCalls
-from tms.observe import record_storage_requests
 from tms.store import delete_table, get_table, list_tables, update_table
 
 PendingQuery = Annotated[
@@ -250,22 +248,8 @@ def timeline_route(table_id: TableId, session: SessionDep, calls: StorageCallsDe
 def _read_timeline(
     base_path: str, options: dict[str, Any], name: str
 ) -> tuple[HudiTable, list[dict[str, Any]]]:
-    """Storage I/O (on a `StorageCalls` thread, where its requests are counted); storage's
-    own error texts go to the log."""
-    try:
-        with counting() as requests:
-            try:
-                table = HudiTable.open(base_path, storage_options=options)
-                return table, table.timeline().describe()
-            finally:
-                record_storage_requests(name, "timeline", requests.as_dict())
-    except TableNotFoundError as exc:
-        log.warning("timeline of %s: %s", base_path, exc)
-        raise ApiError(404, "not_on_storage", f"no Hudi table on storage at {base_path}") from None
-    except TableRefusedError as exc:
-        raise ApiError.conflict("unsupported_table", str(exc)) from exc
-    except Exception as exc:
-        log.warning("timeline of %s: cannot read storage: %s", base_path, exc)
-        raise ApiError(
-            502, "storage_error", f"the timeline at {base_path} could not be read from storage"
-        ) from None
+    return read_table(base_path, options, name, "timeline", _described_timeline)
+
+
+def _described_timeline(table: HudiTable) -> tuple[HudiTable, list[dict[str, Any]]]:
+    return table, table.timeline().describe()

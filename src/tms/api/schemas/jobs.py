@@ -6,9 +6,10 @@ import enum
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from tms.api.schemas.common import Instant, Text, check_json_text
+from tms.api.schemas.common import Instant, Text, check_json_text, check_text
+from tms.http.fields import strip_text
 from tms.store import Action, AttemptOutcome, OperationStatus
 
 __all__ = [
@@ -17,12 +18,15 @@ __all__ = [
     "InstantIn",
     "InstantOut",
     "JobOutcome",
+    "ProgressIn",
     "ResultIn",
     "ResultOut",
     "SpecOut",
 ]
 
 MAX_ERROR_CHARS = 64 * 1024
+MAX_STAGE_CHARS = 64
+MAX_FILE_GROUPS = 10_000_000
 
 
 class SpecOut(BaseModel):
@@ -43,10 +47,46 @@ class SpecOut(BaseModel):
     )
 
 
+Stage = Annotated[
+    Text,
+    BeforeValidator(strip_text),
+    Field(min_length=1, max_length=MAX_STAGE_CHARS),
+    AfterValidator(check_text),
+]
+FileGroups = Annotated[int, Field(strict=True, ge=0, le=MAX_FILE_GROUPS)]
+
+
+class ProgressIn(BaseModel):
+    """What the job is doing now. Fields a later job adds are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    stage: Stage = Field(description="a short name: planning, compacting, committing, …")
+    file_groups_done: FileGroups | None = Field(
+        None, description="file groups the stage has finished (its Spark tasks)"
+    )
+    file_groups_planned: FileGroups | None = Field(
+        None, description="file groups the stage works on"
+    )
+
+    @model_validator(mode="after")
+    def _done_within_planned(self) -> ProgressIn:
+        done, planned = self.file_groups_done, self.file_groups_planned
+        if done is not None and planned is not None and done > planned:
+            raise ValueError(
+                f"file_groups_done ({done}) must not exceed file_groups_planned ({planned})"
+            )
+        return self
+
+
 class HeartbeatIn(BaseModel):
-    """Empty today; extra fields (progress) are accepted for forward compatibility."""
+    """The job's progress, optionally; other fields are accepted for forward compatibility."""
 
     model_config = ConfigDict(extra="allow")
+
+    progress: ProgressIn | None = Field(
+        None, description="kept on the attempt while it runs (`progress` of its JSON)"
+    )
 
 
 class HeartbeatOut(BaseModel):

@@ -170,6 +170,14 @@ class AttemptOut(BaseModel):
     launch_seconds: float | None = Field(
         None, description="from the claim to the job's first heartbeat (launch overhead)"
     )
+    progress: dict[str, Any] | None = Field(
+        None,
+        description="what its job last said it was doing, from its heartbeats: `stage` (a "
+        "short name: planning, compacting, committing, syncing metadata, …), "
+        "`file_groups_done` and `file_groups_planned` (null when the stage has none); "
+        "kept after the attempt ends",
+    )
+    progress_at: datetime | None = Field(None, description="when that progress came")
 
     @classmethod
     def of(cls, attempt: Attempt) -> AttemptOut:
@@ -200,6 +208,8 @@ class AttemptOut(BaseModel):
                 if attempt.first_heartbeat_at is not None
                 else None
             ),
+            progress=attempt.progress,
+            progress_at=attempt.progress_at,
         )
 
 

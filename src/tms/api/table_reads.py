@@ -1,0 +1,48 @@
+"""A registered table read from storage for a request: on a `StorageCalls` thread, its
+storage requests counted, and storage's own error texts kept in the log, never sent back."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from tms.api.errors import ApiError
+from tms.hudi.errors import TableNotFoundError, TableRefusedError
+from tms.hudi.storage_requests import counting
+from tms.hudi.table import HudiTable
+from tms.observe import record_storage_requests
+
+__all__ = ["read_table"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def read_table(
+    base_path: str,
+    options: dict[str, Any],
+    name: str,
+    kind: str,
+    read: Callable[[HudiTable], T],
+) -> T:
+    """`read` applied to the table at `base_path`; `kind` names the read in
+    `tms_storage_requests_total` and in the 502 (`the timeline`, `the file_groups`). Refuses
+    with 404 when no table is there, 409 for one tms does not read, 502 when storage fails."""
+    what = kind.replace("_", " ")
+    try:
+        with counting() as requests:
+            try:
+                return read(HudiTable.open(base_path, storage_options=options))
+            finally:
+                record_storage_requests(name, kind, requests.as_dict())
+    except TableNotFoundError as exc:
+        log.warning("%s of %s: %s", what, base_path, exc)
+        raise ApiError(404, "not_on_storage", f"no Hudi table on storage at {base_path}") from None
+    except TableRefusedError as exc:
+        raise ApiError.conflict("unsupported_table", str(exc)) from exc
+    except Exception as exc:
+        log.warning("%s of %s: cannot read storage: %s", what, base_path, exc)
+        raise ApiError(
+            502, "storage_error", f"the {what} at {base_path} could not be read from storage"
+        ) from None

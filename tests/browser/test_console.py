@@ -1,0 +1,314 @@
+"""The operator console in a real browser: sign in, find a table, open its timeline, retry a
+failed operation, cancel a running one, and see the viewer role refused a retry, each
+checked on the page and against the API. With `TMS_SCREENSHOTS=1` the pages are saved to
+`docs/console/` (the README's pictures)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+
+from tests.browser.conftest import ADMIN, FAILURE, SCREENSHOTS, VIEWER, WRITER, Scenario, bearer
+from tests.e2e.conftest import Service
+
+pytestmark = pytest.mark.browser
+
+T = TypeVar("T")
+WAIT = 20.0
+
+
+def wait(driver: WebDriver, what: str, condition: Callable[[WebDriver], T]) -> T:
+    """Poll `condition` until it returns something truthy (a generous deadline, no sleep
+    that must be long enough)."""
+
+    def check(d: WebDriver) -> T | bool:
+        try:
+            return condition(d)
+        except (StaleElementReferenceException, WebDriverException):
+            return False
+
+    result: T = WebDriverWait(driver, WAIT, poll_frequency=0.1).until(check, f"waiting for {what}")
+    return result
+
+
+def css(driver: WebDriver, selector: str) -> list[WebElement]:
+    return driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def messages(driver: WebDriver, kind: str) -> list[str]:
+    return [m.text for m in css(driver, f"#messages .message.{kind}")]
+
+
+def screenshot(driver: WebDriver, name: str) -> None:
+    """With `TMS_SCREENSHOTS=1`, the whole page (the window grown to its height) as
+    `docs/console/<name>.png`."""
+    if os.environ.get("TMS_SCREENSHOTS") != "1":
+        return
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    width, height = driver.get_window_size()["width"], driver.get_window_size()["height"]
+    page = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(width, max(height, min(int(page) + 120, 2400)))
+    try:
+        driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    finally:
+        driver.set_window_size(width, height)
+
+
+def open_view(driver: WebDriver, console: Service, fragment: str, ready: str) -> None:
+    """Go to `/ui#fragment` and wait until the view's `ready` element is drawn."""
+    driver.get(f"{console.url}/ui#{fragment}")
+    view = "/".join(p for p in fragment.split("?")[0].split("/") if p)
+    wait(driver, ready, lambda d: css(d, f'#view[data-view="{view}"] {ready}'))
+
+
+def sign_in(driver: WebDriver, console: Service, token: str) -> None:
+    driver.get(f"{console.url}/ui")
+    driver.execute_script("sessionStorage.clear(); location.hash = '#/overview'")
+    driver.refresh()
+    field = wait(driver, "the sign-in form", lambda d: d.find_element(By.ID, "token"))
+    field.send_keys(token)
+    driver.find_element(By.CSS_SELECTOR, "#login button[type=submit]").click()
+    wait(driver, "the overview", lambda d: css(d, "#view #instances"))
+
+
+def row_of(driver: WebDriver, operation_id: int) -> WebElement:
+    return driver.find_element(By.CSS_SELECTOR, f'tr[data-operation-id="{operation_id}"]')
+
+
+def test_sign_in_refuses_an_unknown_token(browser: WebDriver, console: Service) -> None:
+    driver = browser
+    driver.get(f"{console.url}/ui")
+    driver.execute_script("sessionStorage.clear(); location.hash = '#/tables'")
+    driver.refresh()
+    field = wait(driver, "the sign-in form", lambda d: d.find_element(By.ID, "token"))
+    field.send_keys("not-a-token")
+    driver.find_element(By.CSS_SELECTOR, "#login button[type=submit]").click()
+    shown = wait(driver, "the refusal", lambda d: messages(d, "error"))
+    assert "unknown bearer token" in shown[0]
+    assert css(driver, "#login"), "the sign-in form stays"
+    assert not driver.find_element(By.ID, "nav").is_displayed()
+
+
+def test_overview_shows_queues_instances_and_throughput(
+    browser: WebDriver, console: Service, scenario: Scenario
+) -> None:
+    driver = browser
+    sign_in(driver, console, ADMIN)
+    assert driver.find_element(By.ID, "who").text == "role: admin"
+    queue = wait(driver, "the queue row", lambda d: css(d, "#queues tbody tr"))
+    assert [c.text for c in queue[0].find_elements(By.TAG_NAME, "td")] == ["default", "1", "0"]
+    instances = css(driver, "#instances tbody tr")
+    assert len(instances) == 1 and "alive" in instances[0].text
+    assert "console-test-worker" in driver.find_element(By.ID, "workers").text
+    # The failed attempt finished within the hour: one red bar, and the rate says so.
+    assert driver.find_element(By.ID, "chart-hour-summary").text.startswith("0 succeeded, 1 failed")
+    assert len(css(driver, '#chart-hour rect[fill="#cf222e"]')) == 1
+    screenshot(driver, "overview")
+
+
+def test_find_a_table_and_open_its_timeline(
+    browser: WebDriver, console: Service, scenario: Scenario
+) -> None:
+    driver = browser
+    sign_in(driver, console, WRITER)
+    open_view(driver, console, "/tables", "#tables")
+    names = [r.find_element(By.TAG_NAME, "a").text for r in css(driver, "#tables tbody tr")]
+    assert names == ["lake.rides", "lake.trips", "sales.orders"]
+    # Sorted by backlog: trips has 3 delta commits since compaction, rides 1, orders none.
+    driver.find_element(By.CSS_SELECTOR, 'th[data-sort="delta_commits_since_compaction"]').click()
+    wait(driver, "the sorted list", lambda d: "sort=delta" in d.current_url)
+    wait(driver, "the list", lambda d: css(d, "#view #tables tbody tr"))
+    ordered = [r.find_element(By.TAG_NAME, "a").text for r in css(driver, "#tables tbody tr")]
+    assert ordered == ["lake.trips", "lake.rides", "sales.orders"]
+    failures = css(driver, "#tables tbody tr")[0].find_elements(By.TAG_NAME, "td")[7]
+    assert failures.text == "1", "trips' failed attempt counts in the last 24 h"
+    screenshot(driver, "tables")
+    search = driver.find_element(By.ID, "table-search")
+    search.clear()
+    search.send_keys("trip\n")
+    wait(driver, "the search", lambda d: "search=trip" in d.current_url)
+    rows = wait(
+        driver, "one match", lambda d: (r := css(d, "#view #tables tbody tr")) and len(r) == 1 and r
+    )
+    assert driver.find_element(By.ID, "tables-count").text == "1–1 of 1"
+
+    rows[0].find_element(By.LINK_TEXT, "lake.trips").click()
+    wait(driver, "the timeline", lambda d: css(d, "#timeline tbody tr"))
+    wait(driver, "the file groups", lambda d: css(d, "#file-groups tbody tr"))
+    timeline = console.get(f"/v1/tables/{scenario.trips_id}/timeline")["instants"]
+    assert len(css(driver, "#timeline tbody tr")) == len(timeline) == 4
+    bars = css(driver, "#timeline-strip rect[data-instant]")
+    assert sorted(b.get_attribute("data-instant") for b in bars) == sorted(
+        i["instant"] for i in timeline
+    )
+    assert {b.get_attribute("data-state") for b in bars} == {"COMPLETED"}
+    summary = driver.find_element(By.ID, "files-summary").text
+    assert summary.startswith("3 file groups in 3 partitions"), summary
+    assert len(css(driver, "#file-groups tbody tr")) == 3
+    trips = console.get(f"/v1/tables/{scenario.trips_id}")
+    facts = driver.find_element(By.ID, "table-facts").text.splitlines()
+    delta = facts[facts.index("Delta commits since compaction") + 1]
+    assert delta == f"{trips['delta_commits_since_compaction']} of never", facts
+    # A writer may not pause or delete: the page says so instead of offering the buttons.
+    actions = driver.find_element(By.ID, "table-actions")
+    assert not css(driver, "#pause") and "need the admin role" in actions.text
+    assert not {"null", "undefined", "NaN"} & set(driver.find_element(By.ID, "view").text.split())
+    ops = {int(r.get_attribute("data-operation-id")) for r in css(driver, "#operations tbody tr")}
+    assert ops == {scenario.failed_id, scenario.running_id}
+    screenshot(driver, "table")
+
+
+def test_attempts_show_outcome_error_and_log(
+    browser: WebDriver, console: Service, scenario: Scenario
+) -> None:
+    driver = browser
+    sign_in(driver, console, WRITER)
+    open_view(driver, console, f"/operations/{scenario.failed_id}", "#attempts")
+    attempt = driver.find_element(By.CSS_SELECTOR, "#attempts tbody tr")
+    assert attempt.get_attribute("data-outcome") == "FAILED"
+    assert FAILURE in attempt.find_element(By.CSS_SELECTOR, "pre.attempt-error").text
+    screenshot(driver, "operation")
+    attempt.find_element(By.CSS_SELECTOR, "a.log-link").click()
+    log = wait(driver, "the log", lambda d: d.find_element(By.ID, "log"))
+    assert log.text.splitlines() == ["compaction of lake.trips starting", FAILURE]
+    open_view(driver, console, f"/operations/{scenario.running_id}", "#attempts")
+    running = driver.find_element(By.CSS_SELECTOR, "#attempts tbody tr")
+    assert running.get_attribute("data-outcome") == "RUNNING"
+    assert "cleaning\n1/3 file groups" in running.text
+    bar = running.find_element(By.CSS_SELECTOR, ".progress > span")
+    assert bar.get_attribute("style").startswith("width: 33.3")
+
+
+def test_retry_a_failed_and_cancel_a_running_operation(
+    browser: WebDriver, console: Service, scenario: Scenario
+) -> None:
+    driver = browser
+    sign_in(driver, console, WRITER)
+    open_view(driver, console, "/operations?table_id=" + str(scenario.trips_id), "#operations")
+    failed = row_of(driver, scenario.failed_id)
+    assert failed.get_attribute("data-status") == "FAILED"
+    assert FAILURE[:60] in failed.text
+    assert not row_of(driver, scenario.running_id).find_elements(By.CSS_SELECTOR, ".op-retry")
+    screenshot(driver, "operations")
+
+    failed.find_element(By.CSS_SELECTOR, "button.op-retry").click()
+    shown = wait(driver, "the retry's message", lambda d: messages(d, "info"))
+    assert shown == [f"Operation {scenario.failed_id} retried (now SCHEDULED)"]
+    wait(
+        driver,
+        "the row redrawn",
+        lambda d: row_of(d, scenario.failed_id).get_attribute("data-status") == "SCHEDULED",
+    )
+    assert console.operation(scenario.failed_id)["status"] == "SCHEDULED"
+
+    row_of(driver, scenario.running_id).find_element(By.CSS_SELECTOR, "button.op-cancel").click()
+    expected = [f"Cancel of operation {scenario.running_id} requested (now RUNNING)"]
+    wait(driver, "the cancel's message", lambda d: messages(d, "info") == expected)
+    running = console.operation(scenario.running_id)
+    assert running["status"] == "RUNNING" and running["cancel_requested"] is True
+    wait(
+        driver,
+        "cancel requested shown",
+        lambda d: "cancel requested" in row_of(d, scenario.running_id).text,
+    )
+    assert not row_of(driver, scenario.running_id).find_elements(By.CSS_SELECTOR, ".op-cancel")
+
+
+def test_the_viewer_is_refused_a_retry(
+    browser: WebDriver, console: Service, scenario: Scenario
+) -> None:
+    # The retried operation waits again: cancelled, it offers a retry once more.
+    if console.operation(scenario.failed_id)["status"] == "SCHEDULED":
+        console.post(f"/v1/operations/{scenario.failed_id}/cancel")
+    before = console.operation(scenario.failed_id)["status"]
+    assert before in {"FAILED", "CANCELLED"}
+    driver = browser
+    sign_in(driver, console, VIEWER)
+    assert driver.find_element(By.ID, "who").text == "role: viewer"
+    open_view(driver, console, "/operations", "#operations")
+    button = row_of(driver, scenario.failed_id).find_element(By.CSS_SELECTOR, "button.op-retry")
+    assert button.get_attribute("disabled") is not None
+    assert button.get_attribute("title") == "needs the writer role (you are viewer)"
+    # The server refuses whatever the page offers: a click the page would not allow, sent
+    # anyway, is answered 403 and the refusal shown.
+    driver.execute_script("arguments[0].disabled = false; arguments[0].click()", button)
+    shown = wait(driver, "the refusal", lambda d: messages(d, "error"))
+    assert shown == ["Refused: the viewer role may not do this; it needs writer (HTTP 403)"]
+    direct = console.http.post(f"/v1/operations/{scenario.failed_id}/retry", headers=bearer(VIEWER))
+    assert direct.status_code == 403
+    assert console.operation(scenario.failed_id)["status"] == before
+
+
+def test_api_errors_are_messages_not_blank_pages(
+    browser: WebDriver, console: Service, scenario: Scenario
+) -> None:
+    driver = browser
+    sign_in(driver, console, VIEWER)
+    driver.get(f"{console.url}/ui#/tables/987654")
+    shown = wait(driver, "the error", lambda d: messages(d, "error"))
+    assert "987654" in shown[0] and shown[0].endswith("(HTTP 404)"), shown
+    assert "could not be shown" in driver.find_element(By.ID, "view").text
+    # Storage that shows no table: the table's page says so in its panels, the rest stands.
+    ghost = console.http.post(
+        "/v1/tables",
+        params={"pending": "true"},
+        json={"db_name": "lake", "table_name": "ghost", "base_path": "/nonexistent/ghost"},
+    )
+    assert ghost.status_code == 201, ghost.text
+    open_view(driver, console, f"/tables/{ghost.json()['id']}", "#table-facts")
+    panel = wait(
+        driver,
+        "the timeline's error",
+        lambda d: d.find_element(By.CSS_SELECTOR, "#timeline-panel .message.error"),
+    )
+    assert panel.text == (
+        "The timeline could not be read: no Hudi table on storage at /nonexistent/ghost"
+    )
+    files = wait(
+        driver,
+        "the file groups' error",
+        lambda d: d.find_element(By.CSS_SELECTOR, "#files-panel .message.error"),
+    )
+    assert "no Hudi table on storage at /nonexistent/ghost" in files.text
+    # A token revoked mid-session (here: removed from the tab) is a 401: back to sign in.
+    driver.execute_script("sessionStorage.setItem('tms.console.token', 'revoked')")
+    driver.get(f"{console.url}/ui#/operations")
+    wait(driver, "the sign-in form", lambda d: d.find_element(By.ID, "token"))
+    assert "unknown bearer token" in messages(driver, "error")[0]
+
+
+def test_the_admin_pauses_resumes_and_deletes_a_table(
+    browser: WebDriver, console: Service, scenario: Scenario
+) -> None:
+    driver = browser
+    sign_in(driver, console, ADMIN)
+    orders = next(
+        t
+        for t in console.get("/v1/overview/tables", search="sales.orders")["items"]
+        if t["table_name"] == "orders"
+    )
+    open_view(driver, console, f"/tables/{orders['id']}", "#pause")
+    driver.find_element(By.ID, "pause").click()
+    wait(driver, "paused", lambda d: messages(d, "info") == ["Paused"])
+    assert console.get(f"/v1/tables/{orders['id']}")["paused"] is True
+    button = wait(driver, "the resume button", lambda d: d.find_element(By.ID, "pause"))
+    assert button.text == "Resume"
+    button.click()
+    wait(driver, "resumed", lambda d: messages(d, "info") == ["Resumed"])
+    assert console.get(f"/v1/tables/{orders['id']}")["paused"] is False
+
+    wait(driver, "the delete button", lambda d: d.find_element(By.ID, "delete")).click()
+    alert = driver.switch_to.alert
+    assert alert.text.startswith("Forget sales.orders and its history?")
+    alert.accept()
+    wait(driver, "the deletion", lambda d: messages(d, "info") == ["Deleted sales.orders"])
+    wait(driver, "the tables list", lambda d: css(d, '#view[data-view="tables"] #tables'))
+    assert console.http.get(f"/v1/tables/{orders['id']}").status_code == 404
