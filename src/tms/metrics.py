@@ -159,3 +159,33 @@ STORAGE_REQUESTS = Counter(
     ["table", "action", "kind"],
     registry=REGISTRY,
 )
+MARKERS_CREATED = Counter(
+    "tms_markers_created_total",
+    "Timeline-server markers created for Hudi writers (a marker asked for twice counts once).",
+    registry=REGISTRY,
+)
+MARKER_CONFLICTS = Counter(
+    "tms_marker_conflicts_total",
+    "Early write conflicts detected on marker creation (RFC-56): writers' instants aborted "
+    "by a refused marker.",
+    registry=REGISTRY,
+)
+VIEW_REQUESTS = Counter(
+    "tms_view_requests_total",
+    "Requests of Hudi's remote file-system view (/v1/hoodie/view), by endpoint (Hudi's name of "
+    "the call) and cache (hit|miss|advanced|synced: current, built by listing, advanced for "
+    "commits the store recorded, synced for a newer timeline the client named).",
+    ["endpoint", "cache"],
+    registry=REGISTRY,
+)
+VIEW_LISTINGS_SAVED = Counter(
+    "tms_view_listings_saved_total",
+    "Partition listings the file-system view's clients did not make: partitions answered "
+    "from a cached view.",
+    registry=REGISTRY,
+)
+VIEW_STORAGE_LISTINGS = Counter(
+    "tms_view_storage_listings_total",
+    "Storage listings the file-system view made (timelines and partitions).",
+    registry=REGISTRY,
+)

@@ -183,6 +183,7 @@ def scheduler_lifespan(settings: Settings, database: Database) -> Lifespan:
             if thread is not None:
                 await asyncio.to_thread(thread.join, SCHEDULER_JOIN_SECONDS)
             app.state.table_locks.close()
+            app.state.markers.close()  # frees its tables' markers for another instance now
             database.close()
 
     return lifespan

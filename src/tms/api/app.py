@@ -25,6 +25,8 @@ from tms.api.routes import (
     console,
     health,
     hoodie,
+    hoodie_marker,
+    hoodie_view,
     jobs,
     operations,
     overview,
@@ -38,6 +40,7 @@ from tms.ingest.callback import CALLBACK_PATH, handle_callback, openapi_path
 from tms.ingest.commit_batch import database_unreachable, write_notifications
 from tms.ingest.group_commit import GroupCommit
 from tms.ingest.storage_calls import StorageCalls
+from tms.markers import MarkerServer
 from tms.store import TableLocks
 
 __all__ = ["TmsApi", "create_app"]
@@ -136,12 +139,15 @@ def create_app(
     app.state.storage_calls = StorageCalls(
         threads=settings.storage_threads, timeout=settings.storage_timeout_seconds
     )
+    app.state.markers = MarkerServer(settings, session_factory, session_factory.kw["bind"])
     install_error_handlers(app)
     app.add_middleware(RequestGate)  # inside the metrics: refusals are counted too
     app.add_middleware(HttpMetricsMiddleware)
     routers = (hoodie, tables, table_storage, operations, attempt_logs, alerts, jobs, workers)
     for module in (*routers, overview, whoami, health, console):
         app.include_router(module.router)
+    app.include_router(hoodie_marker.router)
+    app.include_router(hoodie_view.router)
     install_docs(app)
     app.openapi = partial(_openapi, app)  # type: ignore[method-assign]
     return app

@@ -271,6 +271,34 @@ class Settings(BaseSettings):
     storage_threads: int = Field(
         8, ge=1, description="storage reads requests make at once (more are refused with 503)"
     )
+    # --- Hudi's timeline server protocol (RFC-50 file-system view, RFC-56 markers)
+    timeline_server_enabled: bool = Field(
+        True,
+        description="serve Hudi's remote file-system view (/v1/hoodie/view/...) and "
+        "timeline-server markers (/v1/hoodie/marker/...) for registered tables",
+    )
+    view_cache_tables: int = Field(
+        64, ge=1, description="tables whose timeline and file-system view stay cached (LRU)"
+    )
+    marker_batch_interval_ms: int = Field(
+        50,
+        ge=0,
+        description="how long marker requests gather before one write stores them "
+        "(Hudi's hoodie.markers.timeline_server_based.batch.interval_ms)",
+    )
+    marker_batch_files: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="MARKERS<n> files per instant, written at once by different batches "
+        "(Hudi's hoodie.markers.timeline_server_based.batch.num_threads)",
+    )
+    marker_heartbeat_tolerance_seconds: float = Field(
+        120.0,
+        gt=0,
+        description="a writer whose heartbeat is older is dead to early conflict detection "
+        "(Hudi's heartbeat interval times its tolerable misses)",
+    )
     # --- Spark settings writers may pass (extra_params spark.* keys), see engines.spark_conf
     spark_conf_allowed: Annotated[tuple[str, ...] | None, NoDecode] = Field(
         None,

@@ -3,8 +3,9 @@ touch the file groups of our plan, found before each file group is written and a
 the plan completes.
 
 Two kinds, as Hudi's `SimpleTransactionDirectMarkerBasedDetectionStrategy` looks for them:
-- a write in flight: another instant, pending with a live heartbeat, whose markers name
-  files of our file groups;
+- a write in flight: another instant, pending with a live heartbeat, whose markers (direct
+  files, or the `MARKERS<n>` files a timeline server such as `tms` writes) name files of our
+  file groups (`tms.hudi.files.write_conflicts`, the check the marker server runs too);
 - a write that completed after our plan was requested and whose write stats name our file
   groups (the timeline's completion time in layout 2; in layout 1, which records none, a
   write requested after the plan).
@@ -27,7 +28,8 @@ from dataclasses import dataclass
 
 from tms.hudi.errors import HudiError
 from tms.hudi.files.markers import MarkerType, list_markers
-from tms.hudi.files.names import BaseFileName, LogFileName
+from tms.hudi.files.names import BaseFileName
+from tms.hudi.files.write_conflicts import FileGroupId, WriterConflict, marked_file_groups
 from tms.hudi.locks import LockSpec
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
@@ -42,9 +44,6 @@ __all__ = [
     "find_conflicts",
 ]
 
-FileGroupId = tuple[str, str]
-"""(partition path, file id)."""
-
 
 class WriteConflictError(HudiError):
     """Another writer writes, or wrote, a file group of a plan that is not cancellable
@@ -57,20 +56,9 @@ class WriteConflictError(HudiError):
         self.retryable = retryable
 
 
-@dataclass(frozen=True)
-class Conflict:
-    """Another instant touching file groups of our plan."""
-
-    instant: str
-    in_flight: bool
-    """A write still running (live heartbeat, markers), rather than a completed one."""
-    file_groups: tuple[FileGroupId, ...]
-
-    def describe(self) -> str:
-        groups = ", ".join(f"{p}/{f}" if p else f for p, f in self.file_groups[:5])
-        more = f" and {len(self.file_groups) - 5} more" if len(self.file_groups) > 5 else ""
-        state = "being written by" if self.in_flight else "written by"
-        return f"file groups {groups}{more} {state} instant {self.instant}"
+Conflict = WriterConflict
+"""Another instant touching file groups of our plan: `in_flight` for a write still running
+(live heartbeat, markers), rather than a completed one."""
 
 
 def find_conflicts(
@@ -90,12 +78,11 @@ def find_conflicts(
         ts = instant.requested_time
         if not heartbeat.is_alive(table.storage, ts, heartbeat_interval):
             continue
-        touched = {
-            (m.partition_path, file_id)
+        touched = marked_file_groups(
+            m
             for m in list_markers(table.storage, ts)
-            if (any_file or m.marker_type is not MarkerType.APPEND)
-            and (file_id := _file_id(m.file_name)) is not None
-        }
+            if any_file or m.marker_type is not MarkerType.APPEND
+        )
         if touched & ours:
             found.append(Conflict(ts, True, tuple(sorted(touched & ours))))
     for instant in _completed_since(timeline, plan_instant):
@@ -122,11 +109,6 @@ def _completed_since(timeline: Timeline, plan_instant: str) -> list[Instant]:
         if done > plan_instant:
             later.append(instant)
     return later
-
-
-def _file_id(name: str) -> str | None:
-    parsed = BaseFileName.parse(name) or LogFileName.parse(name)
-    return parsed.file_id if parsed is not None else None
 
 
 def _is_base_file(path: str | None) -> bool:

@@ -165,10 +165,13 @@ def resolve_conflicts(table: HudiTable, check: ConflictCheck | None, *, wait: bo
 
 
 def conflict_in_task(check: ConflictCheck | None) -> bool:
-    """A Spark task's conflict check before its file group, for a cancellable plan: on a
-    conflict it requests the plan's cancel (other tasks then stop at the cheaper cancel
-    check) and returns True, to stop without writing."""
-    if check is None or not check.cancellable:
+    """A Spark task's conflict check before its file group (RFC-56: the same check as
+    before the tasks and at commit, which sees writers' direct markers and the `MARKERS<n>`
+    files a timeline server writes). For a cancellable plan, a conflict requests the plan's
+    cancel (other tasks then stop at the cheaper cancel check) and returns True, to stop
+    without writing. A plan that is not cancellable yields to the writer: the task fails with
+    `WriteConflictError`, so the attempt fails (and is retried) before it writes more."""
+    if check is None:
         return False
     table = HudiTable.open(check.base_uri, lock=check.lock)
     try:

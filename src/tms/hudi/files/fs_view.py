@@ -105,6 +105,54 @@ class FileGroup:
 
 
 @dataclass(frozen=True)
+class PartitionSlicer:
+    """How a timeline turns a partition's files into file groups and slices: which instants
+    committed, the slices pending compactions open, and the slice each log file belongs to
+    (by completion time from timeline layout 2 on, by the instant in its name before). One
+    rule for every view of the table: the file-system view and the timeline server's."""
+
+    committed: Callable[[str], bool]
+    pending_compaction: frozenset[str]
+    pending_slices: dict[tuple[str, str], str]
+    slice_of_log: SliceOfLog
+
+    @classmethod
+    def of(cls, timeline: Timeline) -> PartitionSlicer:
+        earliest = timeline.instants[0].requested_time if timeline.instants else ""
+
+        def committed(ts: str) -> bool:
+            instant = timeline.get(ts)
+            if instant is None:
+                return bool(earliest) and ts < earliest  # archived long ago
+            return instant.is_completed
+
+        return cls(
+            committed=committed,
+            pending_compaction=frozenset(i.requested_time for i in timeline.pending_compactions()),
+            pending_slices=_pending_compaction_slices(timeline),
+            slice_of_log=(
+                _slice_by_completion_time(timeline)
+                if timeline.config.timeline_layout_version >= 2
+                else _slice_named_by_log
+            ),
+        )
+
+    def file_groups(
+        self, storage: Storage, partition: str, replaced: set[tuple[str, str]] | None = None
+    ) -> list[FileGroup]:
+        """The file groups of `partition` as `storage` lists it, less the `replaced` ones."""
+        return _partition_file_groups(
+            storage,
+            partition,
+            self.committed,
+            set(self.pending_compaction),
+            replaced if replaced is not None else set(),
+            self.pending_slices,
+            self.slice_of_log,
+        )
+
+
+@dataclass(frozen=True)
 class FileSystemView:
     timeline: Timeline
     partitions: tuple[str, ...]
@@ -123,32 +171,10 @@ class FileSystemView:
         else:
             partitions = tuple(sorted(p for p in set(partitions) if storage.exists(p)))
         replaced = replaced_file_groups(timeline)
-        pending_compaction = {i.requested_time for i in timeline.pending_compactions()}
-        earliest = timeline.instants[0].requested_time if timeline.instants else ""
-
-        def committed(ts: str) -> bool:
-            instant = timeline.get(ts)
-            if instant is None:
-                return bool(earliest) and ts < earliest  # archived long ago
-            return instant.is_completed
-
-        pending_slices = _pending_compaction_slices(timeline)
-        slice_of_log = (
-            _slice_by_completion_time(timeline)
-            if timeline.config.timeline_layout_version >= 2
-            else _slice_named_by_log
-        )
+        slicer = PartitionSlicer.of(timeline)
         groups: list[FileGroup] = []
         for partition in partitions:
-            groups += _partition_file_groups(
-                storage,
-                partition,
-                committed,
-                pending_compaction,
-                replaced,
-                pending_slices,
-                slice_of_log,
-            )
+            groups += slicer.file_groups(storage, partition, replaced)
         return cls(timeline, partitions, tuple(groups), frozenset(replaced))
 
     def groups_in(self, partition: str | None = None) -> list[FileGroup]:

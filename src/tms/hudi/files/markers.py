@@ -1,6 +1,9 @@
-"""Markers: one empty file per data file a write creates, so a crashed write can be undone.
+"""Markers: one per data file a write creates, so a crashed write can be undone.
 
-`.hoodie/.temp/<instant>/<partition>/<dataFileName>.marker.<CREATE|MERGE|APPEND>`
+Direct markers are empty files,
+`.hoodie/.temp/<instant>/<partition>/<dataFileName>.marker.<CREATE|MERGE|APPEND>`; markers a
+timeline server keeps are lines of `MARKERS<n>` files in the instant's folder
+(`tms.hudi.files.timeline_markers`). `list_markers` reads both.
 """
 
 from __future__ import annotations
@@ -9,10 +12,13 @@ import enum
 import posixpath
 from dataclasses import dataclass
 
+from tms.hudi.errors import UnsafePathError
+from tms.hudi.files.timeline_markers import MARKERS_PREFIX, read_marker_files
 from tms.hudi.storage import Storage
-from tms.hudi.table_paths import TablePaths
+from tms.hudi.table_paths import TablePaths, check_relative
 
 TEMP_FOLDER = ".hoodie/.temp"
+MARKER_EXTENSION = ".marker."
 
 
 class MarkerType(enum.StrEnum):
@@ -34,6 +40,30 @@ class Marker:
             return posixpath.join(self.partition_path, self.file_name)
         return self.file_name
 
+    @property
+    def name(self) -> str:
+        """The marker's name as Hudi's writers send it to a timeline server and its
+        `MARKERS<n>` files hold it: `<partition>/<dataFileName>.marker.<TYPE>`."""
+        return f"{self.data_file_path}{MARKER_EXTENSION}{self.marker_type.value}"
+
+
+def parse_marker_name(name: str, source: str) -> Marker:
+    """A marker name (`Marker.name`), checked to name a data file inside the table: relative,
+    no `..`, empty or `.` components, not in `.hoodie/`; `UnsafePathError` (naming `source`)
+    otherwise, or when it is no marker name at all."""
+    path, sep, kind = name.rpartition(MARKER_EXTENSION)
+    if not sep or not path:
+        raise UnsafePathError(source, name, "is not <partition>/<file>.marker.<type>")
+    try:
+        marker_type = MarkerType(kind)
+    except ValueError:
+        raise UnsafePathError(
+            source, name, f"has marker type {kind!r}, not CREATE, MERGE or APPEND"
+        ) from None
+    check_relative(path, source, "marker", data=True, shown=name)
+    partition, _, file_name = path.rpartition("/")
+    return Marker(partition, file_name, marker_type)
+
 
 def marker_dir(instant_time: str) -> str:
     return f"{TEMP_FOLDER}/{instant_time}"
@@ -53,7 +83,9 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
     markers: list[Marker] = []
     for entry in storage.walk_files(root):
         name = entry.name
-        if ".marker." not in name:
+        if entry.path.count("/") == root.count("/") + 1 and name.startswith(MARKERS_PREFIX):
+            continue  # timeline-server files, read below
+        if MARKER_EXTENSION not in name:
             continue
         file_name, _, kind = name.rpartition(".marker.")
         partition = posixpath.relpath(posixpath.dirname(entry.path), root)
@@ -64,6 +96,11 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
             continue
         paths.relative(marker.data_file_path)
         markers.append(marker)
+    for names in read_marker_files(storage, instant_time).values():
+        for line in names:
+            marker = parse_marker_name(line, f"markers of instant {instant_time}")
+            paths.relative(marker.data_file_path)
+            markers.append(marker)
     return markers
 
 

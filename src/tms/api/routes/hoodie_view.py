@@ -1,0 +1,90 @@
+"""Hudi's remote file-system view (`/v1/hoodie/view/...`, the timeline server's view API),
+answered from `tms.view`'s per-table cache.
+
+Hudi's Java client sends no credentials, so these routes take no bearer token; they answer
+only for registered tables (`basepath`) and only while `timeline_server_enabled`. Answers
+are Hudi's JSON DTOs; refusals are the API's error body with the status Hudi's client
+treats as a failed call (it then reads storage itself). They are Hudi's wire protocol, not
+the tms API: left out of the OpenAPI document (the README lists what is served).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from sqlalchemy.orm import Session
+
+from tms.api.deps import SessionDep, SettingsDep
+from tms.config import Settings
+from tms.http.errors import error_body
+from tms.view.cache import ViewCache
+from tms.view.service import ViewRefused, ViewService
+
+__all__ = ["router", "view_service"]
+
+PREFIX = "/v1/hoodie/view"
+router = APIRouter(prefix=PREFIX, tags=["hudi timeline server"])
+_CREATE = threading.Lock()
+
+
+def view_service(request: Request, max_tables: int) -> ViewService:
+    """The app's view service, made on first use (one cache per application)."""
+    service: ViewService | None = getattr(request.app.state, "view_service", None)
+    if service is None:
+        with _CREATE:
+            service = getattr(request.app.state, "view_service", None)
+            if service is None:
+                service = ViewService(ViewCache(max_tables))
+                request.app.state.view_service = service
+    return service
+
+
+_DOC = (
+    "RemoteHoodieTableFileSystemView's calls (basepath, partition, fileid, maxinstant, "
+    "mininstant, instant, instants, includependingcompaction, lastinstantts, timelinehash, "
+    "refreshoff); see the README's Timeline server section."
+)
+
+
+@router.get(
+    "/{path:path}",
+    summary="Hudi's remote file-system view: reads",
+    description=_DOC,
+    include_in_schema=False,
+)
+def hoodie_view_read(
+    path: str, request: Request, session: SessionDep, settings: SettingsDep
+) -> Response:
+    return _serve(path, request, session, settings)
+
+
+@router.post(
+    "/{path:path}",
+    summary="Hudi's remote file-system view: refresh and loads",
+    description=_DOC,
+    include_in_schema=False,
+)
+def hoodie_view_refresh(
+    path: str, request: Request, session: SessionDep, settings: SettingsDep
+) -> Response:
+    return _serve(path, request, session, settings)
+
+
+def _serve(path: str, request: Request, session: Session, settings: Settings) -> Response:
+    if not settings.timeline_server_enabled:
+        return _refusal(ViewRefused(404, "not_found", "the timeline server is disabled"))
+    service = view_service(request, settings.view_cache_tables)
+    query = {key: request.query_params[key] for key in request.query_params}
+    try:
+        answer = service.answer(session, path, request.method, query)
+    except ViewRefused as refused:
+        return _refusal(refused)
+    return Response(content=answer.body, media_type="application/json")
+
+
+def _refusal(refused: ViewRefused) -> JSONResponse:
+    return JSONResponse(
+        error_body(refused.code, refused.message, refused.field), status_code=refused.status
+    )

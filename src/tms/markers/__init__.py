@@ -1,0 +1,21 @@
+"""Hudi's timeline-server-based markers (`hoodie.write.markers.type=TIMELINE_SERVER_BASED`)
+served for registered tables, with early conflict detection (RFC-56): `/v1/hoodie/marker/…`.
+
+`state` keeps an instant's markers and writes them in batches as Hudi's server does,
+`service` the tables this instance serves, `ownership` and `forward` the one instance that
+serves a table when several run, `server` what the routes call.
+"""
+
+from tms.markers.forward import FORWARDED_HEADER, forward
+from tms.markers.server import MarkerServer, MarkerTarget, TargetError
+from tms.markers.service import MarkerService, ServedTable
+
+__all__ = [
+    "FORWARDED_HEADER",
+    "MarkerServer",
+    "MarkerService",
+    "MarkerTarget",
+    "ServedTable",
+    "TargetError",
+    "forward",
+]

@@ -1,0 +1,259 @@
+"""Timeline-server markers of the tables this instance owns: the state of each instant
+(`tms.markers.state`), early conflict detection on creation (RFC-56,
+`tms.hudi.files.write_conflicts`), reading, and deleting an instant's markers.
+
+Early conflict detection runs on each marker a writer asks for with it (Hudi's client then
+sends `basepath`), synchronously rather than on Hudi's periodic thread, over the writer's
+markers so far plus the new one. Once an instant conflicts, every later marker it asks for
+with detection is refused too, as Hudi's strategy keeps its conflict flag. When detection
+itself fails (storage unreadable), the marker is created, as Hudi does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from tms import metrics
+from tms.hudi.errors import HudiError
+from tms.hudi.files.markers import MarkerType, list_markers, marker_dir, parse_marker_name
+from tms.hudi.files.write_conflicts import (
+    FileGroupId,
+    WriterConflict,
+    file_group_of,
+    marked_file_groups,
+    writer_conflicts,
+)
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
+from tms.markers.state import MarkerDirState
+
+__all__ = ["MarkerService", "ServedTable"]
+
+log = logging.getLogger(__name__)
+
+WRITTEN_CACHE_INSTANTS = 4096
+"""Completed instants per table whose written file groups stay cached."""
+HELD_INSTANTS = 1024
+"""Instants whose markers stay in memory; the least recently used idle ones leave (their
+markers are on storage: a later request reads them back)."""
+TABLE_CONFIG_SECONDS = 60.0
+"""How long a table's `hoodie.properties` is trusted before it is read again (an upgrade
+moves the timeline)."""
+
+
+@dataclass(frozen=True)
+class ServedTable:
+    """A registered table, as its markers are served: its normalized base path and the
+    options its storage needs."""
+
+    base_path: str
+    storage_options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+class MarkerService:
+    """In-memory marker state of the tables served here, by (base path, instant)."""
+
+    def __init__(
+        self, *, batch_files: int, batch_interval_seconds: float, heartbeat_tolerance: float
+    ) -> None:
+        self._files = batch_files
+        self._interval = batch_interval_seconds
+        self._tolerance = heartbeat_tolerance
+        self._states: OrderedDict[tuple[str, str], MarkerDirState] = OrderedDict()
+        self._loads: dict[tuple[str, str], asyncio.Future[None]] = {}
+        self._groups: dict[tuple[str, str], set[FileGroupId]] = {}
+        self._tables: dict[str, tuple[HudiTable, float]] = {}
+        self._written: dict[str, OrderedDict[str, set[FileGroupId]]] = {}
+
+    # State ----------------------------------------------------------------------------------
+
+    async def _state(self, table: ServedTable, instant_time: str) -> MarkerDirState:
+        key = (table.base_path, instant_time)
+        load = self._loads.get(key)
+        if load is None:
+            hudi = await self._table(table)
+            load = self._loads.get(key)  # another request may have made it meanwhile
+            if load is None:
+                created = MarkerDirState(
+                    hudi.storage,
+                    instant_time,
+                    files=self._files,
+                    interval_seconds=self._interval,
+                )
+                self._states[key] = created
+                load = asyncio.ensure_future(asyncio.to_thread(created.load))
+                self._loads[key] = load
+                self._evict()
+        state = self._states[key]
+        self._states.move_to_end(key)
+        try:
+            await asyncio.shield(load)
+        except Exception:
+            if self._loads.get(key) is load:
+                self._forget(key)
+            raise
+        return state
+
+    def _evict(self) -> None:
+        for key in list(self._states)[: max(0, len(self._states) - HELD_INSTANTS)]:
+            if self._states[key].idle():
+                self._forget(key)
+
+    async def _table(self, table: ServedTable) -> HudiTable:
+        held = self._tables.get(table.base_path)
+        now = time.monotonic()
+        if held is None or now - held[1] > TABLE_CONFIG_SECONDS:
+            hudi = await asyncio.to_thread(
+                HudiTable.open, table.base_path, table.storage_options or None
+            )
+            self._tables[table.base_path] = (hudi, now)
+            return hudi
+        return held[0]
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        self._states.pop(key, None)
+        self._loads.pop(key, None)
+        self._groups.pop(key, None)
+
+    def drop_tables(self, base_paths: set[str]) -> None:
+        """Forget what is held of these tables (another instance may serve them now)."""
+        for key in [k for k in self._states if k[0] in base_paths]:
+            self._forget(key)
+        for base_path in base_paths:
+            self._tables.pop(base_path, None)
+            self._written.pop(base_path, None)
+
+    # Requests -------------------------------------------------------------------------------
+
+    async def create(
+        self, table: ServedTable, instant_time: str, name: str, *, detect: bool
+    ) -> bool:
+        """Create a marker: True when it is new and stored, False when it existed already or
+        early conflict detection (`detect`) refused it."""
+        state = await self._state(table, instant_time)
+        if detect and name not in state.all:
+            if state.conflicted:
+                return False
+            group = file_group_of(parse_marker_name(name, "markername"))
+            groups = self._groups_of(table, state)
+            if group is not None:
+                groups.add(group)
+            found = await self._detect(table, state)
+            if found:
+                state.conflicted = True
+                metrics.MARKER_CONFLICTS.inc()
+                log.warning(
+                    "early conflict detection refused marker %s of instant %s on %s: %s",
+                    name,
+                    instant_time,
+                    table.base_path,
+                    "; ".join(c.describe() for c in found),
+                )
+                return False
+        created = await state.create(name)
+        if created and (group := file_group_of(parse_marker_name(name, "markername"))):
+            self._groups_of(table, state).add(group)
+        return created
+
+    async def all_markers(self, table: ServedTable, instant_time: str) -> set[str]:
+        return set((await self._state(table, instant_time)).all)
+
+    async def markers_of_type(
+        self, table: ServedTable, instant_time: str, types: set[MarkerType]
+    ) -> set[str]:
+        suffixes = tuple(f".marker.{t.value}" for t in types)
+        return {m for m in await self.all_markers(table, instant_time) if m.endswith(suffixes)}
+
+    async def exists(self, table: ServedTable, instant_time: str) -> bool:
+        hudi = await self._table(table)
+        return await asyncio.to_thread(hudi.storage.exists, marker_dir(instant_time))
+
+    async def delete(self, table: ServedTable, instant_time: str) -> bool:
+        """Delete the instant's marker folder: True when there was one."""
+        hudi = await self._table(table)
+        self._forget((table.base_path, instant_time))
+
+        def delete() -> bool:
+            path = marker_dir(instant_time)
+            existed = hudi.storage.exists(path)
+            hudi.storage.delete_dir(path)
+            return existed
+
+        return await asyncio.to_thread(delete)
+
+    # Early conflict detection ---------------------------------------------------------------
+
+    def _groups_of(self, table: ServedTable, state: MarkerDirState) -> set[FileGroupId]:
+        key = (table.base_path, state.instant_time)
+        groups = self._groups.get(key)
+        if groups is None:
+            groups = set()
+            for name in state.all | state.pending_names():
+                try:
+                    marker = parse_marker_name(name, f"markers of instant {state.instant_time}")
+                except HudiError:
+                    continue
+                if (group := file_group_of(marker)) is not None:
+                    groups.add(group)
+            self._groups[key] = groups
+        return groups
+
+    async def _detect(self, table: ServedTable, state: MarkerDirState) -> list[WriterConflict]:
+        hudi = await self._table(table)
+        ours = frozenset(self._groups_of(table, state))
+        held = {
+            ts: frozenset(self._groups_of(table, other))
+            for (base, ts), other in self._states.items()
+            if base == table.base_path and ts < state.instant_time and ts in self._loaded(base)
+        }
+        written = self._written.setdefault(table.base_path, OrderedDict())
+
+        def detect() -> list[WriterConflict]:
+            timeline = Timeline.load(hudi.storage, hudi.config)
+            if state.known_completed is None:
+                state.known_completed = frozenset(
+                    i.requested_time for i in timeline.completed(WRITE_COMMIT_ACTIONS)
+                )
+
+            def markers_of(ts: str) -> set[FileGroupId]:
+                if ts in held:
+                    return set(held[ts])
+                return marked_file_groups(list_markers(hudi.storage, ts))
+
+            found = writer_conflicts(
+                hudi.storage,
+                timeline,
+                state.instant_time,
+                ours,
+                tolerance_seconds=self._tolerance,
+                known_completed=state.known_completed,
+                markers_of=markers_of,
+                written_cache=written,
+            )
+            while len(written) > WRITTEN_CACHE_INSTANTS:
+                written.popitem(last=False)
+            return found
+
+        try:
+            return await asyncio.to_thread(detect)
+        except Exception as exc:
+            log.warning(
+                "early conflict detection failed for instant %s on %s (%s); the marker is "
+                "created without it",
+                state.instant_time,
+                table.base_path,
+                exc,
+            )
+            return []
+
+    def _loaded(self, base_path: str) -> set[str]:
+        return {
+            ts
+            for (base, ts), load in self._loads.items()
+            if base == base_path and load.done() and not load.exception()
+        }

@@ -1,0 +1,161 @@
+"""One instant's timeline-server markers, kept in memory by the instance that owns the table
+and written to storage in batches, as Hudi's `MarkerDirState` does.
+
+Creation requests gather for the batch interval; each batch then takes a free `MARKERS<n>`
+file (round robin over `files` of them, one batch per file at a time), adds the markers not
+already known to that file's list and rewrites the file whole, `MARKERS.type` first. A
+request is answered once its batch is on storage: `true` for a new marker, `false` for one
+already there. A new state reads back what storage holds, so a restart or another instance
+taking the table over goes on from there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from tms import metrics
+from tms.hudi.files import timeline_markers
+from tms.hudi.storage import Storage
+
+__all__ = ["MarkerDirState"]
+
+log = logging.getLogger(__name__)
+
+
+class MarkerDirState:
+    """The markers of `instant_time` on the table at `storage`."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        instant_time: str,
+        *,
+        files: int,
+        interval_seconds: float,
+    ) -> None:
+        self.storage = storage
+        self.instant_time = instant_time
+        self.files = files
+        self.interval = interval_seconds
+        self.all: set[str] = set()
+        self._file_markers: dict[int, list[str]] = {}
+        self._type_written = False
+        self._pending: list[tuple[str, asyncio.Future[bool]]] = []
+        self._busy: set[int] = set()
+        self._last_index = -1
+        self._dispatching = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.conflicted = False
+        """A conflict was found: early conflict detection refuses every later marker."""
+        self.known_completed: frozenset[str] | None = None
+        """Instants completed when early conflict detection first ran for this instant."""
+
+    # Reading back ---------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """What storage holds (blocking: call it off the event loop)."""
+        files = timeline_markers.read_marker_files(self.storage, self.instant_time)
+        for index, names in files.items():
+            if index >= self.files:
+                # more files than we write: keep them, folded into one we write
+                index = index % self.files
+            kept = self._file_markers.setdefault(index, [])
+            for name in names:
+                if name not in self.all:
+                    self.all.add(name)
+                    kept.append(name)
+        self._type_written = (
+            timeline_markers.read_marker_type(self.storage, self.instant_time) is not None
+        )
+
+    def idle(self) -> bool:
+        """Nothing waits to be written: forgetting the state loses no marker."""
+        return not self._pending and not self._busy and not self._dispatching
+
+    def pending_names(self) -> set[str]:
+        return {name for name, _ in self._pending}
+
+    # Creating ---------------------------------------------------------------------------------
+
+    async def create(self, name: str) -> bool:
+        """Add a marker; True once it is on storage, False when it was there already."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        self._pending.append((name, future))
+        if not self._dispatching:
+            self._dispatching = True
+            task = loop.create_task(self._dispatch())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return await future
+
+    async def _dispatch(self) -> None:
+        try:
+            while self._pending:
+                await asyncio.sleep(self.interval)
+                index = self._free_index()
+                if index is None:
+                    continue  # every file is being written: the next round takes the batch
+                batch, self._pending = self._pending, []
+                task = asyncio.get_running_loop().create_task(self._process(batch, index))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        finally:
+            self._dispatching = False
+
+    def _free_index(self) -> int | None:
+        for step in range(1, self.files + 1):
+            index = (self._last_index + step) % self.files
+            if index not in self._busy:
+                self._busy.add(index)
+                self._last_index = index
+                return index
+        return None
+
+    async def _process(self, batch: list[tuple[str, asyncio.Future[bool]]], index: int) -> None:
+        added: list[str] = []
+        results: list[tuple[asyncio.Future[bool], bool]] = []
+        kept = self._file_markers.setdefault(index, [])
+        for name, future in batch:
+            new = name not in self.all
+            if new:
+                self.all.add(name)
+                kept.append(name)
+                added.append(name)
+            results.append((future, new))
+        try:
+            if not self._type_written:
+                await asyncio.to_thread(
+                    timeline_markers.write_marker_type, self.storage, self.instant_time
+                )
+                self._type_written = True
+            if added:
+                names = list(kept)
+                await asyncio.to_thread(
+                    timeline_markers.write_marker_file,
+                    self.storage,
+                    self.instant_time,
+                    index,
+                    names,
+                )
+        except Exception as exc:
+            log.error(
+                "writing markers of instant %s (MARKERS%d) failed: %s",
+                self.instant_time,
+                index,
+                exc,
+            )
+            for name in added:  # not on storage: a retry must be able to add them again
+                self.all.discard(name)
+                kept.remove(name)
+            for future, _ in results:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        finally:
+            self._busy.discard(index)
+        metrics.MARKERS_CREATED.inc(len(added))
+        for future, new in results:
+            if not future.done():
+                future.set_result(new)

@@ -1,0 +1,231 @@
+"""Answers one request of Hudi's remote file-system view, as Hudi's `RequestHandler` does.
+
+The `basepath` must name a registered table. Before a call that checks freshness (Hudi's
+`performRefreshCheck`, unless `refreshoff=true`) the view is synced when the client's
+`timelinehash` differs from the view's or its `lastinstantts` is not on the view's
+timeline; a view still behind afterwards is refused with 400, as Hudi refuses it (except
+when the view's only extra instant is a clean), so the client falls back to reading
+storage itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from tms import metrics
+from tms.hudi.errors import HudiError
+from tms.hudi.timeline.instant import Action
+from tms.store import Tbl, find_table_by_base_path, list_operations
+from tms.view.cache import CachedTable, Outcome, TableRef, ViewCache
+from tms.view.dto import DtoWriter
+from tms.view.endpoints import (
+    BASEPATH,
+    ENDPOINTS,
+    LAST_INSTANT_TS,
+    REFRESH_OFF,
+    TIMELINE_HASH,
+    Endpoint,
+    MissingParameter,
+    Params,
+)
+from tms.view.snapshot import Snapshot
+from tms.view.visible_timeline import INVALID_INSTANT_TS, contains_or_before_start, timeline_hash
+
+__all__ = ["ViewAnswer", "ViewRefused", "ViewService", "table_ref"]
+
+log = logging.getLogger(__name__)
+
+_FRESHNESS_PARAMS = frozenset({LAST_INSTANT_TS, TIMELINE_HASH, REFRESH_OFF, "pretty"})
+"""Parameters that do not change an answer (left out of the memo's key)."""
+_SYNCING_POSTS = frozenset({"refresh", "inittimeline"})
+REF_TTL_SECONDS = 0.5
+"""How long a table's row (registration and newest-commit token) read for one request serves
+the next ones. Freshness towards a client does not depend on it: the client's timeline hash
+makes a behind view sync before it answers, as in Hudi; the row only advances the view
+early, and reading it at most twice a second per table keeps busy tables off the database."""
+
+
+class ViewRefused(Exception):
+    """A request the view does not answer: status, stable code, message, offending field."""
+
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+
+
+@dataclass(frozen=True)
+class ViewAnswer:
+    body: bytes
+    endpoint: str
+    cache: str
+
+
+PLANS_WATCHED = 8
+"""Latest operations of a table whose instants and states tell the view a plan appeared."""
+
+
+def table_ref(session: Session, table: Tbl) -> TableRef:
+    """The table's row and its latest operations, as the view compares them."""
+    seen = table.last_commit_seen_at
+    operations = list_operations(session, tbl_id=table.id, limit=PLANS_WATCHED)
+    return TableRef(
+        id=table.id,
+        base_path=table.base_path,
+        storage_options=dict(table.storage_options or {}),
+        token=seen.isoformat() if seen is not None else "",
+        plans=",".join(f"{o.id}:{o.instant or ''}:{o.status.value}" for o in operations),
+    )
+
+
+def _alternatives(base_path: str) -> list[str]:
+    """Hadoop's S3 scheme spellings name the same bucket as `s3://`."""
+    for scheme in ("s3a://", "s3n://"):
+        if base_path.startswith(scheme):
+            return [base_path, "s3://" + base_path[len(scheme) :]]
+    return [base_path]
+
+
+class ViewService:
+    def __init__(self, cache: ViewCache, ref_ttl: float = REF_TTL_SECONDS) -> None:
+        self.cache = cache
+        self.ref_ttl = ref_ttl
+        self._refs: dict[str, tuple[float, TableRef]] = {}
+        self._refs_lock = threading.Lock()
+
+    def find_table(self, session: Session, base_path: str, *, fresh: bool = False) -> TableRef:
+        """The registered table `base_path` names (its row read at most every `ref_ttl`,
+        unless `fresh`)."""
+        now = time.monotonic()
+        with self._refs_lock:
+            known = self._refs.get(base_path)
+        if not fresh and known is not None and now - known[0] < self.ref_ttl:
+            return known[1]
+        for spelling in _alternatives(base_path):
+            table = find_table_by_base_path(session, spelling)
+            if table is not None:
+                ref = table_ref(session, table)
+                with self._refs_lock:
+                    if len(self._refs) > 4 * self.cache.max_tables:
+                        self._refs.clear()
+                    self._refs[base_path] = (now, ref)
+                return ref
+        raise ViewRefused(
+            404,
+            "not_found",
+            f"basepath: {base_path!r} is not a registered table",
+            field=BASEPATH,
+        )
+
+    def endpoint(self, path: str, method: str) -> Endpoint:
+        endpoint = ENDPOINTS.get(path.strip("/"))
+        if endpoint is None or endpoint.method != method:
+            raise ViewRefused(404, "not_found", f"no {method} endpoint /v1/hoodie/view/{path}")
+        return endpoint
+
+    def answer(
+        self, session: Session, path: str, method: str, query: Mapping[str, str]
+    ) -> ViewAnswer:
+        endpoint = self.endpoint(path, method)
+        params = Params(query)
+        base_path = query.get(BASEPATH)
+        if not base_path:
+            raise ViewRefused(
+                400, "validation_error", "basepath: the query parameter is required", BASEPATH
+            )
+        ref = self.find_table(session, base_path)
+        session.close()  # storage work holds no connection
+
+        def sync(cached: CachedTable) -> None:
+            """Load the view again; the row read first says which commits it then holds."""
+            fresh = self.find_table(session, base_path, fresh=True)
+            session.close()
+            self.cache.advance(
+                cached, fresh.token, outcome, reason="synced", plans=fresh.plans, force=True
+            )
+
+        outcome = Outcome()
+        try:
+            cached = self.cache.get(ref, outcome)
+            body = self._answer(cached, endpoint, path.strip("/"), params, base_path, sync)
+            if outcome.cache != "miss":
+                metrics.VIEW_LISTINGS_SAVED.inc(endpoint.covered(cached.snapshot, params))
+        except MissingParameter as missing:
+            raise ViewRefused(400, "validation_error", str(missing), missing.name) from None
+        except (OSError, HudiError) as exc:
+            log.warning("view of %s: storage failed: %s", ref.base_path, exc)
+            self.cache.drop(ref.id)
+            raise ViewRefused(
+                502, "storage_error", "the table's storage could not be read"
+            ) from None
+        finally:
+            metrics.VIEW_STORAGE_LISTINGS.inc(outcome.listings)
+        metrics.VIEW_REQUESTS.labels(endpoint.name, outcome.cache).inc()
+        return ViewAnswer(body, endpoint.name, outcome.cache)
+
+    def _answer(
+        self,
+        cached: CachedTable,
+        endpoint: Endpoint,
+        path: str,
+        params: Params,
+        base_path: str,
+        sync: Callable[[CachedTable], None],
+    ) -> bytes:
+        if endpoint.method == "POST" and path in _SYNCING_POSTS:
+            sync(cached)
+        check = endpoint.refresh_check and params.optional(REFRESH_OFF).lower() != "true"
+        if check and _behind(cached.snapshot, params):
+            sync(cached)
+        snapshot = cached.snapshot
+        if check and _behind(snapshot, params) and _should_refuse(snapshot, params):
+            client_last = params.optional(LAST_INSTANT_TS, INVALID_INSTANT_TS)
+            raise ViewRefused(
+                400,
+                "client_view_behind",
+                f"Last known instant from client was {client_last} "
+                f"but server has the following timeline {[str(i) for i in snapshot.visible]}",
+                field=TIMELINE_HASH,
+            )
+        key = (
+            path,
+            base_path,
+            tuple(sorted((k, v) for k, v in params.values.items() if k not in _FRESHNESS_PARAMS)),
+        )
+        body = snapshot.memo(key) if endpoint.method == "GET" else None
+        if body is None:
+            result: Any = endpoint.answer(snapshot, DtoWriter(snapshot, base_path), params)
+            body = json.dumps(result, separators=(",", ":")).encode()
+            if endpoint.method == "GET":
+                snapshot.remember(key, body)
+        return body
+
+
+def _behind(snapshot: Snapshot, params: Params) -> bool:
+    """`RequestHandler.isLocalViewBehind`."""
+    client_last = params.optional(LAST_INSTANT_TS, INVALID_INSTANT_TS)
+    if not snapshot.visible and client_last == INVALID_INSTANT_TS:
+        return False
+    if snapshot.hash != params.optional(TIMELINE_HASH):
+        return True
+    return not contains_or_before_start(snapshot.visible, client_last)
+
+
+def _should_refuse(snapshot: Snapshot, params: Params) -> bool:
+    """`shouldThrowExceptionIfLocalViewBehind`: not when the view's last instant is a clean
+    and the client's timeline is the view's without it."""
+    last = snapshot.last_instant
+    if last is None or last.action is not Action.CLEAN:
+        return True
+    before = [i for i in snapshot.visible if i.requested_time < last.requested_time]
+    return timeline_hash(before) != params.optional(TIMELINE_HASH)
