@@ -5,6 +5,7 @@ what our own marker reader (rollback, reconciliation) reads."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -220,3 +221,29 @@ def test_a_create_with_hudi_1x_json_body_is_served_as_one_without(
             )
             assert answer.status_code == 200, answer.text
         assert get(client, "all", table.marker_dir(INSTANT)) == [name]
+
+
+def test_storage_that_never_answers_is_504_within_the_storage_timeout(
+    serve: Serve, tmp_path: Path, factory: sessionmaker[Session]
+) -> None:
+    """A table whose `hoodie.properties` is a FIFO nobody writes: opening it blocks for good.
+    The request is answered 504 after the storage timeout, not held until storage answers."""
+    hung = tmp_path / "hung"
+    (hung / ".hoodie").mkdir(parents=True)
+    fifo = hung / ".hoodie" / "hoodie.properties"
+    os.mkfifo(fifo)
+    register(factory, str(hung), "hung")
+    try:
+        with serve(storage_timeout_seconds=1) as client:
+            answer = client.post(
+                f"{BASE}/create",
+                params={
+                    "markerdirpath": f"{hung}/.hoodie/.temp/{INSTANT}",
+                    "markername": f"f1-0_0-1-0_{INSTANT}.parquet.marker.CREATE",
+                },
+            )
+            assert answer.status_code == 504, answer.text
+            assert answer.json()["error"]["code"] == "storage_timeout"
+    finally:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the waiting reader goes on
+    assert not (hung / ".hoodie" / ".temp").exists(), "nothing was written"

@@ -3,6 +3,7 @@ client sends none), only registered tables, and nothing while the timeline serve
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -85,3 +86,25 @@ def test_a_table_whose_storage_is_gone_is_a_502_not_a_500(
     response = client.raw("slices/partition/latest/", partition="eu")
     assert response.status_code == 502
     assert str(root) not in response.text, "storage errors stay in the logs"
+
+
+def test_storage_that_never_answers_is_504_within_the_storage_timeout(
+    tmp_path: Path, make_client: MakeClient, register: Register
+) -> None:
+    """A table whose `hoodie.properties` is a FIFO nobody writes: building its view blocks
+    for good. The call is answered 504 after the storage timeout (the client then reads
+    storage itself), and the service goes on answering."""
+    root = tmp_path / "trips"
+    own_table(root, 6)
+    http = make_client(storage_timeout_seconds=1)
+    client = JavaViewClient(http, register(root), root)
+    properties = root / ".hoodie" / "hoodie.properties"
+    properties.rename(tmp_path / "hoodie.properties")
+    os.mkfifo(properties)
+    try:
+        response = client.raw("slices/partition/latest/", partition="eu")
+        assert response.status_code == 504, response.text
+        assert response.json()["error"]["code"] == "storage_timeout"
+        assert http.get("/healthz").status_code == 200
+    finally:
+        os.close(os.open(properties, os.O_WRONLY | os.O_NONBLOCK))

@@ -22,6 +22,7 @@ from tms.hudi.timeline.instant import is_instant_time
 from tms.markers.forward import FORWARDED_HEADER, OwnerUnavailable, forward
 from tms.markers.ownership import MarkerOwnership, Owner
 from tms.markers.service import MarkerService, ServedTable
+from tms.markers.storage_time import StorageThreads
 from tms.store import find_table_by_base_path, normalize_base_path
 
 __all__ = ["MarkerServer", "MarkerTarget", "TargetError", "split_marker_dir"]
@@ -68,6 +69,9 @@ class MarkerServer:
             batch_files=settings.marker_batch_files,
             batch_interval_seconds=settings.marker_batch_interval_ms / 1000.0,
             heartbeat_tolerance=settings.marker_heartbeat_tolerance_seconds,
+            threads=StorageThreads(
+                threads=settings.storage_threads, timeout=settings.storage_timeout_seconds
+            ),
         )
         self.ownership = MarkerOwnership(engine, settings.api_url)
 

@@ -31,6 +31,7 @@ from tms.hudi.files.write_conflicts import (
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.markers.state import MarkerDirState
+from tms.markers.storage_time import StorageThreads
 
 __all__ = ["MarkerService", "ServedTable"]
 
@@ -59,8 +60,14 @@ class MarkerService:
     """In-memory marker state of the tables served here, by (base path, instant)."""
 
     def __init__(
-        self, *, batch_files: int, batch_interval_seconds: float, heartbeat_tolerance: float
+        self,
+        *,
+        batch_files: int,
+        batch_interval_seconds: float,
+        heartbeat_tolerance: float,
+        threads: StorageThreads,
     ) -> None:
+        self._threads = threads
         self._files = batch_files
         self._interval = batch_interval_seconds
         self._tolerance = heartbeat_tolerance
@@ -84,9 +91,10 @@ class MarkerService:
                     instant_time,
                     files=self._files,
                     interval_seconds=self._interval,
+                    threads=self._threads,
                 )
                 self._states[key] = created
-                load = asyncio.ensure_future(asyncio.to_thread(created.load))
+                load = asyncio.ensure_future(self._threads.run(created.load))
                 self._loads[key] = load
                 self._evict()
         state = self._states[key]
@@ -108,7 +116,7 @@ class MarkerService:
         held = self._tables.get(table.base_path)
         now = time.monotonic()
         if held is None or now - held[1] > TABLE_CONFIG_SECONDS:
-            hudi = await asyncio.to_thread(
+            hudi = await self._threads.run(
                 HudiTable.open, table.base_path, table.storage_options or None
             )
             self._tables[table.base_path] = (hudi, now)
@@ -171,7 +179,7 @@ class MarkerService:
 
     async def exists(self, table: ServedTable, instant_time: str) -> bool:
         hudi = await self._table(table)
-        return await asyncio.to_thread(hudi.storage.exists, marker_dir(instant_time))
+        return await self._threads.run(hudi.storage.exists, marker_dir(instant_time))
 
     async def delete(self, table: ServedTable, instant_time: str) -> bool:
         """Delete the instant's marker folder: True when there was one."""
@@ -184,7 +192,7 @@ class MarkerService:
             hudi.storage.delete_dir(path)
             return existed
 
-        return await asyncio.to_thread(delete)
+        return await self._threads.run(delete)
 
     # Early conflict detection ---------------------------------------------------------------
 
@@ -240,7 +248,7 @@ class MarkerService:
             return found
 
         try:
-            return await asyncio.to_thread(detect)
+            return await self._threads.run(detect)
         except Exception as exc:
             log.warning(
                 "early conflict detection failed for instant %s on %s (%s); the marker is "

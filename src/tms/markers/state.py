@@ -17,6 +17,7 @@ import logging
 from tms import metrics
 from tms.hudi.files import timeline_markers
 from tms.hudi.storage import Storage
+from tms.markers.storage_time import StorageThreads
 
 __all__ = ["MarkerDirState"]
 
@@ -33,8 +34,10 @@ class MarkerDirState:
         *,
         files: int,
         interval_seconds: float,
+        threads: StorageThreads,
     ) -> None:
         self.storage = storage
+        self.threads = threads
         self.instant_time = instant_time
         self.files = files
         self.interval = interval_seconds
@@ -50,6 +53,14 @@ class MarkerDirState:
         """A conflict was found: early conflict detection refuses every later marker."""
         self.known_completed: frozenset[str] | None = None
         """Instants completed when early conflict detection first ran for this instant."""
+
+    def _write(self, index: int, names: list[str] | None) -> None:
+        """`MARKERS.type` once, then the file `index` whole with `names` (blocking)."""
+        if not self._type_written:
+            timeline_markers.write_marker_type(self.storage, self.instant_time)
+            self._type_written = True
+        if names is not None:
+            timeline_markers.write_marker_file(self.storage, self.instant_time, index, names)
 
     # Reading back ---------------------------------------------------------------------------
 
@@ -124,21 +135,10 @@ class MarkerDirState:
                 kept.append(name)
                 added.append(name)
             results.append((future, new))
+        write: asyncio.Future[None] | None = None
         try:
-            if not self._type_written:
-                await asyncio.to_thread(
-                    timeline_markers.write_marker_type, self.storage, self.instant_time
-                )
-                self._type_written = True
-            if added:
-                names = list(kept)
-                await asyncio.to_thread(
-                    timeline_markers.write_marker_file,
-                    self.storage,
-                    self.instant_time,
-                    index,
-                    names,
-                )
+            write = self.threads.start(self._write, index, list(kept) if added else None)
+            await self.threads.wait(write)
         except Exception as exc:
             log.error(
                 "writing markers of instant %s (MARKERS%d) failed: %s",
@@ -152,9 +152,12 @@ class MarkerDirState:
             for future, _ in results:
                 if not future.done():
                     future.set_exception(exc)
+            if write is None:
+                self._busy.discard(index)
+            else:  # a write still running keeps its file: a later batch must not race it
+                write.add_done_callback(lambda _: self._busy.discard(index))
             return
-        finally:
-            self._busy.discard(index)
+        self._busy.discard(index)
         metrics.MARKERS_CREATED.inc(len(added))
         for future, new in results:
             if not future.done():

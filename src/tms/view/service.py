@@ -134,8 +134,10 @@ class ViewService:
         return endpoint
 
     def answer(
-        self, session: Session, path: str, method: str, query: Mapping[str, str]
+        self, sessions: Callable[[], Session], path: str, method: str, query: Mapping[str, str]
     ) -> ViewAnswer:
+        """The answer to one call; `sessions` opens the short database sessions that look
+        the table up (none is held while storage is read)."""
         endpoint = self.endpoint(path, method)
         params = Params(query)
         base_path = query.get(BASEPATH)
@@ -143,13 +145,13 @@ class ViewService:
             raise ViewRefused(
                 400, "validation_error", "basepath: the query parameter is required", BASEPATH
             )
-        ref = self.find_table(session, base_path)
-        session.close()  # storage work holds no connection
+        with sessions() as session:
+            ref = self.find_table(session, base_path)
 
         def sync(cached: CachedTable) -> None:
             """Load the view again; the row read first says which commits it then holds."""
-            fresh = self.find_table(session, base_path, fresh=True)
-            session.close()
+            with sessions() as session:
+                fresh = self.find_table(session, base_path, fresh=True)
             self.cache.advance(
                 cached, fresh.token, outcome, reason="synced", plans=fresh.plans, force=True
             )

@@ -11,14 +11,15 @@ the tms API: left out of the OpenAPI document (the README lists what is served).
 from __future__ import annotations
 
 import threading
+from functools import partial
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from sqlalchemy.orm import Session
 
-from tms.api.deps import SessionDep, SettingsDep
+from tms.api.deps import SettingsDep, StorageCallsDep
 from tms.config import Settings
 from tms.http.errors import error_body
+from tms.ingest.storage_calls import StorageCalls
 from tms.view.cache import ViewCache
 from tms.view.service import ViewRefused, ViewService
 
@@ -55,9 +56,9 @@ _DOC = (
     include_in_schema=False,
 )
 def hoodie_view_read(
-    path: str, request: Request, session: SessionDep, settings: SettingsDep
+    path: str, request: Request, settings: SettingsDep, calls: StorageCallsDep
 ) -> Response:
-    return _serve(path, request, session, settings)
+    return _serve(path, request, settings, calls)
 
 
 @router.post(
@@ -67,18 +68,23 @@ def hoodie_view_read(
     include_in_schema=False,
 )
 def hoodie_view_refresh(
-    path: str, request: Request, session: SessionDep, settings: SettingsDep
+    path: str, request: Request, settings: SettingsDep, calls: StorageCallsDep
 ) -> Response:
-    return _serve(path, request, session, settings)
+    return _serve(path, request, settings, calls)
 
 
-def _serve(path: str, request: Request, session: Session, settings: Settings) -> Response:
+def _serve(path: str, request: Request, settings: Settings, calls: StorageCalls) -> Response:
+    """The answer, computed on one of the bounded storage threads and waited on for at most
+    the storage timeout (503 `storage_busy` when all are taken, 504 `storage_timeout`): a
+    hung storage costs the client its call, which it then makes on storage itself."""
     if not settings.timeline_server_enabled:
         return _refusal(ViewRefused(404, "not_found", "the timeline server is disabled"))
     service = view_service(request, settings.view_cache_tables)
     query = {key: request.query_params[key] for key in request.query_params}
     try:
-        answer = service.answer(session, path, request.method, query)
+        answer = calls.run(
+            partial(service.answer, request.app.state.session_factory, path, request.method, query)
+        )
     except ViewRefused as refused:
         return _refusal(refused)
     return Response(content=answer.body, media_type="application/json")
