@@ -37,7 +37,11 @@ FileGroupId = tuple[str, str]
 """(partition path, file id), Hudi's `HoodieFileGroupId`."""
 ReplaceMetadataOf = Callable[[Instant], ReplaceCommitMetadata | None]
 MEMO_ANSWERS = 512
-"""Encoded answers kept per snapshot."""
+"""Encoded answers kept per snapshot, at most."""
+MEMO_BYTES = 8 * 1024 * 1024
+"""Bytes of encoded answers kept per snapshot, at most: with the LRU over tables, what bounds
+the memory of a cached table beyond its file groups (an answer over a large partition is
+tens of kilobytes, one over all partitions may be megabytes)."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ class Snapshot:
     answers: OrderedDict[Hashable, bytes] = field(default_factory=OrderedDict, repr=False)
     """Encoded answers of this snapshot (the same question from many writers), newest last."""
     answers_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    answers_bytes: int = field(default=0, repr=False)
 
     def memo(self, key: Hashable) -> bytes | None:
         with self.answers_lock:
@@ -94,10 +99,19 @@ class Snapshot:
             return found
 
     def remember(self, key: Hashable, body: bytes) -> None:
+        """Keep an answer, the least recently asked leaving first past `MEMO_ANSWERS` or
+        `MEMO_BYTES`; an answer larger than `MEMO_BYTES` alone is not kept."""
+        if len(body) > MEMO_BYTES:
+            return
         with self.answers_lock:
+            previous = self.answers.pop(key, None)
+            if previous is not None:
+                self.answers_bytes -= len(previous)
             self.answers[key] = body
-            while len(self.answers) > MEMO_ANSWERS:
-                self.answers.popitem(last=False)
+            self.answers_bytes += len(body)
+            while len(self.answers) > MEMO_ANSWERS or self.answers_bytes > MEMO_BYTES:
+                _, dropped = self.answers.popitem(last=False)
+                self.answers_bytes -= len(dropped)
 
     # Timeline -----------------------------------------------------------------------------
 
