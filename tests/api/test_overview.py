@@ -262,6 +262,9 @@ def test_an_attempts_log_is_read_from_the_log_dir_only(
     end = client.get(url, params={"bytes": 7})
     assert (end.content, end.headers["x-log-truncated"]) == (b"ne 2 \xef\xbf\xbd\n", "true")
     assert client.get(f"/v1/operations/{op}/attempts/{number + 1}/log").status_code == 404
+    unknown = client.get(f"/v1/operations/{op + 1}/attempts/{number}/log")
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["message"] == f"operation {op + 1} not found"
     assert client.get(url, params={"bytes": 0}).status_code == 422
 
 
@@ -289,3 +292,10 @@ def test_a_log_outside_the_log_dir_is_never_read(make_client: MakeClient, tmp_pa
         assert response.status_code == 404, response.text
         assert "s3cr3t" not in response.text
         assert "not on this instance" in response.json()["error"]["message"]
+    # an attempt is read under its own operation only
+    other = f"/v1/operations/{linked['operation_id']}/attempts/{outside['attempt_id']}/log"
+    response = client.get(other)
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == (
+        f"operation {linked['operation_id']} has no attempt {outside['attempt_id']}"
+    )

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
+
+from sqlalchemy.orm import Session
 
 from tms.api.errors import ApiError
 from tms.hudi.errors import TableNotFoundError, TableRefusedError
 from tms.hudi.storage_requests import counting
 from tms.hudi.table import HudiTable
+from tms.ingest.storage_calls import StorageCalls
 from tms.observe import record_storage_requests
+from tms.store import get_table
 
-__all__ = ["read_table"]
+__all__ = ["read_registered_table", "read_table"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -46,3 +51,18 @@ def read_table(
         raise ApiError(
             502, "storage_error", f"the {what} at {base_path} could not be read from storage"
         ) from None
+
+
+def read_registered_table(
+    session: Session,
+    calls: StorageCalls,
+    table_id: int,
+    kind: str,
+    read: Callable[[HudiTable], T],
+) -> T:
+    """`read_table` of registered table `table_id` on a `calls` thread (404 when it is not
+    registered); no transaction is held open while storage is read."""
+    found = get_table(session, table_id)
+    base_path, options, name = found.base_path, dict(found.storage_options), found.qualified_name
+    session.rollback()
+    return calls.run(partial(read_table, base_path, options, name, kind, read))

@@ -18,7 +18,7 @@ from tms.api.errors import ApiError, error_responses
 from tms.api.routes.operations import OperationId
 from tms.api.schemas.common import MAX_ID
 from tms.config import Role
-from tms.store import get_operation, list_attempts
+from tms.store import Attempt, get_operation
 
 router = APIRouter(
     prefix="/v1/operations", tags=["operations"], responses=error_responses(401, 403, 422, 503)
@@ -49,18 +49,19 @@ def attempt_log_route(
 ) -> Response:
     """The last `bytes` bytes of the log (invalid UTF-8 replaced); `X-Log-Truncated: true`
     when the log is longer."""
-    get_operation(session, operation_id)
-    attempt = next((a for a in list_attempts(session, operation_id) if a.id == attempt_id), None)
-    session.rollback()
-    if attempt is None:
+    attempt = session.get(Attempt, attempt_id)
+    if attempt is None or attempt.operation_id != operation_id:
+        get_operation(session, operation_id)  # 404 naming the operation when it is unknown
         raise ApiError.not_found(f"operation {operation_id} has no attempt {attempt_id}")
-    if not attempt.log_path:
+    log_path, instance_id = attempt.log_path, attempt.instance_id
+    session.rollback()  # (expires `attempt`: read above, not reloaded)
+    if not log_path:
         raise ApiError.not_found(f"attempt {attempt_id} has no log")
-    path = _inside(settings.job_log_dir, attempt.log_path)
+    path = _inside(settings.job_log_dir, log_path)
     if path is None:
         raise ApiError.not_found(
             f"the log of attempt {attempt_id} is not on this instance (it ran on "
-            f"{attempt.instance_id}); read it there"
+            f"{instance_id}); read it there"
         )
     try:
         with path.open("rb") as file:

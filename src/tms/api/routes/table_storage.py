@@ -3,9 +3,7 @@ now, for the operator console (read with `tms.hudi`, bounded by the storage time
 
 from __future__ import annotations
 
-import logging
-from functools import partial
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
@@ -13,16 +11,14 @@ from tms.api.deps import SessionDep, StorageCallsDep, require
 from tms.api.errors import error_responses
 from tms.api.routes.tables import TableId
 from tms.api.schemas.overview import FileGroupOut, FileGroupsOut
-from tms.api.table_reads import read_table
+from tms.api.table_reads import read_registered_table
 from tms.config import Role
 from tms.hudi.files.fs_view import FileGroup
 from tms.hudi.table import HudiTable
-from tms.store import get_table
 
 router = APIRouter(
     prefix="/v1/tables", tags=["tables"], responses=error_responses(401, 403, 422, 503)
 )
-log = logging.getLogger(__name__)
 
 
 @router.get(
@@ -46,10 +42,7 @@ def file_groups_route(
 ) -> FileGroupsOut:
     """Totals over every file group, and the first `limit` groups (by partition and file
     id) with their slice count and latest slice: base file, log files, sizes."""
-    found = get_table(session, table_id)
-    base_path, options, name = found.base_path, dict(found.storage_options), found.qualified_name
-    session.rollback()  # no transaction held open while storage is read
-    groups = calls.run(partial(_read_file_groups, base_path, options, name))
+    groups = read_registered_table(session, calls, table_id, "file_groups", _file_groups)
     groups.sort(key=lambda g: (g.partition_path, g.file_id))
     slices = [s for g in groups for s in g.slices]
     return FileGroupsOut(
@@ -77,10 +70,6 @@ def _group_out(group: FileGroup) -> FileGroupOut:
         log_size=latest.log_size,
         total_size=sum(s.total_size for s in group.slices),
     )
-
-
-def _read_file_groups(base_path: str, options: dict[str, Any], name: str) -> list[FileGroup]:
-    return read_table(base_path, options, name, "file_groups", _file_groups)
 
 
 def _file_groups(table: HudiTable) -> list[FileGroup]:
