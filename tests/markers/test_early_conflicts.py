@@ -6,10 +6,13 @@ after that. Our compaction and clustering see the served markers too."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
@@ -22,6 +25,7 @@ from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, next_time, request, transition
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
+from tms.markers import MarkerService
 from tms.metrics import MARKER_CONFLICTS
 from tms.services.conflicts import ConflictCheck, WriteConflictError, find_conflicts
 from tms.services.execution import conflict_in_task
@@ -98,6 +102,52 @@ def test_the_second_of_two_concurrent_writers_aborts_at_its_first_conflicting_ma
         assert create(client, table.marker_dir(first), marker(later, first), table.base_path)
         # without `basepath` (detection off) nothing is checked
         assert create(client, table.marker_dir(second), marker("dddddddd-1", second)) is True
+
+
+def test_a_burst_of_markers_shares_detection_runs_and_a_later_marker_gets_its_own(
+    serve: Serve, table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = writer_instants(table, 2)
+    storage = HudiTable.open(table.base_path).storage
+    for ts in (first, second):
+        heartbeat.beat(storage, ts)
+    shared = "ffffffff-0000-0000-0000-000000000001-0"
+    burst = [f"99999999-0000-0000-0000-0000000000{i:02d}-0" for i in range(12)]
+    runs = 0
+    run = MarkerService._run_detection
+
+    async def gated_run(self: MarkerService, table_: Any, state: Any) -> Any:
+        """The burst's first run waits until every marker of the burst asked (a slow
+        storage), so the others queue behind it."""
+        nonlocal runs
+        runs += 1
+        if state.instant_time == second and runs == 1:
+            asked = self._detections[(table_.base_path, second)]
+            deadline = time.monotonic() + 60
+            while asked.asked < len(burst):
+                assert time.monotonic() < deadline, "the burst never arrived"
+                await asyncio.sleep(0.01)
+        return await run(self, table_, state)
+
+    monkeypatch.setattr(MarkerService, "_run_detection", gated_run)
+    with serve() as client:
+        assert create(client, table.marker_dir(first), marker(shared, first), table.base_path)
+        runs = 0
+        with ThreadPoolExecutor(len(burst)) as pool:
+            answers = list(
+                pool.map(
+                    lambda f: create(
+                        client, table.marker_dir(second), marker(f, second), table.base_path
+                    ),
+                    burst,
+                )
+            )
+        assert answers == [True] * len(burst)
+        # The first run covered the first marker only; the eleven that asked meanwhile
+        # share the one run after it.
+        assert runs == 2, "markers asking meanwhile share the next run"
+        late = create(client, table.marker_dir(second), marker(shared, second), table.base_path)
+        assert late is False, "a marker after the burst gets a run of its own"
 
 
 def test_a_dead_writer_or_a_table_service_does_not_make_a_writer_abort(

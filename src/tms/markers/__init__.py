@@ -7,7 +7,7 @@ serves a table when several run, `server` what the routes call.
 """
 
 from tms.markers.forward import FORWARDED_HEADER, forward
-from tms.markers.server import MarkerServer, MarkerTarget, TargetError
+from tms.markers.server import MarkerServer, MarkerTarget
 from tms.markers.service import MarkerService, ServedTable
 
 __all__ = [
@@ -16,6 +16,5 @@ __all__ = [
     "MarkerService",
     "MarkerTarget",
     "ServedTable",
-    "TargetError",
     "forward",
 ]

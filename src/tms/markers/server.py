@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tms.config import Settings
+from tms.http.errors import ApiError
 from tms.hudi.errors import BasePathError
 from tms.hudi.timeline.instant import is_instant_time
 from tms.markers.forward import FORWARDED_HEADER, OwnerUnavailable, forward
@@ -25,20 +26,10 @@ from tms.markers.service import MarkerService, ServedTable
 from tms.markers.storage_time import StorageThreads
 from tms.store import find_table_by_base_path, normalize_base_path
 
-__all__ = ["MarkerServer", "MarkerTarget", "TargetError", "split_marker_dir"]
+__all__ = ["MarkerServer", "MarkerTarget", "split_marker_dir"]
 
 TEMP_SUFFIX = "/.hoodie/.temp/"
 REGISTERED_SECONDS = 5.0
-
-
-class TargetError(ValueError):
-    """A request names no marker folder of a registered table; `field` says which
-    parameter, `status` 422 (malformed) or 404 (no such table)."""
-
-    def __init__(self, field: str, message: str, status: int = 422) -> None:
-        super().__init__(message)
-        self.field = field
-        self.status = status
 
 
 @dataclass(frozen=True)
@@ -51,9 +42,9 @@ def split_marker_dir(value: str) -> tuple[str, str]:
     """(base path, instant) of `<basePath>/.hoodie/.temp/<instant>`."""
     base, sep, instant = value.rstrip("/").rpartition(TEMP_SUFFIX)
     if not sep or not base:
-        raise TargetError("markerdirpath", "must be <basePath>/.hoodie/.temp/<instant>")
+        raise ApiError.invalid("markerdirpath", "must be <basePath>/.hoodie/.temp/<instant>")
     if not is_instant_time(instant):
-        raise TargetError("markerdirpath", f"{instant!r} is not an instant time")
+        raise ApiError.invalid("markerdirpath", f"{instant!r} is not an instant time")
     return base, instant
 
 
@@ -77,23 +68,26 @@ class MarkerServer:
 
     async def target(self, marker_dir: str, base_path: str | None = None) -> MarkerTarget:
         """The registered table and instant of a marker folder; `basepath`, when sent,
-        must name the same table."""
+        must name the same table (422 otherwise, 404 for no registered table)."""
         raw_base, instant = split_marker_dir(marker_dir)
         try:
             normalized = normalize_base_path(raw_base)
         except BasePathError as exc:
-            raise TargetError("markerdirpath", str(exc)) from None
+            raise ApiError.invalid("markerdirpath", str(exc)) from None
         if base_path is not None:
             try:
                 same = normalize_base_path(base_path) == normalized
             except BasePathError as exc:
-                raise TargetError("basepath", str(exc)) from None
+                raise ApiError.invalid("basepath", str(exc)) from None
             if not same:
-                raise TargetError("basepath", "names another table than markerdirpath")
+                raise ApiError.invalid("basepath", "names another table than markerdirpath")
         table = await asyncio.to_thread(self._registered, normalized)
         if table is None:
-            raise TargetError(
-                "markerdirpath", f"no registered table has base path {normalized}", 404
+            raise ApiError(
+                404,
+                "not_found",
+                f"markerdirpath: no registered table has base path {normalized}",
+                field="markerdirpath",
             )
         return MarkerTarget(table, instant)
 

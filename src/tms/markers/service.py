@@ -4,9 +4,10 @@
 
 Early conflict detection runs on each marker a writer asks for with it (Hudi's client then
 sends `basepath`), synchronously rather than on Hudi's periodic thread, over the writer's
-markers so far plus the new one. Once an instant conflicts, every later marker it asks for
-with detection is refused too, as Hudi's strategy keeps its conflict flag. When detection
-itself fails (storage unreadable), the marker is created, as Hudi does.
+markers so far plus the new one; markers of one instant asking at once share a run that
+started after they asked (`_Detections`). Once an instant conflicts, every later marker it
+asks for with detection is refused too, as Hudi's strategy keeps its conflict flag. When
+detection itself fails (storage unreadable), the marker is created, as Hudi does.
 """
 
 from __future__ import annotations
@@ -47,6 +48,21 @@ TABLE_CONFIG_SECONDS = 60.0
 moves the timeline)."""
 
 
+@dataclass
+class _Detections:
+    """Early conflict detection of one instant, one run at a time: a marker asking while a
+    run goes on waits for it, then takes the result of a run that started after it asked
+    (its own, or one a marker queued behind it made), so a Spark stage's burst of markers
+    costs one storage scan per run rather than one per marker."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    asked: int = 0
+    """Markers that asked so far."""
+    covered: int = 0
+    """Markers that had asked when the last run started: `found` answers them."""
+    found: list[WriterConflict] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class ServedTable:
     """A registered table, as its markers are served: its normalized base path and the
@@ -74,6 +90,7 @@ class MarkerService:
         self._states: OrderedDict[tuple[str, str], MarkerDirState] = OrderedDict()
         self._loads: dict[tuple[str, str], asyncio.Future[None]] = {}
         self._groups: dict[tuple[str, str], set[FileGroupId]] = {}
+        self._detections: dict[tuple[str, str], _Detections] = {}
         self._tables: dict[str, tuple[HudiTable, float]] = {}
         self._written: dict[str, OrderedDict[str, set[FileGroupId]]] = {}
 
@@ -127,6 +144,7 @@ class MarkerService:
         self._states.pop(key, None)
         self._loads.pop(key, None)
         self._groups.pop(key, None)
+        self._detections.pop(key, None)
 
     def drop_tables(self, base_paths: set[str]) -> None:
         """Forget what is held of these tables (another instance may serve them now)."""
@@ -144,13 +162,12 @@ class MarkerService:
         """Create a marker: True when it is new and stored, False when it existed already or
         early conflict detection (`detect`) refused it."""
         state = await self._state(table, instant_time)
+        group = file_group_of(parse_marker_name(name, "markername"))
         if detect and name not in state.all:
             if state.conflicted:
                 return False
-            group = file_group_of(parse_marker_name(name, "markername"))
-            groups = self._groups_of(table, state)
             if group is not None:
-                groups.add(group)
+                self._groups_of(table, state).add(group)
             found = await self._detect(table, state)
             if found:
                 state.conflicted = True
@@ -164,7 +181,7 @@ class MarkerService:
                 )
                 return False
         created = await state.create(name)
-        if created and (group := file_group_of(parse_marker_name(name, "markername"))):
+        if created and group is not None:
             self._groups_of(table, state).add(group)
         return created
 
@@ -212,6 +229,21 @@ class MarkerService:
         return groups
 
     async def _detect(self, table: ServedTable, state: MarkerDirState) -> list[WriterConflict]:
+        """Conflicts of the instant's file groups, from a run that started after this call
+        (`_Detections`)."""
+        key = (table.base_path, state.instant_time)
+        detections = self._detections.setdefault(key, _Detections())
+        detections.asked += 1
+        ticket = detections.asked
+        async with detections.lock:
+            if detections.covered < ticket:
+                detections.covered = detections.asked
+                detections.found = await self._run_detection(table, state)
+            return detections.found
+
+    async def _run_detection(
+        self, table: ServedTable, state: MarkerDirState
+    ) -> list[WriterConflict]:
         hudi = await self._table(table)
         ours = frozenset(self._groups_of(table, state))
         held = {

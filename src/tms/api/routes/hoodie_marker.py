@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Query, Request
@@ -24,7 +24,7 @@ from tms.api.errors import ApiError, error_responses
 from tms.config import Settings
 from tms.hudi.errors import HudiError, UnsafePathError
 from tms.hudi.files.markers import MarkerType, parse_marker_name
-from tms.markers import MarkerServer, MarkerTarget, TargetError
+from tms.markers import MarkerServer, MarkerService, MarkerTarget
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -67,6 +67,9 @@ async def _stored(call: Awaitable[T]) -> T:
 
 
 def _json(value: Any) -> Response:
+    """JSON as Hudi's server writes it; a set of marker names goes sorted."""
+    if isinstance(value, set):
+        value = sorted(value)
     return Response(json.dumps(value), media_type="application/json")
 
 
@@ -85,22 +88,27 @@ async def _resolve(
 ) -> tuple[MarkerServer, MarkerTarget, Response | None]:
     """The target, and the owner's answer when another instance serves the table."""
     server = _server(request)
-    try:
-        target = await server.target(marker_dir, base_path)
-    except TargetError as exc:
-        if exc.status == 404:
-            raise ApiError(404, "not_found", f"{exc.field}: {exc}", field=exc.field) from None
-        raise ApiError.invalid(exc.field, str(exc)) from None
+    target = await server.target(marker_dir, base_path)
     return server, target, await server.elsewhere(request, target)
+
+
+async def _answer(
+    request: Request,
+    marker_dir: str,
+    call: Callable[[MarkerService, MarkerTarget], Awaitable[Any]],
+    base_path: str | None = None,
+) -> Response:
+    """The owner's answer when another instance serves the table, else `call`'s here."""
+    server, target, forwarded = await _resolve(request, marker_dir, base_path)
+    if forwarded is not None:
+        return forwarded
+    return _json(await _stored(call(server.service, target)))
 
 
 @router.get("/all", summary="All markers of an instant")
 async def all_markers(request: Request, markerdirpath: MarkerDirQuery = "") -> Response:
-    server, target, forwarded = await _resolve(request, markerdirpath)
-    if forwarded is not None:
-        return forwarded
-    return _json(
-        sorted(await _stored(server.service.all_markers(target.table, target.instant_time)))
+    return await _answer(
+        request, markerdirpath, lambda s, t: s.all_markers(t.table, t.instant_time)
     )
 
 
@@ -108,34 +116,23 @@ async def all_markers(request: Request, markerdirpath: MarkerDirQuery = "") -> R
 async def create_and_merge_markers(
     request: Request, markerdirpath: MarkerDirQuery = ""
 ) -> Response:
-    server, target, forwarded = await _resolve(request, markerdirpath)
-    if forwarded is not None:
-        return forwarded
-    found = await _stored(
-        server.service.markers_of_type(
-            target.table, target.instant_time, {MarkerType.CREATE, MarkerType.MERGE}
-        )
+    types = {MarkerType.CREATE, MarkerType.MERGE}
+    return await _answer(
+        request, markerdirpath, lambda s, t: s.markers_of_type(t.table, t.instant_time, types)
     )
-    return _json(sorted(found))
 
 
 @router.get("/append", summary="APPEND markers of an instant (table version 6)")
 async def append_markers(request: Request, markerdirpath: MarkerDirQuery = "") -> Response:
-    server, target, forwarded = await _resolve(request, markerdirpath)
-    if forwarded is not None:
-        return forwarded
-    found = await _stored(
-        server.service.markers_of_type(target.table, target.instant_time, {MarkerType.APPEND})
+    types = {MarkerType.APPEND}
+    return await _answer(
+        request, markerdirpath, lambda s, t: s.markers_of_type(t.table, t.instant_time, types)
     )
-    return _json(sorted(found))
 
 
 @router.get("/dir/exists", summary="Whether an instant's marker folder exists")
 async def marker_dir_exists(request: Request, markerdirpath: MarkerDirQuery = "") -> Response:
-    server, target, forwarded = await _resolve(request, markerdirpath)
-    if forwarded is not None:
-        return forwarded
-    return _json(await _stored(server.service.exists(target.table, target.instant_time)))
+    return await _answer(request, markerdirpath, lambda s, t: s.exists(t.table, t.instant_time))
 
 
 @router.post("/create", summary="Create a marker (early conflict detection with basepath)")
@@ -149,18 +146,14 @@ async def create_marker(
         parse_marker_name(markername, "markername")
     except UnsafePathError as exc:
         raise ApiError.invalid("markername", f"{markername!r} {exc.reason}") from None
-    server, target, forwarded = await _resolve(request, markerdirpath, basepath or None)
-    if forwarded is not None:
-        return forwarded
-    created = await _stored(
-        server.service.create(target.table, target.instant_time, markername, detect=bool(basepath))
+    return await _answer(
+        request,
+        markerdirpath,
+        lambda s, t: s.create(t.table, t.instant_time, markername, detect=bool(basepath)),
+        basepath or None,
     )
-    return _json(created)
 
 
 @router.post("/dir/delete", summary="Delete an instant's markers")
 async def delete_marker_dir(request: Request, markerdirpath: MarkerDirQuery = "") -> Response:
-    server, target, forwarded = await _resolve(request, markerdirpath)
-    if forwarded is not None:
-        return forwarded
-    return _json(await _stored(server.service.delete(target.table, target.instant_time)))
+    return await _answer(request, markerdirpath, lambda s, t: s.delete(t.table, t.instant_time))

@@ -22,7 +22,6 @@ from collections.abc import Iterable
 from tms.hudi.storage import Storage
 
 __all__ = [
-    "DIRECT",
     "MARKERS_PREFIX",
     "MARKER_TYPE_FILE",
     "TIMELINE_SERVER_BASED",
@@ -36,7 +35,6 @@ __all__ = [
 MARKERS_PREFIX = "MARKERS"
 MARKER_TYPE_FILE = "MARKERS.type"
 TIMELINE_SERVER_BASED = "TIMELINE_SERVER_BASED"
-DIRECT = "DIRECT"
 _MARKERS_FILE = re.compile(r"^MARKERS(\d{1,6})$")
 
 

@@ -17,7 +17,6 @@ name is parsed, so log files (`.fileId_…`) and partition paths holding `_` com
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Collection, Iterable, MutableMapping
 from dataclasses import dataclass
 
@@ -73,20 +72,17 @@ def live_writers(
     before: str,
     *,
     tolerance_seconds: float,
-    now: float | None = None,
 ) -> list[str]:
     """Hudi's candidate instants: marker folders of instants requested before `before`, not
     a pending compaction or clustering, whose heartbeat beat within `tolerance_seconds`."""
     services = {i.requested_time for i in timeline.pending_compactions()}
     services |= {i.requested_time for i in timeline.pending_clusterings()}
-    now = time.time() if now is None else now
     found = []
     for entry in storage.list_dir(TEMP_FOLDER):
         ts = entry.name
         if not entry.is_dir or ts >= before or ts in services:
             continue
-        beat = heartbeat.last_beat(storage, ts)
-        if beat is not None and now - beat <= tolerance_seconds:
+        if heartbeat.is_alive(storage, ts, tolerance_seconds, tolerable_misses=1):
             found.append(ts)
     return sorted(found)
 
