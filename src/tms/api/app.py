@@ -139,7 +139,9 @@ def create_app(
     app.state.storage_calls = StorageCalls(
         threads=settings.storage_threads, timeout=settings.storage_timeout_seconds
     )
-    app.state.markers = MarkerServer(settings, session_factory, session_factory.kw["bind"])
+    app.state.markers = MarkerServer(
+        settings, session_factory, session_factory.kw["bind"], app.state.storage_calls
+    )
     install_error_handlers(app)
     app.add_middleware(RequestGate)  # inside the metrics: refusals are counted too
     app.add_middleware(HttpMetricsMiddleware)

@@ -20,10 +20,10 @@ from tms.config import Settings
 from tms.http.errors import ApiError
 from tms.hudi.errors import BasePathError
 from tms.hudi.timeline.instant import is_instant_time
+from tms.ingest.storage_calls import StorageCalls
 from tms.markers.forward import FORWARDED_HEADER, OwnerUnavailable, forward
 from tms.markers.ownership import MarkerOwnership, Owner
 from tms.markers.service import MarkerService, ServedTable
-from tms.markers.storage_time import StorageThreads
 from tms.store import find_table_by_base_path, normalize_base_path
 
 __all__ = ["MarkerServer", "MarkerTarget", "split_marker_dir"]
@@ -52,17 +52,20 @@ class MarkerServer:
     """Marker requests of one instance: target resolution, ownership, service."""
 
     def __init__(
-        self, settings: Settings, session_factory: sessionmaker[Session], engine: Engine
+        self,
+        settings: Settings,
+        session_factory: sessionmaker[Session],
+        engine: Engine,
+        storage_calls: StorageCalls,
     ) -> None:
+        """`storage_calls`: the instance's bounded, timed storage threads that requests use."""
         self._factory = session_factory
         self._registered_at: dict[str, tuple[ServedTable, float]] = {}
         self.service = MarkerService(
             batch_files=settings.marker_batch_files,
             batch_interval_seconds=settings.marker_batch_interval_ms / 1000.0,
             heartbeat_tolerance=settings.marker_heartbeat_tolerance_seconds,
-            threads=StorageThreads(
-                threads=settings.storage_threads, timeout=settings.storage_timeout_seconds
-            ),
+            storage_calls=storage_calls,
         )
         self.ownership = MarkerOwnership(engine, settings.api_url)
 

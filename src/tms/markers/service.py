@@ -17,6 +17,7 @@ import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from tms import metrics
@@ -31,8 +32,8 @@ from tms.hudi.files.write_conflicts import (
 )
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
+from tms.ingest.storage_calls import StorageCalls
 from tms.markers.state import MarkerDirState
-from tms.markers.storage_time import StorageThreads
 
 __all__ = ["MarkerService", "ServedTable"]
 
@@ -81,9 +82,9 @@ class MarkerService:
         batch_files: int,
         batch_interval_seconds: float,
         heartbeat_tolerance: float,
-        threads: StorageThreads,
+        storage_calls: StorageCalls,
     ) -> None:
-        self._threads = threads
+        self._calls = storage_calls
         self._files = batch_files
         self._interval = batch_interval_seconds
         self._tolerance = heartbeat_tolerance
@@ -108,10 +109,10 @@ class MarkerService:
                     instant_time,
                     files=self._files,
                     interval_seconds=self._interval,
-                    threads=self._threads,
+                    storage_calls=self._calls,
                 )
                 self._states[key] = created
-                load = asyncio.ensure_future(self._threads.run(created.load))
+                load = asyncio.ensure_future(self._calls.run_async(created.load))
                 self._loads[key] = load
                 self._evict()
         state = self._states[key]
@@ -133,8 +134,8 @@ class MarkerService:
         held = self._tables.get(table.base_path)
         now = time.monotonic()
         if held is None or now - held[1] > TABLE_CONFIG_SECONDS:
-            hudi = await self._threads.run(
-                HudiTable.open, table.base_path, table.storage_options or None
+            hudi = await self._calls.run_async(
+                partial(HudiTable.open, table.base_path, table.storage_options or None)
             )
             self._tables[table.base_path] = (hudi, now)
             return hudi
@@ -196,7 +197,7 @@ class MarkerService:
 
     async def exists(self, table: ServedTable, instant_time: str) -> bool:
         hudi = await self._table(table)
-        return await self._threads.run(hudi.storage.exists, marker_dir(instant_time))
+        return await self._calls.run_async(partial(hudi.storage.exists, marker_dir(instant_time)))
 
     async def delete(self, table: ServedTable, instant_time: str) -> bool:
         """Delete the instant's marker folder: True when there was one."""
@@ -209,7 +210,7 @@ class MarkerService:
             hudi.storage.delete_dir(path)
             return existed
 
-        return await self._threads.run(delete)
+        return await self._calls.run_async(delete)
 
     # Early conflict detection ---------------------------------------------------------------
 
@@ -280,7 +281,7 @@ class MarkerService:
             return found
 
         try:
-            return await self._threads.run(detect)
+            return await self._calls.run_async(detect)
         except Exception as exc:
             log.warning(
                 "early conflict detection failed for instant %s on %s (%s); the marker is "

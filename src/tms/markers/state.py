@@ -12,12 +12,16 @@ taking the table over goes on from there.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
+from collections.abc import Callable
+from functools import partial
 
 from tms import metrics
 from tms.hudi.files import timeline_markers
 from tms.hudi.storage import Storage
-from tms.markers.storage_time import StorageThreads
+from tms.ingest.storage_calls import StorageCalls
 
 __all__ = ["MarkerDirState"]
 
@@ -34,10 +38,10 @@ class MarkerDirState:
         *,
         files: int,
         interval_seconds: float,
-        threads: StorageThreads,
+        storage_calls: StorageCalls,
     ) -> None:
         self.storage = storage
-        self.threads = threads
+        self.calls = storage_calls
         self.instant_time = instant_time
         self.files = files
         self.interval = interval_seconds
@@ -135,10 +139,9 @@ class MarkerDirState:
                 kept.append(name)
                 added.append(name)
             results.append((future, new))
-        write: asyncio.Future[None] | None = None
+        write = _Write(partial(self._write, index, list(kept) if added else None))
         try:
-            write = self.threads.start(self._write, index, list(kept) if added else None)
-            await self.threads.wait(write)
+            await self.calls.run_async(write)
         except Exception as exc:
             log.error(
                 "writing markers of instant %s (MARKERS%d) failed: %s",
@@ -152,13 +155,49 @@ class MarkerDirState:
             for future, _ in results:
                 if not future.done():
                     future.set_exception(exc)
-            if write is None:
-                self._busy.discard(index)
-            else:  # a write still running keeps its file: a later batch must not race it
-                write.add_done_callback(lambda _: self._busy.discard(index))
+            # A write still running keeps its file until storage answers: a later batch
+            # must not race it.
+            loop = asyncio.get_running_loop()
+            write.after(lambda: loop.call_soon_threadsafe(self._busy.discard, index))
             return
         self._busy.discard(index)
         metrics.MARKERS_CREATED.inc(len(added))
         for future, new in results:
             if not future.done():
                 future.set_result(new)
+
+
+class _Write:
+    """A write of marker files on a storage thread that says when it is over: at once when it
+    never started (no storage slot in time) or once storage answered, whether or not its
+    caller still waits."""
+
+    def __init__(self, write: Callable[[], None]) -> None:
+        self._write = write
+        self._lock = threading.Lock()
+        self._state = "waiting"  # -> "running" -> "over"; or -> "abandoned"
+        self._after: Callable[[], object] | None = None
+
+    def __call__(self) -> None:
+        with self._lock:
+            if self._state != "waiting":
+                return  # abandoned before it started: it never touches storage
+            self._state = "running"
+        try:
+            self._write()
+        finally:
+            with self._lock:
+                self._state = "over"
+                after = self._after
+            if after is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    after()
+
+    def after(self, callback: Callable[[], object]) -> None:
+        """`callback` once the write is over (now, when it is over or never started)."""
+        with self._lock:
+            if self._state == "running":
+                self._after = callback
+                return
+            self._state = "abandoned" if self._state == "waiting" else self._state
+        callback()
