@@ -174,10 +174,10 @@ def measure_reads(
 
     threads = [threading.Thread(target=run) for _ in range(clients)]
     t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     rate = done[0] / (time.perf_counter() - t0)
 
     base_lat = []

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.exceptions import StarletteDeprecationWarning
 
+from tests.api.conftest import make_settings
 from tms.api import create_app
-from tms.config import load_settings
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
 from tms.store import register_table
@@ -25,6 +25,7 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 MakeClient = Callable[..., TestClient]
+Register = Callable[[Path], str]
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def make_client(factory: sessionmaker[Session]) -> Iterator[MakeClient]:
     def make(**overrides: Any) -> TestClient:
         """A client of a new app; its view reads the table's row on every request (no
         `ref_ttl`), so a recorded commit is seen by the very next request."""
-        settings = load_settings(config_file=False, environ={}, **overrides)
+        settings = make_settings(**overrides)
         app = create_app(settings, factory)
         app.state.view_service = ViewService(ViewCache(settings.view_cache_tables), ref_ttl=0)
         client = TestClient(app)
@@ -52,7 +53,7 @@ def http(make_client: MakeClient) -> TestClient:
 
 
 @pytest.fixture
-def register(factory: sessionmaker[Session]) -> Callable[[Path], str]:
+def register(factory: sessionmaker[Session]) -> Register:
     """Register a table folder; returns its base path as Hudi's client spells a local one."""
 
     def do(root: Path) -> str:

@@ -3,17 +3,14 @@ timeline.dto`), and the answers' shapes (lists, nesting, nulls) the Java client 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from starlette.testclient import TestClient
 
 from tests.hudi.test_fixture_views import drop_instant, instant_times, unzip_fixture
-from tests.view.conftest import own_table
+from tests.view.conftest import Register, own_table
 from tests.view.java_client import JavaViewClient
 from tms.hudi.table import HudiTable
-
-Register = Callable[[Path], str]
 
 # Hudi's DTO classes, their @JsonProperty names.
 FILE_SLICE_DTO = {"baseFile", "logFiles", "partition", "fileId", "baseInstant"}

@@ -4,18 +4,15 @@ disk, the instants' names and the answers of the calls the other tests compare w
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from starlette.testclient import TestClient
 
 from tests.hudi.test_fixture_views import unzip_fixture
-from tests.view.conftest import own_table
+from tests.view.conftest import Register, own_table
 from tests.view.java_client import JavaViewClient
 from tests.view.test_reads import partitions_of
-
-Register = Callable[[Path], str]
 
 
 def name(dto: dict[str, Any]) -> str:

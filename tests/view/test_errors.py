@@ -4,15 +4,12 @@ client sends none), only registered tables, and nothing while the timeline serve
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from tests.view.conftest import MakeClient, own_table
+from tests.view.conftest import MakeClient, Register, own_table
 from tests.view.java_client import HEADERS, JavaViewClient
-
-Register = Callable[[Path], str]
 
 
 def error(response: object) -> dict[str, str]:

@@ -5,13 +5,12 @@ is refused as Hudi refuses it; a current view never touches storage."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.testclient import TestClient
 
-from tests.view.conftest import MakeClient, own_table, rows
+from tests.view.conftest import MakeClient, Register, own_table, rows
 from tests.view.java_client import JavaViewClient
 from tests.view.test_reads import check_against_oracle
 from tms.hudi.table import HudiTable
@@ -20,8 +19,6 @@ from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.transitions import new_instant_time
 from tms.metrics import REGISTRY
 from tms.store import CommitIn, find_table_by_base_path, record_commits
-
-Register = Callable[[Path], str]
 
 
 def listings() -> float:

@@ -4,7 +4,6 @@ and on the tables Hudi itself wrote."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +19,8 @@ from tests.hudi.test_fixture_views import (
     unzip_fixture,
     without_metadata_table,
 )
-from tests.view.conftest import own_table
+from tests.view.conftest import Register, own_table
 from tests.view.java_client import JavaViewClient
-
-Register = Callable[[Path], str]
 
 
 def partitions_of(root: Path) -> list[str]:

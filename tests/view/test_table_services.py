@@ -5,13 +5,12 @@ layout 1 requests it as."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.testclient import TestClient
 
-from tests.view.conftest import own_table, rows
+from tests.view.conftest import Register, own_table, rows
 from tests.view.java_client import JavaViewClient
 from tests.view.test_freshness import notify, requests
 from tests.view.test_reads import oracle_slices
@@ -19,8 +18,6 @@ from tms.hudi.table import HudiTable
 from tms.services.clustering_plan import schedule_clustering
 from tms.services.compaction_plan import schedule_compaction
 from tms.store import Action, find_table_by_base_path, submit_operation
-
-Register = Callable[[Path], str]
 
 
 def test_a_pending_compaction_on_a_version_6_table(

@@ -58,14 +58,19 @@ class Listing:
         """List these partitions again; one that is gone (or no partition) is dropped."""
         partitions = set(partitions)
         for partition in partitions:
-            entries = storage.list_dir(partition)
+            files = _partition_files(storage.list_dir(partition))
             self.listed += 1
-            files = {e.name: e for e in entries if not e.is_dir}
-            if any(_is_partition_metadata(name) for name in files):
+            if files is not None:
                 self.partitions[partition] = files
             else:
                 self.partitions.pop(partition, None)
         return partitions
+
+
+def _partition_files(entries: list[FileInfo]) -> dict[str, FileInfo] | None:
+    """A folder's files by name when it is a partition (holds `.hoodie_partition_metadata`)."""
+    files = {e.name: e for e in entries if not e.is_dir}
+    return files if any(_is_partition_metadata(name) for name in files) else None
 
 
 def list_table(storage: Storage) -> Listing:
@@ -76,8 +81,8 @@ def list_table(storage: Storage) -> Listing:
     def visit(path: str) -> None:
         entries = storage.list_dir(path)
         listing.listed += 1
-        files = {e.name: e for e in entries if not e.is_dir}
-        if any(_is_partition_metadata(name) for name in files):
+        files = _partition_files(entries)
+        if files is not None:
             listing.partitions[path] = files
         for entry in entries:
             if entry.is_dir and not entry.name.startswith("."):

@@ -17,9 +17,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from tms.api.deps import SettingsDep, StorageCallsDep
-from tms.config import Settings
 from tms.http.errors import error_body
-from tms.ingest.storage_calls import StorageCalls
 from tms.view.cache import ViewCache
 from tms.view.service import ViewRefused, ViewService
 
@@ -49,31 +47,16 @@ _DOC = (
 )
 
 
-@router.get(
+@router.api_route(
     "/{path:path}",
-    summary="Hudi's remote file-system view: reads",
+    methods=["GET", "POST"],
+    summary="Hudi's remote file-system view: reads (GET), refresh and loads (POST)",
     description=_DOC,
     include_in_schema=False,
 )
-def hoodie_view_read(
+def hoodie_view(
     path: str, request: Request, settings: SettingsDep, calls: StorageCallsDep
 ) -> Response:
-    return _serve(path, request, settings, calls)
-
-
-@router.post(
-    "/{path:path}",
-    summary="Hudi's remote file-system view: refresh and loads",
-    description=_DOC,
-    include_in_schema=False,
-)
-def hoodie_view_refresh(
-    path: str, request: Request, settings: SettingsDep, calls: StorageCallsDep
-) -> Response:
-    return _serve(path, request, settings, calls)
-
-
-def _serve(path: str, request: Request, settings: Settings, calls: StorageCalls) -> Response:
     """The answer, computed on one of the bounded storage threads and waited on for at most
     the storage timeout (503 `storage_busy` when all are taken, 504 `storage_timeout`): a
     hung storage costs the client its call, which it then makes on storage itself."""
