@@ -10,7 +10,8 @@ answer covers (the listings a client reading storage itself would have made).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ from tms.view.dto import DtoWriter, clustering_op, compaction_op, last_instant
 from tms.view.snapshot import Snapshot, sorted_groups
 from tms.view.visible_timeline import timeline_dto
 
-__all__ = ["ENDPOINTS", "Endpoint", "MissingParameter", "Params"]
+__all__ = ["ENDPOINTS", "BadParameter", "Endpoint", "MissingParameter", "Params", "check_values"]
 
 BASEPATH = "basepath"
 PARTITION = "partition"
@@ -32,14 +33,71 @@ INCLUDE_PENDING = "includependingcompaction"
 LAST_INSTANT_TS = "lastinstantts"
 TIMELINE_HASH = "timelinehash"
 REFRESH_OFF = "refreshoff"
+_INSTANT_PARAMS = frozenset({MAX_INSTANT, MIN_INSTANT, INSTANT, LAST_INSTANT_TS})
 
 
-class MissingParameter(Exception):
+class BadParameter(Exception):
+    """A query parameter the view cannot answer: absent when mandatory, or malformed."""
+
+    def __init__(self, name: str, why: str) -> None:
+        super().__init__(f"{name}: {why}")
+        self.name = name
+
+
+class MissingParameter(BadParameter):
     """A mandatory query parameter is absent."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(f"{name}: the query parameter is required")
-        self.name = name
+        super().__init__(name, "the query parameter is required")
+
+
+MAX_VALUE_CHARS = 4096
+"""Longest value of any parameter but `instants` (a base path or partition path is far
+shorter; the server's request line is bounded anyway)."""
+MAX_INSTANTS = 1024
+_INSTANT = re.compile(r"[0-9]{1,32}")
+"""Hudi's instant times are digits (`yyyyMMddHHmmss[SSS]`, and `0`, `00000000000001`...)."""
+_FILE_ID = re.compile(r"[A-Za-z0-9_.-]{1,256}")
+_HASH = re.compile(r"[0-9A-Fa-f]{0,128}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _partition_problem(value: str) -> str | None:
+    """What makes `value` no partition path of a table: Hudi's are relative, '/'-separated
+    and never step out of the table."""
+    if value.startswith("/"):
+        return "must be relative to the table"
+    if any(part in (".", "..") for part in value.rstrip("/").split("/")):
+        return "must not hold '.' or '..' segments"
+    return None
+
+
+def check_values(query: Mapping[str, str]) -> None:
+    """Refuse a malformed value of any parameter the view reads, before any work: Hudi's
+    client sends instants as digits, file ids as names and partitions inside the table,
+    and the server answers nothing else (the client then reads storage itself)."""
+    for name, value in query.items():
+        if name == INSTANTS:
+            items = value.split(",")
+            if len(items) > MAX_INSTANTS:
+                raise BadParameter(name, f"at most {MAX_INSTANTS} instants")
+            if not all(_INSTANT.fullmatch(x) for x in items):
+                raise BadParameter(name, "a comma-separated list of instant times (digits)")
+            continue
+        if len(value) > MAX_VALUE_CHARS:
+            raise BadParameter(name, f"at most {MAX_VALUE_CHARS} characters")
+        if _CONTROL.search(value):
+            raise BadParameter(name, "must not hold control characters")
+        if name in _INSTANT_PARAMS and not _INSTANT.fullmatch(value):
+            raise BadParameter(name, "an instant time (digits)")
+        if name == FILEID and (not _FILE_ID.fullmatch(value) or not value.strip(".")):
+            raise BadParameter(name, "a file id (letters, digits, '_', '-', '.')")
+        if name == TIMELINE_HASH and not _HASH.fullmatch(value):
+            raise BadParameter(name, "a timeline hash (hexadecimal)")
+        if name == PARTITION:
+            problem = _partition_problem(value)
+            if problem is not None:
+                raise BadParameter(name, problem)
 
 
 @dataclass(frozen=True)
@@ -185,17 +243,25 @@ def merged_slice_before_or_on(s: Snapshot, w: DtoWriter, p: Params) -> Any:
     return w.file_slices(_merged_before_or_on(s, groups, max_instant))
 
 
-def slices_in_range(s: Snapshot, w: DtoWriter, p: Params) -> Any:
+def _in_range(
+    s: Snapshot, p: Params, pieces: Callable[[FileGroup], Iterable[Any]], at: Callable[[Any], str]
+) -> list[Any]:
+    """Per file group not replaced by the newest of `instants`, its newest piece (slice or
+    base file) whose instant `at` is one of them."""
     wanted = set(p.instants())
     newest = max(wanted)
     out = []
     for group in s.file_groups(None):
         if s.replaced_before_or_on(group, newest):
             continue
-        found = next((x for x in s.slices(group) if x.base_instant_time in wanted), None)
+        found = next((x for x in pieces(group) if at(x) in wanted), None)
         if found is not None:
             out.append(found)
-    return w.file_slices(out)
+    return out
+
+
+def slices_in_range(s: Snapshot, w: DtoWriter, p: Params) -> Any:
+    return w.file_slices(_in_range(s, p, s.slices, lambda x: x.base_instant_time))
 
 
 # Base files -------------------------------------------------------------------------------
@@ -260,16 +326,7 @@ def all_base_files(s: Snapshot, w: DtoWriter, p: Params) -> Any:
 
 
 def base_files_in_range(s: Snapshot, w: DtoWriter, p: Params) -> Any:
-    wanted = set(p.instants())
-    newest = max(wanted)
-    out = []
-    for group in s.file_groups(None):
-        if s.replaced_before_or_on(group, newest):
-            continue
-        found = next((b for b in s.base_files(group) if b.name.instant_time in wanted), None)
-        if found is not None:
-            out.append(found)
-    return w.base_files(out)
+    return w.base_files(_in_range(s, p, s.base_files, lambda b: b.name.instant_time))
 
 
 # File groups ------------------------------------------------------------------------------

@@ -32,9 +32,11 @@ from tms.view.endpoints import (
     LAST_INSTANT_TS,
     REFRESH_OFF,
     TIMELINE_HASH,
+    BadParameter,
     Endpoint,
     MissingParameter,
     Params,
+    check_values,
 )
 from tms.view.snapshot import Snapshot
 from tms.view.visible_timeline import INVALID_INSTANT_TS, contains_or_before_start, timeline_hash
@@ -140,11 +142,13 @@ class ViewService:
         the table up (none is held while storage is read)."""
         endpoint = self.endpoint(path, method)
         params = Params(query)
-        base_path = query.get(BASEPATH)
-        if not base_path:
-            raise ViewRefused(
-                400, "validation_error", "basepath: the query parameter is required", BASEPATH
-            )
+        try:
+            check_values(query)
+            base_path = params.required(BASEPATH)
+            if not base_path:
+                raise MissingParameter(BASEPATH)
+        except BadParameter as bad:
+            raise _invalid(bad) from None
         with sessions() as session:
             ref = self.find_table(session, base_path)
 
@@ -162,8 +166,8 @@ class ViewService:
             body = self._answer(cached, endpoint, path.strip("/"), params, base_path, sync)
             if outcome.cache != "miss":
                 metrics.VIEW_LISTINGS_SAVED.inc(endpoint.covered(cached.snapshot, params))
-        except MissingParameter as missing:
-            raise ViewRefused(400, "validation_error", str(missing), missing.name) from None
+        except BadParameter as bad:
+            raise _invalid(bad) from None
         except (OSError, HudiError) as exc:
             log.warning("view of %s: storage failed: %s", ref.base_path, exc)
             self.cache.drop(ref.id)
@@ -211,6 +215,10 @@ class ViewService:
             if endpoint.method == "GET":
                 snapshot.remember(key, body)
         return body
+
+
+def _invalid(bad: BadParameter) -> ViewRefused:
+    return ViewRefused(400, "validation_error", str(bad), bad.name)
 
 
 def _behind(snapshot: Snapshot, params: Params) -> bool:
