@@ -4,6 +4,6 @@ records, answered with Hudi's DTOs (`service`, `endpoints`, `dto`), built from a
 kept in step (`listing`, `snapshot`, `cache`)."""
 
 from tms.view.cache import TableRef, ViewCache
-from tms.view.service import ViewRefused, ViewService
+from tms.view.service import ViewService
 
-__all__ = ["TableRef", "ViewCache", "ViewRefused", "ViewService"]
+__all__ = ["TableRef", "ViewCache", "ViewService"]

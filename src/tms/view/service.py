@@ -21,6 +21,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms import metrics
+from tms.http.errors import ApiError
 from tms.hudi.errors import HudiError
 from tms.hudi.timeline.instant import Action
 from tms.store import Tbl, find_table_by_base_path, list_operations
@@ -41,7 +42,7 @@ from tms.view.endpoints import (
 from tms.view.snapshot import Snapshot
 from tms.view.visible_timeline import INVALID_INSTANT_TS, contains_or_before_start, timeline_hash
 
-__all__ = ["ViewAnswer", "ViewRefused", "ViewService", "table_ref"]
+__all__ = ["ViewAnswer", "ViewService", "table_ref"]
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +54,6 @@ REF_TTL_SECONDS = 0.5
 the next ones. Freshness towards a client does not depend on it: the client's timeline hash
 makes a behind view sync before it answers, as in Hudi; the row only advances the view
 early, and reading it at most twice a second per table keeps busy tables off the database."""
-
-
-class ViewRefused(Exception):
-    """A request the view does not answer: status, stable code, message, offending field."""
-
-    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.field = field
 
 
 @dataclass(frozen=True)
@@ -122,7 +112,7 @@ class ViewService:
                         self._refs.clear()
                     self._refs[base_path] = (now, ref)
                 return ref
-        raise ViewRefused(
+        raise ApiError(
             404,
             "not_found",
             f"basepath: {base_path!r} is not a registered table",
@@ -132,7 +122,7 @@ class ViewService:
     def endpoint(self, path: str, method: str) -> Endpoint:
         endpoint = ENDPOINTS.get(path.strip("/"))
         if endpoint is None or endpoint.method != method:
-            raise ViewRefused(404, "not_found", f"no {method} endpoint /v1/hoodie/view/{path}")
+            raise ApiError(404, "not_found", f"no {method} endpoint /v1/hoodie/view/{path}")
         return endpoint
 
     def answer(
@@ -171,9 +161,7 @@ class ViewService:
         except (OSError, HudiError) as exc:
             log.warning("view of %s: storage failed: %s", ref.base_path, exc)
             self.cache.drop(ref.id)
-            raise ViewRefused(
-                502, "storage_error", "the table's storage could not be read"
-            ) from None
+            raise ApiError(502, "storage_error", "the table's storage could not be read") from None
         finally:
             metrics.VIEW_STORAGE_LISTINGS.inc(outcome.listings)
         metrics.VIEW_REQUESTS.labels(endpoint.name, outcome.cache).inc()
@@ -196,7 +184,7 @@ class ViewService:
         snapshot = cached.snapshot
         if check and _behind(snapshot, params) and _should_refuse(snapshot, params):
             client_last = params.optional(LAST_INSTANT_TS, INVALID_INSTANT_TS)
-            raise ViewRefused(
+            raise ApiError(
                 400,
                 "client_view_behind",
                 f"Last known instant from client was {client_last} "
@@ -217,8 +205,8 @@ class ViewService:
         return body
 
 
-def _invalid(bad: BadParameter) -> ViewRefused:
-    return ViewRefused(400, "validation_error", str(bad), bad.name)
+def _invalid(bad: BadParameter) -> ApiError:
+    return ApiError(400, "validation_error", str(bad), field=bad.name)
 
 
 def _behind(snapshot: Snapshot, params: Params) -> bool:

@@ -14,12 +14,11 @@ import threading
 from functools import partial
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import JSONResponse
 
 from tms.api.deps import SettingsDep, StorageCallsDep
-from tms.http.errors import error_body
+from tms.http.errors import ApiError
 from tms.view.cache import ViewCache
-from tms.view.service import ViewRefused, ViewService
+from tms.view.service import ViewService
 
 __all__ = ["router", "view_service"]
 
@@ -61,19 +60,10 @@ def hoodie_view(
     the storage timeout (503 `storage_busy` when all are taken, 504 `storage_timeout`): a
     hung storage costs the client its call, which it then makes on storage itself."""
     if not settings.timeline_server_enabled:
-        return _refusal(ViewRefused(404, "not_found", "the timeline server is disabled"))
+        raise ApiError(404, "not_found", "the timeline server is disabled")
     service = view_service(request, settings.view_cache_tables)
     query = {key: request.query_params[key] for key in request.query_params}
-    try:
-        answer = calls.run(
-            partial(service.answer, request.app.state.session_factory, path, request.method, query)
-        )
-    except ViewRefused as refused:
-        return _refusal(refused)
-    return Response(content=answer.body, media_type="application/json")
-
-
-def _refusal(refused: ViewRefused) -> JSONResponse:
-    return JSONResponse(
-        error_body(refused.code, refused.message, refused.field), status_code=refused.status
+    answer = calls.run(
+        partial(service.answer, request.app.state.session_factory, path, request.method, query)
     )
+    return Response(content=answer.body, media_type="application/json")
