@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
-from tms.hudi.files.fs_view import _is_partition_metadata
+from tms.hudi.files.fs_view import is_partition_metadata
 from tms.hudi.storage import FileInfo, Storage
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
@@ -70,7 +70,7 @@ class Listing:
 def _partition_files(entries: list[FileInfo]) -> dict[str, FileInfo] | None:
     """A folder's files by name when it is a partition (holds `.hoodie_partition_metadata`)."""
     files = {e.name: e for e in entries if not e.is_dir}
-    return files if any(_is_partition_metadata(name) for name in files) else None
+    return files if any(is_partition_metadata(name) for name in files) else None
 
 
 def list_table(storage: Storage) -> Listing:

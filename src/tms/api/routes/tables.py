@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
@@ -15,7 +14,7 @@ from tms.api.errors import ApiError, error_responses
 from tms.api.schemas import TableIn, TableOut, TablePage, TablePatch, TimelineInstant, TimelineOut
 from tms.api.schemas.common import MAX_ID, Identifier, Text
 from tms.api.schemas.tables import TableFields
-from tms.api.table_reads import read_table
+from tms.api.table_reads import read_registered_table
 from tms.api.views import table_out
 from tms.config import Role, Settings
 from tms.hudi.storage_options import StorageOptionError, check_storage_options
@@ -232,23 +231,14 @@ def delete_table_route(table_id: TableId, session: SessionDep) -> Response:
 def timeline_route(table_id: TableId, session: SessionDep, calls: StorageCallsDep) -> TimelineOut:
     """The table's timeline as storage shows it now (read with `tms.hudi`, with the table's
     storage options; its requests count in `tms_storage_requests_total`)."""
-    found = get_table(session, table_id)
-    base_path, options, name = found.base_path, dict(found.storage_options), found.qualified_name
-    session.rollback()  # no transaction held open while storage is read
-    table, rows = calls.run(partial(_read_timeline, base_path, options, name))
+    table, rows = read_registered_table(session, calls, table_id, "timeline", _described_timeline)
     return TimelineOut(
         table_id=table_id,
-        base_path=base_path,
+        base_path=table.base_path,
         table_type=table.config.table_type,
         table_version=table.config.table_version,
         instants=[TimelineInstant(**row) for row in rows],
     )
-
-
-def _read_timeline(
-    base_path: str, options: dict[str, Any], name: str
-) -> tuple[HudiTable, list[dict[str, Any]]]:
-    return read_table(base_path, options, name, "timeline", _described_timeline)
 
 
 def _described_timeline(table: HudiTable) -> tuple[HudiTable, list[dict[str, Any]]]:

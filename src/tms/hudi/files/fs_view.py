@@ -229,7 +229,7 @@ def list_partitions(storage: Storage) -> list[str]:
 
     def visit(path: str) -> None:
         entries = storage.list_dir(path)
-        if any(_is_partition_metadata(e.name) for e in entries):
+        if any(is_partition_metadata(e.name) for e in entries):
             found.append(path)
         for entry in entries:
             if entry.is_dir and not entry.name.startswith("."):
@@ -239,7 +239,7 @@ def list_partitions(storage: Storage) -> list[str]:
     return found
 
 
-def _is_partition_metadata(name: str) -> bool:
+def is_partition_metadata(name: str) -> bool:
     """`.hoodie_partition_metadata`, or `.hoodie_partition_metadata.parquet|.orc` when Hudi
     writes it in the base file format (`hoodie.partition.metafile.use.base.format`)."""
     return name == PARTITION_METADATA or name in (
