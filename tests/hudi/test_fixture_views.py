@@ -1,10 +1,9 @@
-"""Real tables written by Hudi 1.x (the shared fixtures): our file-system view and `tms files`
+"""Real tables written by Hudi 1.x (`tests/fixtures`): our file-system view and `tms files`
 against hudi-rs, on the tables as written and at every earlier point of their timelines."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import zipfile
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 from tests import oracle
+from tests.fixture_paths import HUDI_TABLES
 from typer.testing import CliRunner
 
 from tms.cli import app
@@ -20,12 +20,7 @@ from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State, parse_instant_file
 
-FIXTURES = Path(
-    os.environ.get(
-        "TMS_HUDI_FIXTURES",
-        Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hudi-tables",
-    )
-)
+FIXTURES = HUDI_TABLES
 WITHOUT_METADATA_TABLE = [
     "cow_v8_nonpartitioned",
     "cow_v9_txns_simple_nometa",

@@ -3,13 +3,13 @@ HBase's byte layout (rewriting a fixture's cells with its settings gives the fix
 
 from __future__ import annotations
 
-import os
 import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.fixture_paths import HFILES
 
 from tms.hudi.errors import HFileError
 from tms.hudi.hfile import HFileReader, HFileWriter
@@ -17,12 +17,6 @@ from tms.hudi.hfile.block import read_header
 from tms.hudi.hfile.format import HEADER_SIZE, BlockType, Compression, FileInfoKey
 from tms.hudi.hfile.keyvalue import read_vlong, write_vlong
 
-HFILES = Path(
-    os.environ.get(
-        "TMS_HFILE_FIXTURES",
-        Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hfile",
-    )
-)
 _NAME = re.compile(r"_(\d+)KB_(NONE|GZ)_(\d+)(?:_(\d+)_non_unique)?")
 _KEY_NUMBER = re.compile(rb"(\d{9})")
 DEEP_INDEX_BLOCK_SIZE = 2048

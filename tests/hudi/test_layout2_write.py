@@ -12,6 +12,7 @@ import fastavro
 import pyarrow as pa
 import pytest
 from tests import oracle
+from tests.fixture_paths import HUDI_TABLES
 
 from tms.demo.table import DemoWriter, callback_payload
 from tms.hudi.avro import codec as avro_codec
@@ -25,7 +26,7 @@ from tms.hudi.timeline.transitions import new_instant_time, request, transition
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hudi-tables"
+FIXTURES = HUDI_TABLES
 FIXTURES_V8_V9 = [
     "cow_v9_txns_simple_meta",
     "mor_avro_v9_txns_simple_meta",

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-import os
 import uuid
 import zipfile
 from pathlib import Path
@@ -23,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from tests import oracle
+from tests.fixture_paths import HUDI_TABLES
 
 from tms.hudi.avro.schema import (
     AVRO_TYPE_KEY,
@@ -549,12 +549,7 @@ def test_copy_on_write_upsert_with_an_evolved_schema_keeps_every_column(tmp_path
 
 # Tables written by Hudi itself -------------------------------------------------------------
 
-FIXTURES = Path(
-    os.environ.get(
-        "TMS_HUDI_FIXTURES",
-        Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "hudi-tables",
-    )
-)
+FIXTURES = HUDI_TABLES
 
 
 def _unzipped(name: str, tmp_path: Path) -> Path:

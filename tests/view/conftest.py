@@ -1,5 +1,5 @@
 """A real app over the per-test database, tables registered in the store, and Hudi tables:
-our writer's (versions 6 and 9) and the shared fixtures written by Hudi itself."""
+our writer's (versions 6 and 9) and the fixtures written by Hudi itself (`tests/fixtures`)."""
 
 from __future__ import annotations
 
