@@ -223,10 +223,13 @@ def _server(
 ) -> uvicorn.Server:
     import uvicorn
 
+    from tms.api.http_protocol import JsonErrorsHttpToolsProtocol
+
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
+        http=JsonErrorsHttpToolsProtocol,  # malformed requests get the API's JSON error too
         log_config=None,  # our logging set-up (or the caller's) applies to uvicorn's loggers
         log_level=log_level,
         access_log=access_log,
