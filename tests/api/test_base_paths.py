@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from tests.api.conftest import MakeClient
+from tests.api.conftest import ADMIN, AUTH_TOKENS, MakeClient, bearer
 from tests.api.helpers import callback_payload, instant
 from tms.config import SettingsError, load_settings
 from tms.hudi.write.writer import HudiWriter
@@ -335,3 +335,88 @@ def test_allow_lists_are_read_from_the_environment() -> None:
     assert settings.allowed_schemes == ["file", "s3"]
     assert settings.allowed_path_prefixes == ["/lake", "/data/x", "s3://b/t"]
     assert load_settings(config_file=False, environ={}).allowed_path_prefixes == ["/"]
+
+
+# Symlinks: a local base path is judged and stored as the folder it leads to.
+
+SCOPED_KEY = "sales-key-4c1d"
+
+
+def _lake_with_a_link(tmp_path: Path) -> tuple[Path, Path]:
+    """`<lake>/hr/payroll` (a folder) and `<lake>/sales/link`, a symlink to it."""
+    payroll = tmp_path / "lake" / "hr" / "payroll"
+    payroll.mkdir(parents=True)
+    sales = tmp_path / "lake" / "sales"
+    sales.mkdir()
+    (sales / "link").symlink_to(payroll)
+    return payroll, sales / "link"
+
+
+def test_a_scoped_key_does_not_reach_another_prefix_through_a_symlink(
+    make_client: MakeClient, tmp_path: Path
+) -> None:
+    _, link = _lake_with_a_link(tmp_path)
+    client = make_client(
+        auth_tokens=AUTH_TOKENS, callback_keys=f"{SCOPED_KEY}@{tmp_path}/lake/sales"
+    )
+    payload = callback_payload(instant(), base_path=str(link), table_name="payroll")
+    refused = client.post(CALLBACK, json=payload, headers={"HUDI-CALLBACK-KEY": SCOPED_KEY})
+    assert refused.status_code == 403, refused.text
+    error = refused.json()["error"]
+    assert (error["code"], error["field"]) == ("forbidden", "body.basePath")
+    assert str(link) in error["message"] and "hr" not in error["message"]  # not where it leads
+    assert client.get(TABLES, headers=bearer(ADMIN)).json()["items"] == []
+    # The key still covers what lies in its prefix.
+    own = callback_payload(instant(), base_path=f"{tmp_path}/lake/sales/t", table_name="t")
+    allowed = client.post(CALLBACK, json=own, headers={"HUDI-CALLBACK-KEY": SCOPED_KEY})
+    assert allowed.status_code == 200, allowed.text
+
+
+def test_a_symlink_does_not_lead_outside_the_allowed_prefixes(
+    make_client: MakeClient, tmp_path: Path
+) -> None:
+    _, link = _lake_with_a_link(tmp_path)
+    client = make_client(allowed_path_prefixes=f"{tmp_path}/lake/sales")
+    for url, field in [(TABLES, "body.base_path"), (RFC43, "body.base_path")]:
+        response = client.post(url, params={"pending": True}, json=body(str(link)))
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error["field"] == field and "outside the allowed prefixes" in error["message"]
+    payload = callback_payload(instant(), base_path=str(link))
+    response = client.post(CALLBACK, json=payload, headers=KEY)
+    assert response.status_code == 422, response.text
+    assert response.json()["error"]["field"] == "body.basePath"
+    client_call = client.get(CLIENT, params={"basepath": str(link), "action": "REGISTER"})
+    assert client_call.status_code == 422, client_call.text
+    assert client_call.json()["error"]["field"] == "query.basepath"
+    assert client.get(TABLES).json()["items"] == []
+
+
+def test_a_table_reached_through_a_symlink_is_one_row_stored_where_it_leads(
+    client: TestClient, tmp_path: Path
+) -> None:
+    payroll, link = _lake_with_a_link(tmp_path)
+    # A writer's callback through the link registers the folder it leads to ...
+    through_link = client.post(
+        CALLBACK, json=callback_payload(instant(), base_path=str(link)), headers=KEY
+    )
+    assert through_link.status_code == 200, through_link.text
+    table_id = through_link.json()["table_id"]
+    assert client.get(f"{TABLES}/{table_id}").json()["base_path"] == str(payroll)
+    # ... so registering the real path, or the link again, is that same row.
+    for spelling in (str(payroll), f"file://{link}", str(link)):
+        same = {**body(spelling), "db_name": "default"}  # as the callback named it
+        again = client.post(TABLES, params={"pending": True}, json=same)
+        assert again.status_code == 200, (spelling, again.text)
+        assert again.json()["id"] == table_id
+    other = client.post(TABLES, params={"pending": True}, json=body(str(payroll), "copy"))
+    assert other.status_code == 409 and other.json()["error"]["code"] == "table_conflict"
+    # Callbacks and Hudi's client find it under either spelling.
+    by_path = client.post(
+        CALLBACK, json=callback_payload(instant(), base_path=str(payroll)), headers=KEY
+    )
+    assert (by_path.json()["table_id"], by_path.json()["table_registered"]) == (table_id, False)
+    found = client.get(CLIENT, params={"basepath": str(link), "action": "REGISTER"})
+    assert found.status_code == 200, found.text
+    assert (found.json()["table_id"], found.json()["table_created"]) == (table_id, False)
+    assert len(client.get(TABLES).json()["items"]) == 1

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
@@ -60,6 +61,20 @@ def test_register_conflicts_are_typed(
     register_table(session, db_name="db", table_name="t", base_path="/data/t")
     with pytest.raises(TableConflict, match=message):
         register_table(session, db_name=db_name, table_name=table_name, base_path=base_path)
+
+
+def test_a_table_is_found_under_a_spelling_through_a_symlink(
+    session: Session, tmp_path: Path
+) -> None:
+    """Tables are stored where local paths lead; Hudi's clients (view, markers) may name
+    one through a symlink, and find it."""
+    real = tmp_path / "lake" / "trips"
+    real.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "lake")
+    table = register_table(session, db_name="db", table_name="t", base_path=str(real)).table
+    assert find_table_by_base_path(session, f"{tmp_path}/link/trips") is table
+    assert find_table_by_base_path(session, f"file://{tmp_path}/link//trips/") is table
+    assert find_table_by_base_path(session, f"{tmp_path}/link/other") is None
 
 
 def test_lookups_and_update(session: Session) -> None:

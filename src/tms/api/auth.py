@@ -70,13 +70,18 @@ class CallbackGrant:
 
     prefixes: tuple[str, ...] = ()
 
-    def check(self, base_path: str, field: str) -> None:
-        """403 naming `field` when `base_path` is outside every prefix."""
-        if self.prefixes and not any(within(base_path, p) for p in self.prefixes):
+    def check(self, base_path: str, field: str, *, named: str | None = None) -> None:
+        """403 naming `field` when `base_path` is outside every prefix. A local `base_path`
+        comes with its symlinks followed, and is compared with the prefixes followed too
+        (this reads the file system); the refusal names the path as `named`, the caller's
+        spelling, never where it leads."""
+        if self.prefixes and not any(
+            within(base_path, p, follow_links=True) for p in self.prefixes
+        ):
             raise ApiError(
                 403,
                 "forbidden",
-                f"this HUDI-CALLBACK-KEY may not notify commits of {base_path}",
+                f"this HUDI-CALLBACK-KEY may not notify commits of {named or base_path}",
                 field=field,
             )
 

@@ -5,10 +5,16 @@ A base path arrives from operators, writers' callbacks and Hudi's client in many
 to one form before anything stores or compares them. Local paths become plain absolute
 paths; other locations become `scheme://authority/path`. Chained fsspec URLs (`a::b`),
 relative paths and `..` above the root are refused: they name no single location.
+
+On local (and mounted) storage a spelling may also lead elsewhere through a symlink
+(`/lake/sales/link` -> `/lake/hr/payroll`): where a path is checked against a scope and
+stored, it is taken with its symlinks followed (`follow_links`), so a scope covers the
+folders a path really reaches and one folder is one table. Object-store URIs have no links.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +27,7 @@ __all__ = [
     "check_base_path",
     "normalize_base_path",
     "parse",
+    "resolve_base_path",
     "within",
 ]
 
@@ -44,6 +51,11 @@ class Location:
         if self.scheme == LOCAL_SCHEME:
             return path
         return f"{self.scheme}://{self.authority}{path if self.parts else ''}"
+
+    @property
+    def local(self) -> bool:
+        """On this machine's file system (a plain path or a `file:` URL)."""
+        return self.scheme == LOCAL_SCHEME
 
     def is_below(self, prefix: Location) -> bool:
         """Strictly inside `prefix`, compared on whole path components."""
@@ -79,14 +91,18 @@ def parse(raw: str) -> Location:
     return Location(scheme, authority, _components("/" + path))
 
 
-def within(base_path: str, prefix: str) -> bool:
+def within(base_path: str, prefix: str, *, follow_links: bool = False) -> bool:
     """True when `base_path` is `prefix` or below it, compared on whole path components of
     both normalized (so `/lake/sales` covers neither `/lake/sales2` nor `/lake/sales/../hr`);
-    a path that names no location is within nothing."""
+    a path that names no location is within nothing. With `follow_links`, a local `prefix`
+    is taken with its symlinks followed, as `base_path` was (`resolve_base_path`); this
+    reads the file system."""
     try:
         path, scope = parse(base_path), parse(prefix)
     except BasePathError:
         return False
+    if follow_links and path.local:
+        scope = _followed(scope)
     return path == scope or path.is_below(scope)
 
 
@@ -95,9 +111,20 @@ def normalize_base_path(raw: str) -> str:
     return str(parse(raw))
 
 
-def check_base_path(raw: str, *, schemes: Iterable[str], prefixes: Iterable[str]) -> str:
+def resolve_base_path(raw: str) -> str:
+    """The one spelling of the folder `raw` leads to: a local path with its symlinks
+    followed (a part that does not exist yet is kept as spelled), any other location
+    normalized only. Reads the file system; raises `BasePathError`."""
+    return str(_followed(parse(raw)))
+
+
+def check_base_path(
+    raw: str, *, schemes: Iterable[str], prefixes: Iterable[str], follow_links: bool = False
+) -> str:
     """`raw` normalized, if its scheme is in `schemes` and, when `prefixes` lists any of
     its scheme, it lies strictly below one of them; raises `BasePathError` saying why.
+    With `follow_links`, a local path and the local prefixes are compared, and the path
+    returned, with their symlinks followed (this reads the file system).
 
     Local paths have the scheme `file`; `/` as a prefix admits every local path but `/`.
     """
@@ -106,11 +133,22 @@ def check_base_path(raw: str, *, schemes: Iterable[str], prefixes: Iterable[str]
     if location.scheme not in allowed:
         shown = ", ".join(allowed) or "none"
         raise BasePathError(f"the scheme {location.scheme!r} is not allowed (allowed: {shown})")
+    follow = follow_links and location.local
+    if follow:
+        location = _followed(location)
     own = [p for p in map(parse, prefixes) if p.scheme == location.scheme]
-    if own and not any(location.is_below(p) for p in own):
-        shown = ", ".join(sorted(map(str, own)))
+    scopes = [_followed(p) for p in own] if follow else own
+    if own and not any(location.is_below(p) for p in scopes):
+        shown = ", ".join(sorted(map(str, own)))  # as configured, not where they lead
         raise BasePathError(f"is outside the allowed prefixes ({shown})")
     return str(location)
+
+
+def _followed(location: Location) -> Location:
+    """A local location with its symlinks followed; others as they are."""
+    if not location.local:
+        return location
+    return Location(LOCAL_SCHEME, "", _components(os.path.realpath(str(location))))
 
 
 def _local_url(rest: str) -> Location:

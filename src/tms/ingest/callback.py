@@ -6,9 +6,10 @@ application dispatches to before FastAPI's middleware, routing and dependency so
 format), and its database work goes through group commit: concurrent notifications share
 one transaction. `tms.api.gate` authenticates the key and bounds the body
 (`TMS_MAX_CALLBACK_BYTES`) before it is read; a key scoped to base-path prefixes is checked
-here, once the body names the table. Hudi does not retry a failed callback, so the 200 is
-sent only after the commit row, the counters and any operations the policies created are
-committed.
+here, once the body names the table (a local base path with its symlinks followed, on a
+storage thread: the scope judges the folder the path reaches, which is the one stored).
+Hudi does not retry a failed callback, so the 200 is sent only after the commit row, the
+counters and any operations the policies created are committed.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from tms.ingest.commit_action import action_from_payload, action_from_stats, sum
 from tms.ingest.commit_batch import Notification, Outcome
 from tms.ingest.group_commit import GroupCommit
 from tms.ingest.probe import StorageInfo, TableProbe
-from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, register
+from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, is_local, register
 from tms.ingest.schema import CallbackIn, CallbackOut
 from tms.ingest.storage_calls import StorageCalls
 from tms.store import find_table_by_base_path
@@ -39,13 +40,15 @@ from tms.store import find_table_by_base_path
 __all__ = ["CALLBACK_PATH", "Authorize", "Grant", "handle_callback", "openapi_path"]
 
 CALLBACK_PATH = "/v1/hoodie/service/commit"
+BASE_PATH_FIELD = "body.basePath"
 
 
 class Grant(Protocol):
     """What the caller's credentials may notify (`tms.api.auth.CallbackGrant`)."""
 
-    def check(self, base_path: str, field: str) -> None:
-        """Refuse (403 naming `field`) a base path the credentials may not notify."""
+    def check(self, base_path: str, field: str, *, named: str | None = None) -> None:
+        """Refuse (403 naming `field`, and the path as `named`) a base path the credentials
+        may not notify; a local one comes with its symlinks followed."""
 
 
 Authorize = Callable[[Settings, Mapping[str, str]], Grant]
@@ -62,14 +65,17 @@ async def handle_callback(request: Request, authorize: Authorize) -> Response:
     settings: Settings = state.settings
     grant = authorize(settings, request.headers)  # as the gate did, for the scope
     body = _parse(await request.body())
-    base_path = checked_base_path(settings, body.base_path, "body.basePath")
-    grant.check(base_path, field="body.basePath")
+    calls: StorageCalls = state.storage_calls
+    base_path = checked_base_path(settings, body.base_path, BASE_PATH_FIELD)
+    if is_local(base_path):  # symlinks are followed: the file system may hang
+        base_path = await calls.run_async(partial(_located, settings, grant, base_path))
+    else:
+        grant.check(base_path, BASE_PATH_FIELD)
     summary = summarize(body.write_stats or [], settings.small_file_bytes)
     action, source = action_from_payload(body.commit_action_type), "payload"
     if action is None:
         action, source = action_from_stats(summary), "write_stats"
     probe = TableProbe(base_path)
-    calls: StorageCalls = state.storage_calls
     if action is None:  # storage may be slow or hung: bounded, off the event loop
         options = await asyncio.to_thread(_storage_options, state.session_factory, base_path)
         probe = TableProbe(base_path, options)
@@ -103,6 +109,14 @@ async def handle_callback(request: Request, authorize: Authorize) -> Response:
         operations_created=[op.id for op in outcome.operations],
     )
     return Response(out.model_dump_json(), media_type="application/json")
+
+
+def _located(settings: Settings, grant: Grant, base_path: str) -> str:
+    """A local base path with its symlinks followed, if the settings and the caller's key
+    allow the folder it leads to (on a storage thread: this reads the file system)."""
+    located = checked_base_path(settings, base_path, BASE_PATH_FIELD, follow_links=True)
+    grant.check(located, BASE_PATH_FIELD, named=base_path)
+    return located
 
 
 def _parse(body: bytes) -> CallbackIn:

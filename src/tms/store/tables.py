@@ -10,7 +10,7 @@ from sqlalchemy import String, bindparam, delete, func, or_, select, text, updat
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from tms.hudi.base_path import BasePathError
+from tms.hudi.base_path import BasePathError, resolve_base_path
 from tms.hudi.base_path import normalize_base_path as _normalize
 from tms.store.claiming import lock_scheduling
 from tms.store.errors import NotFound, TableBusy, TableConflict
@@ -179,9 +179,20 @@ _BY_BASE_PATH = select(Tbl).where(Tbl.base_path == bindparam("p_base_path", type
 
 
 def find_table_by_base_path(session: Session, base_path: str) -> Tbl | None:
-    return session.scalars(
-        _BY_BASE_PATH, {"p_base_path": normalize_base_path(base_path)}
-    ).one_or_none()
+    """The table registered at `base_path`. Tables are stored with the symlinks of local
+    paths followed, so a local spelling no table has is looked up once more with its
+    symlinks followed (this reads the file system: call it where storage may be waited on)."""
+    spelled = normalize_base_path(base_path)
+    found = session.scalars(_BY_BASE_PATH, {"p_base_path": spelled}).one_or_none()
+    if found is not None:
+        return found
+    try:
+        resolved = resolve_base_path(spelled)
+    except BasePathError:
+        return None
+    if resolved == spelled:
+        return None
+    return session.scalars(_BY_BASE_PATH, {"p_base_path": resolved}).one_or_none()
 
 
 def tables_by_id(session: Session, ids: Iterable[int]) -> dict[int, Tbl]:

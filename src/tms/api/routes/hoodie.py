@@ -37,7 +37,7 @@ from tms.api.schemas import (
 )
 from tms.config import Role, Settings
 from tms.ingest.probe import TableProbe
-from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, register
+from tms.ingest.registration import DEFAULT_DB_NAME, located_base_path, register
 from tms.ingest.storage_calls import StorageCalls
 from tms.services.params import BadJobInput, schedule_kwargs
 from tms.store import (
@@ -202,7 +202,9 @@ def _client(
             query.params, action=action, settings=settings, location=("query", "extra_params")
         )
     base_path = (
-        checked_base_path(settings, query.basepath, "query.basepath") if query.basepath else None
+        located_base_path(settings, calls, query.basepath, "query.basepath")
+        if query.basepath
+        else None
     )
     table = _client_table(query, base_path, session, settings)
     created_table = table is None

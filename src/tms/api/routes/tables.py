@@ -20,7 +20,7 @@ from tms.config import Role, Settings
 from tms.hudi.storage_options import StorageOptionError, check_storage_options
 from tms.hudi.table import HudiTable
 from tms.ingest.probe import TableProbe
-from tms.ingest.registration import checked_base_path, register, require_table
+from tms.ingest.registration import located_base_path, register, require_table
 from tms.ingest.storage_calls import StorageCalls
 from tms.store import delete_table, get_table, list_tables, update_table
 
@@ -61,7 +61,7 @@ def register_body(
     path were registered already. Unless `pending`, storage must show a Hudi table at the
     base path."""
     field = "body.base_path"
-    base_path = checked_base_path(settings, body.base_path, field)
+    base_path = located_base_path(settings, calls, body.base_path, field)
     if storage_options:
         checked_storage_options(base_path, storage_options)
     seen = calls.run(TableProbe(base_path, storage_options).look)
