@@ -170,6 +170,20 @@ MARKER_CONFLICTS = Counter(
     "by a refused marker.",
     registry=REGISTRY,
 )
+FOREIGN_MARKERS = Counter(
+    "tms_foreign_markers_total",
+    "Markers of a table service's instant naming files the instant did not write, by table "
+    "(db.table) and action: left alone, never deleted.",
+    ["table", "action"],
+    registry=REGISTRY,
+)
+MARKERS_REFUSED = Counter(
+    "tms_markers_refused_total",
+    "Timeline-server marker requests refused, by reason (instant_not_pending, "
+    "planned_by_tms, limit, dir_delete_pending).",
+    ["reason"],
+    registry=REGISTRY,
+)
 VIEW_REQUESTS = Counter(
     "tms_view_requests_total",
     "Requests of Hudi's remote file-system view (/v1/hoodie/view), by endpoint (Hudi's name of "

@@ -18,6 +18,7 @@ __all__ = [
     "commit_notified",
     "operation_moved",
     "operations_created",
+    "record_foreign_markers",
     "record_storage_requests",
     "seconds_between",
 ]
@@ -82,3 +83,10 @@ def record_storage_requests(table: str, action: str, counts: Mapping[str, Any] |
         n = (counts or {}).get(kind)
         if isinstance(n, int) and not isinstance(n, bool) and n > 0:
             metrics.STORAGE_REQUESTS.labels(table, action, kind).inc(n)
+
+
+def record_foreign_markers(table: str, action: str, count: Any) -> None:
+    """Count the markers a job found naming files its instant did not write (its figure
+    `foreign_markers`); anything but a positive count is ignored."""
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        metrics.FOREIGN_MARKERS.labels(table, action).inc(count)

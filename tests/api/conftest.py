@@ -41,7 +41,8 @@ def make_client(factory: sessionmaker[Session]) -> Iterator[MakeClient]:
     clients: list[TestClient] = []
 
     def make(**overrides: Any) -> TestClient:
-        client = TestClient(create_app(make_settings(**overrides), factory))
+        app = create_app(make_settings(**overrides), factory)
+        client = TestClient(app, client=("127.0.0.1", 50000))
         clients.append(client)
         return client
 

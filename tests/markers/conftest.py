@@ -16,7 +16,10 @@ from starlette.exceptions import StarletteDeprecationWarning
 
 from tests.api.conftest import make_settings, mor_writer
 from tms.api import create_app
+from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.transitions import request, transition
 from tms.store import register_table
 
 with warnings.catch_warnings():
@@ -34,6 +37,21 @@ class Table:
     def marker_dir(self, instant: str) -> str:
         """What Hudi's client sends: `metaClient.getMarkerFolderPath(instant)`."""
         return posixpath.join(self.base_path, ".hoodie", ".temp", instant)
+
+    def begin(self, *instants: str, action: Action = Action.DELTA_COMMIT) -> None:
+        """Put `instants` inflight on the timeline, as a writer does before its first marker
+        (markers are served only for pending instants)."""
+        hudi = HudiTable.open(self.base_path)
+        for ts in instants:
+            requested = request(hudi.storage, hudi.config, ts, action)
+            transition(hudi.storage, hudi.config, requested, State.INFLIGHT)
+
+    def complete(self, instant: str) -> None:
+        """Complete a pending instant (empty commit metadata), as its writer would."""
+        hudi = HudiTable.open(self.base_path)
+        pending = hudi.timeline().get(instant)
+        assert pending is not None and pending.is_pending
+        transition(hudi.storage, hudi.config, pending, State.COMPLETED, CommitMetadata())
 
     def file_groups(self) -> list[tuple[str, str]]:
         view = HudiTable.open(self.base_path).file_system_view()
@@ -68,7 +86,7 @@ def serve(factory: sessionmaker[Session]) -> Iterator[Serve]:
         overrides.setdefault("marker_batch_interval_ms", 5)
         app = create_app(make_settings(**overrides), factory)
         try:
-            with TestClient(app) as client:
+            with TestClient(app, client=("127.0.0.1", 50000)) as client:
                 yield client
         finally:
             app.state.markers.close()

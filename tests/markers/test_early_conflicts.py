@@ -53,6 +53,7 @@ def test_the_second_of_two_concurrent_writers_aborts_at_its_first_conflicting_ma
     serve: Serve, table: Table
 ) -> None:
     first, second = writer_instants(table, 2)
+    table.begin(first, second)
     storage = HudiTable.open(table.base_path).storage
     for ts in (first, second):
         heartbeat.beat(storage, ts)
@@ -108,6 +109,7 @@ def test_a_burst_of_markers_shares_detection_runs_and_a_later_marker_gets_its_ow
     serve: Serve, table: Table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first, second = writer_instants(table, 2)
+    table.begin(first, second)
     storage = HudiTable.open(table.base_path).storage
     for ts in (first, second):
         heartbeat.beat(storage, ts)
@@ -154,6 +156,7 @@ def test_a_dead_writer_or_a_table_service_does_not_make_a_writer_abort(
     serve: Serve, table: Table
 ) -> None:
     dead, compaction, writer = writer_instants(table, 3)
+    table.begin(dead, writer)
     hudi = HudiTable.open(table.base_path)
     for ts in (dead, compaction, writer):
         heartbeat.beat(hudi.storage, ts)
@@ -171,6 +174,7 @@ def test_a_dead_writer_or_a_table_service_does_not_make_a_writer_abort(
         ), "neither a writer with a stale heartbeat nor a pending compaction counts"
     with serve(marker_heartbeat_tolerance_seconds=3600) as client:
         late = next_time(writer)
+        table.begin(late)
         heartbeat.beat(hudi.storage, late)
         answer = create(client, table.marker_dir(late), marker(shared, late), table.base_path)
         assert answer is False, "alive within a longer tolerance: it counts"
@@ -198,6 +202,7 @@ def test_a_commit_completed_after_the_writer_started_on_its_file_group_aborts_it
     table = Table(base, writer)
     (partition, file_id), *_ = table.file_groups()
     (started,) = writer_instants(table, 1)
+    table.begin(started)
     heartbeat.beat(HudiTable.open(table.base_path).storage, started)
     with serve() as client:
         before = marker(file_id, started, "APPEND", partition=partition)

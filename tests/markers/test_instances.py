@@ -24,6 +24,8 @@ from tms.markers import FORWARDED_HEADER
 from tms.store import marker_owners
 
 INSTANT = "20260101120000000"
+TIMEOUT = 120.0
+"""Seconds a request may take: generous, so a loaded machine slows the test, never fails it."""
 
 
 @dataclass
@@ -69,14 +71,16 @@ def instance(factory: sessionmaker[Session]) -> Iterator[Instance]:
 
 def create(url: str, marker_dir: str, name: str) -> object:
     answer = httpx.post(
-        f"{url}{BASE}/create", params={"markerdirpath": marker_dir, "markername": name}
+        f"{url}{BASE}/create",
+        params={"markerdirpath": marker_dir, "markername": name},
+        timeout=TIMEOUT,
     )
     assert answer.status_code == 200, answer.text
     return answer.json()
 
 
 def all_markers(url: str, marker_dir: str) -> list[str]:
-    answer = httpx.get(f"{url}{BASE}/all", params={"markerdirpath": marker_dir})
+    answer = httpx.get(f"{url}{BASE}/all", params={"markerdirpath": marker_dir}, timeout=TIMEOUT)
     assert answer.status_code == 200, answer.text
     return sorted(answer.json())
 
@@ -90,6 +94,7 @@ def test_one_instance_serves_a_table_the_others_forward_and_take_over_when_it_st
     factory: sessionmaker[Session], engine: Engine, table: Table
 ) -> None:
     marker_dir = table.marker_dir(INSTANT)
+    table.begin(INSTANT)
     first, second = (f"f{i}-0_0-1-0_{INSTANT}.parquet.marker.CREATE" for i in (1, 2))
     with instance(factory) as a, instance(factory) as b:
         assert create(b.url, marker_dir, first) is True  # b is asked first: b serves it
@@ -105,6 +110,7 @@ def test_one_instance_serves_a_table_the_others_forward_and_take_over_when_it_st
             f"{a.url}{BASE}/all",
             params={"markerdirpath": marker_dir},
             headers={FORWARDED_HEADER: "1"},
+            timeout=TIMEOUT,
         )
         assert refused.status_code == 503, "a forwarded request is not forwarded again"
         assert refused.json()["error"]["code"] == "marker_owner_unavailable"
@@ -135,6 +141,7 @@ def test_requests_for_a_table_whose_owner_does_not_answer_are_refused_with_503(
                     "markerdirpath": table.marker_dir(INSTANT),
                     "markername": f"f1-0_0-1-0_{INSTANT}.parquet.marker.CREATE",
                 },
+                timeout=TIMEOUT,
             )
             assert answer.status_code == 503, answer.text
             assert dead in answer.json()["error"]["message"]
@@ -145,6 +152,7 @@ def test_an_owner_whose_connection_broke_drops_its_tables_and_forwards_to_the_ne
     factory: sessionmaker[Session], engine: Engine, table: Table
 ) -> None:
     marker_dir = table.marker_dir(INSTANT)
+    table.begin(INSTANT)
     first, second = (f"f{i}-0_0-1-0_{INSTANT}.parquet.marker.CREATE" for i in (1, 2))
     with instance(factory) as a, instance(factory) as b:
         b.app.state.markers.ownership._check_seconds = 0.0  # type: ignore[attr-defined]

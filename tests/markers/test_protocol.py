@@ -41,6 +41,7 @@ def test_markers_are_served_and_stored_as_hudis_timeline_server_stores_them(
     serve: Serve, table: Table
 ) -> None:
     marker_dir = table.marker_dir(INSTANT)
+    table.begin(INSTANT)
     folder = Path(table.base_path) / ".hoodie" / ".temp" / INSTANT
     wanted = names(table)
     before = MARKERS_CREATED._value.get()
@@ -79,6 +80,10 @@ def test_markers_are_served_and_stored_as_hudis_timeline_server_stores_them(
         assert create(client, marker_dir, extra) is True
         assert hudi_reads(folder) == {*wanted.values(), extra}
         answer = client.post(f"{BASE}/dir/delete", params={"markerdirpath": marker_dir})
+        assert answer.status_code == 200 and answer.json() is False, "its writer is pending"
+        assert hudi_reads(folder) == {*wanted.values(), extra}
+        table.complete(INSTANT)
+        answer = client.post(f"{BASE}/dir/delete", params={"markerdirpath": marker_dir})
         assert answer.status_code == 200 and answer.json() is True
         assert not folder.exists()
         assert get(client, "dir/exists", marker_dir) is False
@@ -91,6 +96,7 @@ def test_many_markers_at_once_are_batched_into_few_files(serve: Serve, table: Ta
     import concurrent.futures
 
     marker_dir = table.marker_dir(INSTANT)
+    table.begin(INSTANT)
     folder = Path(table.base_path) / ".hoodie" / ".temp" / INSTANT
     (partition, _), *_ = table.file_groups()
     prefix = f"{partition}/" if partition else ""
@@ -111,6 +117,7 @@ def test_a_marker_folder_in_hadoops_spelling_names_the_same_table(
 ) -> None:
     """`StoragePath.toString()` of a local table is `file:/…`; a trailing slash, `//` and
     `file:///` name the same table."""
+    table.begin(INSTANT)
     name = names(table)["create"]
     with serve() as client:
         assert create(client, f"file:{table.marker_dir(INSTANT)}", name) is True
@@ -122,6 +129,7 @@ def test_refusals_name_the_parameter_and_write_nothing(
     serve: Serve, table: Table, tmp_path: Path, factory: sessionmaker[Session]
 ) -> None:
     marker_dir = table.marker_dir(INSTANT)
+    table.begin(INSTANT)
     folder = Path(table.base_path) / ".hoodie" / ".temp" / INSTANT
     good = names(table)["create"]
     bad_names = [
@@ -179,6 +187,7 @@ def test_the_routes_take_no_bearer_token_even_with_authentication_on(
 ) -> None:
     """Hudi's client sends no API key: markers are served without one (registered tables
     only), while the rest of the API still asks for it."""
+    table.begin(INSTANT)
     with serve(auth_tokens="admin:adm1n-7f3c9e") as client:
         assert create(client, table.marker_dir(INSTANT), names(table)["create"]) is True
         assert client.get("/v1/tables").status_code == 401
@@ -209,6 +218,7 @@ def test_a_create_with_hudi_1x_json_body_is_served_as_one_without(
 ) -> None:
     """Hudi 1.x's `TimelineServiceClient` posts with a JSON content type (and whatever body
     the request holds); the parameters are in the query all the same."""
+    table.begin(INSTANT)
     name = names(table)["create"]
     params = {"markerdirpath": table.marker_dir(INSTANT), "markername": name}
     with serve() as client:

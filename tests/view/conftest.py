@@ -38,7 +38,7 @@ def make_client(factory: sessionmaker[Session]) -> Iterator[MakeClient]:
         settings = make_settings(**overrides)
         app = create_app(settings, factory)
         app.state.view_service = ViewService(ViewCache(settings.view_cache_tables), ref_ttl=0)
-        client = TestClient(app)
+        client = TestClient(app, client=("127.0.0.1", 50000))
         clients.append(client)
         return client
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import hmac
+import ipaddress
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -299,6 +300,27 @@ class Settings(BaseSettings):
         description="a writer whose heartbeat is older is dead to early conflict detection "
         "(Hudi's heartbeat interval times its tolerable misses)",
     )
+    marker_name_max_chars: int = Field(
+        1024,
+        ge=64,
+        description="longest marker name (<partition>/<file>.marker.<type>) accepted",
+    )
+    markers_per_instant_max: int = Field(
+        500_000,
+        ge=1,
+        description="markers one instant may hold (one per data file its write creates)",
+    )
+    marker_instants_per_table_max: int = Field(
+        256,
+        ge=1,
+        description="instants of one table whose markers this instance holds at once",
+    )
+    timeline_server_allowed_networks: Annotated[tuple[str, ...], NoDecode] = Field(
+        ("127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"),
+        description="client networks (CIDRs, comma-separated) the open timeline-server routes "
+        "(/v1/hoodie/...) answer; others get 403 before any work. Default: loopback and "
+        "private ranges; 0.0.0.0/0,::/0 for any",
+    )
     # --- Spark settings writers may pass (extra_params spark.* keys), see engines.spark_conf
     spark_conf_allowed: Annotated[tuple[str, ...] | None, NoDecode] = Field(
         None,
@@ -308,6 +330,20 @@ class Settings(BaseSettings):
     spark_conf_allowed_extra: Annotated[tuple[str, ...], NoDecode] = Field(
         (), description="Spark settings accepted in addition to spark_conf_allowed"
     )
+
+    @field_validator("timeline_server_allowed_networks", mode="before")
+    @classmethod
+    def _networks(cls, value: Any) -> Any:
+        entries = _split(value)
+        if not isinstance(entries, list):
+            return entries
+        networks = []
+        for entry in entries:
+            try:
+                networks.append(str(ipaddress.ip_network(str(entry).strip(), strict=False)))
+            except ValueError:
+                raise ValueError(f"{entry!r} is not a network such as 10.0.0.0/8") from None
+        return tuple(networks)
 
     @field_validator("spark_conf_allowed", "spark_conf_allowed_extra", mode="before")
     @classmethod

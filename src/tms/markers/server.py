@@ -23,8 +23,9 @@ from tms.hudi.timeline.instant import is_instant_time
 from tms.ingest.storage_calls import StorageCalls
 from tms.markers.forward import FORWARDED_HEADER, OwnerUnavailable, forward
 from tms.markers.ownership import MarkerOwnership, Owner
-from tms.markers.service import MarkerService, ServedTable
-from tms.store import find_table_by_base_path, normalize_base_path
+from tms.markers.refusals import refused
+from tms.markers.service import MarkerLimits, MarkerService, ServedTable
+from tms.store import find_table_by_base_path, instant_planned_here, normalize_base_path
 
 __all__ = ["MarkerServer", "MarkerTarget", "split_marker_dir"]
 
@@ -66,6 +67,11 @@ class MarkerServer:
             batch_interval_seconds=settings.marker_batch_interval_ms / 1000.0,
             heartbeat_tolerance=settings.marker_heartbeat_tolerance_seconds,
             storage_calls=storage_calls,
+            limits=MarkerLimits(
+                name_chars=settings.marker_name_max_chars,
+                per_instant=settings.markers_per_instant_max,
+                instants_per_table=settings.marker_instants_per_table_max,
+            ),
         )
         self.ownership = MarkerOwnership(engine, settings.api_url)
 
@@ -117,8 +123,35 @@ class MarkerServer:
         owner = await self.owner(target)
         return None if owner.local else await forward(request, owner.address)
 
+    async def admit(self, target: MarkerTarget) -> None:
+        """Refuse (409 `marker_refused`) a marker for an instant that is not pending on the
+        table's timeline, or that tms planned: its markers come only from tms's own jobs, and
+        reconciliation must never see one a client sent. An admitted instant is remembered
+        while its markers are held."""
+        key = (target.table.base_path, target.instant_time)
+        if self.service.holds(key):
+            return
+        planned = await asyncio.to_thread(self._planned_here, *key)
+        if planned:
+            raise refused(
+                "planned_by_tms",
+                f"instant {target.instant_time} is a table service tms runs; its markers come "
+                "only from tms's own jobs",
+            )
+        if not await self.service.is_pending(target.table, target.instant_time):
+            raise refused(
+                "instant_not_pending",
+                f"instant {target.instant_time} is not requested or inflight on the table's "
+                "timeline",
+            )
+        await self.service.admit(target.table, target.instant_time)
+
     def close(self) -> None:
         self.ownership.close()
+
+    def _planned_here(self, base_path: str, instant_time: str) -> bool:
+        with self._factory() as session:
+            return instant_planned_here(session, base_path, instant_time)
 
     def _registered(self, base_path: str) -> ServedTable | None:
         """The registered table (a found one trusted for `REGISTERED_SECONDS`: a Spark stage

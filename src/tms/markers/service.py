@@ -33,9 +33,10 @@ from tms.hudi.files.write_conflicts import (
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.ingest.storage_calls import StorageCalls
+from tms.markers.refusals import refused
 from tms.markers.state import MarkerDirState
 
-__all__ = ["MarkerService", "ServedTable"]
+__all__ = ["MarkerLimits", "MarkerService", "ServedTable"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,16 @@ class _Detections:
 
 
 @dataclass(frozen=True)
+class MarkerLimits:
+    """What one instance accepts on the open marker routes (settings `marker_name_max_chars`,
+    `markers_per_instant_max`, `marker_instants_per_table_max`)."""
+
+    name_chars: int = 1024
+    per_instant: int = 500_000
+    instants_per_table: int = 256
+
+
+@dataclass(frozen=True)
 class ServedTable:
     """A registered table, as its markers are served: its normalized base path and the
     options its storage needs."""
@@ -83,8 +94,12 @@ class MarkerService:
         batch_interval_seconds: float,
         heartbeat_tolerance: float,
         storage_calls: StorageCalls,
+        limits: MarkerLimits | None = None,
     ) -> None:
         self._calls = storage_calls
+        self.limits = limits or MarkerLimits()
+        self._admitted: dict[str, set[str]] = {}
+        """Instants per table admitted for marker creation (`admit`)."""
         self._files = batch_files
         self._interval = batch_interval_seconds
         self._tolerance = heartbeat_tolerance
@@ -154,6 +169,40 @@ class MarkerService:
         for base_path in base_paths:
             self._tables.pop(base_path, None)
             self._written.pop(base_path, None)
+            self._admitted.pop(base_path, None)
+
+    # Admission --------------------------------------------------------------------------------
+
+    def holds(self, key: tuple[str, str]) -> bool:
+        """Whether (base path, instant) was admitted for marker creation."""
+        return key[1] in self._admitted.get(key[0], ())
+
+    async def is_pending(self, table: ServedTable, instant_time: str) -> bool:
+        """Whether the instant is requested or inflight on the table's timeline (read now)."""
+        return instant_time in await self._pending_instants(table)
+
+    async def _pending_instants(self, table: ServedTable) -> set[str]:
+        hudi = await self._table(table)
+
+        def pending() -> set[str]:
+            timeline = Timeline.load(hudi.storage, hudi.config)
+            return {i.requested_time for i in timeline.instants if i.is_pending}
+
+        return await self._calls.run_async(pending)
+
+    async def admit(self, table: ServedTable, instant_time: str) -> None:
+        """Admit a pending instant for marker creation, within `instants_per_table`; when the
+        table is at its limit, instants no longer pending leave first."""
+        admitted = self._admitted.setdefault(table.base_path, set())
+        if len(admitted) >= self.limits.instants_per_table:
+            admitted &= await self._pending_instants(table)
+        if len(admitted) >= self.limits.instants_per_table:
+            raise refused(
+                "limit",
+                f"the table has {len(admitted)} pending instants with markers here "
+                f"(marker_instants_per_table_max {self.limits.instants_per_table})",
+            )
+        admitted.add(instant_time)
 
     # Requests -------------------------------------------------------------------------------
 
@@ -162,7 +211,19 @@ class MarkerService:
     ) -> bool:
         """Create a marker: True when it is new and stored, False when it existed already or
         early conflict detection (`detect`) refused it."""
+        if len(name) > self.limits.name_chars:
+            raise refused(
+                "limit",
+                f"is {len(name)} characters long (marker_name_max_chars {self.limits.name_chars})",
+                field="markername",
+            )
         state = await self._state(table, instant_time)
+        if name not in state.all and state.count() >= self.limits.per_instant:
+            raise refused(
+                "limit",
+                f"instant {instant_time} holds {state.count()} markers "
+                f"(markers_per_instant_max {self.limits.per_instant})",
+            )
         group = file_group_of(parse_marker_name(name, "markername"))
         if detect and name not in state.all:
             if state.conflicted:
@@ -200,9 +261,21 @@ class MarkerService:
         return await self._calls.run_async(partial(hudi.storage.exists, marker_dir(instant_time)))
 
     async def delete(self, table: ServedTable, instant_time: str) -> bool:
-        """Delete the instant's marker folder: True when there was one."""
+        """Delete the instant's marker folder once the instant is no longer pending
+        (completed, rolled back or aborted), as Hudi's writer asks after finishing: True when
+        there was one. A pending instant's folder stays (False): its writer, or a rollback of
+        it, still needs the markers."""
+        if await self.is_pending(table, instant_time):
+            metrics.MARKERS_REFUSED.labels("dir_delete_pending").inc()
+            log.warning(
+                "refused to delete the markers of instant %s on %s: it is still pending",
+                instant_time,
+                table.base_path,
+            )
+            return False
         hudi = await self._table(table)
         self._forget((table.base_path, instant_time))
+        self._admitted.get(table.base_path, set()).discard(instant_time)
 
         def delete() -> bool:
             path = marker_dir(instant_time)

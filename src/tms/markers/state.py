@@ -88,6 +88,10 @@ class MarkerDirState:
         """Nothing waits to be written: forgetting the state loses no marker."""
         return not self._pending and not self._busy and not self._dispatching
 
+    def count(self) -> int:
+        """Markers stored or waiting to be (a name asked for twice may count twice)."""
+        return len(self.all) + len(self._pending)
+
     def pending_names(self) -> set[str]:
         return {name for name, _ in self._pending}
 

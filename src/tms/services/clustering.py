@@ -24,12 +24,12 @@ from tms.hudi.avro.write_stat import NULL_COMMIT, WriteStat
 from tms.hudi.errors import PlanNotFoundError
 from tms.hudi.files.data import read_footer, write_base_file
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
+from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import (
     Marker,
     MarkerType,
     create_marker,
     delete_markers,
-    delete_unreported_files,
 )
 from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.reader import read_file_slice
@@ -205,7 +205,9 @@ def execute_clustering(
         written = [w for outcome in outcomes for w in outcome.written]
         stats = [w.stat for w in written]
         storage = table.storage
-        delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})
+        result.foreign_markers = delete_unreported_files(
+            storage, instant_time, {s.path for s in stats if s.path}
+        )
         metadata = ReplaceCommitMetadata(
             extra_metadata={"schema": schema_json} if schema_json else {},
             operation_type=CLUSTER_OPERATION,

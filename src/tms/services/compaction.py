@@ -26,12 +26,12 @@ from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.hudi.files.compaction_operation import CompactionOperation
 from tms.hudi.files.data import read_base_file, write_base_file
 from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import (
     Marker,
     MarkerType,
     create_marker,
     delete_markers,
-    delete_unreported_files,
 )
 from tms.hudi.files.names import BaseFileName
 from tms.hudi.files.reader import read_file_slice
@@ -163,7 +163,9 @@ def execute_compaction(
         )
         written = [outcome for outcome in outcomes if outcome is not None]
         stats = [w.stat for w in written]
-        delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})
+        result.foreign_markers = delete_unreported_files(
+            storage, instant_time, {s.path for s in stats if s.path}, conflicts.file_groups
+        )
         metadata = CommitMetadata(
             compacted=True,
             operation_type=COMPACT_OPERATION,

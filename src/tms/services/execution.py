@@ -39,6 +39,9 @@ class ServiceResult:
     log_files_compacted: int = 0
     log_records_compacted: int = 0
     rolled_back: list[str] = field(default_factory=list)
+    foreign_markers: int = 0
+    """Markers naming files the instant did not write (`tms.hudi.files.marked_files`): left
+    alone, not deleted."""
     duration_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:

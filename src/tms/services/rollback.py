@@ -3,7 +3,9 @@
 A pending compaction or clustering goes back to requested (its plan is kept and can run
 again); a pending write is removed from the timeline. Either way a completed rollback
 instant records what was deleted, as Hudi does. Markers naming a file outside the table (or in
-`.hoodie/`) are refused by `list_markers` before the rollback instant is requested. An
+`.hoodie/`) are refused by `list_markers` before the rollback instant is requested; a file a
+marker names is deleted only when it says the instant wrote it (`tms.hudi.files.marked_files`),
+so markers planted for committed files delete nothing. An
 instant whose heartbeat is alive belongs to a running job and is left alone.
 
 On a table with a metadata table, the metadata table's delta commit of the instant (inflight
@@ -18,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from tms.hudi.errors import InstantInFlightError, TableNotFoundError
+from tms.hudi.files.marked_files import sort_marked_files
 from tms.hudi.files.markers import delete_markers, list_markers
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.rollback import rollback_delta_commit
@@ -37,6 +40,8 @@ class RollbackResult:
     rollback_instant: str
     rolled_back: str
     deleted_files: tuple[str, ...]
+    foreign_markers: int = 0
+    """Markers naming files the instant did not write: left alone."""
 
 
 def rollback_inflight(
@@ -56,8 +61,9 @@ def rollback_inflight(
         )
     timeline = timeline or table.timeline()
     _rollback_metadata_delta_commit(table, ts)
+    marked = sort_marked_files(storage, ts, list_markers(storage, ts))
     by_partition: dict[str, list[str]] = defaultdict(list)
-    for marker in list_markers(storage, ts):
+    for marker in marked.owned:
         by_partition[marker.partition_path].append(marker.data_file_path)
     rollback = RollbackInstant(
         storage,
@@ -75,7 +81,7 @@ def rollback_inflight(
     rollback.complete()
     delete_markers(storage, ts)
     heartbeat.stop_heartbeat(storage, ts)
-    return RollbackResult(rollback.rollback_time, ts, tuple(rollback.deleted))
+    return RollbackResult(rollback.rollback_time, ts, tuple(rollback.deleted), len(marked.foreign))
 
 
 def _rollback_metadata_delta_commit(table: HudiTable, instant_time: str) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "count_operations",
     "find_operation",
     "get_operation",
+    "instant_planned_here",
     "list_operations",
     "operation_states",
     "queue_depth",
@@ -166,6 +167,19 @@ def find_operation(
     session: Session, *, tbl_id: int, action: Action, instant: str
 ) -> Operation | None:
     return _existing(session, tbl_id, action, instant)
+
+
+def instant_planned_here(session: Session, base_path: str, instant: str) -> bool:
+    """Whether tms has an operation for `instant` on the table at `base_path` (a plan it
+    runs, scheduled by itself or handed over by a writer): such an instant's markers come
+    only from tms's own jobs."""
+    found = session.scalar(
+        select(Operation.id)
+        .join(Tbl, Tbl.id == Operation.tbl_id)
+        .where(Tbl.base_path == base_path, Operation.instant == instant)
+        .limit(1)
+    )
+    return found is not None
 
 
 def _conditions(

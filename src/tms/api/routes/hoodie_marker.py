@@ -20,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from tms.api.client_networks import check_client_network
 from tms.api.errors import ApiError, error_responses
 from tms.config import Settings
 from tms.hudi.errors import HudiError, UnsafePathError
@@ -32,7 +33,7 @@ T = TypeVar("T")
 router = APIRouter(
     prefix="/v1/hoodie/marker",
     tags=["hudi timeline server"],
-    responses=error_responses(404, 422, 502, 503),
+    responses=error_responses(403, 404, 409, 422, 502, 503),
     include_in_schema=False,  # Hudi's protocol (README), not the API's: no token, no schema
 )
 
@@ -79,6 +80,7 @@ def _server(request: Request) -> MarkerServer:
         raise ApiError(
             404, "not_found", "timeline-server markers are not served (timeline_server_enabled)"
         )
+    check_client_network(request, settings)
     server: MarkerServer = request.app.state.markers
     return server
 
@@ -146,11 +148,15 @@ async def create_marker(
         parse_marker_name(markername, "markername")
     except UnsafePathError as exc:
         raise ApiError.invalid("markername", f"{markername!r} {exc.reason}") from None
-    return await _answer(
-        request,
-        markerdirpath,
-        lambda s, t: s.create(t.table, t.instant_time, markername, detect=bool(basepath)),
-        basepath or None,
+    server, target, forwarded = await _resolve(request, markerdirpath, basepath or None)
+    if forwarded is not None:
+        return forwarded
+    await _stored(server.admit(target))
+    detect = bool(basepath)
+    return _json(
+        await _stored(
+            server.service.create(target.table, target.instant_time, markername, detect=detect)
+        )
     )
 
 

@@ -15,6 +15,7 @@ from functools import partial
 
 from fastapi import APIRouter, Request, Response
 
+from tms.api.client_networks import check_client_network
 from tms.api.deps import SettingsDep, StorageCallsDep
 from tms.http.errors import ApiError
 from tms.view.cache import ViewCache
@@ -61,6 +62,7 @@ def hoodie_view(
     hung storage costs the client its call, which it then makes on storage itself."""
     if not settings.timeline_server_enabled:
         raise ApiError(404, "not_found", "the timeline server is disabled")
+    check_client_network(request, settings)
     service = view_service(request, settings.view_cache_tables)
     query = {key: request.query_params[key] for key in request.query_params}
     answer = calls.run(

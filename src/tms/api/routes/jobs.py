@@ -228,6 +228,9 @@ def report_result(
     observe.record_storage_requests(
         operation.table.qualified_name, operation.action.value, figures.get("storage_requests")
     )
+    observe.record_foreign_markers(
+        operation.table.qualified_name, operation.action.value, figures.get("foreign_markers")
+    )
     return _result_out(attempt, operation, duplicate=False, outcome=expected)
 
 

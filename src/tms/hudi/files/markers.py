@@ -104,20 +104,5 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
     return markers
 
 
-def delete_unreported_files(storage: Storage, instant_time: str, reported: set[str]) -> None:
-    """Delete files a failed task attempt wrote: a marker names them, no write stat does.
-
-    What Hudi's reconciliation against markers does before an instant completes. Every
-    marker is checked (by `list_markers`) before any file is deleted.
-    """
-    unreported = [
-        m.data_file_path
-        for m in list_markers(storage, instant_time)
-        if m.data_file_path not in reported
-    ]
-    for path in unreported:
-        storage.delete(path)
-
-
 def delete_markers(storage: Storage, instant_time: str) -> None:
     storage.delete_dir(marker_dir(instant_time))

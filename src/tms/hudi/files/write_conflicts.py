@@ -3,9 +3,9 @@ checks it (`MarkerBasedEarlyConflictDetectionRunnable`): shared by the marker se
 refuses a writer's marker, and by our compaction and clustering, which yield to writers.
 
 A writer's file groups (those its markers name) conflict with
-- another writer in flight: an instant with a marker folder under `.hoodie/.temp/`, requested
-  before this one, that is not a pending compaction or clustering (writers never yield to
-  table services), with a live heartbeat, whose markers name one of the file groups;
+- another writer in flight: a write pending on the timeline, requested before this one, that
+  is not a pending compaction or clustering (writers never yield to table services), with a
+  live heartbeat, whose markers name one of the file groups;
 - a write that completed after this one started: a completed commit, delta commit or
   replacecommit whose write stats name one of the file groups, completed after the writer's
   instant time (its completion time in timeline layout 2; in layout 1, which records none,
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, MutableMapping
 from dataclasses import dataclass
 
-from tms.hudi.files.markers import TEMP_FOLDER, Marker, list_markers
+from tms.hudi.files.markers import Marker, list_markers
 from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.storage import Storage
 from tms.hudi.timeline import heartbeat
@@ -73,18 +73,20 @@ def live_writers(
     *,
     tolerance_seconds: float,
 ) -> list[str]:
-    """Hudi's candidate instants: marker folders of instants requested before `before`, not
-    a pending compaction or clustering, whose heartbeat beat within `tolerance_seconds`."""
-    services = {i.requested_time for i in timeline.pending_compactions()}
-    services |= {i.requested_time for i in timeline.pending_clusterings()}
-    found = []
-    for entry in storage.list_dir(TEMP_FOLDER):
-        ts = entry.name
-        if not entry.is_dir or ts >= before or ts in services:
-            continue
-        if heartbeat.is_alive(storage, ts, tolerance_seconds, tolerable_misses=1):
-            found.append(ts)
-    return sorted(found)
+    """Hudi's candidate instants: writes pending on the timeline (not a compaction or
+    clustering), requested before `before`, whose heartbeat beat within `tolerance_seconds`.
+
+    Hudi lists the marker folders instead; a folder whose instant is not pending on the
+    timeline belongs to no writer in flight, so reading the timeline gives the same writers
+    at a cost that grows with the writers in flight, not with the folders ever left behind."""
+    return [
+        instant.requested_time
+        for instant in timeline.pending_writes()
+        if instant.requested_time < before
+        and heartbeat.is_alive(
+            storage, instant.requested_time, tolerance_seconds, tolerable_misses=1
+        )
+    ]
 
 
 def writer_conflicts(

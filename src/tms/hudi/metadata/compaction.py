@@ -41,12 +41,12 @@ from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
 from tms.hudi.files.compaction_operation import CompactionOperation
 from tms.hudi.files.fs_view import FileSystemView
+from tms.hudi.files.marked_files import delete_unreported_files, sort_marked_files
 from tms.hudi.files.markers import (
     Marker,
     MarkerType,
     create_marker,
     delete_markers,
-    delete_unreported_files,
     list_markers,
 )
 from tms.hudi.files.names import BaseFileName
@@ -364,7 +364,8 @@ def rollback_inflight_compaction(reader: MetadataTableReader, instant: Instant) 
     plan goes back to requested. Returns the rollback instant."""
     storage, config = reader.storage, reader.config
     files: dict[str, list[str]] = {}
-    for marker in list_markers(storage, instant.requested_time):
+    ts = instant.requested_time
+    for marker in sort_marked_files(storage, ts, list_markers(storage, ts)).owned:
         files.setdefault(marker.partition_path, []).append(marker.data_file_path)
     rollback = RollbackInstant(
         storage,

@@ -8,7 +8,8 @@ log file, writes a rollback command block instead; readers treat both alike).
 The rollback is an instant of the metadata table's own timeline: a rollback plan
 (requested), inflight, then completed with the rollback metadata; the rolled-back instant's
 files leave the timeline. What to delete: the log files the commit metadata lists (completed),
-the markers (a crash while writing), and, in layout 2, any log file named by the instant.
+the files the markers name that the instant wrote (a crash while writing;
+`tms.hudi.files.marked_files`), and, in layout 2, any log file named by the instant.
 
 Refused before anything is written: an instant the metadata table does not have, a data table
 instant that completed (its metadata must stay), and a delta commit that a later compaction of
@@ -21,6 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.files.marked_files import sort_marked_files
 from tms.hudi.files.markers import delete_markers, list_markers
 from tms.hudi.files.names import LogFileName
 from tms.hudi.metadata.reader import MetadataTableReader
@@ -50,7 +52,8 @@ def _files_of(reader: MetadataTableReader, instant: Instant) -> dict[str, list[s
         ):
             if path:
                 found[partition].add(path)
-    for marker in list_markers(storage, instant.requested_time):
+    ts = instant.requested_time
+    for marker in sort_marked_files(storage, ts, list_markers(storage, ts)).owned:
         found[marker.partition_path].add(marker.data_file_path)
     if not TimelineLayout.of(reader.config).names_completion_time:
         return {partition: sorted(paths) for partition, paths in sorted(found.items())}

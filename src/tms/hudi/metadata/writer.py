@@ -35,12 +35,12 @@ from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.log_block import BlockType, DeleteRecord, HeaderKey
 from tms.hudi.files.log_writer import encode_delete_block, encode_log_block
+from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import (
     Marker,
     MarkerType,
     create_marker,
     delete_markers,
-    delete_unreported_files,
 )
 from tms.hudi.files.names import DEFAULT_WRITE_TOKEN, LogFileName
 from tms.hudi.files.new_log_file import next_log_file_name

@@ -64,13 +64,14 @@ COMPLETED_ACTION = {
 """Pending actions whose completed instant carries another action's name."""
 
 INSTANT_TIME_FORMAT = "%Y%m%d%H%M%S"
-_INSTANT_TIME = re.compile(r"^\d{14}(\d{3})?$")
+_INSTANT_TIME = re.compile(r"[0-9]{14}(?:[0-9]{3})?")
+"""ASCII digits only, matched on the whole string (`$` would let a trailing newline in)."""
 _LAYOUT1 = re.compile(r"^(\d{14,20})\.?(.*)$")
 _LAYOUT2_COMPLETED = re.compile(r"^(\d{14,20})_(\d{14,17})\.([a-z]+)$")
 
 
 def is_instant_time(value: str) -> bool:
-    return bool(_INSTANT_TIME.match(value))
+    return _INSTANT_TIME.fullmatch(value) is not None
 
 
 def format_instant_time(moment: datetime) -> str:

@@ -23,7 +23,8 @@ from typing import Any
 from tms.hudi.errors import TableNotFoundError, UnsupportedTableError
 from tms.hudi.files.data import write_partition_metadata
 from tms.hudi.files.fs_view import FileSlice
-from tms.hudi.files.markers import delete_markers, delete_unreported_files
+from tms.hudi.files.marked_files import delete_unreported_files
+from tms.hudi.files.markers import delete_markers
 from tms.hudi.metadata.column_stats import ColumnRange
 from tms.hudi.metadata.index_build.files import (
     BULK_INSERT_OPERATION,

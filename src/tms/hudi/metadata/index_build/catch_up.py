@@ -35,12 +35,12 @@ from typing import Any
 from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import (
     Marker,
     MarkerType,
     create_marker,
     delete_markers,
-    delete_unreported_files,
 )
 from tms.hudi.files.names import LogFileName
 from tms.hudi.metadata.column_stats import ColumnRange, deletion_entries, file_ranges

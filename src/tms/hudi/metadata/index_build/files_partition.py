@@ -24,7 +24,8 @@ from collections.abc import Sequence
 
 from tms.hudi.files.data import write_partition_metadata
 from tms.hudi.files.fs_view import list_partitions
-from tms.hudi.files.markers import delete_markers, delete_unreported_files
+from tms.hudi.files.marked_files import delete_unreported_files
+from tms.hudi.files.markers import delete_markers
 from tms.hudi.files.names import DEFAULT_WRITE_TOKEN, BaseFileName, LogFileName
 from tms.hudi.metadata.index_build.files import (
     BULK_INSERT_OPERATION,
