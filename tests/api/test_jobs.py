@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from sqlalchemy.orm import Session
 
-from tests.api.conftest import ADMIN, AUTH_TOKENS, MakeClient, bearer
+from tests.api.conftest import ADMIN, AUTH_TOKENS, VIEWER, MakeClient, bearer
 from tests.api.helpers import instant, register, submit
 from tests.store.helpers import claim, db_now
 from tms import metrics
@@ -232,3 +232,50 @@ def test_a_tables_lock_settings_reach_every_job_and_unknown_providers_are_refuse
         "hoodie.write.lock.filesystem.path": ".hoodie/.aux",
         "hoodie.write.lock.filesystem.expire": 10,
     }
+
+
+TRACEBACK = """RuntimeError: boom
+Traceback (most recent call last):
+  File "/opt/tms/.venv/lib/python3.11/site-packages/tms/jobs/runner.py", line 212, in _work
+    result = self.execute(spec, table, instant, spark, on_stage)
+RuntimeError: boom"""
+EXIT_TAIL = """job process exited with code 1 without reporting a result
+--- last lines of /srv/tms/logs/1/1.log ---
+  File "/opt/tms/.venv/lib/python3.11/site-packages/pyspark/sql/session.py", line 1, in sql
+py4j.protocol.Py4JJavaError: An error occurred"""
+
+
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        (TRACEBACK, "RuntimeError: boom"),
+        (EXIT_TAIL, "job process exited with code 1 without reporting a result"),
+        (
+            "Py4JJavaError: An error occurred while calling o56.sql.\n"
+            ": org.apache.hudi.exception.HoodieException: no plan\n"
+            "\tat org.apache.hudi.table.Plan.read(Plan.java:42)",
+            "Py4JJavaError: An error occurred while calling o56.sql. "
+            ": org.apache.hudi.exception.HoodieException: no plan",
+        ),
+    ],
+    ids=["python-traceback", "exit-with-log-tail", "jvm-frames"],
+)
+def test_viewers_see_an_errors_class_and_message_never_its_traceback(
+    make_client: MakeClient, session: Session, stored: str, shown: str
+) -> None:
+    """What an older job reported, or the log tail kept with a crashed job's exit, names
+    the installation's paths: viewers get the class and message (the log has the rest)."""
+    client = make_client(auth_tokens=AUTH_TOKENS)
+    client.headers.update(bearer(ADMIN))
+    c, token = _launch(client, session, max_retries=0)
+    failed = {"outcome": "FAILED", "error": stored, "retryable": False}
+    assert client.post(_url(c, "result"), json=failed, headers=bearer(token)).status_code == 200
+    viewer = bearer(VIEWER)
+    operation = client.get(f"/v1/operations/{c.operation.id}", headers=viewer)
+    listed = client.get("/v1/operations", headers=viewer).json()["items"]
+    attempts = client.get(f"/v1/operations/{c.operation.id}/attempts", headers=viewer)
+    assert operation.json()["last_error"] == shown
+    assert [o["last_error"] for o in listed] == [shown]
+    assert [a["error"] for a in attempts.json()] == [shown]
+    for response in (operation, attempts):
+        assert "site-packages" not in response.text and "Traceback" not in response.text

@@ -163,6 +163,26 @@ def test_failures_say_whether_a_retry_can_help(
     assert text in result["error"]
 
 
+def test_a_failure_reports_its_class_and_message_and_logs_its_traceback(
+    table: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The error every viewer reads names no installation path; the job's log (the
+    attempt's log file) keeps the traceback."""
+
+    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
+        raise RuntimeError("executor lost\n\tat org.apache.spark.Executor.run(Executor.java:1)")
+
+    spec = spec_json(base_path=table, instant="20250101000000001")
+    with caplog.at_level("ERROR", logger="tms.jobs.runner"), stub_api(routes(spec)) as api:
+        code, _ = run(api, execute=execute, spark_factory=lambda spec, instant: FakeSpark())
+    assert code == EXIT_FAILED
+    (result,) = results(api)
+    assert result["outcome"] == "FAILED"
+    assert result["error"].startswith("RuntimeError: executor lost")  # its plan is gone: (…)
+    assert "\n" not in result["error"] and "Executor.java" not in result["error"]
+    assert "Traceback (most recent call last)" in caplog.text and __file__ in caplog.text
+
+
 def test_cancel_request_cancels_the_spark_work(table: str) -> None:
     spark = FakeSpark()
 

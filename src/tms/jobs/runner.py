@@ -9,7 +9,9 @@ Spark. The job never touches the database.
 
 Outcomes: PlanNotFoundError → INVALID (unless the instant already completed: a retry after
 a lost report, so SUCCEEDED); unsupported table or unusable input → FAILED, not retryable;
-anything else → FAILED, retryable, with the end of its traceback.
+anything else → FAILED, retryable. The error reported is the exception's class and message
+(`error_text`), which every viewer of the operation reads; its traceback, with the
+installation's paths, goes to the job's log (the attempt's log file) only.
 
 A service that names its stages tells the job when it enters one a cancel must not stop
 (`TableService.hold_stages`); a cancel request after that is logged as too late and the work reports
@@ -23,8 +25,8 @@ planned.
 from __future__ import annotations
 
 import logging
+import re
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -93,12 +95,22 @@ class Report:
     spark_app_id: str | None = None
 
 
-def error_text(exc: BaseException, *, lines: int = 15, limit: int = 4000) -> str:
-    """A one-line summary, then the end of the traceback (where the cause usually is)."""
-    summary = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
-    trace = "".join(traceback.format_exception(exc)).rstrip().splitlines()[-lines:]
-    text = summary + "\n" + "\n".join(trace)
-    return text if len(text) <= limit else text[: limit // 4] + "\n…\n" + text[-limit // 2 :]
+_FRAME = re.compile(r"^\s*(Traceback \(most recent call last\)|File \"|at [\w$.<>]+\()")
+"""Where a message turns into a stack trace (Python's, or a JVM's inside a Py4J error)."""
+
+
+def error_text(exc: BaseException, *, limit: int = 1000) -> str:
+    """`Class: message` on one line: the message's lines up to any stack trace in it (a
+    Py4J error carries the JVM's), cut to `limit` characters. The traceback is logged."""
+    lines: list[str] = []
+    for line in str(exc).splitlines():
+        if _FRAME.match(line):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    message = " ".join(lines)
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass
@@ -288,7 +300,7 @@ class JobRunner:
             # An index build aborts its own plan when it fails: a retry of this operation
             # would find nothing to run.
             permanent = True
-            error = f"{error}\n(the {spec.action} plan at {instant} was aborted: submit again)"
+            error = f"{error} (the {spec.action} plan at {instant} was aborted: submit again)"
         return Report("FAILED", error=error, retryable=not permanent)
 
     def _report(self, report: Report) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -39,6 +40,30 @@ __all__ = [
     "SubmitIn",
     "SubmitOut",
 ]
+
+
+_DETAIL = re.compile(
+    r"^\s*(Traceback \(most recent call last\)|File \"|at [\w$.<>]+\(|--- last lines of )"
+)
+"""Where a stored error text turns into detail for the log: a Python traceback, a JVM's
+stack frames, the tail of the job's log that the scheduler keeps with an exit."""
+MAX_SHOWN_ERROR = 1000
+
+
+def shown_error(text: str | None) -> str | None:
+    """What viewers see of an attempt's error: its class and message, on one line, without
+    the traceback or log lines an older job or a crashed one left with it (they hold the
+    installation's paths; the attempt's log keeps them)."""
+    if text is None:
+        return None
+    lines: list[str] = []
+    for line in text.splitlines():
+        if _DETAIL.match(line):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    shown = " ".join(lines)
+    return shown if len(shown) <= MAX_SHOWN_ERROR else shown[: MAX_SHOWN_ERROR - 1] + "…"
 
 
 class SubmitIn(Lenient):
@@ -100,20 +125,25 @@ class OperationOut(BaseModel):
     updated_at: datetime
     scheduled_at: datetime
     finished_at: datetime | None
-    last_error: str | None
+    last_error: str | None = Field(
+        description="why its last attempt failed: the error's class and message (the "
+        "traceback is in the attempt's log)"
+    )
     result: dict[str, Any] | None
 
     @classmethod
     def build(cls, operation: Operation, table: Tbl | None, **extra: Any) -> Any:
+        own = {"table_id", "db_name", "table_name", "last_error"}
         values = {
             name: getattr(operation, name)
             for name in cls.model_fields
-            if name not in {"table_id", "db_name", "table_name"} and name not in extra
+            if name not in own and name not in extra
         }
         return cls(
             table_id=operation.tbl_id,
             db_name=table.db_name if table is not None else None,
             table_name=table.table_name if table is not None else None,
+            last_error=shown_error(operation.last_error),
             **values,
             **extra,
         )
@@ -160,7 +190,9 @@ class AttemptOut(BaseModel):
     exit_code: int | None
     spark_app_id: str | None
     log_path: str | None
-    error: str | None
+    error: str | None = Field(
+        description="why it failed: the error's class and message (the traceback is in its log)"
+    )
     figures: dict[str, Any] | None
     engine: str | None = Field(None, description="spark-submit or spark-worker")
     worker_id: str | None = Field(None, description="the resident worker that ran it")
@@ -198,7 +230,7 @@ class AttemptOut(BaseModel):
             exit_code=attempt.exit_code,
             spark_app_id=attempt.spark_app_id,
             log_path=attempt.log_path,
-            error=attempt.error,
+            error=shown_error(attempt.error),
             figures=attempt.figures,
             engine=attempt.engine,
             worker_id=attempt.worker_id,
