@@ -34,10 +34,13 @@ def make_client(factory: sessionmaker[Session]) -> Iterator[MakeClient]:
 
     def make(**overrides: Any) -> TestClient:
         """A client of a new app; its view reads the table's row on every request (no
-        `ref_ttl`), so a recorded commit is seen by the very next request."""
+        `ref_ttl`), so a recorded commit is seen by the very next request, and syncs
+        whenever a client asks (no `sync_interval`)."""
         settings = make_settings(**overrides)
         app = create_app(settings, factory)
-        app.state.view_service = ViewService(ViewCache(settings.view_cache_tables), ref_ttl=0)
+        app.state.view_service = ViewService(
+            ViewCache(settings.view_cache_tables), ref_ttl=0, sync_interval=0
+        )
         client = TestClient(app, client=("127.0.0.1", 50000))
         clients.append(client)
         return client

@@ -19,6 +19,7 @@ from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.transitions import new_instant_time
 from tms.metrics import REGISTRY
 from tms.store import CommitIn, find_table_by_base_path, record_commits
+from tms.view import ViewCache, ViewService
 
 
 def listings() -> float:
@@ -132,6 +133,44 @@ def test_a_client_behind_the_view_is_refused_as_hudi_refuses_it(
     assert stale.raw("timeline/instants/all").status_code == 200
     stale.refresh()
     assert stale.raw("slices/partition/latest/", partition="eu").status_code == 200
+
+
+def test_a_bogus_client_timeline_syncs_a_table_at_most_once_per_interval(
+    tmp_path: Path, http: TestClient, register: Register
+) -> None:
+    """A `lastinstantts` the table never had (or `refresh` on every call) asks for a sync
+    each time: the view lists storage once per `sync_interval`, whatever clients send."""
+    root = tmp_path / "trips"
+    own_table(root, 6)
+    base_path = register(root)
+    clock = [1000.0]
+    service = ViewService(ViewCache(8), ref_ttl=0, sync_interval=1.5, clock=lambda: clock[0])
+    http.app.state.view_service = service
+    client = JavaViewClient(http, base_path, root)
+    client.get_latest_file_slices("eu")  # built
+    bogus = {
+        "basepath": base_path,
+        "partition": "eu",
+        "lastinstantts": "29991231235959999",
+        "timelinehash": "0123abcd",
+    }
+
+    def ask(times: int) -> set[int]:
+        url = "/v1/hoodie/view/slices/partition/latest/"
+        answers = {http.get(url, params=bogus).status_code for _ in range(times)}
+        answers |= {http.post("/v1/hoodie/view/refresh/", params=bogus).status_code}
+        return answers
+
+    before = listings()
+    assert ask(200) == {400, 200}  # behind the client's (bogus) timeline; refresh says true
+    assert listings() - before == 1, "one sync: the timeline listed once"
+    clock[0] += 1.4
+    ask(50)
+    assert listings() - before == 1
+    assert client.get_latest_file_slices("eu"), "a current client is answered meanwhile"
+    clock[0] += 0.1
+    ask(50)
+    assert listings() - before == 2, "the next interval: one more sync"
 
 
 def test_least_recently_used_tables_leave_the_cache(

@@ -281,6 +281,13 @@ class Settings(BaseSettings):
     view_cache_tables: int = Field(
         64, ge=1, description="tables whose timeline and file-system view stay cached (LRU)"
     )
+    view_sync_interval_seconds: float = Field(
+        1.0,
+        ge=0,
+        le=60,
+        description="least time between two syncs of a table's view from storage that "
+        "clients ask for (lastinstantts, timelinehash, refresh); 0 = whenever asked",
+    )
     marker_batch_interval_ms: int = Field(
         50,
         ge=0,

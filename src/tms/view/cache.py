@@ -65,6 +65,8 @@ class CachedTable:
     replace_metadata: dict[str, ReplaceCommitMetadata | None] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Held while the view advances."""
+    synced_at: float | None = None
+    """When (monotonic seconds) a client's request last had the view synced."""
 
 
 @dataclass

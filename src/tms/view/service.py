@@ -6,6 +6,12 @@ The `basepath` must name a registered table. Before a call that checks freshness
 timeline; a view still behind afterwards is refused with 400, as Hudi refuses it (except
 when the view's only extra instant is a clean), so the client falls back to reading
 storage itself.
+
+What a client sends cannot make the service list storage at its pace: the syncs clients
+ask for (a newer or unknown `lastinstantts`/`timelinehash`, `refresh`, `inittimeline`)
+run at most once per table per `sync_interval`. A client asking again meanwhile is answered
+from the view as it is, or refused as behind: a bogus `lastinstantts` on every request
+costs one listing per interval, not one per request.
 """
 
 from __future__ import annotations
@@ -54,6 +60,9 @@ REF_TTL_SECONDS = 0.5
 the next ones. Freshness towards a client does not depend on it: the client's timeline hash
 makes a behind view sync before it answers, as in Hudi; the row only advances the view
 early, and reading it at most twice a second per table keeps busy tables off the database."""
+SYNC_INTERVAL_SECONDS = 1.0
+"""Least time between two syncs of one table that clients ask for (the default of
+`TMS_VIEW_SYNC_INTERVAL_SECONDS`)."""
 
 
 @dataclass(frozen=True)
@@ -89,16 +98,26 @@ def _alternatives(base_path: str) -> list[str]:
 
 
 class ViewService:
-    def __init__(self, cache: ViewCache, ref_ttl: float = REF_TTL_SECONDS) -> None:
+    def __init__(
+        self,
+        cache: ViewCache,
+        ref_ttl: float = REF_TTL_SECONDS,
+        *,
+        sync_interval: float = SYNC_INTERVAL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`clock` (monotonic seconds) times `ref_ttl` and `sync_interval`."""
         self.cache = cache
         self.ref_ttl = ref_ttl
+        self.sync_interval = sync_interval
+        self.clock = clock
         self._refs: dict[str, tuple[float, TableRef]] = {}
         self._refs_lock = threading.Lock()
 
     def find_table(self, session: Session, base_path: str, *, fresh: bool = False) -> TableRef:
         """The registered table `base_path` names (its row read at most every `ref_ttl`,
         unless `fresh`)."""
-        now = time.monotonic()
+        now = self.clock()
         with self._refs_lock:
             known = self._refs.get(base_path)
         if not fresh and known is not None and now - known[0] < self.ref_ttl:
@@ -143,7 +162,10 @@ class ViewService:
             ref = self.find_table(session, base_path)
 
         def sync(cached: CachedTable) -> None:
-            """Load the view again; the row read first says which commits it then holds."""
+            """Load the view again (unless a client had it synced within `sync_interval`);
+            the row read first says which commits it then holds."""
+            if not self._may_sync(cached):
+                return
             with sessions() as session:
                 fresh = self.find_table(session, base_path, fresh=True)
             self.cache.advance(
@@ -166,6 +188,17 @@ class ViewService:
             metrics.VIEW_STORAGE_LISTINGS.inc(outcome.listings)
         metrics.VIEW_REQUESTS.labels(endpoint.name, outcome.cache).inc()
         return ViewAnswer(body, endpoint.name, outcome.cache)
+
+    def _may_sync(self, cached: CachedTable) -> bool:
+        """True, and the table's sync time set, when no client-asked sync of it began
+        within `sync_interval`."""
+        now = self.clock()
+        with self._refs_lock:
+            last = cached.synced_at
+            if last is not None and now - last < self.sync_interval:
+                return False
+            cached.synced_at = now
+            return True
 
     def _answer(
         self,

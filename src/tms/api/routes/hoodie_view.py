@@ -35,7 +35,8 @@ def view_service(request: Request, max_tables: int) -> ViewService:
         with _CREATE:
             service = getattr(request.app.state, "view_service", None)
             if service is None:
-                service = ViewService(ViewCache(max_tables))
+                interval = request.app.state.settings.view_sync_interval_seconds
+                service = ViewService(ViewCache(max_tables), sync_interval=interval)
                 request.app.state.view_service = service
     return service
 
