@@ -24,7 +24,7 @@ app.add_typer(tables.tables_app, name="tables")
 app.add_typer(operations.ops_app, name="ops")
 app.command()(workers.worker)
 app.add_typer(workers.workers_app, name="workers")
-app.command()(demo.demo)
+app.command(cls=demo.DemoCommand)(demo.demo)
 
 
 def main() -> None:

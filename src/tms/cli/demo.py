@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import enum
-import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from tms.cli.render import print_rows
 
 if TYPE_CHECKING:
     from tms.demo import DemoReport
 
-__all__ = ["demo"]
+__all__ = ["DemoCommand", "demo"]
+
+
+class DemoCommand(TyperCommand):
+    """`tms demo --help` as click lays it out: paragraphs and option help wrapped to the
+    terminal, nothing read as Rich markup (so `tms[s3-demo]` keeps its brackets)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["rich_markup_mode"] = None
+        super().__init__(*args, **kwargs)
 
 
 class DemoStorage(enum.StrEnum):
@@ -34,17 +43,16 @@ def demo(
     data_dir: Annotated[
         Path, typer.Option(help="The demo service's state (embedded PostgreSQL, job logs).")
     ] = Path(".tms/demo-service"),
-    rows: Annotated[int, typer.Option(help="Trips to insert.", min=100)] = 20_000,
+    rows: Annotated[int, typer.Option(help="Trips to insert (at least 100).")] = 20_000,
     rounds: Annotated[
-        int, typer.Option(help="Compactions to trigger (3 delta commits each).", min=1)
+        int, typer.Option(help="Compactions to trigger (3 delta commits each; at least 1).")
     ] = 2,
     master: Annotated[str, typer.Option(help="Spark master of the jobs.")] = "local[*]",
     table_version: Annotated[
         int,
         typer.Option(
             help="Hudi table version of the demo table: 6 (Hudi 0.14/0.15), 8 (1.0) or 9 (1.1).",
-            min=6,
-            max=9,
+            metavar="<6|8|9>",
         ),
     ] = 9,
     metadata_table: Annotated[
@@ -81,12 +89,15 @@ def demo(
     """Run tms with a Hudi writer: commits with callbacks, compaction and clean on Spark.
 
     While a Spark job runs, its progress (stage, file groups done out of planned) and its
-    log file are printed; the web console's address is printed at the start and the end."""
-    from tms.demo import DemoOptions, run_demo
-    from tms.demo.s3 import MissingS3Server
+    log file are printed; the web console's address is printed at the start and the end.
+    What the libraries it runs log (the S3 server's access log among them) goes to
+    demo.log in the data dir.
 
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("tms.api.app").setLevel(logging.ERROR)  # "auth off": a local demo
+    Options are checked before anything starts: a bad one exits 2 with the reason, and a
+    --base-path or --data-dir holding anything the demo did not write is never deleted."""
+    from tms.demo import DemoOptions, run_demo
+    from tms.demo.checks import DemoRefused
+
     options = DemoOptions(
         base_path=base_path,
         data_dir=data_dir,
@@ -105,7 +116,7 @@ def demo(
 
     try:
         report = run_demo(options, typer.echo, on_report=summarize)
-    except MissingS3Server as exc:
+    except DemoRefused as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if not report.ok:
@@ -121,6 +132,8 @@ def _summary(
     keep_running: bool,
 ) -> None:
     """What the demo did, printed while its service still runs."""
+    from tms.demo.run import LOG_FILE
+
     typer.echo("")
     typer.echo("Summary")
     typer.echo(
@@ -174,5 +187,6 @@ def _summary(
     if report.timed_out:
         typer.echo("  timed out waiting for the service's operations")
     typer.echo(f"  took:          {report.seconds:.0f}s; service state in {data_dir}")
+    typer.echo(f"  library logs:  {data_dir / LOG_FILE}")
     later = "" if keep_running else " (stops with the demo: --keep-running keeps it up)"
     typer.echo(f"  web console:   {report.console_url}{later}")

@@ -19,7 +19,6 @@ with `keep_running` the service stays up after the report until Ctrl-C or SIGTER
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -32,12 +31,17 @@ import pyarrow as pa
 
 from tms.api_client import ApiClient
 from tms.config import DEFAULT_CALLBACK_KEY, Settings, load_settings
+from tms.demo.checks import check_options, clear_data_dir
 from tms.demo.keep import console_url, wait_for_stop
+from tms.demo.logs import demo_logging
 from tms.demo.s3 import BUCKET, local_s3
 from tms.demo.table import DemoWriter, callback_payload, data_files, file_groups
 from tms.demo.watch import Echo, OperationSummary, Watcher
 
-__all__ = ["DemoOptions", "DemoReport", "demo_policy", "run_demo"]
+__all__ = ["LOG_FILE", "DemoOptions", "DemoReport", "demo_policy", "run_demo"]
+
+LOG_FILE = "demo.log"
+"""In the demo's data dir: what the libraries it runs log, kept out of its output."""
 
 
 def demo_policy(options: DemoOptions) -> dict[str, object]:
@@ -61,8 +65,7 @@ class DemoOptions:
     master: str = "local[*]"
     table_version: int = 9
     metadata_table: bool = True
-    """A metadata table (`files`, `record_index`), as Hudi writers enable by default; only
-    on versions 8 and 9."""
+    """A metadata table (`files`, `record_index`), as Hudi writers enable by default."""
     wait_seconds: float = 600.0
     poll_seconds: float = 0.5
     storage: str = "local"
@@ -161,20 +164,28 @@ def run_demo(
 ) -> DemoReport:
     """Run the whole demo; the report says what happened (`report.ok`). `on_report` hears
     it while the service still runs; with `options.keep_running` the service then stays up
-    until Ctrl-C, SIGTERM or `stop`."""
+    until Ctrl-C, SIGTERM or `stop`. Options it cannot run with raise `DemoRefused` before
+    anything starts or is deleted."""
     from tms.serve import free_port, serve_in_thread
 
+    check_options(options)
     started = time.monotonic()
+    data_dir = options.data_dir.expanduser().absolute()
+    clear_data_dir(data_dir)  # the demo's own service state, afresh
+    log_file = data_dir / LOG_FILE
     with ExitStack() as stack:
+        stack.enter_context(demo_logging(log_file))
+        echo(f"Logs of the libraries the demo runs go to {log_file}")
         s3 = stack.enter_context(local_s3()) if options.storage == "s3" else None
         table = _DemoTable(str(options.base_path.expanduser().absolute()))
         if s3 is not None:
             stack.enter_context(_environment(s3.environment))
             table = _DemoTable(s3.base_path("trips"), s3.storage_options, s3.hudi_rs_options)
-            echo(f"Started a local S3 server at {s3.url} (moto), bucket {BUCKET}")
+            echo(
+                f"Started a local S3 server at {s3.url} (moto), bucket {BUCKET}; "
+                f"its access log goes to {LOG_FILE}"
+            )
         report = DemoReport(table.base_path)
-        data_dir = options.data_dir.expanduser().absolute()
-        shutil.rmtree(data_dir, ignore_errors=True)  # the demo's own service state, afresh
         settings = _settings(options, data_dir, free_port())
         echo(f"Starting tms with an embedded PostgreSQL under {data_dir}")
         service = serve_in_thread(settings)

@@ -3,7 +3,9 @@ bucket, and the settings that reach it (storage options for the service's table,
 variables for the demo's writer and its jobs, hudi-rs's options for the oracle).
 
 moto is not one of `tms`'s dependencies (a production service talks to a real store): the
-demo asks for it by name (`pip install 'tms[s3-demo]'`) when it is missing."""
+demo asks for it by name (`pip install 'tms[s3-demo]'`) when it is missing, before it starts
+anything. The server's access log is a library's log like any other: `tms.demo.logs` sends
+it to the demo's log file."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BUCKET", "LocalS3", "local_s3"]
+from tms.demo.checks import DemoRefused
+
+__all__ = ["BUCKET", "LocalS3", "MissingS3Server", "local_s3", "require_s3_server"]
 
 BUCKET = "tms-demo"
 REGION = "us-east-1"
@@ -20,8 +24,18 @@ KEY = "demo-access-key"
 SECRET = "demo-secret-key"
 
 
-class MissingS3Server(RuntimeError):
+class MissingS3Server(DemoRefused):
     """moto's S3 server is not installed."""
+
+
+def require_s3_server() -> None:
+    """Refuse `--storage s3` up front when moto's server cannot be imported."""
+    try:
+        from moto.server import ThreadedMotoServer  # noqa: F401
+    except ImportError as exc:
+        raise MissingS3Server(
+            "tms demo --storage s3 runs a local S3 server (moto): pip install 'tms[s3-demo]'"
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -61,12 +75,9 @@ class LocalS3:
 @contextmanager
 def local_s3() -> Iterator[LocalS3]:
     """moto's S3 server with the demo's bucket, stopped on exit."""
-    try:
-        from moto.server import ThreadedMotoServer
-    except ImportError as exc:
-        raise MissingS3Server(
-            "tms demo --storage s3 runs a local S3 server (moto): pip install 'tms[s3-demo]'"
-        ) from exc
+    require_s3_server()
+    from moto.server import ThreadedMotoServer
+
     from tms.hudi.storage import Storage
     from tms.serve import free_port
 

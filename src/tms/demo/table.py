@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import random
 import shutil
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 import pyarrow as pa
 
 from tms.api_client import Json
+from tms.demo.checks import DEMO_TABLE_NAME, check_base_path
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.write.new_table import create_table
@@ -81,10 +82,11 @@ class DemoWriter:
         metadata_table: bool = False,
     ) -> None:
         if "://" not in base_path:
+            check_base_path(Path(base_path))  # never another table, nor someone's files
             shutil.rmtree(base_path, ignore_errors=True)
         table = create_table(
             base_path,
-            "demo_trips",
+            DEMO_TABLE_NAME,
             record_key_fields=["uuid"],
             ordering_field="ts",
             partition_fields=["city"],
