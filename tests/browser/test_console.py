@@ -155,8 +155,16 @@ def test_find_a_table_and_open_its_timeline(
     assert len(css(driver, "#file-groups tbody tr")) == 3
     trips = console.get(f"/v1/tables/{scenario.trips_id}")
     facts = driver.find_element(By.ID, "table-facts").text.splitlines()
+    # No count threshold (0): the page says no trigger is set, not "6 of never".
     delta = facts[facts.index("Delta commits since compaction") + 1]
-    assert delta == f"{trips['delta_commits_since_compaction']} of never", facts
+    assert delta == (
+        f"{trips['delta_commits_since_compaction']} (no policy trigger: compaction runs when "
+        "submitted)"
+    ), facts
+    clustering = facts[facts.index("Commits since clustering") + 1]
+    assert clustering == (
+        f"{trips['commits_since_clustering']} (no policy trigger: clustering runs when submitted)"
+    ), facts
     # A writer may not pause or delete: the page says so instead of offering the buttons.
     actions = driver.find_element(By.ID, "table-actions")
     assert not css(driver, "#pause") and "need the admin role" in actions.text

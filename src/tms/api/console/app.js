@@ -458,9 +458,9 @@
       ...fact("Queue / priority / owner", `${t.queue} / ${t.priority} / ${t.owner || "—"}`),
       ...fact("Enabled actions", t.enabled_actions.join(", ") || "none"),
       ...fact("Last commit", `${t.last_commit_instant || "—"} (${fmtAge(ageOf(t.last_commit_seen_at))})`),
-      ...fact("Delta commits since compaction", `${t.delta_commits_since_compaction} of ${t.thresholds.compaction_delta_commits || "never"}`),
-      ...fact("Commits since clean", `${t.commits_since_clean} of ${t.thresholds.clean_commits || "never"}`),
-      ...fact("Commits since clustering", `${t.commits_since_clustering} of ${t.thresholds.clustering_commits || "never"}`),
+      ...fact("Delta commits since compaction", sinceLast(t, t.delta_commits_since_compaction, t.thresholds.compaction_delta_commits, "compaction")),
+      ...fact("Commits since clean", sinceLast(t, t.commits_since_clean, t.thresholds.clean_commits, "clean")),
+      ...fact("Commits since clustering", sinceLast(t, t.commits_since_clustering, t.thresholds.clustering_commits, "clustering")),
       ...fact("Log files / bytes since compaction", `${t.log_files_since_compaction} / ${fmtBytes(t.log_bytes_since_compaction)}`),
       ...fact("Last compaction / clean", `${fmtTime(t.last_compaction_at)} / ${fmtTime(t.last_clean_at)}`),
       ...fact("Storage options", t.storage_options.join(", ") || "none"),
@@ -481,6 +481,15 @@
 
   function fact(name, value) {
     return [h("dt", {}, name), h("dd", {}, value)];
+  }
+
+  /* A count against the threshold that makes its action due ("6 of 10"); a threshold of 0
+   * means the count makes nothing due, so the page says what does instead. */
+  function sinceLast(t, count, threshold, action) {
+    if (threshold) return `${count} of ${threshold}`;
+    const triggers = (t.policy && t.policy.triggers) || {};
+    if (triggers[action]) return `${count} (the policy's ${action} trigger decides)`;
+    return `${count} (no policy trigger: ${action} runs when submitted)`;
   }
 
   function tableActions(t) {
