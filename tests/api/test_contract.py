@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 
 from tests.api.conftest import ADMIN, AUTH_TOKENS, MakeClient, bearer
-from tests.api.helpers import register, submit
+from tests.api.helpers import callback_payload, instant, register, submit
 from tests.store.helpers import claim
 from tms.api.errors import error_response
 from tms.store import issue_attempt_token
@@ -52,6 +52,8 @@ def _assert_invalid(response: Any, field: str) -> None:
 
 
 TABLE = {"db_name": "lake", "table_name": "other", "base_path": "/data/lake/other"}
+CALLBACK = "/v1/hoodie/service/commit"
+COMMIT = callback_payload(instant())
 NAMES = {"db_name": "lake", "table_name": "trips"}
 
 
@@ -76,6 +78,15 @@ NAMES = {"db_name": "lake", "table_name": "trips"}
         ("POST", "/v1/hoodie/service/clean/remove", {**NAMES, "instant": LONE}, "body.instant"),
         ("PATCH", "/v1/tables/{id}", {"owner": LONE}, "body.owner"),
         ("PATCH", "/v1/tables/{id}", {"queue": LONE}, "body.queue"),
+        ("POST", CALLBACK, {**COMMIT, "basePath": f"/data/{LONE}"}, "body.basePath"),
+        ("POST", CALLBACK, {**COMMIT, "tableName": LONE}, "body.tableName"),
+        ("POST", CALLBACK, {**COMMIT, "commitTime": LONE}, "body.commitTime"),
+        (
+            "POST",
+            CALLBACK,
+            {**COMMIT, "hoodieWriteStat": [{"path": LONE}]},
+            "body.hoodieWriteStat.0.path",
+        ),
     ],
 )
 def test_a_lone_surrogate_in_any_text_field_is_a_422_naming_it(

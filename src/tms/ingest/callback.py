@@ -15,6 +15,7 @@ counters and any operations the policies created are committed.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, Protocol
@@ -120,14 +121,27 @@ def _located(settings: Settings, grant: Grant, base_path: str) -> str:
 
 
 def _parse(body: bytes) -> CallbackIn:
-    """Validated as a FastAPI body parameter would be: errors name `body.<field>`."""
+    """Validated as a FastAPI body parameter would be: errors name `body.<field>`.
+
+    Pydantic's JSON parser refuses a lone surrogate escape (`"\\ud800"`) as invalid JSON,
+    blaming the whole body; JSON allows the escape, so such a body is read again with the
+    standard parser, whose strings keep the surrogate for the field's own check to name."""
     try:
         return CallbackIn.model_validate_json(body)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        raise RequestValidationError(
-            [{**error, "loc": ("body", *error["loc"])} for error in errors]
-        ) from None
+        refused = exc
+    if [e["type"] for e in refused.errors()] == ["json_invalid"]:
+        try:
+            parsed = json.loads(body)
+        except ValueError:  # not JSON for the standard parser either (or not UTF-8)
+            pass
+        else:
+            try:
+                return CallbackIn.model_validate(parsed)
+            except ValidationError as exc:
+                refused = exc
+    errors = refused.errors(include_url=False)
+    raise RequestValidationError([{**error, "loc": ("body", *error["loc"])} for error in errors])
 
 
 def _storage_options(factory: sessionmaker[Session], base_path: str) -> dict[str, Any] | None:
