@@ -125,26 +125,29 @@ class MarkerServer:
 
     async def admit(self, target: MarkerTarget) -> None:
         """Refuse (409 `marker_refused`) a marker for an instant that is not pending on the
-        table's timeline, or that tms planned: its markers come only from tms's own jobs, and
-        reconciliation must never see one a client sent. An admitted instant is remembered
-        while its markers are held."""
+        table's timeline, or that tms runs: its markers come only from tms's own jobs, and
+        reconciliation must never see one a client sent. A writer's admitted instant is
+        remembered while its markers are held; for a table service's instant (which tms may
+        be handed at any time) who runs it is asked on every marker."""
         key = (target.table.base_path, target.instant_time)
-        if self.service.holds(key):
+        service = self.service.admitted(key)
+        if service is False:
             return
-        planned = await asyncio.to_thread(self._planned_here, *key)
-        if planned:
+        if await asyncio.to_thread(self._planned_here, *key):
             raise refused(
                 "planned_by_tms",
                 f"instant {target.instant_time} is a table service tms runs; its markers come "
                 "only from tms's own jobs",
             )
-        if not await self.service.is_pending(target.table, target.instant_time):
-            raise refused(
-                "instant_not_pending",
-                f"instant {target.instant_time} is not requested or inflight on the table's "
-                "timeline",
-            )
-        await self.service.admit(target.table, target.instant_time)
+        if service is None:
+            instant = await self.service.pending_instant(target.table, target.instant_time)
+            if instant is None:
+                raise refused(
+                    "instant_not_pending",
+                    f"instant {target.instant_time} is not requested or inflight on the "
+                    "table's timeline",
+                )
+            await self.service.admit(target.table, instant)
 
     def close(self) -> None:
         self.ownership.close()

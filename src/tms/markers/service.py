@@ -31,6 +31,7 @@ from tms.hudi.files.write_conflicts import (
     writer_conflicts,
 )
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.ingest.storage_calls import StorageCalls
 from tms.markers.refusals import refused
@@ -45,6 +46,8 @@ WRITTEN_CACHE_INSTANTS = 4096
 HELD_INSTANTS = 1024
 """Instants whose markers stay in memory; the least recently used idle ones leave (their
 markers are on storage: a later request reads them back)."""
+WRITER_ACTIONS = frozenset({Action.COMMIT, Action.DELTA_COMMIT})
+"""Instants only writers run; any other pending instant may be a plan tms runs."""
 TABLE_CONFIG_SECONDS = 60.0
 """How long a table's `hoodie.properties` is trusted before it is read again (an upgrade
 moves the timeline)."""
@@ -98,8 +101,9 @@ class MarkerService:
     ) -> None:
         self._calls = storage_calls
         self.limits = limits or MarkerLimits()
-        self._admitted: dict[str, set[str]] = {}
-        """Instants per table admitted for marker creation (`admit`)."""
+        self._admitted: dict[str, dict[str, bool]] = {}
+        """Instants per table admitted for marker creation (`admit`), and whether each is a
+        table service's."""
         self._files = batch_files
         self._interval = batch_interval_seconds
         self._tolerance = heartbeat_tolerance
@@ -173,36 +177,43 @@ class MarkerService:
 
     # Admission --------------------------------------------------------------------------------
 
-    def holds(self, key: tuple[str, str]) -> bool:
-        """Whether (base path, instant) was admitted for marker creation."""
-        return key[1] in self._admitted.get(key[0], ())
+    def admitted(self, key: tuple[str, str]) -> bool | None:
+        """For (base path, instant) admitted for marker creation: whether it is a table
+        service's instant (compaction, clustering, …: tms may take it over, so who runs it is
+        asked again on each marker); None when not admitted."""
+        return self._admitted.get(key[0], {}).get(key[1])
+
+    async def pending_instant(self, table: ServedTable, instant_time: str) -> Instant | None:
+        """The instant when it is requested or inflight on the table's timeline (read now)."""
+        return (await self._pending_instants(table)).get(instant_time)
 
     async def is_pending(self, table: ServedTable, instant_time: str) -> bool:
-        """Whether the instant is requested or inflight on the table's timeline (read now)."""
-        return instant_time in await self._pending_instants(table)
+        return await self.pending_instant(table, instant_time) is not None
 
-    async def _pending_instants(self, table: ServedTable) -> set[str]:
+    async def _pending_instants(self, table: ServedTable) -> dict[str, Instant]:
         hudi = await self._table(table)
 
-        def pending() -> set[str]:
+        def pending() -> dict[str, Instant]:
             timeline = Timeline.load(hudi.storage, hudi.config)
-            return {i.requested_time for i in timeline.instants if i.is_pending}
+            return {i.requested_time: i for i in timeline.instants if i.is_pending}
 
         return await self._calls.run_async(pending)
 
-    async def admit(self, table: ServedTable, instant_time: str) -> None:
+    async def admit(self, table: ServedTable, instant: Instant) -> None:
         """Admit a pending instant for marker creation, within `instants_per_table`; when the
         table is at its limit, instants no longer pending leave first."""
-        admitted = self._admitted.setdefault(table.base_path, set())
+        admitted = self._admitted.setdefault(table.base_path, {})
         if len(admitted) >= self.limits.instants_per_table:
-            admitted &= await self._pending_instants(table)
+            pending = await self._pending_instants(table)
+            for ts in [ts for ts in admitted if ts not in pending]:
+                del admitted[ts]
         if len(admitted) >= self.limits.instants_per_table:
             raise refused(
                 "limit",
                 f"the table has {len(admitted)} pending instants with markers here "
                 f"(marker_instants_per_table_max {self.limits.instants_per_table})",
             )
-        admitted.add(instant_time)
+        admitted[instant.requested_time] = instant.action not in WRITER_ACTIONS
 
     # Requests -------------------------------------------------------------------------------
 
@@ -275,7 +286,7 @@ class MarkerService:
             return False
         hudi = await self._table(table)
         self._forget((table.base_path, instant_time))
-        self._admitted.get(table.base_path, set()).discard(instant_time)
+        self._admitted.get(table.base_path, {}).pop(instant_time, None)
 
         def delete() -> bool:
             path = marker_dir(instant_time)
