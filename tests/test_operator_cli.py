@@ -114,6 +114,57 @@ def test_tables_add_ls_pause_resume_rm(cli: Cli, trips: str) -> None:
     assert ok(cli("tables", "ls")).strip() == "no tables"
 
 
+def test_tables_add_refuses_other_settings_for_a_registered_table(cli: Cli, trips: str) -> None:
+    """Registering again changes nothing, so flags that differ from what is registered are
+    refused (exit 1), naming the command that changes them; the same flags are fine."""
+    add = ("tables", "add", trips, "--name", "lake.trips")
+    ok(cli(*add, "--compaction-delta-commits", "3", "--actions", "compaction,clean"))
+
+    refused = cli(*add, "--compaction-delta-commits", "2")
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert refused.stderr == (
+        "error: lake.trips is already registered (table 1) with --compaction-delta-commits 3 "
+        "(not 2); registering again changes nothing: change it with "
+        "tms tables set lake.trips --compaction-delta-commits 2\n"
+    )
+    paused = cli(*add, "--paused", "--queue", "etl")
+    assert paused.exit_code == 1
+    assert paused.stderr.endswith(
+        "with --queue default (not etl), --paused active (not paused); registering again "
+        "changes nothing: change it with tms tables set lake.trips --queue etl and "
+        "tms tables pause lake.trips\n"
+    )
+    [table] = json.loads(ok(cli("tables", "ls", "--json")))
+    assert (table["policy"], table["queue"], table["paused"]) == (
+        {"compaction_delta_commits": 3},
+        "default",
+        False,
+    )
+
+    # the same settings (actions in another order, by their alias) are a repeat: exit 0
+    again = ok(cli(*add, "--compaction-delta-commits", "3", "--actions", "clean,compact"))
+    assert again.startswith("already registered: lake.trips as table 1")
+
+    changed = ok(cli("tables", "set", "lake.trips", "--compaction-delta-commits", "2"))
+    assert changed.strip() == (
+        "lake.trips (table 1) changed: MERGE_ON_READ, compaction every 2 delta commits, "
+        "clean every 10 commits, queue default, priority 0, actions compaction,clean"
+    )
+    [table] = json.loads(ok(cli("tables", "ls", "--json")))
+    assert table["policy"] == {"compaction_delta_commits": 2}
+    assert ok(cli(*add, "--compaction-delta-commits", "2")).startswith("already registered:")
+
+
+def test_tables_set_keeps_the_other_policy_overrides(cli: Cli, trips: str) -> None:
+    ok(cli("tables", "add", trips, "--name", "lake.trips", "--clean-commits", "4"))
+    ok(cli("tables", "set", "1", "--compaction-delta-commits", "5", "--priority", "7"))
+    table = json.loads(ok(cli("tables", "set", "lake.trips", "--queue", "etl", "--json")))
+    assert table["policy"] == {"clean_commits": 4, "compaction_delta_commits": 5}
+    assert (table["queue"], table["priority"]) == ("etl", 7)
+    nothing = cli("tables", "set", "lake.trips")
+    assert nothing.exit_code == 2 and nothing.stderr.startswith("error: nothing to change")
+
+
 def test_tables_add_takes_the_name_from_storage(cli: Cli, trips: str) -> None:
     table = json.loads(ok(cli("tables", "add", trips, "--paused", "--json")))
     assert (table["db_name"], table["table_name"], table["paused"]) == (

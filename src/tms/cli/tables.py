@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from tms.api_client import Json
+from tms.cli.registration import differences, refusal
 from tms.cli.remote import AsJson, Token, Url, connect, qualified, resolve_table, split_name
 from tms.cli.render import echo_json, print_rows
 
@@ -160,7 +161,9 @@ def tables_add(
     url: Url = None,
     token: Token = None,
 ) -> None:
-    """Register a table (again with the same name and path: nothing changes)."""
+    """Register a table. Again with the same name and path: nothing changes, and settings
+    given that differ from the registered ones are refused (exit 1) with the command that
+    changes them (tms tables set)."""
     if name is None:
         name = _name_from_storage(base_path)
     db_name, table_name = split_name(name)
@@ -187,16 +190,90 @@ def tables_add(
     }
     with connect(url, token) as client:
         table = client.add_table({k: v for k, v in body.items() if v is not None})
+    if not table.get("created"):
+        requested = {k: v for k, v in {**body, **policy}.items() if v is not None}
+        requested.pop("policy", None)
+        if body["storage_options"] is not None:
+            requested["storage_options"] = list(body["storage_options"])
+        found = differences(table, requested)
+        if found:
+            typer.echo(f"error: {refusal(qualified(table), table['id'], found)}", err=True)
+            raise typer.Exit(1)
     if as_json:
         echo_json(table)
         return
     verb = "registered" if table.get("created") else "already registered:"
+    typer.echo(f"{verb} {qualified(table)} as table {table['id']} ({_settings(table)})")
+
+
+def _settings(table: Json) -> str:
     thresholds = table["thresholds"]
     kind = table.get("table_type") or "type unknown"
+    return (
+        f"{kind}, compaction every {thresholds['compaction_delta_commits']} delta commits, "
+        f"clean every {thresholds['clean_commits']} commits"
+    )
+
+
+@tables_app.command("set")
+def tables_set(
+    table: TableRef,
+    owner: Annotated[str | None, typer.Option(help="Owner label.")] = None,
+    queue: Annotated[str | None, typer.Option(help="Queue.")] = None,
+    priority: Annotated[int | None, typer.Option(help="Higher runs first.")] = None,
+    actions: Annotated[
+        str | None,
+        typer.Option(help="Actions policies may create, e.g. compaction,clean,clustering."),
+    ] = None,
+    compaction_delta_commits: Annotated[
+        int | None, typer.Option(help="Policy: compact after N delta commits (0 = never).", min=0)
+    ] = None,
+    clean_commits: Annotated[
+        int | None, typer.Option(help="Policy: clean after N commits (0 = never).", min=0)
+    ] = None,
+    clustering_commits: Annotated[
+        int | None, typer.Option(help="Policy: cluster after N commits (0 = never).", min=0)
+    ] = None,
+    as_json: AsJson = False,
+    url: Url = None,
+    token: Token = None,
+) -> None:
+    """Change a registered table's owner, queue, priority, actions or policy thresholds
+    (admin); what is not given stays as it is, the table's other policy overrides too."""
+    changes: dict[str, Any] = {
+        k: v
+        for k, v in {
+            "owner": owner,
+            "queue": queue,
+            "priority": priority,
+            "enabled_actions": actions,
+        }.items()
+        if v is not None
+    }
+    thresholds = {
+        k: v
+        for k, v in {
+            "compaction_delta_commits": compaction_delta_commits,
+            "clean_commits": clean_commits,
+            "clustering_commits": clustering_commits,
+        }.items()
+        if v is not None
+    }
+    if not changes and not thresholds:
+        typer.echo("error: nothing to change: give at least one option (see --help)", err=True)
+        raise typer.Exit(2)
+    with connect(url, token) as client:
+        found = resolve_table(client, table)
+        if thresholds:
+            changes["policy"] = {**found["policy"], **thresholds}
+        changed = client.update_table(found["id"], changes)
+    if as_json:
+        echo_json(changed)
+        return
     typer.echo(
-        f"{verb} {qualified(table)} as table {table['id']} ({kind}, "
-        f"compaction every {thresholds['compaction_delta_commits']} delta commits, "
-        f"clean every {thresholds['clean_commits']} commits)"
+        f"{qualified(changed)} (table {changed['id']}) changed: {_settings(changed)}, "
+        f"queue {changed['queue']}, priority {changed['priority']}, "
+        f"actions {','.join(changed['enabled_actions']) or 'none'}"
     )
 
 

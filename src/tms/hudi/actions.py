@@ -7,12 +7,14 @@ The one list: the service registry (`tms.services.registry`), the job, the CLI a
 from __future__ import annotations
 
 __all__ = [
+    "ACTION_ALIASES",
     "CLEAN",
     "CLUSTERING",
     "COMPACTION",
     "INDEXING",
     "METADATA_COMPACTION",
     "TABLE_SERVICE_ACTIONS",
+    "action_named",
 ]
 
 COMPACTION = "compaction"
@@ -31,3 +33,13 @@ TABLE_SERVICE_ACTIONS: tuple[str, ...] = (
     INDEXING,
 )
 """The table services tms runs, in the order they are listed everywhere."""
+
+ACTION_ALIASES = {"compact": COMPACTION, "cluster": CLUSTERING, "index": INDEXING}
+"""RFC-43's path words for the actions, accepted wherever an action is named."""
+
+
+def action_named(text: str) -> str | None:
+    """The action `text` names (case-insensitive, an alias too), or None for no action."""
+    name = text.strip().lower()
+    name = ACTION_ALIASES.get(name, name)
+    return name if name in TABLE_SERVICE_ACTIONS else None

@@ -32,6 +32,7 @@ from tms.http.fields import (
     check_text,
     check_unicode,
 )
+from tms.hudi.actions import action_named
 from tms.store import Action
 
 __all__ = [
@@ -158,24 +159,13 @@ def parse_extra_params(value: Any) -> dict[str, str]:
     return result
 
 
-_ACTION_ALIASES = {
-    "compact": Action.COMPACTION,
-    "cluster": Action.CLUSTERING,
-    "index": Action.INDEXING,
-}
-
-
 def parse_action(value: str) -> Action:
     """An action by its value, case-insensitive; RFC-43's path words are aliases."""
-    text = value.strip().lower()
-    found = _ACTION_ALIASES.get(text)
-    if found is not None:
-        return found
-    try:
-        return Action(text)
-    except ValueError:
+    name = action_named(value)
+    if name is None:
         names = ", ".join(a.value for a in Action)
-        raise ValueError(f"unknown action; expected one of {names}") from None
+        raise ValueError(f"unknown action; expected one of {names}")
+    return Action(name)
 
 
 Resource = Annotated[Text, Field(max_length=64), AfterValidator(normalize_resource)]
