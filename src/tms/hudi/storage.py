@@ -136,6 +136,23 @@ class Storage:
             with self.fs.open(full, "wb") as out:
                 out.write(data)
 
+    @property
+    def appends(self) -> bool:
+        """Whether `append_bytes` adds to a file in place (local and mounted file systems);
+        object stores have no append, so a growing file is rewritten whole there."""
+        return self._local
+
+    def append_bytes(self, path: str, data: bytes) -> None:
+        """Add `data` at the end of a file (created when missing). Only where `appends`: a
+        crash may leave the last addition torn, so readers drop an unfinished last line."""
+        if not self._local:
+            raise NotImplementedError(f"{self.base_path}: this storage cannot append")
+        record(RequestKind.PUT, put_requests(len(data)))
+        full = self.full_path(path)
+        self.fs.makedirs(posixpath.dirname(full), exist_ok=True)
+        with open(full, "ab") as out:
+            out.write(data)
+
     def create_new(self, path: str, data: bytes) -> None:
         """Write a whole file only if none has that name; `FileExistsError` otherwise.
 

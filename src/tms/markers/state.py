@@ -1,12 +1,15 @@
 """One instant's timeline-server markers, kept in memory by the instance that owns the table
 and written to storage in batches, as Hudi's `MarkerDirState` does.
 
-Creation requests gather for the batch interval; each batch then takes a free `MARKERS<n>`
-file (round robin over `files` of them, one batch per file at a time), adds the markers not
-already known to that file's list and rewrites the file whole, `MARKERS.type` first. A
-request is answered once its batch is on storage: `true` for a new marker, `false` for one
-already there. A new state reads back what storage holds, so a restart or another instance
-taking the table over goes on from there.
+Creation requests gather for the batch interval; each batch then takes a free slot (round
+robin over `files` of them, one batch per slot at a time) and adds the markers not already
+known to the slot's current `MARKERS<n>` file, `MARKERS.type` first. Where storage appends
+(local and mounted file systems) the batch is appended; elsewhere the file is rewritten whole,
+and once it holds `ROLLOVER_BYTES` the slot moves on to a new file (`n + files`), so a batch
+rewrites at most that much, not every marker of the instant. A request is answered once its
+batch is on storage: `true` for a new marker, `false` for one already there. A new state reads
+back what storage holds, so a restart or another instance taking the table over goes on from
+there.
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from tms.hudi.files import timeline_markers
 from tms.hudi.storage import Storage
 from tms.ingest.storage_calls import StorageCalls
 
-__all__ = ["MarkerDirState"]
+__all__ = ["ROLLOVER_BYTES", "MarkerDirState"]
+
+ROLLOVER_BYTES = 1024 * 1024
+"""Size past which a slot that rewrites its file starts a new one."""
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +53,14 @@ class MarkerDirState:
         self.interval = interval_seconds
         self.all: set[str] = set()
         self._file_markers: dict[int, list[str]] = {}
+        """Marker names of each `MARKERS<n>` file, by n."""
+        self._file_bytes: dict[int, int] = {}
+        self._slot_file: dict[int, int] = {}
+        """The file each slot writes now (slot k writes k, then k + files, …)."""
         self._type_written = False
         self._pending: list[tuple[str, asyncio.Future[bool]]] = []
         self._busy: set[int] = set()
-        self._last_index = -1
+        self._last_slot = -1
         self._dispatching = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.conflicted = False
@@ -58,13 +68,18 @@ class MarkerDirState:
         self.known_completed: frozenset[str] | None = None
         """Instants completed when early conflict detection first ran for this instant."""
 
-    def _write(self, index: int, names: list[str] | None) -> None:
-        """`MARKERS.type` once, then the file `index` whole with `names` (blocking)."""
+    def _write(self, index: int, added: list[str], whole: list[str]) -> None:
+        """`MARKERS.type` once, then `added` into file `index`: appended where storage
+        appends, else the file rewritten `whole` (blocking)."""
         if not self._type_written:
             timeline_markers.write_marker_type(self.storage, self.instant_time)
             self._type_written = True
-        if names is not None:
-            timeline_markers.write_marker_file(self.storage, self.instant_time, index, names)
+        if not added:
+            return
+        if self.storage.appends:
+            timeline_markers.append_marker_file(self.storage, self.instant_time, index, added)
+        else:
+            timeline_markers.write_marker_file(self.storage, self.instant_time, index, whole)
 
     # Reading back ---------------------------------------------------------------------------
 
@@ -72,17 +87,26 @@ class MarkerDirState:
         """What storage holds (blocking: call it off the event loop)."""
         files = timeline_markers.read_marker_files(self.storage, self.instant_time)
         for index, names in files.items():
-            if index >= self.files:
-                # more files than we write: keep them, folded into one we write
-                index = index % self.files
             kept = self._file_markers.setdefault(index, [])
             for name in names:
                 if name not in self.all:
                     self.all.add(name)
                     kept.append(name)
+            self._file_bytes[index] = len(timeline_markers.marker_lines(kept))
+            slot = index % self.files
+            self._slot_file[slot] = max(index, self._slot_file.get(slot, slot))
         self._type_written = (
             timeline_markers.read_marker_type(self.storage, self.instant_time) is not None
         )
+
+    def _file_of(self, slot: int) -> int:
+        """The file `slot` writes its next batch to: a new one once the current is full and
+        must be rewritten whole."""
+        index = self._slot_file.get(slot, slot)
+        if not self.storage.appends and self._file_bytes.get(index, 0) >= ROLLOVER_BYTES:
+            index += self.files
+        self._slot_file[slot] = index
+        return index
 
     def idle(self) -> bool:
         """Nothing waits to be written: forgetting the state loses no marker."""
@@ -113,26 +137,27 @@ class MarkerDirState:
         try:
             while self._pending:
                 await asyncio.sleep(self.interval)
-                index = self._free_index()
-                if index is None:
+                slot = self._free_slot()
+                if slot is None:
                     continue  # every file is being written: the next round takes the batch
                 batch, self._pending = self._pending, []
-                task = asyncio.get_running_loop().create_task(self._process(batch, index))
+                task = asyncio.get_running_loop().create_task(self._process(batch, slot))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
         finally:
             self._dispatching = False
 
-    def _free_index(self) -> int | None:
+    def _free_slot(self) -> int | None:
         for step in range(1, self.files + 1):
-            index = (self._last_index + step) % self.files
-            if index not in self._busy:
-                self._busy.add(index)
-                self._last_index = index
-                return index
+            slot = (self._last_slot + step) % self.files
+            if slot not in self._busy:
+                self._busy.add(slot)
+                self._last_slot = slot
+                return slot
         return None
 
-    async def _process(self, batch: list[tuple[str, asyncio.Future[bool]]], index: int) -> None:
+    async def _process(self, batch: list[tuple[str, asyncio.Future[bool]]], slot: int) -> None:
+        index = self._file_of(slot)
         added: list[str] = []
         results: list[tuple[asyncio.Future[bool], bool]] = []
         kept = self._file_markers.setdefault(index, [])
@@ -143,7 +168,8 @@ class MarkerDirState:
                 kept.append(name)
                 added.append(name)
             results.append((future, new))
-        write = _Write(partial(self._write, index, list(kept) if added else None))
+        whole = [] if self.storage.appends else list(kept)
+        write = _Write(partial(self._write, index, added, whole))
         try:
             await self.calls.run_async(write)
         except Exception as exc:
@@ -159,12 +185,15 @@ class MarkerDirState:
             for future, _ in results:
                 if not future.done():
                     future.set_exception(exc)
-            # A write still running keeps its file until storage answers: a later batch
+            # A write still running keeps its slot until storage answers: a later batch
             # must not race it.
             loop = asyncio.get_running_loop()
-            write.after(lambda: loop.call_soon_threadsafe(self._busy.discard, index))
+            write.after(lambda: loop.call_soon_threadsafe(self._busy.discard, slot))
             return
-        self._busy.discard(index)
+        self._file_bytes[index] = self._file_bytes.get(index, 0) + len(
+            timeline_markers.marker_lines(added)
+        )
+        self._busy.discard(slot)
         metrics.MARKERS_CREATED.inc(len(added))
         for future, new in results:
             if not future.done():

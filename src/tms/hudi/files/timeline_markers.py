@@ -7,8 +7,10 @@ empty file per data file:
     .hoodie/.temp/<instant>/MARKERS<n>     one marker name a line, n in 0..threads-1
 
 A marker name is `<partition>/<dataFileName>.marker.<CREATE|MERGE|APPEND>` (no partition
-for a non-partitioned table), as `WriteMarkers` names it. Each `MARKERS<n>` file is rewritten
-whole with every marker it holds, by one writer at a time; Hudi's `MarkerUtils` reads the
+for a non-partitioned table), as `WriteMarkers` names it. Hudi rewrites each `MARKERS<n>` file
+whole with every marker it holds; we append a batch where storage can, and elsewhere start a
+new `MARKERS<n>` once one is large, so a batch never rewrites much. One writer at a time
+writes a file. Hudi's `MarkerUtils` reads the
 lines of every `MARKERS*` file but `MARKERS.type`, which is how a writer falling back to
 storage, or Hudi's rollback, finds them.
 """
@@ -25,6 +27,8 @@ __all__ = [
     "MARKERS_PREFIX",
     "MARKER_TYPE_FILE",
     "TIMELINE_SERVER_BASED",
+    "append_marker_file",
+    "marker_file_path",
     "marker_files_of",
     "read_marker_files",
     "read_marker_type",
@@ -85,13 +89,30 @@ def read_marker_files(storage: Storage, instant_time: str) -> dict[int, list[str
             text = storage.read_bytes(path).decode("utf-8")
         except FileNotFoundError:  # deleted while listed
             continue
-        markers[index] = [line for line in text.splitlines() if line]
+        lines = text.split("\n")
+        lines.pop()  # after the last newline: empty, or a line an interrupted append tore
+        markers[index] = [line for line in lines if line]
     return markers
+
+
+def marker_lines(names: Iterable[str]) -> bytes:
+    """Marker names as `MARKERS<n>` holds them: one a line, each ending in a newline."""
+    return "".join(f"{name}\n" for name in names).encode("utf-8")
 
 
 def write_marker_file(
     storage: Storage, instant_time: str, index: int, names: Iterable[str]
 ) -> None:
-    """Rewrite `MARKERS<index>` whole: one marker name a line, each ending in a newline."""
-    data = "".join(f"{name}\n" for name in names).encode("utf-8")
-    storage.write_bytes(posixpath.join(_dir(instant_time), f"{MARKERS_PREFIX}{index}"), data)
+    """Rewrite `MARKERS<index>` whole with `names`."""
+    storage.write_bytes(marker_file_path(instant_time, index), marker_lines(names))
+
+
+def append_marker_file(
+    storage: Storage, instant_time: str, index: int, names: Iterable[str]
+) -> None:
+    """Add `names` at the end of `MARKERS<index>` (storage that `appends` only)."""
+    storage.append_bytes(marker_file_path(instant_time, index), marker_lines(names))
+
+
+def marker_file_path(instant_time: str, index: int) -> str:
+    return posixpath.join(_dir(instant_time), f"{MARKERS_PREFIX}{index}")
