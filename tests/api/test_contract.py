@@ -118,6 +118,69 @@ def test_job_reports_with_a_lone_surrogate_are_422(admin: TestClient, session: S
         _assert_invalid(response, field)
 
 
+WORKER = {
+    "id": "w-1",
+    "host": "h",
+    "pid": 42,
+    "spark_master": "local[1]",
+    "queues": ["default"],
+    "slots": 1,
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "field"),
+    [
+        ("POST", "/v1/workers", {**WORKER, "pid": False}, "body.pid"),
+        ("POST", "/v1/workers", {**WORKER, "slots": True}, "body.slots"),
+        ("POST", "/v1/workers/w-1/claim", {"free": 1, "wait_seconds": False}, "body.wait_seconds"),
+        ("POST", "/v1/workers/w-1/claim", {"free": True}, "body.free"),
+        ("POST", SUBMIT, {**NAMES, "parallelism": True}, "body.parallelism"),
+        ("POST", SUBMIT, {**NAMES, "max_retries": False}, "body.max_retries"),
+        ("POST", SUBMIT, {**NAMES, "priority": False}, "body.priority"),
+        ("PATCH", "/v1/tables/{id}", {"priority": True}, "body.priority"),
+        (
+            "PATCH",
+            "/v1/tables/{id}",
+            {"policy": {"clean_retained": True}},
+            "body.policy.clean_retained",
+        ),
+        (
+            "PATCH",
+            "/v1/tables/{id}",
+            {"policy": {"notification_timeout_seconds": False}},
+            "body.policy.notification_timeout_seconds",
+        ),
+        (
+            "POST",
+            CALLBACK,
+            {**COMMIT, "hoodieWriteStat": [{"numWrites": True}]},
+            "body.hoodieWriteStat.0.numWrites",
+        ),
+    ],
+)
+def test_a_boolean_is_not_a_number(
+    admin: TestClient, method: str, path: str, body: dict[str, Any], field: str
+) -> None:
+    table_id = register(admin)["id"]
+    admin.post("/v1/workers", json=WORKER).raise_for_status()
+    refused = admin.request(method, path.format(id=table_id), json=body)
+    _assert_invalid(refused, field)
+    assert refused.json()["error"]["errors"][0]["type"] in {"int_type", "float_type"}
+
+
+def test_numbers_stay_numbers_where_they_are_valid(admin: TestClient) -> None:
+    """Integers for integers, and for seconds too."""
+    table_id = register(admin)["id"]
+    admin.post("/v1/workers", json=WORKER).raise_for_status()
+    claimed = admin.post("/v1/workers/w-1/claim", json={"free": 1, "wait_seconds": 0})
+    assert claimed.status_code == 200, claimed.text
+    policy = {"notification_timeout_seconds": 60, "clean_retained": 3}
+    patched = admin.patch(f"/v1/tables/{table_id}", json={"priority": 5, "policy": policy})
+    assert patched.status_code == 200, patched.text
+    assert admin.post(SUBMIT, json={**NAMES, "parallelism": 2}).status_code in {200, 201}
+
+
 @pytest.mark.parametrize(
     ("path", "field"),
     [

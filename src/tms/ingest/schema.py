@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from tms.http.fields import BasePath, Identifier, Instant, Text
 
 __all__ = ["CallbackIn", "CallbackOut", "WriteStatIn"]
 
-Long = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+Long = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+"""A Java long as Jackson writes it: a JSON integer (`false` is not 0)."""
 
 
 class WriteStatIn(BaseModel):

@@ -19,6 +19,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictInt,
 )
 
 from tms.http.fields import (
@@ -172,5 +173,7 @@ Resource = Annotated[Text, Field(max_length=64), AfterValidator(normalize_resour
 ExtraParams = Annotated[dict[str, str], BeforeValidator(parse_extra_params)]
 Engine = Annotated[Text, AfterValidator(normalize_engine)]
 """Execution engines (case-insensitive): `spark`, `spark-submit`, `spark-worker`."""
-Priority = Annotated[int, Field(ge=-1_000_000, le=1_000_000)]
-Count = Annotated[int, Field(ge=0, le=1_000_000)]
+Priority = Annotated[StrictInt, Field(ge=-1_000_000, le=1_000_000)]
+Count = Annotated[StrictInt, Field(ge=0, le=1_000_000)]
+"""Numbers of request bodies are strict: `true` is not 1 (nor `"5"` 5); a float field takes
+integers too."""

@@ -75,7 +75,7 @@ class SubmitIn(Lenient):
     queue: Label | None = None
     instant: Instant | None = None
     resource: Resource | None = Field(None, description="driver:executor memory, e.g. 4g:4g")
-    parallelism: int | None = Field(None, ge=1, le=100_000)
+    parallelism: int | None = Field(None, strict=True, ge=1, le=100_000)
     execution_engine: Engine = Field(
         "spark",
         description="spark (a resident worker when one serves the queue, else spark-submit), "
@@ -85,7 +85,7 @@ class SubmitIn(Lenient):
         default_factory=dict, description="Spark settings; values are stored as strings"
     )
     priority: Priority | None = None
-    max_retries: int | None = Field(None, ge=0, le=100)
+    max_retries: int | None = Field(None, strict=True, ge=0, le=100)
     retry_on_error: bool = True
 
 

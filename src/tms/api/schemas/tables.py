@@ -6,7 +6,16 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError, ValidationError
 
 from tms.api.schemas.common import (
@@ -52,24 +61,24 @@ class PolicyIn(Strict):
     metadata_compaction_delta_commits: Count | None = None
     compaction_strategy: Literal["all", "log-size"] | None = None
     clean_policy: Literal["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"] | None = None
-    clean_retained: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    clean_retained: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     clustering_sort_columns: list[Annotated[Text, Field(min_length=1, max_length=200)]] | None = (
         None
     )
-    clustering_target_file_size: Annotated[int, Field(ge=1024, le=1 << 40)] | None = None
+    clustering_target_file_size: Annotated[StrictInt, Field(ge=1024, le=1 << 40)] | None = None
     compaction_cancellable: bool | None = None
     clustering_cancellable: bool | None = None
-    clean_cancel_plans_after_hours: Annotated[int, Field(ge=1, le=100_000)] | None = None
-    clean_cancel_plans_after_instants: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    clean_cancel_plans_after_hours: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
+    clean_cancel_plans_after_instants: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     clean_rollback_failed_writes: bool | None = None
     lock_provider: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
     lock_path: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
-    lock_expire_minutes: Annotated[int, Field(ge=0, le=100_000)] | None = None
+    lock_expire_minutes: Annotated[StrictInt, Field(ge=0, le=100_000)] | None = None
     execution_engine: Engine | None = None
     """The engine of the table's operations that leave it to choose (`spark`)."""
-    notification_timeout_seconds: Annotated[float, Field(ge=0, le=10_000_000)] | None = None
+    notification_timeout_seconds: Annotated[StrictFloat, Field(ge=0, le=10_000_000)] | None = None
     """After this long without a notification the service pulls the table (0 = never)."""
-    max_runs_per_hour: Annotated[int, Field(ge=0, le=100_000)] | None = None
+    max_runs_per_hour: Annotated[StrictInt, Field(ge=0, le=100_000)] | None = None
     """Attempts the table may start per hour (0 = unlimited)."""
     triggers: dict[str, Any] | None = Field(
         None,

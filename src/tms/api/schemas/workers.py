@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictFloat, StrictInt
 
 from tms.api.schemas.common import Identifier, Strict, Text
 
@@ -19,10 +19,10 @@ class WorkerIn(Strict):
 
     id: WorkerId
     host: Annotated[Text, Field(min_length=1, max_length=255)]
-    pid: Annotated[int, Field(ge=0, le=2**31 - 1)]
+    pid: Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]
     spark_master: Annotated[Text, Field(min_length=1, max_length=500)]
     queues: Annotated[list[Identifier], Field(min_length=1, max_length=100)]
-    slots: Annotated[int, Field(ge=1, le=256)]
+    slots: Annotated[StrictInt, Field(ge=1, le=256)]
 
 
 class WorkerOut(BaseModel):
@@ -40,9 +40,11 @@ class WorkerOut(BaseModel):
 
 
 class ClaimIn(Strict):
-    free: Annotated[int, Field(ge=0, le=256)] = Field(description="slots free for new attempts")
-    busy: Annotated[int, Field(ge=0, le=256)] = Field(0, description="attempts running now")
-    wait_seconds: Annotated[float, Field(ge=0, le=60)] = Field(
+    free: Annotated[StrictInt, Field(ge=0, le=256)] = Field(
+        description="slots free for new attempts"
+    )
+    busy: Annotated[StrictInt, Field(ge=0, le=256)] = Field(0, description="attempts running now")
+    wait_seconds: Annotated[StrictFloat, Field(ge=0, le=60)] = Field(
         20.0, description="wait this long for due work (capped by TMS_WORKER_POLL_SECONDS)"
     )
     log_dir: Annotated[Text, Field(max_length=1000)] | None = Field(
