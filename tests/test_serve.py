@@ -246,3 +246,28 @@ def test_a_full_pool_answers_503_after_the_checkout_timeout(db_url: str, tmp_pat
             for connection in held:
                 connection.close()
         assert httpx.get(f"{service.url}/v1/tables", timeout=30).status_code == 200
+
+
+def test_the_timeline_server_routes_can_have_a_port_of_their_own(
+    spawn: Spawn, db_url: str, tmp_path: Path
+) -> None:
+    """With `TMS_TIMELINE_SERVER_PORT`, the credential-less routes answer only there and the
+    API only on its own port, so each can be exposed to different networks."""
+    port, timeline_port = free_port(), free_port()
+    url, timeline_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{timeline_port}"
+    env = {
+        "TMS_DATABASE_URL": db_url,
+        "TMS_DATA_DIR": str(tmp_path / "data"),
+        "TMS_TIMELINE_SERVER_PORT": str(timeline_port),
+    }
+    service = spawn(["serve", "--port", str(port)], env)
+    service.wait_ready(url)
+    params = {"basepath": str(tmp_path / "nowhere")}
+    on_api = httpx.get(f"{url}/v1/hoodie/view/timeline/instants/all", params=params)
+    assert on_api.status_code == 404 and "timeline_server_port" in on_api.text
+    on_own = httpx.get(f"{timeline_url}/v1/hoodie/view/timeline/instants/all", params=params)
+    assert on_own.status_code == 404 and on_own.json()["error"]["field"] == "basepath"
+    assert httpx.get(f"{timeline_url}/v1/tables").status_code == 404
+    assert httpx.get(f"{url}/v1/tables").status_code == 200
+    assert service.terminate() == 0, service.output()
+    assert f"timeline server on port {timeline_port}" in service.output()

@@ -240,7 +240,12 @@ def _server(
 
 def _describe(settings: Settings, database: Database) -> str:
     auth = "on" if settings.auth_enabled else "OFF"
-    return f"tms at {settings.api_url} ({database.kind}; auth {auth})"
+    timeline = (
+        f"; timeline server on port {settings.timeline_server_port}"
+        if settings.timeline_server_port is not None
+        else ""
+    )
+    return f"tms at {settings.api_url} ({database.kind}; auth {auth}{timeline})"
 
 
 class _StopBeforeServing(Exception):
@@ -280,19 +285,37 @@ class _Signals:
 def serve(settings: Settings, *, log_level: str = "info", access_log: bool = False) -> None:
     """`tms serve`: run until SIGTERM or SIGINT, then stop the scheduler (running jobs keep
     their leases) and the embedded database, and return."""
-    sock = bind_socket(settings.host, settings.port)
+    sockets = bind_sockets(settings)
     try:
         with _Signals() as signals:
-            _serve(settings, sock, signals, log_level=log_level, access_log=access_log)
+            _serve(settings, sockets, signals, log_level=log_level, access_log=access_log)
     except _StopBeforeServing as stop:
         log.info("stopped by %s during start-up", stop)
     finally:
-        sock.close()
+        for sock in sockets:
+            sock.close()
     log.info("tms stopped")
 
 
+def bind_sockets(settings: Settings) -> list[socket.socket]:
+    """The API's socket, and the timeline server's when it has a port of its own."""
+    sockets = [bind_socket(settings.host, settings.port)]
+    if settings.timeline_server_port is not None:
+        try:
+            sockets.append(bind_socket(settings.host, settings.timeline_server_port))
+        except BaseException:
+            sockets[0].close()
+            raise
+    return sockets
+
+
 def _serve(
-    settings: Settings, sock: socket.socket, signals: _Signals, *, log_level: str, access_log: bool
+    settings: Settings,
+    sockets: list[socket.socket],
+    signals: _Signals,
+    *,
+    log_level: str,
+    access_log: bool,
 ) -> None:
     database = open_database(settings)
     try:
@@ -301,7 +324,7 @@ def _serve(
         app.state.server = server  # long polls end early once it is shutting down
         log.info("starting %s", _describe(settings, database))
         signals.server = server
-        server.run(sockets=[sock])
+        server.run(sockets=sockets)
         if not server.started:
             raise ServiceStartError("the server did not start (see the log above)")
     finally:

@@ -19,6 +19,7 @@ from tms.api.docs import install_docs
 from tms.api.errors import error_response, error_responses, install_error_handlers
 from tms.api.gate import CALLBACK_GUARD, RequestGate
 from tms.api.http_metrics import HttpMetricsMiddleware
+from tms.api.listeners import ListenerSplit
 from tms.api.routes import (
     alerts,
     attempt_logs,
@@ -145,6 +146,7 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(RequestGate)  # inside the metrics: refusals are counted too
     app.add_middleware(HttpMetricsMiddleware)
+    app.add_middleware(ListenerSplit, timeline_server_port=settings.timeline_server_port)
     routers = (hoodie, tables, table_storage, operations, attempt_logs, alerts, jobs, workers)
     for module in (*routers, overview, whoami, health, console):
         app.include_router(module.router)

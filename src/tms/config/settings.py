@@ -322,6 +322,14 @@ class Settings(BaseSettings):
         ge=1,
         description="instants of one table whose markers this instance holds at once",
     )
+    timeline_server_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="a port of their own for the open timeline-server routes, on TMS_HOST: "
+        "they answer only there, and the rest of the API only on TMS_PORT; unset = both on "
+        "TMS_PORT",
+    )
     timeline_server_allowed_networks: Annotated[tuple[str, ...], NoDecode] = Field(
         ("127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"),
         description="client networks (CIDRs, comma-separated) the open timeline-server routes "
