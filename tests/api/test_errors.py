@@ -92,6 +92,30 @@ def test_ids_routes_and_queries(
     assert response.json()["error"]["code"] == code
 
 
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/v1/tables", "GET, POST"),
+        ("/v1/tables/1", "DELETE, GET, PATCH"),
+        ("/v1/workers", "GET, POST"),
+        ("/v1/workers/w-1", "DELETE"),
+        ("/v1/jobs/attempts/1/table-lock", "DELETE, POST"),
+        ("/v1/operations/1/cancel", "POST"),
+        ("/v1/hoodie/view/timeline/instants/all", "GET, POST"),
+        ("/v1/hoodie/service/commit", "POST"),
+    ],
+)
+@pytest.mark.parametrize("method", ["OPTIONS", "PUT"])
+def test_a_method_a_path_does_not_take_is_405_naming_every_method_it_takes(
+    client: TestClient, method: str, path: str, allowed: str
+) -> None:
+    response = client.request(method, path)
+    assert response.status_code == 405, response.text
+    assert response.headers["allow"] == allowed
+    error = response.json()["error"]
+    assert error["code"] == "method_not_allowed" and allowed in error["message"]
+
+
 def test_error_shape_for_store_errors(client: TestClient) -> None:
     register(client)
     clash = client.post(

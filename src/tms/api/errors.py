@@ -24,7 +24,7 @@ OpenAPI with the error schema.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import psycopg
@@ -34,6 +34,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 
 from tms.api.schemas.errors import ErrorOut
 from tms.http.errors import ApiError, error_body
@@ -160,7 +161,33 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         return _json(422, "validation_error", f"body: {_NOT_JSON}", "body", errors=[problem])
     code = _STATUS_CODES.get(exc.status_code, "error")
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
-    return _json(exc.status_code, code, message, headers=dict(exc.headers or {}))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = _allowed_methods(request) or headers.get("Allow", "")
+        message = f"{request.method} is not allowed here; allowed: {headers['Allow']}"
+    return _json(exc.status_code, code, message, headers=headers)
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method of the path, over all its routes (Starlette names only the methods of
+    the first route that matches the path: `GET` for `GET /v1/tables` and `POST
+    /v1/tables`)."""
+    methods: set[str] = set()
+    for route in _routes(request.app.router.routes):
+        allowed = getattr(route, "methods", None)
+        if allowed and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= allowed
+    return ", ".join(sorted(methods))
+
+
+def _routes(routes: Sequence[BaseRoute]) -> Iterable[Any]:
+    """The routes of an application, those of included routers too (FastAPI 0.165 keeps
+    an included router as one route; `iter_route_contexts` opens it)."""
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:  # an older FastAPI copies included routes into the application's
+        return routes
+    return iter_route_contexts(routes)
 
 
 async def _store_error(request: Request, exc: Exception) -> JSONResponse:
