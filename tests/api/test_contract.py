@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -319,7 +320,7 @@ def test_enums_and_formats_are_in_the_schema(document: dict[str, Any]) -> None:
     assert "compaction" in action["anyOf"][0]["enum"]
     for path in ("/v1/tables", "/v1/operations"):
         cursor = _parameter(document, path, "cursor")
-        assert cursor["anyOf"][0]["pattern"] == "^[0-9]{0,19}$"
+        assert cursor["anyOf"][0]["pattern"] == "^([1-9][0-9]{0,17})?$"
     schemas = document["components"]["schemas"]
 
     def enum(schema: dict[str, Any]) -> list[str]:
@@ -331,6 +332,50 @@ def test_enums_and_formats_are_in_the_schema(document: dict[str, Any]) -> None:
     assert "COMPLETED" in enum(result["operation_status"])
     assert "LOST" in enum(result["attempt_outcome"])
     assert schemas["ClientOut"]["properties"]["action"]["enum"] == client_action["enum"]
+
+
+def _schema(document: dict[str, Any], model: str, field: str) -> dict[str, Any]:
+    """A body field's schema, its optional (`X | None`) form opened."""
+    found: dict[str, Any] = document["components"]["schemas"][model]["properties"][field]
+    return found.get("anyOf", [found])[0]
+
+
+REFUSED_BY_THE_CHECKS = {
+    # (model, field): values a semantic check refuses with 422
+    ("TableIn", "db_name"): ["lake\x01", "a\x7fb", " ", ""],
+    ("TableIn", "base_path"): ["data/lake/t", "../t", "t", "/data/\x00t"],
+    ("SubmitIn", "owner"): ["ann\nbob"],
+    ("SubmitIn", "resource"): ["0g", "4x", "4g:4g:4g", "spark:"],
+}
+
+
+def test_the_document_declares_what_the_checks_refuse(
+    admin: TestClient, document: dict[str, Any]
+) -> None:
+    """A request that follows the document's patterns and enums is not refused for a
+    control character, a relative base path, a memory size, an engine or a lock provider;
+    and each value the document lists is taken."""
+    table_id = register(admin)["id"]
+    for (model, field), refused in REFUSED_BY_THE_CHECKS.items():
+        pattern = _schema(document, model, field)["pattern"]
+        url, body = ("/v1/tables?pending=true", TABLE) if model == "TableIn" else (SUBMIT, NAMES)
+        for value in refused:
+            _assert_invalid(admin.post(url, json={**body, field: value}), f"body.{field}")
+            assert re.search(pattern, value) is None, (model, field, value)
+    cursor = _parameter(document, "/v1/operations", "cursor")["anyOf"][0]["pattern"]
+    assert [v for v in ("0", "00", "9" * 19, "x") if re.search(cursor, v)] == []
+    engines = _schema(document, "SubmitIn", "execution_engine")["enum"]
+    providers = _schema(document, "PolicyIn", "lock_provider")["enum"]
+    assert "spark-worker" in engines and "postgres" in providers
+
+    for provider in providers:
+        policy = {"policy": {"lock_provider": provider}}
+        assert admin.patch(f"/v1/tables/{table_id}", json=policy).status_code == 200, provider
+    for engine, size in zip(engines, ["4g", "spark:4g,2g", "512m:1g"], strict=True):
+        body = {**NAMES, "execution_engine": engine, "resource": size, "queue": engine}
+        response = admin.post(SUBMIT, json=body)
+        assert response.status_code in {200, 201}, response.text
+    assert admin.get("/v1/operations", params={"cursor": "1"}).status_code == 200
 
 
 def test_the_commit_callback_documents_its_errors(document: dict[str, Any]) -> None:

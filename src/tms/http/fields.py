@@ -12,6 +12,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
 __all__ = [
+    "BASE_PATH_PATTERN",
+    "NAME_PATTERN",
     "BasePath",
     "Identifier",
     "Instant",
@@ -26,6 +28,15 @@ __all__ = [
 
 _INSTANT = re.compile(r"^[0-9]{14}([0-9]{3})?$")
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
+_PRINTABLE = r"[^\u0000-\u001F\u007F]"
+
+NAME_PATTERN = f"^{_PRINTABLE}*[^\\s\\u0000-\\u001F\\u007F]{_PRINTABLE}*$"
+"""What the OpenAPI document promises of a name: no control characters, not blank. A
+schema, not a check: names are also taken with spaces around them or control characters
+at their ends (stripped), which the document leaves out."""
+BASE_PATH_PATTERN = f"^(/|[A-Za-z][A-Za-z0-9+.-]*://){_PRINTABLE}*$"
+"""What the document promises of a base path: an absolute path or a URL, without control
+characters. Which schemes and prefixes are allowed is the deployment's (422 otherwise)."""
 _INVALID_UNICODE = "must be valid Unicode text (a lone surrogate such as \\ud800 is not)"
 
 
@@ -77,21 +88,21 @@ Text = Annotated[str, AfterValidator(check_unicode)]
 Identifier = Annotated[
     Text,
     BeforeValidator(strip_text),
-    Field(min_length=1, max_length=255),
+    Field(min_length=1, max_length=255, json_schema_extra={"pattern": NAME_PATTERN}),
     AfterValidator(check_text),
 ]
 """Database and table names."""
 Label = Annotated[
     Text,
     BeforeValidator(strip_text),
-    Field(min_length=1, max_length=255),
+    Field(min_length=1, max_length=255, json_schema_extra={"pattern": NAME_PATTERN}),
     AfterValidator(check_text),
 ]
 """Owners and queues."""
 BasePath = Annotated[
     Text,
     BeforeValidator(strip_text),
-    Field(min_length=1, max_length=4096),
+    Field(min_length=1, max_length=4096, json_schema_extra={"pattern": BASE_PATH_PATTERN}),
     AfterValidator(check_text),
 ]
 Instant = Annotated[

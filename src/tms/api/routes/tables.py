@@ -6,7 +6,7 @@ import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
-from pydantic import StringConstraints
+from pydantic import Field, StringConstraints
 from sqlalchemy.orm import Session
 
 from tms.api.deps import SessionDep, SettingsDep, StorageCallsDep, require
@@ -95,12 +95,19 @@ router = APIRouter(
 log = logging.getLogger(__name__)
 
 TableId = Annotated[int, Path(ge=1, le=MAX_ID, description="the table's id")]
+CURSOR_PATTERN = r"^([1-9][0-9]{0,17})?$"
 Cursor = Annotated[
-    Annotated[str, StringConstraints(max_length=20, pattern=r"^[0-9]{0,19}$"), Text] | None,
+    Annotated[
+        str,
+        StringConstraints(max_length=20, pattern=r"^[0-9]{0,19}$"),
+        Field(json_schema_extra={"pattern": CURSOR_PATTERN}),
+        Text,
+    ]
+    | None,
     Query(description="a page's `next_cursor`"),
 ]
-"""Listing cursors: the last id of the previous page (ASCII digits; the pattern sits before
-the `Text` check so that the schema shows it)."""
+"""Listing cursors: the last id of the previous page (ASCII digits, checked to be an id; the
+document shows the ids an API returns: 1 to 18 digits, no leading zero)."""
 _404 = error_responses(404, _404="no table with this id")
 _BODY = error_responses(400, 413)
 _STORAGE = error_responses(502, 504)

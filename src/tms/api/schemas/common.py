@@ -169,10 +169,21 @@ def parse_action(value: str) -> Action:
     return Action(name)
 
 
-Resource = Annotated[Text, Field(max_length=64), AfterValidator(normalize_resource)]
+_SIZE = r"[1-9][0-9]{0,8}([kmgtp]b?|b)?"
+RESOURCE_PATTERN = f"^(spark:{_SIZE}(,{_SIZE})?|{_SIZE}(:{_SIZE})?)$"
+"""The spellings of `driver:executor` memory the document names (lower case, no spaces:
+the check also takes upper case, spaces and leading zeros)."""
+Resource = Annotated[
+    Text,
+    Field(max_length=64, json_schema_extra={"pattern": RESOURCE_PATTERN}),
+    AfterValidator(normalize_resource),
+]
 ExtraParams = Annotated[dict[str, str], BeforeValidator(parse_extra_params)]
-Engine = Annotated[Text, AfterValidator(normalize_engine)]
-"""Execution engines (case-insensitive): `spark`, `spark-submit`, `spark-worker`."""
+Engine = Annotated[
+    Text, Field(json_schema_extra={"enum": list(ENGINES)}), AfterValidator(normalize_engine)
+]
+"""Execution engines (case-insensitive; the document lists them in lower case): `spark`,
+`spark-submit`, `spark-worker`."""
 Priority = Annotated[StrictInt, Field(ge=-1_000_000, le=1_000_000)]
 Count = Annotated[StrictInt, Field(ge=0, le=1_000_000)]
 """Numbers of request bodies are strict: `true` is not 1 (nor `"5"` 5); a float field takes

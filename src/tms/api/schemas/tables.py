@@ -31,7 +31,7 @@ from tms.api.schemas.common import (
     parse_action,
 )
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.locks import LockSpec
+from tms.hudi.locks import PROVIDER_ALIASES, LockSpec
 from tms.policies import COUNT_KEYS, SpecError, parse_triggers
 from tms.services.params import BadJobInput, lock_settings
 from tms.store import Action, TableType
@@ -71,7 +71,19 @@ class PolicyIn(Strict):
     clean_cancel_plans_after_hours: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     clean_cancel_plans_after_instants: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     clean_rollback_failed_writes: bool | None = None
-    lock_provider: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
+    lock_provider: (
+        Annotated[
+            Text,
+            Field(
+                min_length=1,
+                max_length=200,
+                json_schema_extra={"enum": sorted(PROVIDER_ALIASES)},
+                description="the providers tms takes part in (a provider's class name is "
+                "also taken with any package)",
+            ),
+        ]
+        | None
+    ) = None
     lock_path: Annotated[Text, Field(min_length=1, max_length=200)] | None = None
     lock_expire_minutes: Annotated[StrictInt, Field(ge=0, le=100_000)] | None = None
     execution_engine: Engine | None = None
