@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "ensure_java", "get_spark"]
+__all__ = ["DEFAULT_MASTER", "ensure_java", "get_spark", "jvm_output_to"]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -39,8 +42,11 @@ def get_spark(
     master: str | None = None,
     app_name: str = "tms",
     conf: dict[str, str] | None = None,
+    *,
+    jvm_output: Path | None = None,
 ) -> SparkSession:
-    """A SparkSession; reuses the active one when it exists (tests share one session)."""
+    """A SparkSession; reuses the active one when it exists (tests share one session).
+    `jvm_output`: where the JVM this starts writes (see `jvm_output_to`)."""
     ensure_java()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -58,6 +64,35 @@ def get_spark(
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with jvm_output_to(jvm_output) if jvm_output is not None else nullcontext():
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+@contextmanager
+def jvm_output_to(path: Path) -> Iterator[None]:
+    """A JVM started inside (PySpark's gateway: Spark's driver) writes its stdout and stderr,
+    log4j's console lines among them, to `path` (appended) for as long as it runs: it
+    inherits this process's file descriptors 1 and 2, which point at `path` while inside.
+    This process's own output goes there too while inside, so nothing else should print.
+    When this process runs a JVM already (a session made before), nothing changes."""
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:  # no JVM starts: PySpark keeps one per process
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = (os.dup(1), os.dup(2))
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Annotated
+import time
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -103,6 +105,14 @@ def metadata(base_path: BasePath, as_json: AsJson = False) -> None:
     print_rows(data, ["partition", "files"])
 
 
+RESULT_NOTES = {
+    "duration_seconds": "executing the plan",
+    "wall_seconds": "the whole command: opening the table, planning, starting Spark, executing",
+    "log_file": "Spark's output and the libraries' logs",
+}
+"""What `tms run` says next to a figure of its result whose scope is not plain."""
+
+
 class Service(enum.StrEnum):
     compaction = "compaction"
     clustering = "clustering"
@@ -185,15 +195,30 @@ def run(
     heartbeat_interval: Annotated[
         float, typer.Option(help="Seconds between heartbeats of the running instant.")
     ] = 60.0,
+    log_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where Spark's output (its log4j lines, the JVM's stderr) and the libraries' "
+            "logs go; default .tms/logs/run/<service>-<UTC time>.log.",
+        ),
+    ] = None,
     as_json: AsJson = False,
 ) -> None:
     """Schedule (unless --instant is given) and execute a table service on Spark.
 
+    Prints each stage (planning, starting Spark, compacting, committing, ...) and the file
+    groups done out of planned as they change (on stderr with --json); Spark's output goes
+    to --log-file, named when Spark starts and in the result. duration_seconds covers
+    executing the plan, wall_seconds the whole command.
+
     indexing: builds the metadata partitions --partitions names (drops them with --drop)."""
+    started = time.monotonic()
+    from tms.cli.run_output import RunLog, StagePrinter, default_log_file
     from tms.services import runner
 
     index_partitions = _index_options(service, instant, partitions, drop)
     table = _open(base_path)
+    log_path = (log_file or default_log_file(service.value)).absolute()
     request = runner.ServiceRequest(
         service=service.value,
         instant=instant,
@@ -208,9 +233,17 @@ def run(
         partitions=index_partitions,
         drop=drop,
         heartbeat_interval=heartbeat_interval,
+        jvm_output=log_path,
+    )
+    printer = StagePrinter(
+        service.value,
+        lambda line: typer.echo(line, err=as_json),  # stdout stays the result's with --json
+        started,
+        notes={"starting Spark": f"{master}; its output goes to {log_path}"},
     )
     try:
-        result = runner.run_service(table, request)
+        with RunLog(log_path), printer:
+            result = runner.run_service(table, request)
     except (HudiError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
@@ -223,8 +256,14 @@ def run(
         message = {"service": service.value, "state": "NOTHING_TO_DO"}
         typer.echo(json.dumps(message) if as_json else f"{service.value}: nothing to schedule")
         return
+    figures: dict[str, Any] = {
+        **result.to_dict(),
+        "wall_seconds": round(time.monotonic() - started, 3),
+        "log_file": str(log_path),
+    }
     if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        typer.echo(json.dumps(figures, indent=2))
         return
-    for key, value in result.to_dict().items():
-        typer.echo(f"{key:>22}: {cell(value)}")
+    for key, value in figures.items():
+        note = RESULT_NOTES.get(key)
+        typer.echo(f"{key:>22}: {cell(value)}" + (f"  ({note})" if note else ""))

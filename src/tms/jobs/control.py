@@ -15,7 +15,7 @@ from typing import Any
 
 from tms.jobs.context import attempt_thread
 from tms.jobs.service_api import AttemptGone, JobApiError, JobClient
-from tms.services.progress import Progress, spark_file_groups_done
+from tms.services.progress import Progress
 
 __all__ = ["Heartbeater", "JobControl", "JobStopped"]
 
@@ -62,6 +62,7 @@ class JobControl:
         """Make `spark` cancellable; a stop that came while it started takes effect now."""
         with self._lock:
             self._spark = spark
+        self.progress.watch_spark(spark, self.job_group)
         self.check()
 
     @property
@@ -93,17 +94,8 @@ class JobControl:
     def progress_now(self) -> dict[str, Any] | None:
         """The work's progress for a heartbeat: the stage it entered, and its file groups,
         those done read from Spark's status tracker while its Spark job runs."""
-        snapshot = self.progress.snapshot()
-        if snapshot is None:
-            return None
-        planned, done = snapshot.file_groups_planned, snapshot.file_groups_done
-        spark = self._spark
-        if planned is not None and (done or 0) < planned and spark is not None:
-            running = spark_file_groups_done(spark, self.job_group, planned)
-            if running is not None:
-                self.progress.tasks_done(running)
-                snapshot = self.progress.snapshot() or snapshot
-        return snapshot.to_dict()
+        snapshot = self.progress.now()
+        return None if snapshot is None else snapshot.to_dict()
 
     def table_cancel_reason(self) -> str | None:
         check = self._table_check

@@ -5,7 +5,8 @@ metadata…) and `run_tasks` says how many file groups its Spark job works on an
 are all done; the caller reads a `Progress` it installed for the work (`tracking`) from any
 thread. Without one installed every call here does nothing: the services run the same in a
 test, in `tms run` or in a job. Between those two points, the file groups done while the
-Spark job runs come from Spark itself (`spark_file_groups_done`).
+Spark job runs come from Spark itself (`Progress.now`, once the work's Spark is known:
+`watch_spark`). A job's heartbeats and `tms run`'s progress lines both read `Progress.now`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "tasks_done",
     "tasks_started",
     "tracking",
+    "watch_spark",
 ]
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,15 @@ class ProgressSnapshot:
             "file_groups_planned": self.file_groups_planned,
         }
 
+    def describe(self) -> str:
+        """One line for whoever watches the work: `compacting, 2/4 file groups` (`?` done
+        while no count came yet)."""
+        planned = self.file_groups_planned
+        if planned is None:
+            return self.stage
+        done = "?" if self.file_groups_done is None else self.file_groups_done
+        return f"{self.stage}, {done}/{planned} file group{'' if planned == 1 else 's'}"
+
 
 class Progress:
     """The stage and file group counts of one piece of work; read and written from any
@@ -54,6 +65,8 @@ class Progress:
         self._stage: str | None = None
         self._planned: int | None = None
         self._done: int | None = None
+        self._spark: Any = None
+        self._job_group: str | None = None
         self.on_change: Callable[[], None] | None = None
         """Called (in the work's thread) when the stage changes or a Spark job starts: a
         reporter may tell at once."""
@@ -84,11 +97,32 @@ class Progress:
             listener()
 
     def snapshot(self) -> ProgressSnapshot | None:
-        """Now; None before the first stage."""
+        """Now, as the work last said; None before the first stage."""
         with self._lock:
             if self._stage is None:
                 return None
             return ProgressSnapshot(self._stage, self._done, self._planned)
+
+    def watch_spark(self, spark: Any, job_group: str | None = None) -> None:
+        """The work's Spark jobs run on `spark`, in `job_group` (None: the jobs of no group,
+        an application of its own): `now` reads their finished tasks while they run."""
+        with self._lock:
+            self._spark, self._job_group = spark, job_group
+
+    def now(self) -> ProgressSnapshot | None:
+        """Now, with the file groups done of the Spark job still running, read from Spark's
+        status tracker (the work itself hears of them only when the job ends)."""
+        snapshot = self.snapshot()
+        if snapshot is None:
+            return None
+        planned, done = snapshot.file_groups_planned, snapshot.file_groups_done
+        spark = self._spark
+        if planned is not None and (done or 0) < planned and spark is not None:
+            running = spark_file_groups_done(spark, self._job_group, planned)
+            if running is not None:
+                self.tasks_done(running)
+                snapshot = self.snapshot() or snapshot
+        return snapshot
 
 
 _CURRENT: contextvars.ContextVar[Progress | None] = contextvars.ContextVar(
@@ -125,6 +159,13 @@ def tasks_done(done: int) -> None:
     progress = _CURRENT.get()
     if progress is not None:
         progress.tasks_done(done)
+
+
+def watch_spark(spark: Any, job_group: str | None = None) -> None:
+    """The work's Spark jobs run on `spark` (see `Progress.watch_spark`)."""
+    progress = _CURRENT.get()
+    if progress is not None:
+        progress.watch_spark(spark, job_group)
 
 
 def spark_file_groups_done(spark: Any, job_group: str | None, planned: int) -> int | None:

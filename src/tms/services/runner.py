@@ -1,11 +1,16 @@
-"""One entry point for running a table service: schedule when asked, then execute."""
+"""One entry point for running a table service: schedule when asked, then execute.
+
+It names the stages a job's runner names around the service's own (planning, starting
+Spark), so whoever tracks the work (`tms.services.progress.tracking`) hears all of them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tms.hudi.table import HudiTable
+from tms.services import progress
 from tms.services.execution import ServiceResult
 from tms.services.registry import table_service
 from tms.spark_runtime import get_spark
@@ -30,6 +35,9 @@ class ServiceRequest:
     drop: bool = False
     """indexing: drop `partitions` instead of building them."""
     heartbeat_interval: float = 60.0
+    jvm_output: Path | None = None
+    """Where the Spark driver's JVM writes its stdout and stderr when this run starts it
+    (None: this process's)."""
 
     def planning_params(self) -> dict[str, Any]:
         """Every service's planning parameters; each service takes the ones it plans with."""
@@ -55,9 +63,17 @@ def run_service(table: HudiTable, request: ServiceRequest) -> ServiceResult | No
     service.ensure_supported(table)
     instant = request.instant
     if instant is None:
+        progress.enter("planning")
         instant = service.schedule(table, request.planning_params())
         if instant is None:
             return None
     conf = {"spark.default.parallelism": str(request.parallelism)} if request.parallelism else {}
-    spark = get_spark(request.master, app_name=f"tms-{request.service}-{instant}", conf=conf)
+    progress.enter("starting Spark")
+    spark = get_spark(
+        request.master,
+        app_name=f"tms-{request.service}-{instant}",
+        conf=conf,
+        jvm_output=request.jvm_output,
+    )
+    progress.watch_spark(spark)
     return service.execute(spark, table, instant, request.heartbeat_interval)
