@@ -30,7 +30,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert (s.host, s.port, s.public_url) == ("127.0.0.1", 9091, "http://127.0.0.1:9091")
     assert s.callback_keys == ()  # Hudi's default key, while auth is off:
     assert [k.key.get_secret_value() for k in s.accepted_callback_keys] == [DEFAULT_CALLBACK_KEY]
-    assert (s.max_request_bytes, s.max_callback_bytes) == (1024 * 1024, 64 * 1024 * 1024)
+    assert (s.max_request_bytes, s.max_callback_bytes) == (1024 * 1024, 32 * 1024 * 1024)
     assert s.auth_tokens == () and not s.auth_enabled
     assert (s.auto_register, s.spark_master, s.spark_home) == (True, "local[*]", None)
     assert (s.scheduler_interval_seconds, s.max_running_per_instance, s.queue_limits) == (

@@ -33,6 +33,7 @@ CALLBACK_KEY = "fuzz-callback-key"
 class FuzzServer:
     url: str
     log: Path
+    pid: int
 
     def output(self, lines: int = 60) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
@@ -83,7 +84,7 @@ def fuzz_server(
         )
     try:
         _wait_ready(proc, url, log)
-        yield FuzzServer(url, log)
+        yield FuzzServer(url, log, proc.pid)
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)

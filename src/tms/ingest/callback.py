@@ -15,13 +15,10 @@ counters and any operations the policies created are committed.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, Protocol
 
-from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.requests import Request
 from starlette.responses import Response
@@ -29,7 +26,8 @@ from starlette.responses import Response
 from tms import observe
 from tms.config import Settings
 from tms.http.errors import ApiError
-from tms.ingest.commit_action import action_from_payload, action_from_stats, summarize
+from tms.ingest.callback_body import decode_body, parse_callback
+from tms.ingest.commit_action import action_from_payload, action_from_stats
 from tms.ingest.commit_batch import Notification, Outcome
 from tms.ingest.group_commit import GroupCommit
 from tms.ingest.probe import StorageInfo, TableProbe
@@ -65,14 +63,17 @@ async def handle_callback(request: Request, authorize: Authorize) -> Response:
     state = request.app.state
     settings: Settings = state.settings
     grant = authorize(settings, request.headers)  # as the gate did, for the scope
-    body = _parse(await request.body())
+    chunks = [chunk async for chunk in request.stream()]
+    text = decode_body(chunks)  # off the event loop below: a large commit takes seconds
+    parsed = await asyncio.to_thread(parse_callback, text, settings.small_file_bytes)
+    del text
+    body, summary = parsed.body, parsed.summary
     calls: StorageCalls = state.storage_calls
     base_path = checked_base_path(settings, body.base_path, BASE_PATH_FIELD)
     if is_local(base_path):  # symlinks are followed: the file system may hang
         base_path = await calls.run_async(partial(_located, settings, grant, base_path))
     else:
         grant.check(base_path, BASE_PATH_FIELD)
-    summary = summarize(body.write_stats or [], settings.small_file_bytes)
     action, source = action_from_payload(body.commit_action_type), "payload"
     if action is None:
         action, source = action_from_stats(summary), "write_stats"
@@ -118,30 +119,6 @@ def _located(settings: Settings, grant: Grant, base_path: str) -> str:
     located = checked_base_path(settings, base_path, BASE_PATH_FIELD, follow_links=True)
     grant.check(located, BASE_PATH_FIELD, named=base_path)
     return located
-
-
-def _parse(body: bytes) -> CallbackIn:
-    """Validated as a FastAPI body parameter would be: errors name `body.<field>`.
-
-    Pydantic's JSON parser refuses a lone surrogate escape (`"\\ud800"`) as invalid JSON,
-    blaming the whole body; JSON allows the escape, so such a body is read again with the
-    standard parser, whose strings keep the surrogate for the field's own check to name."""
-    try:
-        return CallbackIn.model_validate_json(body)
-    except ValidationError as exc:
-        refused = exc
-    if [e["type"] for e in refused.errors()] == ["json_invalid"]:
-        try:
-            parsed = json.loads(body)
-        except ValueError:  # not JSON for the standard parser either (or not UTF-8)
-            pass
-        else:
-            try:
-                return CallbackIn.model_validate(parsed)
-            except ValidationError as exc:
-                refused = exc
-    errors = refused.errors(include_url=False)
-    raise RequestValidationError([{**error, "loc": ("body", *error["loc"])} for error in errors])
 
 
 def _storage_options(factory: sessionmaker[Session], base_path: str) -> dict[str, Any] | None:

@@ -8,12 +8,17 @@ finally the table type (merge-on-read writers make delta commits).
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
+from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from tms.hudi.timeline.instant import Action as HudiAction
 from tms.hudi.timeline.instant import Instant
@@ -22,6 +27,7 @@ from tms.store import TableType
 
 __all__ = [
     "CommitSummary",
+    "SummaryBuilder",
     "action_from_payload",
     "action_from_stats",
     "action_from_table_type",
@@ -113,27 +119,69 @@ def action_from_table_type(table_type: TableType | None) -> str:
     return HudiAction.COMMIT.value
 
 
-def summarize(stats: Sequence[StatLike], small_file_bytes: int | None = None) -> CommitSummary:
+def summarize(stats: Iterable[StatLike], small_file_bytes: int | None = None) -> CommitSummary:
     """Records and bytes written, files touched, log files among them and their bytes, and
     base files smaller than `small_file_bytes` per partition (clamped to the column ranges:
     a writer's odd numbers must not make the notification fail)."""
-    records = sum(max(s.num_writes or 0, 0) for s in stats)
-    written = sum(max(s.total_write_bytes or s.file_size_in_bytes or 0, 0) for s in stats)
-    paths = {s.path or f"{s.partition_path}/{s.file_id}" for s in stats}
-    log_stats = [s for s in stats if _is_log_stat(s)]
-    logs = {s.path or f"{s.partition_path}/{s.file_id}" for s in log_stats}
-    log_bytes = sum(max(s.total_write_bytes or s.file_size_in_bytes or 0, 0) for s in log_stats)
-    small: Counter[str] = Counter()
-    if small_file_bytes:
-        for s in stats:
-            size = s.file_size_in_bytes or 0
-            if 0 < size < small_file_bytes and not _is_log_stat(s):
-                small[s.partition_path or ""] += 1
-    return CommitSummary(
-        records=min(records, _MAX_BIGINT),
-        bytes_written=min(written, _MAX_BIGINT),
-        files=min(len(paths), _MAX_INT),
-        log_files=min(len(logs), _MAX_INT),
-        log_bytes=min(log_bytes, _MAX_BIGINT),
-        small_files=dict(small.most_common(MAX_SMALL_FILE_PARTITIONS)),
-    )
+    summary = SummaryBuilder(small_file_bytes)
+    for stat in stats:
+        summary.add(stat)
+    return summary.build()
+
+
+class SummaryBuilder:
+    """`summarize`, one write stat at a time, keeping 8 bytes (a digest of its file's path)
+    per stat rather than the stat: a callback's stats are summed while it is parsed."""
+
+    def __init__(self, small_file_bytes: int | None = None) -> None:
+        self.small_file_bytes = small_file_bytes
+        self.records = 0
+        self.written = 0
+        self.log_bytes = 0
+        self._files = array("Q")
+        self._logs = array("Q")
+        self._small: Counter[str] = Counter()
+
+    def add(self, stat: StatLike) -> None:
+        size = max(stat.total_write_bytes or stat.file_size_in_bytes or 0, 0)
+        self.records += max(stat.num_writes or 0, 0)
+        self.written += size
+        digest = _digest(stat.path or f"{stat.partition_path}/{stat.file_id}")
+        self._files.append(digest)
+        if _is_log_stat(stat):
+            self._logs.append(digest)
+            self.log_bytes += size
+        elif self.small_file_bytes and 0 < (stat.file_size_in_bytes or 0) < self.small_file_bytes:
+            self._small[stat.partition_path or ""] += 1
+            if len(self._small) > _SMALL_FILE_PARTITIONS_HELD:
+                self._small = Counter(dict(self._small.most_common(MAX_SMALL_FILE_PARTITIONS)))
+
+    def build(self) -> CommitSummary:
+        return CommitSummary(
+            records=min(self.records, _MAX_BIGINT),
+            bytes_written=min(self.written, _MAX_BIGINT),
+            files=min(_distinct(self._files), _MAX_INT),
+            log_files=min(_distinct(self._logs), _MAX_INT),
+            log_bytes=min(self.log_bytes, _MAX_BIGINT),
+            small_files=dict(self._small.most_common(MAX_SMALL_FILE_PARTITIONS)),
+        )
+
+
+_SMALL_FILE_PARTITIONS_HELD = 10 * MAX_SMALL_FILE_PARTITIONS
+"""Partitions counted before the ones with the fewest small files are let go."""
+
+
+def _distinct(digests: array[int]) -> int:
+    """How many different digests: sorted by Arrow, then the changes between neighbours
+    counted (a few bytes a digest; Arrow's hash-based count takes ~300 bytes a digest)."""
+    if len(digests) < 2:
+        return len(digests)
+    values = pa.Array.from_buffers(pa.uint64(), len(digests), [None, pa.py_buffer(digests)])
+    ordered = pc.take(values, pc.array_sort_indices(values))
+    return 1 + int(pc.sum(pc.not_equal(ordered[1:], ordered[:-1])).as_py())
+
+
+def _digest(path: str) -> int:
+    """A file's identity in the summary: 64 bits of its path (collisions ~2^-64 a pair)."""
+    data = path.encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
