@@ -1,7 +1,7 @@
 """Reading a commit callback's body in memory that stays a small multiple of its size.
 
 A commit's write stats are most of its body (one per file written). Parsed whole, each
-becomes objects several times its bytes: a 64 MiB body of small stats took 1.1 GB. Here the
+becomes objects several times its bytes (10.6 times, for a 48 MiB body of small stats). Here the
 top-level object is read field by field, and the `hoodieWriteStat` array one element at a
 time: each stat is validated, added to the commit's summary (`SummaryBuilder`) and dropped.
 What stays is the body, its text, and an 8-byte digest per file touched.
