@@ -18,7 +18,9 @@ from tms.cli import app
 from tms.demo import (
     DemoReport,
     DemoWriter,
+    ResidentWorker,
     Watcher,
+    await_worker,
     callback_payload,
     data_files,
     describe_progress,
@@ -136,9 +138,52 @@ def test_the_watcher_prints_each_change_of_a_running_attempts_progress_once() ->
         "compaction #3 attempt 1: compacting, 0/4 file groups" + log,
         "compaction #3 attempt 1: compacting, 2/4 file groups" + log,
         "compaction #3 attempt 1: committing, 4/4 file groups" + log,
-        "operation 3 compaction: COMPLETED in 4.0s: 4 file groups, 4 files written (0 records),"
-        " 0 log files compacted",
+        "operation 3 compaction: COMPLETED in 4.0s (spark-worker): 4 file groups, 4 files written"
+        " (0 records), 0 log files compacted",
     ]
+
+
+class _Workers:
+    """`GET /v1/workers` as the service answers it, one poll at a time."""
+
+    def __init__(self, *answers: list[dict[str, Any]]) -> None:
+        self.answers = list(answers)
+
+    def workers(self) -> list[dict[str, Any]]:
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def test_the_demo_writes_once_a_live_worker_serves_the_tables_queue() -> None:
+    other = {"id": "w-other", "alive": True, "queues": ["etl"]}
+    silent = {"id": "w-silent", "alive": False, "queues": ["default"]}
+    ready = {"id": "w-1", "alive": True, "queues": ["default"]}
+    api = _Workers([], [other, silent], [other, ready])
+    lines: list[str] = []
+    worker = ResidentWorker(list, Path("/srv/tms/logs/worker/worker-0.log"))
+    assert await_worker(api, worker, "default", 600, 0, lines.append)  # type: ignore[arg-type]
+    assert lines[0] == "  waiting for the resident Spark worker to start (its SparkSession)..."
+    assert re.fullmatch(
+        r"  the resident Spark worker is ready after \d+\.\ds: it runs the table services",
+        lines[1],
+    )
+    assert api.answers == [[other, ready]]  # it asked until the worker was there
+
+
+@pytest.mark.parametrize(
+    ("exit_codes", "timeout", "why"),
+    [([1], 600, "ended (exit code 1)"), ([], 0, "did not start within 0s")],
+)
+def test_without_a_worker_the_demo_says_the_services_run_through_spark_submit(
+    exit_codes: list[int], timeout: float, why: str
+) -> None:
+    lines: list[str] = []
+    worker = ResidentWorker(lambda: exit_codes, Path("/srv/tms/logs/worker/worker-0.log"))
+    api = _Workers([])
+    assert not await_worker(api, worker, "default", timeout, 0, lines.append)  # type: ignore[arg-type]
+    assert lines[1] == (
+        f"  the resident Spark worker {why}; its log: /srv/tms/logs/worker/worker-0.log. "
+        "The table services run through spark-submit"
+    )
 
 
 def _signal_once_waiting(number: int, original: Any) -> threading.Thread:
@@ -202,9 +247,12 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path: Path) -> None:
     out = result.output
     assert result.exit_code == 0, out
 
-    # Progress: registration with a policy, the callbacks, the policy's compaction and
-    # clean, each run by the scheduler.
+    # Progress: registration with a policy, the resident worker ready before the first
+    # commit, the callbacks, the policy's compaction and clean, each run in the worker.
     assert "Registered the table as id 1 with policy" in out
+    ready = out.index("the resident Spark worker is ready after ")
+    assert out.index("waiting for the resident Spark worker to start") < ready
+    assert ready < out.index("deltacommit ")
     console = re.findall(r"web console:\s+(http://127\.0\.0\.1:\d+/ui)", out)
     assert len(console) == 2 and console[0] == console[1]  # at the start and in the summary
     assert "(stops with the demo: --keep-running keeps it up)" in out
@@ -212,22 +260,27 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path: Path) -> None:
     for line in re.findall(r"compaction #1 attempt 1: .*", out):
         assert re.search(r"\(log: /\S+/logs/(worker/)?1/\d+\.log\)$", line), line
     assert re.search(r"operation 1 compaction: SCHEDULED \(policy: 3 delta commits", out)
-    assert "operation 1 compaction: RUNNING, attempt 1" in out
     assert re.search(r"operation 2 clean: SCHEDULED \(policy: 3 commits since the last clean", out)
+    # every operation names the engine that ran it, while it runs and when it ends
+    assert "(spark-submit)" not in out and "run through spark-submit" not in out
+    assert "operation 1 compaction: RUNNING, attempt 1 (spark-worker)" in out
+    assert re.search(r"operation 1 compaction \d{17}: COMPLETED in [\d.]+s \(spark-worker\)", out)
+    assert re.search(r"operation 2 clean \d{17}: COMPLETED in [\d.]+s \(spark-worker\)", out)
     assert out.count("oracle (hudi-rs) after") == 1
 
     summary = out[out.index("\nSummary\n") :]
     # the demo's defaults: Hudi 1.1's table version, with a metadata table as Hudi's writers
     assert "table version 9, with a metadata table" in summary
     assert "commits:       3 delta commits, each with a callback" in summary
-    ops = re.findall(r"^\s+(\d+)\s+(\w+)\s+(\d{17})\s+(\w+)\s+(\d+)\s+([\d.]+)s\s+(\d+)\s+(\d+)$",
-                     summary, re.MULTILINE)  # fmt: skip
-    assert [(o[0], o[1], o[3], o[4]) for o in ops] == [
-        ("1", "compaction", "COMPLETED", "1"),
-        ("2", "clean", "COMPLETED", "1"),
+    assert re.search(r"OP\s+ACTION\s+INSTANT\s+STATUS\s+ATTEMPTS\s+ENGINE\s+DURATION", summary)
+    ops = re.findall(r"^\s+(\d+)\s+(\w+)\s+(\d{17})\s+(\w+)\s+(\d+)\s+(\S+)\s+([\d.]+)s"
+                     r"\s+(\d+)\s+(\d+)$", summary, re.MULTILINE)  # fmt: skip
+    assert [(o[0], o[1], o[3], o[4], o[5]) for o in ops] == [
+        ("1", "compaction", "COMPLETED", "1", "spark-worker"),
+        ("2", "clean", "COMPLETED", "1", "spark-worker"),
     ]
     compaction, clean = ops
-    assert int(compaction[6]) > 0 and int(clean[7]) > 0  # files written, files deleted
+    assert int(compaction[7]) > 0 and int(clean[8]) > 0  # files written, files deleted
     before, after = map(int, re.findall(r"data files:\s+(\d+) before .*?, (\d+) after", summary)[0])
     assert after == data_files(str(base)) and after < before
     assert "392 rows, 1 check: reads the same before and after every table service" in summary

@@ -345,6 +345,13 @@ class RunningService:
     def url(self) -> str:
         return self.settings.api_url
 
+    @property
+    def worker_processes(self) -> WorkerProcesses | None:
+        """The resident workers this service started (`TMS_WORKERS`), once it serves."""
+        state = getattr(self.server.config.app, "state", None)
+        workers = getattr(state, "worker_processes", None)
+        return workers if isinstance(workers, WorkerProcesses) else None
+
     def stop(self, timeout: float = 60.0) -> None:
         """Graceful shutdown: stop serving, stop the scheduler, close the database."""
         self.server.should_exit = True

@@ -60,7 +60,7 @@ class WorkerProcesses:
                 "--parent-pid",
                 str(os.getpid()),
             ]
-            out = Path(log_dir) / f"worker-{number}.log"
+            out = self.log_file(number)
             with out.open("ab") as sink:
                 process = subprocess.Popen(
                     command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
@@ -73,6 +73,16 @@ class WorkerProcesses:
                 settings.worker_slots,
                 out,
             )
+
+    def log_file(self, number: int) -> Path:
+        """Where worker `number` writes its own output (its SparkSession's start among it)."""
+        return self.settings.job_log_dir / "worker" / f"worker-{number}.log"
+
+    def exit_codes(self) -> list[int]:
+        """The exit codes of the started workers that have ended (one that cannot start its
+        SparkSession ends before it registers)."""
+        codes = [process.poll() for process in self.processes]
+        return [code for code in codes if code is not None]
 
     def stop(self) -> None:
         for process in self.processes:

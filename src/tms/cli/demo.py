@@ -74,7 +74,8 @@ def demo(
         DemoEngine,
         typer.Option(
             help="What runs the table services: a resident Spark worker the service starts "
-            "(spark-worker), or one spark-submit application per attempt.",
+            "(spark-worker; the demo waits for its SparkSession before the first commit), or "
+            "one spark-submit application per attempt.",
         ),
     ] = DemoEngine.worker,
     keep_running: Annotated[
@@ -150,6 +151,7 @@ def _summary(
                 "instant": op.instant,
                 "status": op.status,
                 "attempts": op.attempts,
+                "engine": op.engine,
                 "duration": f"{op.duration_seconds:.1f}s" if op.duration_seconds else None,
                 "written": op.files_written,
                 "deleted": op.files_deleted,
@@ -162,11 +164,12 @@ def _summary(
             "instant",
             "status",
             "attempts",
+            "engine",
             "duration",
             "written",
             "deleted",
         ]
-        headers = ["op", *columns[1:6], "files +", "files -"]
+        headers = ["op", *columns[1:7], "files +", "files -"]
         typer.echo("  operations:")
         print_rows(rows_out, columns, headers, indent="    ")
     typer.echo(

@@ -4,13 +4,16 @@ from tms.demo.keep import console_url, wait_for_stop
 from tms.demo.run import DemoOptions, DemoReport, demo_policy, keep_running, run_demo
 from tms.demo.table import DemoWriter, callback_payload, data_files, file_groups, trips
 from tms.demo.watch import OperationSummary, Watcher, describe_progress
+from tms.demo.worker_ready import ResidentWorker, await_worker
 
 __all__ = [
     "DemoOptions",
     "DemoReport",
     "DemoWriter",
     "OperationSummary",
+    "ResidentWorker",
     "Watcher",
+    "await_worker",
     "callback_payload",
     "console_url",
     "data_files",

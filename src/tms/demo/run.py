@@ -5,9 +5,11 @@ merge-on-read table with the project's writer and, after every commit, posts Hud
 commit callback exactly as a Hudi writer does. The service's policies turn those commits
 into compactions and, after the last commit, a clean: the table is registered first with a
 policy that says when and how (compact every few delta commits; clean once the demo's
-commits are in, keeping the latest file version of each file group). The scheduler runs
-them as real Spark jobs (spark-submit). Every table service is checked with the independent
-reader (`hudi`, hudi-rs): the snapshot before it must equal the snapshot after it.
+commits are in, keeping the latest file version of each file group). They run as real
+Spark jobs: by default in the resident Spark worker the service starts, which the demo
+waits for before its first commit (`tms.demo.worker_ready`), else through spark-submit.
+Every table service is checked with the independent reader (`hudi`, hudi-rs): the snapshot
+before it must equal the snapshot after it.
 
 The writer waits for the table services its commit triggered before it writes again, so
 each oracle check compares one quiescent table state with the next. While a job runs, the
@@ -37,6 +39,7 @@ from tms.demo.logs import demo_logging
 from tms.demo.s3 import BUCKET, local_s3
 from tms.demo.table import DemoWriter, callback_payload, data_files, file_groups
 from tms.demo.watch import Echo, OperationSummary, Watcher
+from tms.demo.worker_ready import ResidentWorker, await_worker
 
 __all__ = ["LOG_FILE", "DemoOptions", "DemoReport", "demo_policy", "run_demo"]
 
@@ -76,6 +79,9 @@ class DemoOptions:
     services; `spark-submit`: one Spark application per attempt."""
     keep_running: bool = False
     """After the report, keep the service up until Ctrl-C or SIGTERM, then stop it."""
+    worker_start_seconds: float = 180.0
+    """How long the demo waits for the resident worker (its SparkSession) before it writes;
+    without one by then, the table services run through spark-submit."""
 
 
 @dataclass
@@ -199,7 +205,13 @@ def run_demo(
                 )
                 echo(f"  web console: {report.console_url}")
                 echo(f"  {_engine_line(options)}")
-                _run(options, table, client, report, echo, started)
+                workers = service.worker_processes
+                resident = (
+                    ResidentWorker(workers.exit_codes, workers.log_file(0))
+                    if workers is not None and options.engine == "spark-worker"
+                    else None
+                )
+                _run(options, table, client, report, echo, started, resident)
             report.seconds = time.monotonic() - started
             if on_report is not None:
                 on_report(report)
@@ -263,6 +275,7 @@ def _run(
     report: DemoReport,
     echo: Echo,
     started: float,
+    worker: ResidentWorker | None = None,
 ) -> None:
     base_path = table.base_path
     total = options.rounds * options.commits_per_compaction
@@ -284,12 +297,18 @@ def _run(
     }
     if table.storage_options:
         body["storage_options"] = table.storage_options
-    table_id = int(client.add_table(body)["id"])
+    added = client.add_table(body)
+    table_id = int(added["id"])
     echo(
         f"Registered the table as id {table_id} with policy: compact every "
         f"{policy['compaction_delta_commits']} delta commits; clean after "
         f"{policy['clean_commits']} commits keeping the latest file version"
     )
+    if worker is not None and not table.storage_options:  # else spark-submit anyway
+        queue = str(added.get("queue") or "default")
+        await_worker(
+            client, worker, queue, options.worker_start_seconds, options.poll_seconds, echo
+        )
     echo(f"Writing a merge-on-read table at {base_path}, notifying tms after each commit")
     for number in range(1, total + 1):
         instant, what = writer.commit()

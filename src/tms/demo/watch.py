@@ -34,6 +34,8 @@ class OperationSummary:
     files_written: int
     files_deleted: int
     error: str | None = None
+    engine: str | None = None
+    """What ran its last attempt: spark-worker or spark-submit."""
 
 
 class Watcher:
@@ -129,9 +131,12 @@ class Watcher:
             files_written=int(figures.get("files_written") or 0),
             files_deleted=int(figures.get("files_deleted") or 0),
             error=op.get("last_error"),
+            engine=last.get("engine"),
         )
         self.summaries[op["id"]] = summary
         took = f" in {summary.duration_seconds:.1f}s" if summary.duration_seconds else ""
+        if summary.engine:
+            took += f" ({summary.engine})"
         if op["status"] != "COMPLETED":
             detail = (op.get("last_error") or "no error recorded").strip().splitlines()[0]
         else:
