@@ -57,7 +57,7 @@ def instance(factory: sessionmaker[Session]) -> Iterator[Instance]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + TIMEOUT
     while not server.started:
         assert time.monotonic() < deadline, "the server did not start"
         time.sleep(0.01)
