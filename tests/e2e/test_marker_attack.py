@@ -121,23 +121,19 @@ def test_markers_for_committed_files_delete_nothing(
         {"db_name": "lake", "table_name": "trips", "base_path": base},
     )
 
-    committed = committed_base_files(service, base)
-    assert len(committed) >= 12  # 50-row files over 3 partitions
-    compaction = schedule_compaction(HudiTable.open(base))
-    assert compaction is not None
-    operation = run_attacked(service, base, "compact", compaction, committed)
-    [attempt] = service.attempts(operation["id"])
-    assert attempt["figures"]["foreign_markers"] == len(committed)
-    assert all((Path(base) / f).is_file() for f in committed), "no committed file touched"
-    assert rows(base) == expected
-
-    committed = committed_base_files(service, base)
-    clustering = schedule_clustering(HudiTable.open(base), small_file_limit=1 << 30)
-    assert clustering is not None
-    operation = run_attacked(service, base, "cluster", clustering, committed)
-    [attempt] = service.attempts(operation["id"])
-    assert attempt["figures"]["foreign_markers"] == len(committed)
-    assert all((Path(base) / f).is_file() for f in committed), "no committed file touched"
-    assert rows(base) == expected
+    plans = {
+        "compact": lambda: schedule_compaction(HudiTable.open(base)),
+        "cluster": lambda: schedule_clustering(HudiTable.open(base), small_file_limit=1 << 30),
+    }
+    for word, schedule in plans.items():
+        committed = committed_base_files(service, base)
+        assert len(committed) >= 12  # 50-row files over 3 partitions
+        instant = schedule()
+        assert instant is not None
+        operation = run_attacked(service, base, word, instant, committed)
+        [attempt] = service.attempts(operation["id"])
+        assert attempt["figures"]["foreign_markers"] == len(committed)
+        assert all((Path(base) / f).is_file() for f in committed), "no committed file touched"
+        assert rows(base) == expected
     assert sorted(oracle.rows_by_key(base)) == sorted(r["id"] for r in expected)
-    assert foreign_counted(service) >= 2 * len(committed)
+    assert foreign_counted(service) >= 2 * 12

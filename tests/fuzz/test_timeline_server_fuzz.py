@@ -64,6 +64,15 @@ VIEW_ROUTES = [
     "no/such/call",
     "../../v1/tables",
 ]
+BOUNDED = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+"""The same requests on every run, no shrinking, no clock."""
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=80)
 
 
@@ -135,14 +144,7 @@ def test_marker_routes_answer_below_500_and_write_only_into_the_pending_instant(
     folders, names, base_paths = marker_values(base, pending, instants["committed"])
     client = httpx.Client(base_url=fuzz_server.url, timeout=60)
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
+    @BOUNDED
     @given(st.sampled_from(MARKER_ROUTES), folders, names, base_paths)
     def send(route: tuple[str, str], folder: str, name: str, base_path: str | None) -> None:
         method, path = route
@@ -194,14 +196,7 @@ def test_view_routes_answer_below_500_and_write_nothing(
     before = tree(root)
     client = httpx.Client(base_url=fuzz_server.url, timeout=60)
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
+    @BOUNDED
     @given(st.sampled_from(VIEW_ROUTES), st.sampled_from(["GET", "POST"]), params)
     def send(path: str, method: str, query: dict[str, str]) -> None:
         answer = client.request(method, f"/v1/hoodie/view/{path}", params=query)
