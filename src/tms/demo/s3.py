@@ -86,7 +86,10 @@ def local_s3() -> Iterator[LocalS3]:
     server.start()
     try:
         s3 = LocalS3(f"http://127.0.0.1:{port}")
-        Storage(f"s3://{BUCKET}", storage_options=s3.storage_options).fs.mkdir(BUCKET)
+        # moto keeps its buckets per process: a second server in one process has it already
+        Storage(f"s3://{BUCKET}", storage_options=s3.storage_options).fs.makedirs(
+            BUCKET, exist_ok=True
+        )
         yield s3
     finally:
         server.stop()
