@@ -1,0 +1,319 @@
+"""Apache Hudi's own Spark writer and reader for the tests: a Hudi release's Spark bundle,
+fetched with Maven, in a PySpark session of its own.
+
+The bundles come from Maven's default remote repository (nothing here names a repository)
+into a Maven local repository kept as a cache: `$TMS_MAVEN_CACHE`, else `~/.cache/tms/maven`.
+`.ci/run` fetches them there before pytest (`python -m tests.hudi_java.support`); a test that
+finds a jar there fetches nothing.
+
+Hudi builds a bundle per Spark minor line and Scala version. The releases used here are
+served for Spark 3.5 and Scala 2.12 (`hudi-spark3.5-bundle_2.12`); none for Spark 4, and
+PySpark 4's Scala 2.13 cannot load them (`NoClassDefFoundError: scala/Serializable`), which
+is why pyproject.toml pins PySpark to 3.5.
+
+A JVM holds one SparkContext and PySpark starts one JVM per process, while the project's Spark
+tests share one session without Hudi (`tests/conftest.py`). So each Hudi release runs in a
+child process of its own (`HudiSpark`): the tests send it writes and reads, and the child's
+JVM writes its output to a log file that errors quote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+SPARK_LINE = "3.5"
+"""The Spark minor line the bundles are built for; PySpark must be of it."""
+SCALA = "2.12"
+GROUP = "org.apache.hudi"
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+FETCH_TIMEOUT = 1800.0
+"""Seconds for one bundle's fetch (80 to 110 MB; seconds when the registry is near)."""
+START_TIMEOUT = 300.0
+CALL_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class HudiRelease:
+    version: str
+    table_versions: tuple[int, ...]
+    """The table versions it writes; a release before 1.0 writes version 6 only, and knows
+    no `hoodie.write.table.version`."""
+
+    @property
+    def artifact(self) -> str:
+        return f"hudi-spark{SPARK_LINE}-bundle_{SCALA}"
+
+    @property
+    def coordinates(self) -> str:
+        return f"{GROUP}:{self.artifact}:{self.version}"
+
+    def jar(self, cache: Path) -> Path:
+        """Where the bundle lies in the cache (a Maven local repository)."""
+        name = f"{self.artifact}-{self.version}.jar"
+        return cache.joinpath(*GROUP.split("."), self.artifact, self.version, name)
+
+    def write_options(self, table_version: int) -> dict[str, str]:
+        """The writer's options that make it write `table_version`."""
+        if table_version not in self.table_versions:
+            raise ValueError(f"Hudi {self.version} does not write table version {table_version}")
+        if self.version.startswith("0."):
+            return {}
+        return {"hoodie.write.table.version": str(table_version)}
+
+    def __str__(self) -> str:
+        return f"Hudi {self.version}"
+
+
+HUDI_1_2 = HudiRelease("1.2.0", (6, 8, 9))
+"""The newest Hudi 1.x release: writes table versions 6, 8 and 9 (9 by default)."""
+HUDI_0_15 = HudiRelease("0.15.0", (6,))
+"""The last release before 1.0: version 6 as the writers of that time write it."""
+RELEASES = (HUDI_1_2, HUDI_0_15)
+
+
+class HudiJavaError(RuntimeError):
+    """Hudi's Spark bundle could not be fetched or run."""
+
+
+def maven_cache() -> Path:
+    """The folder the bundles are fetched into: `$TMS_MAVEN_CACHE`, else ~/.cache/tms/maven."""
+    configured = os.environ.get("TMS_MAVEN_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "tms" / "maven"
+
+
+def fetch(release: HudiRelease, cache: Path | None = None) -> Path:
+    """The release's Spark bundle in the cache, fetched with Maven unless it is there."""
+    cache = cache or maven_cache()
+    jar = release.jar(cache)
+    if jar.is_file():  # Maven writes a download under a temporary name and renames it
+        return jar
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise HudiJavaError(
+            f"Maven (`mvn`) is needed to fetch {release.coordinates} into {cache}, and is not "
+            "on PATH: install it (Debian: apt-get install maven)"
+        )
+    command = [
+        mvn,
+        "--batch-mode",
+        "--quiet",
+        "--strict-checksums",
+        f"-Dmaven.repo.local={cache}",
+        f"{DEPENDENCY_PLUGIN}:get",
+        f"-Dartifact={release.coordinates}",
+        "-Dtransitive=false",
+    ]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=FETCH_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise HudiJavaError(
+            f"Maven did not fetch {release.coordinates} in {FETCH_TIMEOUT:.0f} s"
+        ) from None
+    if done.returncode != 0 or not jar.is_file():
+        output = (done.stdout + done.stderr).strip().splitlines()[-20:]
+        raise HudiJavaError(
+            f"Maven could not fetch {release.coordinates} (exit {done.returncode}):\n"
+            + "\n".join(output)
+        )
+    return jar
+
+
+def check_pyspark() -> None:
+    """PySpark must be of the Spark line the bundles are built for."""
+    import pyspark
+
+    if not pyspark.__version__.startswith(f"{SPARK_LINE}."):
+        raise HudiJavaError(
+            f"Hudi's Spark bundles are built for Spark {SPARK_LINE} (Scala {SCALA}) and this "
+            f"environment has PySpark {pyspark.__version__}: `pip install -e '.[dev]'` installs "
+            "the line pyproject.toml pins"
+        )
+
+
+def session_conf(jar: Path, workdir: Path) -> dict[str, str]:
+    """The settings Hudi's Spark quick start gives, and the bundle on the classpath."""
+    return {
+        "spark.jars": str(jar),
+        "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
+        "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
+        "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
+        "spark.sql.warehouse.dir": str(workdir / "warehouse"),
+    }
+
+
+class HudiSpark:
+    """A Hudi release's SparkSession in a child process, driven from the tests' process."""
+
+    def __init__(
+        self,
+        release: HudiRelease,
+        process: multiprocessing.process.BaseProcess,
+        connection: Connection,
+        log: Path,
+    ) -> None:
+        self.release = release
+        self._process = process
+        self._connection = connection
+        self.log = log
+        """The child's output: its JVM's (Spark's and Hudi's log lines) among it."""
+        self.spark_version = ""
+
+    @classmethod
+    def start(cls, release: HudiRelease, jar: Path, workdir: Path) -> HudiSpark:
+        """A child process with a SparkSession that has `jar`; its files go to `workdir`."""
+        check_pyspark()
+        workdir.mkdir(parents=True, exist_ok=True)
+        context = multiprocessing.get_context("spawn")
+        ours, theirs = context.Pipe()
+        process = context.Process(
+            target=_serve,
+            args=(theirs, str(jar), str(workdir)),
+            name=f"hudi-spark-{release.version}",
+            daemon=True,
+        )
+        process.start()
+        theirs.close()
+        session = cls(release, process, ours, workdir / "spark.log")
+        session.spark_version = str(session._answer(START_TIMEOUT))
+        return session
+
+    def write(
+        self,
+        path: Path | str,
+        rows: Sequence[tuple[Any, ...]],
+        schema: str,
+        options: Mapping[str, str],
+        mode: str = "append",
+    ) -> None:
+        """`df.write.format("hudi")` of `rows` (a DDL `schema`) with `options`."""
+        self._call("write", str(path), list(rows), schema, dict(options), mode)
+
+    def read(self, path: Path | str, columns: Sequence[str]) -> list[tuple[Any, ...]]:
+        """`spark.read.format("hudi").load(path)`: the `columns` of every row, sorted."""
+        rows = self._call("read", str(path), list(columns))
+        return sorted(tuple(row) for row in rows)
+
+    def close(self) -> None:
+        if self._process.is_alive():
+            with contextlib.suppress(OSError):  # it ended already
+                self._connection.send(("stop", ()))
+            self._process.join(60)
+        if self._process.is_alive():
+            self._process.terminate()
+            self._process.join(30)
+        self._connection.close()
+
+    def _call(self, operation: str, *args: Any) -> Any:
+        self._connection.send((operation, args))
+        return self._answer(CALL_TIMEOUT)
+
+    def _answer(self, timeout: float) -> Any:
+        if not self._connection.poll(timeout):
+            raise HudiJavaError(f"{self.release}'s Spark gave no answer in {timeout:.0f} s")
+        try:
+            kind, value = self._connection.recv()
+        except EOFError:
+            self._process.join(10)
+            raise HudiJavaError(
+                f"{self.release}'s Spark process ended (exit {self._process.exitcode}); "
+                f"the end of {self.log}:\n{_tail(self.log)}"
+            ) from None
+        if kind == "error":
+            raise HudiJavaError(f"{self.release}'s Spark: {value}")
+        return value
+
+
+def _serve(connection: Connection, jar: str, workdir: str) -> None:
+    """The child process: a SparkSession with the bundle, answering until told to stop."""
+    folder = Path(workdir)
+    log = os.open(folder / "spark.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)  # the JVM inherits these
+    os.dup2(log, 2)
+    os.close(log)
+    os.chdir(folder)
+    from tms.spark_runtime import get_spark
+
+    try:
+        spark = get_spark("local[2]", "tms-tests-hudi", session_conf(Path(jar), folder))
+    except Exception as exc:
+        connection.send(("error", _describe(exc)))
+        return
+    connection.send(("ready", spark.version))
+    try:
+        while True:
+            try:
+                operation, args = connection.recv()
+            except EOFError:
+                break
+            if operation == "stop":
+                break
+            try:
+                connection.send(("ok", _HANDLERS[operation](spark, *args)))
+            except Exception as exc:
+                connection.send(("error", _describe(exc)))
+    finally:
+        spark.stop()
+
+
+def _write(
+    spark: Any,
+    path: str,
+    rows: list[tuple[Any, ...]],
+    schema: str,
+    options: dict[str, str],
+    mode: str,
+) -> None:
+    spark.createDataFrame(rows, schema).write.format("hudi").options(**options).mode(mode).save(
+        path
+    )
+
+
+def _read(spark: Any, path: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    frame = spark.read.format("hudi").load(path).select(*columns)
+    return [tuple(row) for row in frame.collect()]
+
+
+_HANDLERS: dict[str, Any] = {"write": _write, "read": _read}
+
+
+def _describe(exc: BaseException) -> str:
+    """The exception's class and first lines (a Java exception's message and its causes)."""
+    lines = str(exc).strip().splitlines()
+    head = [line for line in lines if not line.lstrip().startswith("at ")][:20]
+    return f"{type(exc).__name__}: " + "\n".join(head)
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"({exc})"
+
+
+def main(argv: Sequence[str]) -> int:
+    """`python -m tests.hudi_java.support`: fetch every release's bundle into the cache."""
+    if argv:
+        print("usage: python -m tests.hudi_java.support", file=sys.stderr)
+        return 2
+    cache = maven_cache()
+    for release in RELEASES:
+        jar = fetch(release, cache)
+        print(f"{release}: {jar} ({jar.stat().st_size / 1e6:.0f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
