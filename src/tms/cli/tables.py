@@ -47,6 +47,24 @@ def _table_rows(tables: list[Json]) -> list[dict[str, Any]]:
     ]
 
 
+OwnerOption = Annotated[str | None, typer.Option(help="Owner label.")]
+PriorityOption = Annotated[int | None, typer.Option(help="Higher runs first.")]
+ActionsOption = Annotated[
+    str | None,
+    typer.Option(help="Actions policies may create, e.g. compaction,clean,clustering."),
+]
+CompactionDeltaCommitsOption = Annotated[
+    int | None, typer.Option(help="Policy: compact after N delta commits (0 = never).", min=0)
+]
+CleanCommitsOption = Annotated[
+    int | None, typer.Option(help="Policy: clean after N commits (0 = never).", min=0)
+]
+ClusteringCommitsOption = Annotated[
+    int | None, typer.Option(help="Policy: cluster after N commits (0 = never).", min=0)
+]
+"""The options `tables add` registers with and `tables set` changes, written once."""
+
+
 @tables_app.command("ls")
 def tables_ls(
     db: Annotated[str | None, typer.Option(help="Only tables of this database.")] = None,
@@ -139,22 +157,13 @@ def tables_add(
         str | None,
         typer.Option(help="db.table or table. Default: hoodie.table.name in 'default'."),
     ] = None,
-    owner: Annotated[str | None, typer.Option(help="Owner label.")] = None,
+    owner: OwnerOption = None,
     queue: Annotated[str | None, typer.Option(help="Queue (default: 'default').")] = None,
-    priority: Annotated[int | None, typer.Option(help="Higher runs first.")] = None,
-    actions: Annotated[
-        str | None,
-        typer.Option(help="Actions policies may create, e.g. compaction,clean,clustering."),
-    ] = None,
-    compaction_delta_commits: Annotated[
-        int | None, typer.Option(help="Policy: compact after N delta commits (0 = never).", min=0)
-    ] = None,
-    clean_commits: Annotated[
-        int | None, typer.Option(help="Policy: clean after N commits (0 = never).", min=0)
-    ] = None,
-    clustering_commits: Annotated[
-        int | None, typer.Option(help="Policy: cluster after N commits (0 = never).", min=0)
-    ] = None,
+    priority: PriorityOption = None,
+    actions: ActionsOption = None,
+    compaction_delta_commits: CompactionDeltaCommitsOption = None,
+    clean_commits: CleanCommitsOption = None,
+    clustering_commits: ClusteringCommitsOption = None,
     paused: Annotated[bool, typer.Option("--paused", help="Register it paused.")] = False,
     storage_options: OptionsFile = None,
     as_json: AsJson = False,
@@ -218,22 +227,13 @@ def _settings(table: Json) -> str:
 @tables_app.command("set")
 def tables_set(
     table: TableRef,
-    owner: Annotated[str | None, typer.Option(help="Owner label.")] = None,
+    owner: OwnerOption = None,
     queue: Annotated[str | None, typer.Option(help="Queue.")] = None,
-    priority: Annotated[int | None, typer.Option(help="Higher runs first.")] = None,
-    actions: Annotated[
-        str | None,
-        typer.Option(help="Actions policies may create, e.g. compaction,clean,clustering."),
-    ] = None,
-    compaction_delta_commits: Annotated[
-        int | None, typer.Option(help="Policy: compact after N delta commits (0 = never).", min=0)
-    ] = None,
-    clean_commits: Annotated[
-        int | None, typer.Option(help="Policy: clean after N commits (0 = never).", min=0)
-    ] = None,
-    clustering_commits: Annotated[
-        int | None, typer.Option(help="Policy: cluster after N commits (0 = never).", min=0)
-    ] = None,
+    priority: PriorityOption = None,
+    actions: ActionsOption = None,
+    compaction_delta_commits: CompactionDeltaCommitsOption = None,
+    clean_commits: CleanCommitsOption = None,
+    clustering_commits: ClusteringCommitsOption = None,
     as_json: AsJson = False,
     url: Url = None,
     token: Token = None,

@@ -146,7 +146,7 @@ class Storage:
         """Add `data` at the end of a file (created when missing). Only where `appends`: a
         crash may leave the last addition torn, so readers drop an unfinished last line."""
         if not self._local:
-            raise NotImplementedError(f"{self.base_path}: this storage cannot append")
+            raise io.UnsupportedOperation(f"{self.base_path}: this storage cannot append")
         record(RequestKind.PUT, put_requests(len(data)))
         full = self.full_path(path)
         self.fs.makedirs(posixpath.dirname(full), exist_ok=True)
