@@ -36,6 +36,13 @@ CASES = [
     (release, version) for release in (HUDI_1_2, HUDI_0_15) for version in release.table_versions
 ]
 
+EACH_RELEASE_AND_VERSION = pytest.mark.parametrize(
+    ("release", "table_version"),
+    CASES,
+    ids=[f"hudi-{release.version}-v{version}" for release, version in CASES],
+)
+"""Each table version each release writes."""
+
 
 def expected_rows(late_update_wins: bool) -> list[tuple[Any, ...]]:
     rows = {row[0]: row for row in INSERT}
@@ -80,11 +87,7 @@ def hudi_rs_rows(base_path: str) -> list[tuple[Any, ...]]:
     )
 
 
-@pytest.mark.parametrize(
-    ("release", "table_version"),
-    CASES,
-    ids=[f"hudi-{release.version}-v{version}" for release, version in CASES],
-)
+@EACH_RELEASE_AND_VERSION
 def test_hudi_writes_a_merge_on_read_table_that_tms_and_hudi_rs_read_alike(
     hudi_spark: Callable[[HudiRelease], HudiSpark],
     tmp_path: Path,

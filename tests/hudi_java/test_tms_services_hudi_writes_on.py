@@ -14,8 +14,8 @@ import pytest
 
 from tests.hudi_java.support import HUDI_0_15, HudiRelease, HudiSpark
 from tests.hudi_java.test_hudi_writes_tms_reads import (
-    CASES,
     COLUMNS,
+    EACH_RELEASE_AND_VERSION,
     SCHEMA,
     expected_rows,
     hudi_rs_rows,
@@ -54,11 +54,7 @@ def reads(hudi: HudiSpark, path: Path) -> tuple[list[Row], list[Row]]:
     return hudi.read(path, COLUMNS), hudi_rs_rows(str(path))
 
 
-@pytest.mark.parametrize(
-    ("release", "table_version"),
-    CASES,
-    ids=[f"hudi-{release.version}-v{version}" for release, version in CASES],
-)
+@EACH_RELEASE_AND_VERSION
 def test_tms_services_a_hudi_table_that_hudi_reads_and_writes_on(
     spark: Any,
     hudi_spark: Callable[[HudiRelease], HudiSpark],

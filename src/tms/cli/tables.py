@@ -176,15 +176,7 @@ def tables_add(
     if name is None:
         name = _name_from_storage(base_path)
     db_name, table_name = split_name(name)
-    policy = {
-        k: v
-        for k, v in {
-            "compaction_delta_commits": compaction_delta_commits,
-            "clean_commits": clean_commits,
-            "clustering_commits": clustering_commits,
-        }.items()
-        if v is not None
-    }
+    policy = _thresholds(compaction_delta_commits, clean_commits, clustering_commits)
     body: dict[str, Any] = {
         "db_name": db_name,
         "table_name": table_name,
@@ -250,15 +242,7 @@ def tables_set(
         }.items()
         if v is not None
     }
-    thresholds = {
-        k: v
-        for k, v in {
-            "compaction_delta_commits": compaction_delta_commits,
-            "clean_commits": clean_commits,
-            "clustering_commits": clustering_commits,
-        }.items()
-        if v is not None
-    }
+    thresholds = _thresholds(compaction_delta_commits, clean_commits, clustering_commits)
     if not changes and not thresholds:
         typer.echo("error: nothing to change: give at least one option (see --help)", err=True)
         raise typer.Exit(2)
@@ -346,3 +330,15 @@ def tables_storage_options(
         return
     names = ", ".join(changed["storage_options"]) or "none"
     typer.echo(f"{qualified(changed)} (table {changed['id']}) storage options: {names}")
+
+
+def _thresholds(
+    compaction_delta_commits: int | None, clean_commits: int | None, clustering_commits: int | None
+) -> dict[str, int]:
+    """The policy thresholds given on the command line, by their policy keys."""
+    given = {
+        "compaction_delta_commits": compaction_delta_commits,
+        "clean_commits": clean_commits,
+        "clustering_commits": clustering_commits,
+    }
+    return {key: value for key, value in given.items() if value is not None}
