@@ -20,6 +20,7 @@ JVM writes its output to a log file that errors quote.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import multiprocessing
 import os
 import shutil
@@ -206,6 +207,12 @@ class HudiSpark:
         rows = self._call("read", str(path), list(columns))
         return sorted(tuple(row) for row in rows)
 
+    def run(self, function: str, *args: Any) -> Any:
+        """Call `function` ("package.module:name", importable in the child) in the child as
+        `name(spark, *args)` and return what it returns (which must pickle): for a test's own
+        steps that need Hudi's Java API through py4j, kept in the test's own module."""
+        return self._call("run", function, *args)
+
     def close(self) -> None:
         if self._process.is_alive():
             with contextlib.suppress(OSError):  # it ended already
@@ -286,7 +293,12 @@ def _read(spark: Any, path: str, columns: list[str]) -> list[tuple[Any, ...]]:
     return [tuple(row) for row in frame.collect()]
 
 
-_HANDLERS: dict[str, Any] = {"write": _write, "read": _read}
+def _run(spark: Any, function: str, *args: Any) -> Any:
+    module_name, _, name = function.partition(":")
+    return getattr(importlib.import_module(module_name), name)(spark, *args)
+
+
+_HANDLERS: dict[str, Any] = {"write": _write, "read": _read, "run": _run}
 
 
 def _describe(exc: BaseException) -> str:
