@@ -202,9 +202,18 @@ class HudiSpark:
         """`df.write.format("hudi")` of `rows` (a DDL `schema`) with `options`."""
         self._call("write", str(path), list(rows), schema, dict(options), mode)
 
-    def read(self, path: Path | str, columns: Sequence[str]) -> list[tuple[Any, ...]]:
-        """`spark.read.format("hudi").load(path)`: the `columns` of every row, sorted."""
-        rows = self._call("read", str(path), list(columns))
+    def read(
+        self,
+        path: Path | str,
+        columns: Sequence[str],
+        options: Mapping[str, str] | None = None,
+        where: str | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """`spark.read.format("hudi").options(**options).load(path)`, filtered by the SQL
+        condition `where` if given: the `columns` of every row, sorted. Options choose the
+        query (`hoodie.datasource.query.type` read_optimized or incremental, `as.of.instant`
+        for time travel, `hoodie.enable.data.skipping`, ...)."""
+        rows = self._call("read", str(path), list(columns), dict(options or {}), where)
         return sorted(tuple(row) for row in rows)
 
     def run(self, function: str, *args: Any) -> Any:
@@ -288,9 +297,13 @@ def _write(
     )
 
 
-def _read(spark: Any, path: str, columns: list[str]) -> list[tuple[Any, ...]]:
-    frame = spark.read.format("hudi").load(path).select(*columns)
-    return [tuple(row) for row in frame.collect()]
+def _read(
+    spark: Any, path: str, columns: list[str], options: dict[str, str], where: str | None
+) -> list[tuple[Any, ...]]:
+    frame = spark.read.format("hudi").options(**options).load(path)
+    if where is not None:
+        frame = frame.where(where)
+    return [tuple(row) for row in frame.select(*columns).collect()]
 
 
 def _run(spark: Any, function: str, *args: Any) -> Any:
