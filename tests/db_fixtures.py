@@ -1,8 +1,10 @@
 """Database fixtures for every test that needs PostgreSQL (real PostgreSQL, no mocks).
 
 Which server: `TMS_TEST_DATABASE_URL` if set (its database is used only to create and drop
-others), else the PostgreSQL on 127.0.0.1:5432 if it answers (CI has one), else an embedded
-server in a temporary directory. The choice is printed once per run.
+others), else an embedded server in a temporary directory, started for the run and removed
+after it. A server that happens to listen on 127.0.0.1:5432 is never used unasked: the tests
+create and drop databases, which belongs only on a server someone pointed them at. The choice
+is printed once per run.
 
 Schema: one template database is built per session by running the Alembic migrations; every
 test gets its own `CREATE DATABASE … TEMPLATE` copy (tens of milliseconds), dropped after.
@@ -23,8 +25,6 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms.store import EmbeddedPostgres, make_engine, make_session_factory, start_embedded, upgrade
-
-LOCAL_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
 
 @dataclass
@@ -69,17 +69,6 @@ def _normalize(url: str) -> str:
     return url
 
 
-def _local_server_answers() -> bool:
-    try:
-        with psycopg.connect(
-            LOCAL_URL.replace("+psycopg", ""), connect_timeout=2, autocommit=True
-        ) as conn:
-            conn.execute("SELECT 1")
-    except psycopg.Error:
-        return False
-    return True
-
-
 def _unique(prefix: str) -> str:
     return f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
 
@@ -105,8 +94,6 @@ def pg_server(
     configured = os.environ.get("TMS_TEST_DATABASE_URL")
     if configured:
         server = PgServer("TMS_TEST_DATABASE_URL", _normalize(configured))
-    elif _local_server_answers():
-        server = PgServer("local server 127.0.0.1:5432", LOCAL_URL)
     else:
         embedded = start_embedded(tmp_path_factory.mktemp("pg"), cleanup="delete")
         server = PgServer("embedded server (temporary)", embedded.url("postgres"), embedded)
