@@ -77,9 +77,13 @@ class HudiRelease:
 
 HUDI_1_2 = HudiRelease("1.2.0", (6, 8, 9))
 """The newest Hudi 1.x release: writes table versions 6, 8 and 9 (9 by default)."""
+HUDI_1_0 = HudiRelease("1.0.2", (6, 8))
+"""The 1.0 line: writes table versions 6 and 8 (8 by default); its version 8 metadata files
+carry 1.0's `HoodieMetadataRecord` (no `ArrayWrapper` among the column stats' value wrappers,
+no `valueType`), which a later release's schema must not overwrite."""
 HUDI_0_15 = HudiRelease("0.15.0", (6,))
 """The last release before 1.0: version 6 as the writers of that time write it."""
-RELEASES = (HUDI_1_2, HUDI_0_15)
+RELEASES = (HUDI_1_2, HUDI_1_0, HUDI_0_15)
 
 
 class HudiJavaError(RuntimeError):

@@ -5,15 +5,16 @@ Every value in the metadata table is one `HoodieMetadataRecord` (hudi-common's
 HFiles in their file info (`schema`), log blocks in their SCHEMA header. Hudi writes that schema
 with its five meta fields prepended (`HoodieAvroUtils.addMetadataFields`, even though the
 metadata table does not populate them) and with `avro.java.string` markers; `avsc/` holds it
-exactly as Hudi 1.1 writes it for table versions 8 and 9.
+exactly as Hudi 1.1 writes it for table versions 8 and 9 (Hudi 1.0's, for version 8, lacks the
+`ArrayWrapper` branch and `valueType` of column stats).
 
 What Hudi 0.14/0.15 (table version 6) write differs: no `SecondaryIndexMetadata`, no
 `position` in the record index payload, no `isTightBound`/`valueType` in column stats and no
 `LocalDateWrapper`/`ArrayWrapper` min/max branches. Readers need none of this: they decode with
-the schema the file carries. A writer must write what the table's Hudi version reads, so for
-table versions before 8 it takes the schema from the table's own metadata files
-(`writer_schema`); a metadata table it creates on version 6 gets `METADATA_RECORD_0X`, ours
-without what Hudi 1.x added.
+the schema the file carries. A writer must write what the table's Hudi release reads, so it
+takes the schema from the table's own metadata files, whatever the table version
+(`writer_schema`); only a metadata table without files gets ours (`METADATA_RECORD_1X` on
+version 8 and 9, `METADATA_RECORD_0X`, ours without what Hudi 1.x added, on version 6).
 
 Values are decoded "raw": logical types are not applied (a decimal stays its bytes, a time its
 long) and a union of records gives back `(record name, record)`, so decoding and encoding again
@@ -144,8 +145,13 @@ def schema_fields(schema_text: str) -> frozenset[str]:
 
 
 def writer_schema(table_version: int, found: str | None) -> str:
-    """The schema to write new records with: ours for 1.x tables, else the one the table's
-    metadata files already carry (`found`), else `METADATA_RECORD_0X`."""
-    if table_version >= FIRST_1X_TABLE_VERSION:
-        return METADATA_RECORD_1X
-    return found or METADATA_RECORD_0X
+    """The schema to write new records with: the one the table's metadata files already carry
+    (`found`), whatever the table version; for a metadata table without files, ours for 1.x
+    tables and `METADATA_RECORD_0X` for older ones.
+
+    The schema differs between releases writing the same table version (Hudi 1.0's version 8
+    files have no `ArrayWrapper` and no `valueType`, Hudi 1.1's have both), and a reader that
+    reconciles the schemas of one file group's files (hudi-rs) refuses a mix."""
+    if found:
+        return found
+    return METADATA_RECORD_1X if table_version >= FIRST_1X_TABLE_VERSION else METADATA_RECORD_0X
