@@ -10,10 +10,17 @@ Object stores differ from a disk in three ways the methods absorb:
 - create-if-absent is a conditional PUT (`If-None-Match: *`) where the store has one;
 - no directories: a prefix exists while a key lies below it, `makedirs` does nothing, and
   listing a missing prefix is empty, as listing a missing directory is here.
+
+On a local disk Hudi writes through Hadoop's `LocalFileSystem`, which keeps a checksum file
+`.<name>.crc` next to each file it writes and refuses to read a file that no longer matches it
+(`ChecksumException`, surfacing as "Could not load Hoodie properties"). A file written or
+deleted here loses its checksum file, so Hadoop reads the new contents unchecked, as it does
+any file without one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import posixpath
@@ -31,6 +38,14 @@ from tms.hudi.storage_requests import (
     record,
 )
 from tms.hudi.storage_schemes import filesystem, is_local, is_s3
+
+
+def _drop_hadoop_checksum(full: str) -> None:
+    """Remove the checksum file Hadoop's `LocalFileSystem` keeps for the local file `full`
+    (absent for files Hadoop did not write)."""
+    folder, name = os.path.split(full)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(folder, f".{name}.crc"))
 
 
 @dataclass(frozen=True)
@@ -131,8 +146,10 @@ class Storage:
             tmp = self._temporary(full)
             with self.fs.open(tmp, "wb") as out:
                 out.write(data)
+            _drop_hadoop_checksum(full)
             self.fs.mv(tmp, full)
         else:
+            _drop_hadoop_checksum(full)
             with self.fs.open(full, "wb") as out:
                 out.write(data)
 
@@ -200,10 +217,14 @@ class Storage:
 
         Object stores answer a DELETE of a missing key as a success: there it is True."""
         record(RequestKind.DELETE)
+        full = self.full_path(path)
         try:
-            self.fs.rm_file(self.full_path(path))
+            self.fs.rm_file(full)
         except FileNotFoundError:
             return False
+        finally:
+            if self._local:
+                _drop_hadoop_checksum(full)
         return True
 
     def delete_dir(self, path: str) -> None:
