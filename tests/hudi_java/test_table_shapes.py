@@ -156,7 +156,7 @@ version 8 shape names its columns, leaving the decimal out, to run the rest."""
 NO_DECIMAL_STATS = "id,sub,region,tier,day,ts,val,born,seen"
 
 SHAPES = [
-    Shape(HUDI_1_2, 9, merge_on_read=False, metadata=False, log_blocks="avro",
+    Shape(HUDI_1_2, 9, merge_on_read=False, metadata=True, log_blocks="avro",
           key_generator="complex"),
     pytest.param(
         Shape(HUDI_1_2, 6, merge_on_read=False, metadata=True, log_blocks="avro",
