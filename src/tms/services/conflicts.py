@@ -16,6 +16,13 @@ base file of a new slice: writers appending log files go to that slice (they nam
 compaction instant, or complete after it), so only a write that made a new base file of a
 planned group (a merge or a create) conflicts.
 
+A plan that left the timeline while it ran conflicts before anything else: a Hudi writer
+allowing updates into pending clusterings and rolling them back on conflict
+(`hoodie.clustering.rollback.pending.replacecommit.on.conflict`) rolls back a pending plan,
+its files included, and commits into the file groups, whoever executes it; completing the
+plan then would hide that write behind a replacecommit whose files are gone
+(`PlanRolledBackError`, also for a plan completed or aborted elsewhere meanwhile).
+
 What a conflict does is the caller's (`tms.services.execution.resolve_conflicts`): a
 cancellable plan is cancelled (RFC-79), one that is not waits for writes in flight and
 fails, naming the writer, when a completed write conflicts.
@@ -26,20 +33,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tms.hudi.errors import HudiError
+from tms.hudi.errors import HudiError, PlanNotFoundError
 from tms.hudi.files.markers import MarkerType, list_markers
 from tms.hudi.files.names import BaseFileName
 from tms.hudi.files.write_conflicts import FileGroupId, WriterConflict, marked_file_groups
 from tms.hudi.locks import LockSpec
+from tms.hudi.metadata.valid_instants import rolled_back_instants
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
-from tms.hudi.timeline.instant import Instant
+from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 
 __all__ = [
     "Conflict",
     "ConflictCheck",
     "FileGroupId",
+    "PlanRolledBackError",
     "WriteConflictError",
     "find_conflicts",
 ]
@@ -54,6 +63,12 @@ class WriteConflictError(HudiError):
     def __init__(self, message: str, *, retryable: bool) -> None:
         super().__init__(message)
         self.retryable = retryable
+
+
+class PlanRolledBackError(PlanNotFoundError):
+    """The plan being executed is no longer pending on the timeline: another writer rolled
+    it back (Hudi's writers do for clusterings in their way) or removed it. Its execution
+    must not complete."""
 
 
 Conflict = WriterConflict
@@ -73,6 +88,7 @@ def find_conflicts(
     requested; `any_file` (clustering) counts log files too, else only base files."""
     ours = set(file_groups)
     timeline = table.timeline()
+    _check_still_pending(timeline, plan_instant)
     found: list[Conflict] = []
     for instant in timeline.pending_writes():
         ts = instant.requested_time
@@ -96,6 +112,33 @@ def find_conflicts(
         if touched & ours:
             found.append(Conflict(instant.requested_time, False, tuple(sorted(touched & ours))))
     return found
+
+
+def _check_still_pending(timeline: Timeline, plan_instant: str) -> None:
+    """`PlanRolledBackError` when the plan completed or was aborted meanwhile, or left the
+    timeline through a rollback naming it (a rollback of an earlier attempt of ours keeps
+    the plan requested)."""
+    instant = timeline.get(plan_instant)
+    if instant is not None:
+        if instant.is_pending:
+            return
+        how = "completed by another job" if instant.is_completed else "aborted (cancelled)"
+        raise PlanRolledBackError(
+            f"plan {plan_instant} was {how} meanwhile, so this execution must not complete"
+        )
+    rollbacks = [
+        undo.requested_time
+        for undo in timeline.instants
+        if undo.action is Action.ROLLBACK
+        and undo.requested_time > plan_instant
+        and plan_instant in rolled_back_instants(timeline, undo)
+    ]
+    if rollbacks:
+        raise PlanRolledBackError(
+            f"plan {plan_instant} left the timeline while it was executed: rollback "
+            f"{', '.join(rollbacks)} rolled it back (a writer that updates the file groups of "
+            "pending clusterings rolls them back on conflict), so it must not complete"
+        )
 
 
 def _completed_since(timeline: Timeline, plan_instant: str) -> list[Instant]:
