@@ -349,7 +349,8 @@ def before(instant: str) -> str:
     """An instant time a millisecond before `instant`: after every instant that completed
     before `instant` was requested, so incremental and time-travel reads select the same
     instants whether Hudi compares requested (version 6) or completion times (8 and 9)."""
-    return str(int(instant) - 1)
+    moment = datetime.strptime(instant[:17], "%Y%m%d%H%M%S%f") - timedelta(milliseconds=1)
+    return moment.strftime("%Y%m%d%H%M%S%f")[:17]
 
 
 def hudi_writes(table: Table, step: int, deletes: list[str], upserts: list[int]) -> None:
