@@ -29,6 +29,8 @@ import pytest
 
 from tests.hudi_java.support import HUDI_1_2, HudiJavaError, HudiRelease, HudiSpark
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
+from tms.hudi.errors import PlanNotFoundError
+from tms.hudi.locks import LockSpec
 from tms.hudi.table import HudiTable
 from tms.services import progress
 from tms.services.clustering import execute_clustering
@@ -54,8 +56,12 @@ SHORT_LOCK_WAIT = {
 }
 
 
-def writer_options(path: Path, table_version: int) -> dict[str, str]:
-    """A multi-writer Hudi writer that leaves compaction and clustering to tms."""
+def writer_options(path: Path, table_version: int, lock_folder: str | None) -> dict[str, str]:
+    """A multi-writer Hudi writer that leaves compaction and clustering to tms; its lock
+    file in `lock_folder` of the table (a full path for Hudi), else Hudi's default folder."""
+    lock_path = (
+        {"hoodie.write.lock.filesystem.path": str(path / lock_folder)} if lock_folder else {}
+    )
     return {
         "hoodie.table.name": path.name,
         "hoodie.datasource.write.table.type": "MERGE_ON_READ",
@@ -69,6 +75,7 @@ def writer_options(path: Path, table_version: int) -> dict[str, str]:
         "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
         "hoodie.cleaner.policy.failed.writes": "LAZY",
         "hoodie.write.lock.provider": LOCK_PROVIDER,
+        **lock_path,
         # tms compacts: a batch writer of a merge-on-read table otherwise runs every pending
         # compaction plan itself, tms's included
         "hoodie.compact.inline": "false",
@@ -96,10 +103,13 @@ def on_stage(stage: str, step: Callable[[], None]) -> Iterator[list[str]]:
 class Beside:
     """Hudi's writer on one table, and the model of the rows it committed."""
 
-    def __init__(self, hudi: HudiSpark, path: Path, table_version: int) -> None:
+    def __init__(
+        self, hudi: HudiSpark, path: Path, table_version: int, lock_folder: str | None
+    ) -> None:
         self.hudi = hudi
         self.path = path
-        self.options = writer_options(path, table_version)
+        self.options = writer_options(path, table_version, lock_folder)
+        self.lock = LockSpec.of(folder=lock_folder)
         self.model: dict[str, Row] = {}
 
     def write(self, rows: list[Row], operation: str = "upsert", **extra: str) -> None:
@@ -118,7 +128,8 @@ class Beside:
             )
 
     def table(self) -> HudiTable:
-        return HudiTable.open(str(self.path))
+        """The table as tms opens it, locking where the writer locks."""
+        return HudiTable.open(str(self.path), lock=self.lock)
 
     def reads_right(self) -> None:
         expected = sorted(self.model.values())
@@ -126,14 +137,20 @@ class Beside:
         assert hudi_rs_rows(str(self.path)) == expected
 
 
-@pytest.mark.parametrize("table_version", [6, 9], ids=["v6", "v9"])
+@pytest.mark.parametrize(
+    ("table_version", "lock_folder"),
+    [(6, None), (9, ".hoodie/.aux")],
+    ids=["v6-default-lock-folder", "v9-lock-folder-set"],
+)
 def test_hudi_writers_beside_tms_compaction_and_clustering(
     spark: Any,
     hudi_spark: Callable[[HudiRelease], HudiSpark],
     tmp_path: Path,
     table_version: int,
+    lock_folder: str | None,
 ) -> None:
-    writer = Beside(hudi_spark(HUDI_1_2), tmp_path / f"mor_v{table_version}", table_version)
+    path = tmp_path / f"mor_v{table_version}"
+    writer = Beside(hudi_spark(HUDI_1_2), path, table_version, lock_folder)
     writer.write(
         [("c1", 1, "c", 1.0), ("c2", 1, "c", 2.0), ("m1", 1, "m", 1.0), ("m2", 1, "m", 2.0)],
         "insert",
@@ -154,14 +171,23 @@ def test_hudi_writers_beside_tms_compaction_and_clustering(
     writer.reads_right()
 
     # A writer that compacts inline (a batch writer's default on merge-on-read) runs every
-    # pending compaction after its commit, but not one another job is executing: tms's
-    # heartbeat on the instant (`.hoodie/.heartbeat/<instant>`, as Hudi's jobs beat) makes it
-    # refuse, as it refuses a Hudi compactor's, with Hudi's lock exception after its own
-    # commit completed; tms's compaction then completes with the writer's insert kept
-    writer.write([("m2", 4, "m", 2.0)])
+    # pending compaction after its commit, tms's plan as a Hudi scheduler's: it completes it
+    # itself (tms's execution then finds it done)
     compaction = schedule_compaction(writer.table())
     assert compaction is not None
-    inline = {"hoodie.compact.inline": "true", "hoodie.compact.inline.max.delta.commits": "1"}
+    inline = {"hoodie.compact.inline": "true"}
+    writer.write([("m2", 4, "m", 2.0)], **inline)
+    assert writer.table().timeline().is_completed(compaction)
+    with pytest.raises(PlanNotFoundError, match=f"{compaction} has already completed"):
+        execute_compaction(spark, writer.table(), compaction)
+    writer.reads_right()
+
+    # ... but not one another job is executing: tms's heartbeat on the instant
+    # (`.hoodie/.heartbeat/<instant>`, as Hudi's jobs beat) makes it refuse, as it refuses a
+    # Hudi compactor's, with Hudi's lock exception after its own commit completed; tms's
+    # compaction then completes with the writer's insert kept
+    compaction = schedule_compaction(writer.table())
+    assert compaction is not None
 
     def writer_compacts_inline() -> None:
         refused = f"Cannot execute instant {compaction} due to heartbeat by concurrent"
