@@ -28,7 +28,8 @@ FILE_STATUS_DTO_0X = FILE_STATUS_DTO_1X | {"accessTime", "permission", "owner", 
 FILE_PATH_DTO = {"uri"}
 FILE_GROUP_DTO = {"partition", "fileId", "slices", "timeline"}
 TIMELINE_DTO = {"instants"}
-INSTANT_DTO = {"action", "ts", "state"}
+INSTANT_DTO = {"action", "ts", "state", "requestedTime", "completionTime"}
+"""Hudi 1.x's `InstantDTO` (0.x's has the first three and ignores the others)."""
 COMPACTION_OP_DTO = {
     "baseInstant", "compactionInstant", "dataFileInstant", "deltaFiles", "baseFile", "id",
     "partition", "metrics", "externalBaseFile",
@@ -95,6 +96,12 @@ def test_slice_base_file_group_and_timeline_dtos(
     assert set(timeline) == TIMELINE_DTO
     assert all(set(i) == INSTANT_DTO for i in timeline["instants"])
     assert [(i["ts"], i["action"], i["state"]) for i in timeline["instants"]] == client.instants
+    # Hudi 1.x's client builds each instant from these two
+    assert all(i["requestedTime"] == i["ts"] for i in timeline["instants"])
+    assert all(
+        (i["completionTime"] is not None) == (i["state"] == "COMPLETED")
+        for i in timeline["instants"]
+    )
     last = client.call("timeline/instant/last")
     assert last == [timeline["instants"][-1]]
     assert client.call("refresh/", method="POST") is True

@@ -26,6 +26,7 @@ from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Instant
 from tms.hudi.timeline.timeline import Timeline
+from tms.view.completion_times import CompletionTimes, load_timeline
 from tms.view.listing import Change, Listing, changes_between, list_table, touched_partitions
 from tms.view.snapshot import Snapshot, build_snapshot
 
@@ -67,6 +68,10 @@ class CachedTable:
     """Held while the view advances."""
     synced_at: float | None = None
     """When (monotonic seconds) a client's request last had the view synced."""
+    sync_found_change: bool = False
+    """Whether that sync found the timeline changed (a table on the move may sync again)."""
+    completion_times: CompletionTimes = field(default_factory=dict)
+    """Of the timeline's completed instants, on layout 1 (`completion_times`)."""
 
 
 @dataclass
@@ -129,7 +134,7 @@ class ViewCache:
     def _build(self, ref: TableRef, outcome: Outcome) -> CachedTable:
         table = HudiTable.open(ref.base_path, ref.storage_options)
         storage = table.storage
-        timeline = table.timeline()
+        timeline, times = load_timeline(table)
         listing = list_table(storage)
         outcome.cache = "miss"
         outcome.listings += 1 + listing.listed
@@ -142,6 +147,7 @@ class ViewCache:
             snapshot=None,  # type: ignore[arg-type]  # set just below
             token=ref.token,
             plans=ref.plans,
+            completion_times=times,
         )
         cached.snapshot = self._snapshot(cached, timeline)
         log.info(
@@ -170,7 +176,7 @@ class ViewCache:
             if not force and cached.token >= token and same_plans:
                 return  # another request advanced it meanwhile
             before = cached.listing.listed
-            timeline = cached.table.timeline()
+            timeline, times = load_timeline(cached.table)
             outcome.listings += 1
             change = changes_between(cached.timeline, timeline)
             changed = None if change.rebuild else self._apply(cached, timeline, change)
@@ -181,6 +187,7 @@ class ViewCache:
                 outcome.listings += cached.listing.listed - before
             previous = cached.snapshot
             cached.timeline = timeline
+            cached.completion_times = times
             cached.snapshot = self._snapshot(cached, timeline, previous, changed)
             if token > cached.token:
                 cached.token = token
@@ -233,7 +240,12 @@ class ViewCache:
             return cached.replace_metadata[key]
 
         return build_snapshot(
-            timeline, cached.listing.files(), replace_metadata, previous=previous, changed=changed
+            timeline,
+            cached.listing.files(),
+            replace_metadata,
+            previous=previous,
+            changed=changed,
+            completion_times=cached.completion_times,
         )
 
 

@@ -9,9 +9,12 @@ storage itself.
 
 What a client sends cannot make the service list storage at its pace: the syncs clients
 ask for (a newer or unknown `lastinstantts`/`timelinehash`, `refresh`, `inittimeline`)
-run at most once per table per `sync_interval`. A client asking again meanwhile is answered
-from the view as it is, or refused as behind: a bogus `lastinstantts` on every request
-costs one listing per interval, not one per request.
+run at most once per table per `sync_interval`, unless the last one found the timeline
+changed: a writer's timeline moves several times a second (an inline compaction is
+requested, then inflight, then committed), and each move it tells of is real, so it is
+synced to at once, as Hudi's server would. A client asking again meanwhile is answered from
+the view as it is, or refused as behind: a bogus `lastinstantts` on every request costs one
+listing per interval plus one per real change of the table, not one per request.
 """
 
 from __future__ import annotations
@@ -168,9 +171,11 @@ class ViewService:
                 return
             with sessions() as session:
                 fresh = self.find_table(session, base_path, fresh=True)
+            before = cached.timeline.instants
             self.cache.advance(
                 cached, fresh.token, outcome, reason="synced", plans=fresh.plans, force=True
             )
+            cached.sync_found_change = cached.timeline.instants != before
 
         outcome = Outcome()
         try:
@@ -191,13 +196,16 @@ class ViewService:
 
     def _may_sync(self, cached: CachedTable) -> bool:
         """True, and the table's sync time set, when no client-asked sync of it began
-        within `sync_interval`."""
+        within `sync_interval`, or the last one found the timeline changed (it may then
+        have changed again: a real change allows one more sync)."""
         now = self.clock()
         with self._refs_lock:
             last = cached.synced_at
-            if last is not None and now - last < self.sync_interval:
+            recent = last is not None and now - last < self.sync_interval
+            if recent and not cached.sync_found_change:
                 return False
             cached.synced_at = now
+            cached.sync_found_change = False
             return True
 
     def _answer(

@@ -29,6 +29,7 @@ from tms.hudi.files.names import BaseFileName
 from tms.hudi.storage import FileInfo, Storage
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
+from tms.view.completion_times import CompletionTimes, with_completion_times
 from tms.view.visible_timeline import timeline_hash, visible_instants, write_instants
 
 __all__ = ["FileGroupId", "PendingOperation", "Snapshot", "build_snapshot"]
@@ -227,8 +228,10 @@ def build_snapshot(
     *,
     previous: Snapshot | None = None,
     changed: set[str] | None = None,
+    completion_times: CompletionTimes | None = None,
 ) -> Snapshot:
-    """The view of `timeline` over the listed partitions (`listings`: partition -> files).
+    """The view of `timeline` over the listed partitions (`listings`: partition -> files);
+    `completion_times` gives layout 1's completed instants theirs (`completion_times`).
 
     With the `previous` snapshot and the partitions whose files `changed` since, the file
     groups of the others are kept as they were: new completed writes change only the
@@ -241,7 +244,7 @@ def build_snapshot(
     )
     if previous is not None and changed is not None and same_plans:
         kept = {p: g for p, g in previous.groups.items() if p not in changed}
-    visible = visible_instants(timeline)
+    visible = with_completion_times(visible_instants(timeline), completion_times or {})
     replaced = _replaced(timeline, replace_metadata)
     slicer = PartitionSlicer.of(timeline)
     groups: dict[str, list[FileGroup]] = {}

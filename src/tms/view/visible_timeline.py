@@ -73,11 +73,15 @@ def contains_or_before_start(instants: Sequence[Instant], ts: str) -> bool:
 
 
 def instant_dto(instant: Instant) -> dict[str, Any]:
-    """`InstantDTO`: `action`, `ts` (requested time), `state` (the enum's name)."""
+    """`InstantDTO`: `action`, `ts` (requested time), `state` (the enum's name), and the
+    fields Hudi 1.x added, which its client builds the instant from: `requestedTime` and
+    `completionTime` (null while pending). Hudi 0.x's client ignores the two."""
     return {
         "action": instant.action.value,
         "ts": instant.requested_time,
         "state": _STATE_NAMES[instant.state],
+        "requestedTime": instant.requested_time,
+        "completionTime": instant.completion_time if instant.is_completed else None,
     }
 
 
