@@ -32,6 +32,7 @@ from tms.hudi.metadata.partition_stats import (
     partition_deletion_entries,
     partition_stats_entries,
 )
+from tms.hudi.metadata.schema import parsed_schema
 from tms.hudi.metadata.stats_keys import column_stats_key, partition_stats_key, xxhash64
 from tms.hudi.metadata.stats_values import ValueType, decimal_to_unscaled_bytes
 
@@ -166,11 +167,11 @@ def test_v1_picks_the_wrapper_by_java_type_and_writes_no_value_type(tmp_path: Pa
         }
     )
     got = {name: minmax(p) for name, p in stats_of(table, tmp_path, V1).items()}
-    scale15 = Decimal(1).scaleb(-15)
     assert got == {
         "dec": (
-            (NS + "DecimalWrapper", {"value": Decimal("-0.01").quantize(scale15)}),
-            (NS + "DecimalWrapper", {"value": Decimal("12.50").quantize(scale15)}),
+            # decimal(30, 15) on the wire: the unscaled value at scale 15
+            (NS + "DecimalWrapper", {"value": (-(10**13)).to_bytes(6, "big", signed=True)}),
+            (NS + "DecimalWrapper", {"value": (125 * 10**14).to_bytes(7, "big", signed=True)}),
             None,
         ),
         "day": (
@@ -319,13 +320,14 @@ def test_keys_are_hudis() -> None:
 
 @pytest.fixture(scope="module")
 def hudi_column_stats_schema(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """`HoodieMetadataColumnStats` as Hudi 1.1 wrote it into a fixture's base HFile."""
+    """`HoodieMetadataColumnStats` as Hudi 1.1 wrote it into a fixture's base HFile, parsed
+    as tms encodes metadata records: raw, logical types left out, so a decimal is its bytes."""
     root = unzip_fixture("cow_v9_txns_simple_meta", tmp_path_factory.mktemp("cow"))
     hfile = next((root / ".hoodie" / "metadata" / "column_stats").glob("*.hfile"))
     record = json.loads(HFileReader(hfile).file_info[b"schema"])
     (stats,) = [f for f in record["fields"] if f["name"] == "ColumnStatsMetadata"]
     column_stats = {**stats["type"][1], "namespace": record["namespace"]}  # inherited there
-    return fastavro.parse_schema(column_stats)
+    return parsed_schema(json.dumps(column_stats))
 
 
 def test_payloads_encode_with_hudis_schema_and_read_back(

@@ -140,34 +140,14 @@ class Shape:
         }
 
 
-DECIMAL_STATS_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=(ValueError, TypeError),
-    reason=(
-        "tms writes a decimal column's V1 column stats (DecimalWrapper) as a Decimal where the"
-        " metadata files' schema, as tms reads it, holds the unscaled bytes (fastavro refuses"
-        " it), and merges such a stat read back as bytes with a new Decimal (TypeError):"
-        " tms.hudi.metadata.stats_values wrap/unwrap"
-    ),
-)
-"""Column stats of a decimal column at index version V1 (table versions 6 and 8): tms cannot
-write them. At version 6 tms indexes every column (the writer's column list is not recorded),
-so that shape runs with the metadata table off as well; the version 8 shape names its columns,
-leaving the decimal out, to run the rest."""
-NO_DECIMAL_STATS = "id,sub,region,tier,day,ts,val,born,seen"
-
 SHAPES = [
     Shape(HUDI_1_2, 9, merge_on_read=False, metadata=True, log_blocks="avro",
           key_generator="complex"),
-    Shape(HUDI_1_2, 6, merge_on_read=False, metadata=False, log_blocks="avro",
+    # versions 6 and 8 keep column stats at index version V1: a decimal's in DecimalWrapper
+    Shape(HUDI_1_2, 6, merge_on_read=False, metadata=True, log_blocks="avro",
           key_generator="timestamp"),
-    pytest.param(
-        Shape(HUDI_1_2, 6, merge_on_read=False, metadata=True, log_blocks="avro",
-              key_generator="timestamp"),
-        marks=DECIMAL_STATS_BUG,
-    ),
     Shape(HUDI_1_2, 8, merge_on_read=True, metadata=True, log_blocks="parquet",
-          key_generator="complex", stats_columns=NO_DECIMAL_STATS),
+          key_generator="complex", stats_columns="id,region,price,born,seen"),
     Shape(HUDI_1_2, 9, merge_on_read=True, metadata=False, log_blocks="parquet",
           key_generator="timestamp"),
     Shape(HUDI_0_15, 6, merge_on_read=True, metadata=False, log_blocks="avro",

@@ -6,7 +6,8 @@ wrappers and names the logical type in `valueType` (`HoodieValueTypeInfo`: the t
 and, for decimals, "precision,scale"); dates go in `IntWrapper` as epoch days, timestamps in
 `LongWrapper`, decimals in `BytesWrapper` as the unscaled value's minimal two's complement
 (Java's `BigInteger.toByteArray`). V1 writes no `valueType` and picks the wrapper by the Java
-type of the value: decimals in `DecimalWrapper` (scale 15), dates in `DateWrapper`.
+type of the value: decimals in `DecimalWrapper` (`decimal(30, 15)`: on the wire the unscaled
+value at scale 15, the same two's complement), dates in `DateWrapper`.
 
 Ranges merge with Java's `compareTo` of those values: strings by UTF-16 code unit, byte
 buffers by signed bytes, floats with -0.0 < 0.0 and NaN last, decimals by value.
@@ -115,8 +116,9 @@ def wrap(
         return None
     if value_type is ValueType.V1:
         if v1_wrapper == "DecimalWrapper":
+            # the wire form: metadata records are encoded raw, without logical types
             assert isinstance(value, Decimal)
-            return _full(v1_wrapper), {"value": value.quantize(Decimal(1).scaleb(-15))}
+            return _full(v1_wrapper), {"value": decimal_to_unscaled_bytes(value, V1_DECIMAL_SCALE)}
         return _full(v1_wrapper), {"value": value}
     wrapper = _PRIMITIVE_WRAPPER[value_type]
     if value_type is ValueType.DECIMAL:
@@ -136,6 +138,8 @@ def unwrap(
     raw = record["value"]
     if value_type is ValueType.DECIMAL:
         return unscaled_bytes_to_decimal(bytes(raw), scale), simple
+    if simple == "DecimalWrapper" and isinstance(raw, bytes | bytearray):
+        return unscaled_bytes_to_decimal(bytes(raw), V1_DECIMAL_SCALE), simple
     return raw, simple
 
 
