@@ -142,7 +142,13 @@ def test_client_request_two_instants_then_repeat(
     assert body["table_created"] is True
     assert [(o["instant"], o["created"]) for o in body["operations"]] == [(a, True), (b, True)]
     op = body["operations"][0]
-    assert (op["resource"], op["parallelism"], op["owner"]) == ("4g:4g", 100, "default")
+    # Hudi's defaults for the deploy settings the writer left unset: the table's and engine's
+    assert (op["resource"], op["parallelism"], op["owner"], op["queue"]) == (
+        None,
+        None,
+        None,
+        "default",
+    )
     assert op["extra_params"] == {"spark.executor.cores": "1", "spark.sql.adaptive.enabled": "x=y"}
     again = client.get("/v1/hoodie/service/compact", params=params).json()
     assert again["table_created"] is False
@@ -150,6 +156,31 @@ def test_client_request_two_instants_then_repeat(
         (o["id"], False) for o in body["operations"]
     ]
     assert session.scalar(select(func.count()).select_from(Operation)) == 2
+
+
+def test_client_deploy_settings_other_than_hudis_defaults_are_kept(
+    client: TestClient, mor_table: HudiWriter
+) -> None:
+    """A value the writer chose is kept; Hudi's default for it means the table's (owner,
+    queue) or the engine's (memory, parallelism): a resident worker can run the operation."""
+    base = mor_table.table.base_path
+    chosen = client_params(
+        base, instant=instant(), username="etl", queue="nightly", resource="spark:8g,2g"
+    )
+    op = client.get("/v1/hoodie/service/compact", params={**chosen, "parallelism": "8"}).json()
+    assert [
+        (o["owner"], o["queue"], o["resource"], o["parallelism"]) for o in op["operations"]
+    ] == [("etl", "nightly", "8g:2g", 8)]
+    table = client.patch(f"/v1/tables/{op['table_id']}", json={"queue": "lake", "owner": "data"})
+    assert table.status_code == 200, table.text
+    defaults = client_params(base, instant=instant(), username="DEFAULT", resource="Spark:4g,4g")
+    [op] = client.get("/v1/hoodie/service/compact", params=defaults).json()["operations"]
+    assert (op["owner"], op["queue"], op["resource"], op["parallelism"]) == (
+        None,
+        "lake",
+        None,
+        None,
+    )
 
 
 def test_client_request_with_no_pending_instants_is_a_no_op(client: TestClient) -> None:

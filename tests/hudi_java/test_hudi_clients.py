@@ -38,7 +38,11 @@ CALLBACK_KEY = "hudi-writers-7f3a"
 """The key tms accepts (`TMS_CALLBACK_KEYS`) and the writer sends (`…http.api.key`)."""
 CALLBACK_ROUTE = "/v1/hoodie/service/commit"
 JOB_TIMEOUT = 420.0
-"""Seconds for an operation to finish: spark-submit starts a JVM on a loaded 2-core machine."""
+"""Seconds for an operation to finish, its worker's SparkSession start among them on a
+loaded 2-core machine."""
+RESIDENT_WORKER = {"workers": 1, "worker_slots": 1, "max_running_per_instance": 0}
+"""The operations run on a resident Spark worker `tms serve` starts, whose SparkSession
+starts while Hudi writes: no JVM start per operation."""
 
 
 def releases_and_versions(*cases: tuple[HudiRelease, int]) -> pytest.MarkDecorator:
@@ -190,7 +194,9 @@ def test_hudi_commit_callbacks_drive_a_policy_compaction_that_hudi_reads_and_wri
     release: HudiRelease,
     table_version: int,
 ) -> None:
-    service = services.start("a", compaction_delta_commits=3, callback_keys=CALLBACK_KEY)
+    service = services.start(
+        "a", compaction_delta_commits=3, callback_keys=CALLBACK_KEY, **RESIDENT_WORKER
+    )
     path = tmp_path / f"trips_v{table_version}"
     options = {
         **table_options(release, path, table_version),
@@ -257,7 +263,7 @@ def test_hudi_delegates_its_compaction_and_clustering_plans_to_tms_and_writes_on
     release: HudiRelease,
     table_version: int,
 ) -> None:
-    service = services.start("a")  # no policies: tms runs what the writer delegates
+    service = services.start("a", **RESIDENT_WORKER)  # no policies: it runs what Hudi hands over
     path = tmp_path / f"trips_v{table_version}"
     options = {
         **table_options(release, path, table_version),
@@ -283,14 +289,14 @@ def test_hudi_delegates_its_compaction_and_clustering_plans_to_tms_and_writes_on
     [compaction] = operations_of(service, table["id"], "compaction")
     assert compaction["instant"] == compaction_instant
     assert compaction["status"] not in ("RUNNING", "COMPLETED")
-    # what Hudi's client asks for unless configured (`…deploy.*`); `spark:4g,4g` is kept as
-    # driver:executor memory, which the job gets
-    assert (compaction["owner"], compaction["queue"], compaction["engine"]) == (
-        "default",
-        "default",
-        "spark",
+    # Hudi's client sends its defaults for the deploy settings left unset (`spark:4g,4g`,
+    # parallelism 100, user and queue `default`): tms takes the table's and the engine's,
+    # so the resident worker runs what Hudi hands over
+    assert (compaction["owner"], compaction["resource"], compaction["parallelism"]) == (
+        None,
+        None,
+        None,
     )
-    assert (compaction["resource"], compaction["parallelism"]) == ("4g:4g", 100)
     # the writer writes on while its plan waits; it asks again for the same plan: one operation
     writer.write("upsert", [("k1", 30, "p1", 3.5), ("k5", 30, "p1", 5.5)])
     assert [op["id"] for op in operations_of(service, table["id"], "compaction")] == [
@@ -300,6 +306,8 @@ def test_hudi_delegates_its_compaction_and_clustering_plans_to_tms_and_writes_on
     completed_operation(service, compaction["id"])
     assert (compaction_instant, "commit") in completed(path)
     assert pending(path, "compaction") == []
+    [attempt] = service.attempts(compaction["id"])  # tms's job compacted, not Hudi's writer
+    assert attempt["figures"]["file_groups"] == attempt["figures"]["files_written"] > 0
     writer.reads_right()
 
     # a clustering plan of this write's small file groups, delegated; no compaction due
