@@ -66,6 +66,9 @@ class CachedTable:
     replace_metadata: dict[str, ReplaceCommitMetadata | None] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     """Held while the view advances."""
+    sync_lock: threading.Lock = field(default_factory=threading.Lock)
+    """Held by a client-asked sync from its decision to its end: a request that arrives
+    meanwhile waits for it and is answered from what it found."""
     synced_at: float | None = None
     """When (monotonic seconds) a client's request last had the view synced."""
     sync_found_change: bool = False

@@ -12,8 +12,10 @@ ask for (a newer or unknown `lastinstantts`/`timelinehash`, `refresh`, `inittime
 run at most once per table per `sync_interval`, unless the last one found the timeline
 changed: a writer's timeline moves several times a second (an inline compaction is
 requested, then inflight, then committed), and each move it tells of is real, so it is
-synced to at once, as Hudi's server would. A client asking again meanwhile is answered from
-the view as it is, or refused as behind: a bogus `lastinstantts` on every request costs one
+synced to at once, as Hudi's server would. Syncs of a table run one at a time, and a request
+that comes while one runs waits for it and is answered from what it found (a writer's tasks
+ask in parallel). A client asking again later within the interval is answered from the view
+as it is, or refused as behind: a bogus `lastinstantts` on every request costs one
 listing per interval plus one per real change of the table, not one per request.
 """
 
@@ -164,18 +166,23 @@ class ViewService:
         with sessions() as session:
             ref = self.find_table(session, base_path)
 
-        def sync(cached: CachedTable) -> None:
+        def sync(cached: CachedTable, needed: Callable[[], bool] | None = None) -> None:
             """Load the view again (unless a client had it synced within `sync_interval`);
-            the row read first says which commits it then holds."""
-            if not self._may_sync(cached):
-                return
-            with sessions() as session:
-                fresh = self.find_table(session, base_path, fresh=True)
-            before = cached.timeline.instants
-            self.cache.advance(
-                cached, fresh.token, outcome, reason="synced", plans=fresh.plans, force=True
-            )
-            cached.sync_found_change = cached.timeline.instants != before
+            the row read first says which commits it then holds. One sync of a table at a
+            time: a writer's tasks ask in parallel, and a request that waited for another's
+            sync syncs only if that one did not bring what it `needed`."""
+            with cached.sync_lock:
+                if needed is not None and not needed():
+                    return
+                if not self._may_sync(cached):
+                    return
+                with sessions() as session:
+                    fresh = self.find_table(session, base_path, fresh=True)
+                before = cached.timeline.instants
+                self.cache.advance(
+                    cached, fresh.token, outcome, reason="synced", plans=fresh.plans, force=True
+                )
+                cached.sync_found_change = cached.timeline.instants != before
 
         outcome = Outcome()
         try:
@@ -215,16 +222,26 @@ class ViewService:
         path: str,
         params: Params,
         base_path: str,
-        sync: Callable[[CachedTable], None],
+        sync: Callable[[CachedTable, Callable[[], bool] | None], None],
     ) -> bytes:
         if endpoint.method == "POST" and path in _SYNCING_POSTS:
-            sync(cached)
+            sync(cached, None)
         check = endpoint.refresh_check and params.optional(REFRESH_OFF).lower() != "true"
         if check and _behind(cached.snapshot, params):
-            sync(cached)
+            sync(cached, lambda: _behind(cached.snapshot, params))
         snapshot = cached.snapshot
         if check and _behind(snapshot, params) and _should_refuse(snapshot, params):
             client_last = params.optional(LAST_INSTANT_TS, INVALID_INSTANT_TS)
+            log.info(
+                "view of %s: %s refused as behind: client's last instant %s, hash %s; "
+                "view's last %s, hash %s",
+                base_path,
+                path,
+                client_last,
+                params.optional(TIMELINE_HASH),
+                snapshot.last_instant,
+                snapshot.hash,
+            )
             raise ApiError(
                 400,
                 "client_view_behind",
