@@ -24,6 +24,12 @@ from tests.e2e.conftest import Service, Services, services
 from tests.hudi_java import service_manager_config
 from tests.hudi_java.support import HUDI_0_15, HUDI_1_2, HudiRelease, HudiSpark
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA
+from tests.hudi_java.writer_options import (
+    COMMIT_CALLBACK,
+    SERVICES_OFF_THE_WRITER,
+    TABLE_SERVICE_MANAGER,
+    filled,
+)
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.store import Commit
@@ -36,7 +42,6 @@ Row = tuple[Any, ...]
 
 CALLBACK_KEY = "hudi-writers-7f3a"
 """The key tms accepts (`TMS_CALLBACK_KEYS`) and the writer sends (`…http.api.key`)."""
-CALLBACK_ROUTE = "/v1/hoodie/service/commit"
 JOB_TIMEOUT = 420.0
 """Seconds for an operation to finish, its worker's SparkSession start among them on a
 loaded 2-core machine."""
@@ -80,23 +85,14 @@ def table_options(release: HudiRelease, path: Path, table_version: int) -> dict[
 
 def callback_options(service: Service) -> dict[str, str]:
     """Hudi's HTTP commit callback to tms (HoodieWriteCommitCallbackConfig)."""
-    return {
-        "hoodie.write.commit.callback.on": "true",
-        "hoodie.write.commit.callback.http.url": service.url + CALLBACK_ROUTE,
-        "hoodie.write.commit.callback.http.api.key": CALLBACK_KEY,
-    }
+    return filled(
+        COMMIT_CALLBACK, tms_host="127.0.0.1", tms_port=service.port, callback_key=CALLBACK_KEY
+    )
 
 
-def service_manager_options(release: HudiRelease, service: Service) -> dict[str, str]:
-    """Hudi's table-service-manager client to tms (HoodieTableServiceManagerConfig).
-    Hudi 0.15 delegates clustering only when the actions name `replacecommit`; 1.x takes
-    `clustering` (and `replacecommit`)."""
-    clustering = "replacecommit" if release is HUDI_0_15 else "clustering"
-    return {
-        "hoodie.table.service.manager.enabled": "true",
-        "hoodie.table.service.manager.uris": service.url,
-        "hoodie.table.service.manager.actions": f"compaction,{clustering}",
-    }
+def service_manager_options(service: Service) -> dict[str, str]:
+    """Hudi's table-service-manager client to tms (HoodieTableServiceManagerConfig)."""
+    return filled(TABLE_SERVICE_MANAGER, tms_host="127.0.0.1", tms_port=service.port)
 
 
 NO_DEFAULT = {
@@ -201,9 +197,7 @@ def test_hudi_commit_callbacks_drive_a_policy_compaction_that_hudi_reads_and_wri
     options = {
         **table_options(release, path, table_version),
         **callback_options(service),
-        # Spark's batch writes compact a merge-on-read table inline every 5 delta commits
-        # unless told not to: tms compacts it
-        "hoodie.compact.inline": "false",
+        **SERVICES_OFF_THE_WRITER,
     }
     writer = Writer(hudi_spark(release), path, options)
 
@@ -267,7 +261,7 @@ def test_hudi_delegates_its_compaction_and_clustering_plans_to_tms_and_writes_on
     path = tmp_path / f"trips_v{table_version}"
     options = {
         **table_options(release, path, table_version),
-        **service_manager_options(release, service),
+        **service_manager_options(service),
         # the writer schedules a compaction every 2 delta commits; executing it goes to tms
         "hoodie.compact.inline": "true",
         "hoodie.compact.inline.max.delta.commits": "2",

@@ -27,6 +27,7 @@ import pytest
 from tests.e2e.conftest import Service, Services, services
 from tests.hudi_java.concurrent_writers import holding_options
 from tests.hudi_java.support import HUDI_0_15, HUDI_1_2, HudiRelease, HudiSpark
+from tests.hudi_java.writer_options import OPTIMISTIC_CONCURRENCY, REMOTE_VIEW_AND_MARKERS, filled
 
 __all__ = ["services"]  # the e2e fixture: a real `tms serve`
 
@@ -48,13 +49,7 @@ FALLBACKS = re.compile(
 
 def remote_options(service: Service) -> dict[str, str]:
     """The writer's options that make tms its timeline server (file-system view, markers)."""
-    return {
-        "hoodie.embed.timeline.server": "false",
-        "hoodie.filesystem.view.type": "REMOTE_FIRST",
-        "hoodie.filesystem.view.remote.host": "127.0.0.1",
-        "hoodie.filesystem.view.remote.port": str(service.port),
-        "hoodie.write.markers.type": "TIMELINE_SERVER_BASED",
-    }
+    return filled(REMOTE_VIEW_AND_MARKERS, tms_host="127.0.0.1", tms_port=service.port)
 
 
 def table_options(
@@ -215,14 +210,7 @@ def test_hudi_writes_with_tms_as_its_timeline_server(
         assert total(samples, "tms_markers_created_total") > 0
 
 
-OCC = {
-    "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
-    "hoodie.write.lock.provider": (
-        "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"
-    ),
-    "hoodie.write.concurrency.early.conflict.detection.enable": "true",
-    "hoodie.clean.failed.writes.policy": "LAZY",
-}
+OCC = OPTIMISTIC_CONCURRENCY
 """Optimistic concurrency with a lock both writers share and early conflict detection, which
 Hudi asks of the timeline server that holds the markers."""
 

@@ -25,6 +25,7 @@ import pytest
 
 from tests import oracle
 from tests.hudi_java.support import HUDI_0_15, HUDI_1_2, HudiRelease, HudiSpark
+from tests.hudi_java.writer_options import SERVICES_OFF_THE_WRITER
 from tms.hudi.table import HudiTable
 from tms.services.clean import execute_clean
 from tms.services.clean_plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
@@ -126,10 +127,7 @@ class Shape:
             "hoodie.delete.shuffle.parallelism": "2",
             # new keys go to new file groups, so a partition holds several small ones to cluster
             "hoodie.parquet.small.file.limit": "0",
-            # the table services are tms's: a batch write to a merge-on-read table otherwise
-            # compacts inline every 5 delta commits, and every write cleans
-            "hoodie.compact.inline": "false",
-            "hoodie.clean.automatic": "false",
+            **SERVICES_OFF_THE_WRITER,  # the table services are tms's
             **KEY_GENERATORS[self.key_generator],
             **(
                 {"hoodie.metadata.index.column.stats.column.list": self.stats_columns}
