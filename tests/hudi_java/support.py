@@ -86,6 +86,21 @@ HUDI_0_15 = HudiRelease("0.15.0", (6,))
 RELEASES = (HUDI_1_2, HUDI_1_0, HUDI_0_15)
 
 
+def keyed_table(name: str, table_type: str = "MERGE_ON_READ") -> dict[str, str]:
+    """Writer options for the tests' usual table: keyed by `key`, ordered by `ts`,
+    partitioned by `part`, with shuffles sized for tens of rows."""
+    return {
+        "hoodie.table.name": name,
+        "hoodie.datasource.write.table.type": table_type,
+        "hoodie.datasource.write.recordkey.field": "key",
+        "hoodie.datasource.write.precombine.field": "ts",
+        "hoodie.datasource.write.partitionpath.field": "part",
+        "hoodie.insert.shuffle.parallelism": "2",
+        "hoodie.upsert.shuffle.parallelism": "2",
+        "hoodie.delete.shuffle.parallelism": "2",
+    }
+
+
 class HudiJavaError(RuntimeError):
     """Hudi's Spark bundle could not be fetched or run."""
 

@@ -22,7 +22,7 @@ from sqlalchemy import Engine, select
 
 from tests.e2e.conftest import Service, Services, services
 from tests.hudi_java import service_manager_config
-from tests.hudi_java.support import HUDI_0_15, HUDI_1_2, HudiRelease, HudiSpark
+from tests.hudi_java.support import HUDI_0_15, HUDI_1_2, HudiRelease, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA
 from tests.hudi_java.writer_options import (
     COMMIT_CALLBACK,
@@ -70,14 +70,7 @@ def table_options(release: HudiRelease, path: Path, table_version: int) -> dict[
     """A merge-on-read table keyed by `key`, ordered by `ts`, partitioned by `part`; new keys
     go to new file groups (`small.file.limit` 0), so a partition holds several to cluster."""
     return {
-        "hoodie.table.name": path.name,
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-        "hoodie.datasource.write.recordkey.field": "key",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.partitionpath.field": "part",
-        "hoodie.insert.shuffle.parallelism": "2",
-        "hoodie.upsert.shuffle.parallelism": "2",
-        "hoodie.delete.shuffle.parallelism": "2",
+        **keyed_table(path.name),
         "hoodie.parquet.small.file.limit": "0",
         **release.write_options(table_version),
     }

@@ -26,7 +26,7 @@ import pytest
 
 from tests.e2e.conftest import Service, Services, services
 from tests.hudi_java.concurrent_writers import holding_options
-from tests.hudi_java.support import HUDI_0_15, HUDI_1_2, HudiRelease, HudiSpark
+from tests.hudi_java.support import HUDI_0_15, HUDI_1_2, HudiRelease, HudiSpark, keyed_table
 from tests.hudi_java.writer_options import OPTIMISTIC_CONCURRENCY, REMOTE_VIEW_AND_MARKERS, filled
 
 __all__ = ["services"]  # the e2e fixture: a real `tms serve`
@@ -56,14 +56,7 @@ def table_options(
     release: HudiRelease, path: Path, table_type: str, table_version: int
 ) -> dict[str, str]:
     return {
-        "hoodie.table.name": path.name,
-        "hoodie.datasource.write.table.type": table_type,
-        "hoodie.datasource.write.recordkey.field": "key",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.partitionpath.field": "part",
-        "hoodie.insert.shuffle.parallelism": "2",
-        "hoodie.upsert.shuffle.parallelism": "2",
-        "hoodie.delete.shuffle.parallelism": "2",
+        **keyed_table(path.name, table_type),
         **release.write_options(table_version),
     }
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 from tests import oracle
-from tests.hudi_java.support import HUDI_0_15, HUDI_1_2, HudiRelease, HudiSpark
+from tests.hudi_java.support import HUDI_0_15, HUDI_1_2, HudiRelease, HudiSpark, keyed_table
 from tms.hudi.files.reader import read_file_slice
 from tms.hudi.merge_config import record_merging
 from tms.hudi.table import HudiTable
@@ -56,14 +56,7 @@ def expected_rows(late_update_wins: bool) -> list[tuple[Any, ...]]:
 
 def write_table(hudi: HudiSpark, path: Path, table_version: int) -> None:
     options = {
-        "hoodie.table.name": path.name,
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-        "hoodie.datasource.write.recordkey.field": "key",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.partitionpath.field": "part",
-        "hoodie.insert.shuffle.parallelism": "2",
-        "hoodie.upsert.shuffle.parallelism": "2",
-        "hoodie.delete.shuffle.parallelism": "2",
+        **keyed_table(path.name),
         **hudi.release.write_options(table_version),
     }
     hudi.write(path, INSERT, SCHEMA, {**options, "hoodie.datasource.write.operation": "insert"})

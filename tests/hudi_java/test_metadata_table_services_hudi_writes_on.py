@@ -34,7 +34,7 @@ import pytest
 
 import tms.services.index as index
 import tms.services.metadata_compaction as metadata_compaction
-from tests.hudi_java.support import HUDI_1_0, HUDI_1_2, HudiRelease, HudiSpark
+from tests.hudi_java.support import HUDI_1_0, HUDI_1_2, HudiRelease, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
 from tms.hudi.table import HudiTable
 from tms.services.clean import execute_clean
@@ -57,14 +57,7 @@ SKIPPING = {"hoodie.enable.data.skipping": "true", "hoodie.metadata.enable": "tr
 def writer_options(release: HudiRelease, path: Path, table_version: int) -> dict[str, str]:
     """The metadata table with every index the release has, the record index as the index."""
     return {
-        "hoodie.table.name": path.name,
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-        "hoodie.datasource.write.recordkey.field": "key",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.partitionpath.field": "part",
-        "hoodie.insert.shuffle.parallelism": "2",
-        "hoodie.upsert.shuffle.parallelism": "2",
-        "hoodie.delete.shuffle.parallelism": "2",
+        **keyed_table(path.name),
         "hoodie.metadata.enable": "true",
         "hoodie.metadata.index.column.stats.enable": "true",
         "hoodie.metadata.index.partition.stats.enable": "true",

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.hudi_java.support import HUDI_0_15, HudiRelease, HudiSpark
+from tests.hudi_java.support import HUDI_0_15, HudiRelease, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import (
     COLUMNS,
     EACH_RELEASE_AND_VERSION,
@@ -36,13 +36,7 @@ Row = tuple[Any, ...]
 
 def upsert_options(release: HudiRelease, path: Path, table_version: int) -> dict[str, str]:
     return {
-        "hoodie.table.name": path.name,
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-        "hoodie.datasource.write.recordkey.field": "key",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.partitionpath.field": "part",
-        "hoodie.upsert.shuffle.parallelism": "2",
-        "hoodie.delete.shuffle.parallelism": "2",
+        **keyed_table(path.name),
         # new keys go to new file groups, so a partition holds several small ones to cluster
         "hoodie.parquet.small.file.limit": "0",
         **release.write_options(table_version),

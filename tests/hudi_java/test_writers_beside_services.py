@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.hudi_java.support import HUDI_1_2, HudiJavaError, HudiRelease, HudiSpark
+from tests.hudi_java.support import HUDI_1_2, HudiJavaError, HudiRelease, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
 from tms.hudi.errors import PlanNotFoundError
 from tms.hudi.locks import LockSpec
@@ -63,13 +63,7 @@ def writer_options(path: Path, table_version: int, lock_folder: str | None) -> d
         {"hoodie.write.lock.filesystem.path": str(path / lock_folder)} if lock_folder else {}
     )
     return {
-        "hoodie.table.name": path.name,
-        "hoodie.datasource.write.table.type": "MERGE_ON_READ",
-        "hoodie.datasource.write.recordkey.field": "key",
-        "hoodie.datasource.write.precombine.field": "ts",
-        "hoodie.datasource.write.partitionpath.field": "part",
-        "hoodie.insert.shuffle.parallelism": "2",
-        "hoodie.upsert.shuffle.parallelism": "2",
+        **keyed_table(path.name),
         # new keys go to new file groups, so a partition holds several small ones to cluster
         "hoodie.parquet.small.file.limit": "0",
         "hoodie.write.concurrency.mode": "optimistic_concurrency_control",
