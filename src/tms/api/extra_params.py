@@ -2,7 +2,7 @@
 
 `spark.*` keys become `--conf` of spark-submit, so only those on the instance's allow-list
 pass (`tms.engines.spark_conf`); every other key must be a planning parameter the job
-knows, with a value the action can use (`tms.services.params`). Admin tokens get no exception:
+knows, with a value the action can use (`tms.planning`). Admin tokens get no exception:
 what is stored is checked again at launch against the same list, whoever sent it, so the
 way to allow a key is `TMS_SPARK_CONF_ALLOWED_EXTRA`.
 """
@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 
 from tms.config import Settings
 from tms.engines.spark_conf import allow_list
-from tms.services.params import planning_problems
+from tms.planning import planning_problems
 from tms.store import Action
 
 __all__ = ["check_extra_params"]

@@ -39,7 +39,7 @@ from tms.config import Role, Settings
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import DEFAULT_DB_NAME, located_base_path, register
 from tms.ingest.storage_calls import StorageCalls
-from tms.services.params import BadJobInput, schedule_kwargs
+from tms.planning import BadJobInput, schedule_kwargs
 from tms.store import (
     Action,
     Operation,

@@ -22,8 +22,8 @@ from tms.hudi.errors import CancelRefusedError, UnsupportedTableError
 from tms.hudi.locks import AdvisoryLocks, LockSpec, LockTimeoutError, use_advisory_locks
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.cancel import request_cancel
+from tms.planning import BadJobInput, lock_settings
 from tms.policies.triggers import table_wide_params
-from tms.services.params import BadJobInput, lock_settings
 from tms.store import (
     Action,
     OperationStatus,
