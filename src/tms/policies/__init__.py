@@ -10,14 +10,7 @@ from tms.policies.defaults import COUNT_KEYS, POLICY_KEYS, Thresholds, threshold
 from tms.policies.registry import STRATEGIES
 from tms.policies.spec import TRIGGER_ACTIONS, parse_condition, parse_triggers
 from tms.policies.strategy import Condition, SpecError, Strategy
-from tms.policies.triggers import (
-    Counters,
-    Trigger,
-    apply_triggers,
-    conditions_for,
-    due_actions,
-    due_triggers,
-)
+from tms.policies.triggers import Trigger, apply_triggers, conditions_for, due_triggers
 
 __all__ = [
     "COUNT_KEYS",
@@ -27,14 +20,12 @@ __all__ = [
     "AllOf",
     "AnyOf",
     "Condition",
-    "Counters",
     "SpecError",
     "Strategy",
     "Thresholds",
     "Trigger",
     "apply_triggers",
     "conditions_for",
-    "due_actions",
     "due_triggers",
     "parse_condition",
     "parse_triggers",

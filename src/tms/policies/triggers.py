@@ -12,7 +12,7 @@ operation (the partial unique index on plan-less operations backs this up).
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -39,12 +39,10 @@ __all__ = [
     "POLICY_KEYS",
     "POLICY_PARAMS",
     "TABLE_WIDE_PARAMS",
-    "Counters",
     "Thresholds",
     "Trigger",
     "apply_triggers",
     "conditions_for",
-    "due_actions",
     "due_triggers",
     "policy_params",
     "table_wide_params",
@@ -52,17 +50,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Counters:
-    """A table's commits since its last compaction, clean, clustering and metadata table
-    compaction (each data table commit is one delta commit on the metadata table)."""
-
-    delta_commits_since_compaction: int
-    commits_since_clean: int
-    commits_since_clustering: int
-    commits_since_metadata_compaction: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,32 +99,6 @@ def due_triggers(table: CountedTable, defaults: Thresholds, now: datetime) -> li
         if reason:
             due.append(Trigger(action, f"policy: {reason}"))
     return due
-
-
-def due_actions(
-    *,
-    table_type: TableType | None,
-    enabled: Collection[Action],
-    paused: bool,
-    counters: Counters,
-    thresholds: Thresholds,
-    pending: Collection[Action],
-) -> list[Trigger]:
-    """`due_triggers` for commit counts alone (no policy of the table's own): the count
-    thresholds, as the policies decided before strategies."""
-    table = CountedTable(
-        id=0,
-        table_type=table_type,
-        enabled_actions=list(enabled),
-        paused=paused,
-        policy={},
-        delta_commits_since_compaction=counters.delta_commits_since_compaction,
-        commits_since_clean=counters.commits_since_clean,
-        commits_since_clustering=counters.commits_since_clustering,
-        commits_since_metadata_compaction=counters.commits_since_metadata_compaction,
-        pending_actions=frozenset(pending),
-    )
-    return due_triggers(table, thresholds, datetime.now(UTC))
 
 
 def apply_triggers(
