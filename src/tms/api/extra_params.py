@@ -1,7 +1,7 @@
 """The check of an operation request's `extra_params` before anything is stored.
 
 `spark.*` keys become `--conf` of spark-submit, so only those on the instance's allow-list
-pass (`tms.engines.spark_conf`); every other key must be a planning parameter the job
+pass (`tms.config.spark_conf`); every other key must be a planning parameter the job
 knows, with a value the action can use (`tms.planning`). Admin tokens get no exception:
 what is stored is checked again at launch against the same list, whoever sent it, so the
 way to allow a key is `TMS_SPARK_CONF_ALLOWED_EXTRA`.
@@ -15,7 +15,7 @@ from typing import Any
 from fastapi.exceptions import RequestValidationError
 
 from tms.config import Settings
-from tms.engines.spark_conf import allow_list
+from tms.config.spark_conf import allow_list
 from tms.planning import planning_problems
 from tms.store import Action
 
