@@ -11,8 +11,9 @@ from tests.api.helpers import register
 from tests.policies.tables import NOW
 from tests.policies.tables import table as counted_table
 from tests.store.helpers import make_table, record
+from tms.application import apply_triggers
 from tms.config import load_settings
-from tms.policies import Thresholds, apply_triggers, due_triggers, thresholds_for
+from tms.policies import Thresholds, due_triggers, thresholds_for
 from tms.policies.triggers import policy_params
 from tms.store import (
     Action,
