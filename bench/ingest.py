@@ -529,7 +529,7 @@ LAYERS = [
     ("_write", "tms.ingest.commit_batch._write (pairing results)"),
     ("lock_tables_by_base_path", "tms.store.commits.lock_tables_by_base_path"),
     ("record_commits", "tms.store.commits.record_commits"),
-    ("apply_triggers", "tms.policies.triggers.apply_triggers"),
+    ("apply_triggers", "tms.application.triggers.apply_triggers"),
     ("submit_operation", "tms.store.operations.submit_operation"),
     ("Connection.wait", "psycopg: waiting for PostgreSQL"),
 ]

@@ -134,6 +134,32 @@ def test_cancelling_a_scheduled_operation_requests_the_cancel_on_the_table(
     assert cancel.is_cancel_requested(storage, instant) is cancellable
 
 
+@pytest.mark.parametrize("how", ["client CANCEL", "remove"])
+def test_an_rfc43_cancel_of_a_scheduled_plan_requests_the_cancel_on_the_table(
+    client: TestClient, tmp_path: Path, how: str
+) -> None:
+    """The table-service-manager client's `CANCEL` and RFC-43's remove cancel a scheduled
+    operation as an operator's cancel does: its plan's cancel request is written too."""
+    base = small_files_table(tmp_path, COPY_ON_WRITE, rows=240, table_version=9)
+    instant = schedule_clustering(HudiTable.open(base), target_file_size=group_target(base))
+    assert instant is not None
+    names = {"db_name": "lake", "table_name": "trips"}
+    assert client.post("/v1/hoodie/service/register", json={**names, "base_path": base}).is_success
+    submitted = client.post("/v1/hoodie/service/cluster/submit", json={**names, "instant": instant})
+    assert submitted.status_code == 201, submitted.text
+    if how == "remove":
+        removed = client.post(
+            "/v1/hoodie/service/cluster/remove", json={**names, "instant": instant}
+        )
+        assert removed.status_code == 200 and removed.json()["status"] == "CANCELLED"
+    else:
+        query = {"basepath": base, "instant": instant, "action": "CANCEL"}
+        answered = client.get("/v1/hoodie/service/cluster", params=query)
+        assert answered.status_code == 200, answered.text
+        assert [o["status"] for o in answered.json()["operations"]] == ["CANCELLED"]
+    assert cancel.is_cancel_requested(HudiTable.open(base).storage, instant)
+
+
 def test_the_cancel_request_takes_the_lock_the_tables_writers_use(
     client: TestClient, tmp_path: Path
 ) -> None:

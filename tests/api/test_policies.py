@@ -8,9 +8,12 @@ import pytest
 from sqlalchemy.orm import Session
 
 from tests.api.helpers import register
+from tests.policies.tables import NOW
+from tests.policies.tables import table as counted_table
 from tests.store.helpers import make_table, record
+from tms.application import apply_triggers
 from tms.config import load_settings
-from tms.policies import Counters, Thresholds, apply_triggers, due_actions, thresholds_for
+from tms.policies import Thresholds, due_triggers, thresholds_for
 from tms.policies.triggers import policy_params
 from tms.store import (
     Action,
@@ -39,15 +42,21 @@ def decide(
     thresholds: Thresholds = DEFAULTS,
     pending: tuple[Action, ...] = (),
 ) -> list[Action]:
-    triggers = due_actions(
+    """The actions the count thresholds make due for a table with no policy of its own, with
+    `counters` (delta commits since compaction, commits since clean, since clustering and,
+    if given, since metadata table compaction)."""
+    compaction, clean, clustering, *metadata = counters
+    counted = counted_table(
         table_type=table_type,
-        enabled=enabled,
+        enabled_actions=list(enabled),
         paused=paused,
-        counters=Counters(*counters),
-        thresholds=thresholds,
-        pending=pending,
+        delta_commits_since_compaction=compaction,
+        commits_since_clean=clean,
+        commits_since_clustering=clustering,
+        commits_since_metadata_compaction=metadata[0] if metadata else 0,
+        pending_actions=frozenset(pending),
     )
-    return [t.action for t in triggers]
+    return [t.action for t in due_triggers(counted, thresholds, NOW)]
 
 
 @pytest.mark.parametrize(

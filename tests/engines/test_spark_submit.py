@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from tms.config import load_settings
+from tms.config.spark_conf import allow_list
 from tms.engines import LaunchError, LaunchSpec
 from tms.engines.package import package_zip
 from tms.engines.process import tail_log
-from tms.engines.spark_conf import allow_list
 from tms.engines.spark_submit import (
     ENTRY_SCRIPT,
     Memory,

@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from tms.hudi.actions import TABLE_SERVICE_ACTIONS
-from tms.services.params import schedule_kwargs
+from tms.planning import schedule_kwargs
 from tms.services.registry import SERVICES, table_service
 from tms.services.runner import ServiceRequest
 from tms.store.models import Action as StoredAction

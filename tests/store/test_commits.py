@@ -8,8 +8,8 @@ from sqlalchemy import Engine, func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.store.helpers import make_table, record
+from tms.application import apply_triggers
 from tms.config import load_settings
-from tms.policies import apply_triggers
 from tms.store import (
     Action,
     Commit,

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tms.api.auth import authorize, unauthorized
 from tms.api.schemas.common import MAX_ID
+from tms.application import TableAccess
 from tms.config import Role, Settings
 from tms.ingest.storage_calls import StorageCalls
 from tms.store import Attempt, attempt_for_token
@@ -29,9 +30,11 @@ __all__ = [
     "SessionDep",
     "SettingsDep",
     "StorageCallsDep",
+    "TableAccessDep",
     "job_attempt",
     "require",
     "storage_calls",
+    "table_access",
     "verified_attempt",
 ]
 
@@ -126,3 +129,14 @@ async def storage_calls(request: Request) -> StorageCalls:
 
 StorageCallsDep = Annotated[StorageCalls, Depends(storage_calls)]
 """The application's `StorageCalls`, as a route parameter."""
+
+
+async def table_access(request: Request) -> TableAccess:
+    """How a use case reaches a table's storage after its commit: the application's storage
+    calls, and its table locks for a table whose writers lock it through the service."""
+    calls: StorageCalls = request.app.state.storage_calls
+    return TableAccess(calls.run, calls.timeout, request.app.state.table_locks)
+
+
+TableAccessDep = Annotated[TableAccess, Depends(table_access)]
+"""`TableAccess` over the application's storage calls and table locks, as a route parameter."""

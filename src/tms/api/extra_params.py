@@ -1,42 +1,28 @@
-"""The check of an operation request's `extra_params` before anything is stored.
+"""The answer to an operation request whose `extra_params` the operation cannot carry
+(`tms.application.UnusableParams`: `spark.*` keys off the instance's allow-list, keys that
+are no planning parameter, values the action cannot use).
 
-`spark.*` keys become `--conf` of spark-submit, so only those on the instance's allow-list
-pass (`tms.engines.spark_conf`); every other key must be a planning parameter the job
-knows, with a value the action can use (`tms.services.params`). Admin tokens get no exception:
-what is stored is checked again at launch against the same list, whoever sent it, so the
-way to allow a key is `TMS_SPARK_CONF_ALLOWED_EXTRA`.
+Admin tokens get no exception: what is stored is checked again at launch against the same
+list, whoever sent it, so the way to allow a key is `TMS_SPARK_CONF_ALLOWED_EXTRA`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from fastapi.exceptions import RequestValidationError
 
-from tms.config import Settings
-from tms.engines.spark_conf import allow_list
-from tms.services.params import planning_problems
-from tms.store import Action
+from tms.application import UnusableParams
 
-__all__ = ["check_extra_params"]
+__all__ = ["unusable_params"]
 
 
-def check_extra_params(
-    params: Mapping[str, Any], *, action: Action, settings: Settings, location: tuple[str, ...]
-) -> None:
+def unusable_params(refused: UnusableParams, location: tuple[str, ...]) -> RequestValidationError:
     """422 `validation_error` listing every refused key. `location` is where the
     parameters came from: `("body", "extra_params")` names each key's own field
     (`body.extra_params.spark.jars`); the Hudi client's single query parameter
     (`("query", "extra_params")`) is named as it is, with the key in the message."""
-    refused = allow_list(settings).refused(params)
-    problems = {key: f"{key} is not allowed: {reason}" for key, reason in refused.items()}
-    problems |= planning_problems(action.value, params)
-    if not problems:
-        return
     by_key = location[0] == "body"
     errors = [
         {"loc": (*location, key) if by_key else location, "msg": message, "type": "not_allowed"}
-        for key, message in sorted(problems.items())
+        for key, message in sorted(refused.problems.items())
     ]
-    raise RequestValidationError(errors)
+    return RequestValidationError(errors)

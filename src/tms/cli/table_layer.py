@@ -126,7 +126,7 @@ def _index_options(
 ) -> tuple[str, ...]:
     """The partitions `tms run indexing` builds or drops; exit 2 when they are missing,
     unknown, or given to another service."""
-    from tms.services.params import BadJobInput, index_partitions
+    from tms.planning import BadJobInput, index_partitions
 
     if service is not Service.indexing:
         if partitions or drop:

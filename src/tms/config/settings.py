@@ -337,7 +337,7 @@ class Settings(BaseSettings):
         "(/v1/hoodie/...) answer; others get 403 before any work. Default: loopback and "
         "private ranges; 0.0.0.0/0,::/0 for any",
     )
-    # --- Spark settings writers may pass (extra_params spark.* keys), see engines.spark_conf
+    # --- Spark settings writers may pass (extra_params spark.* keys), see config.spark_conf
     spark_conf_allowed: Annotated[tuple[str, ...] | None, NoDecode] = Field(
         None,
         description="Spark settings (extra_params spark.* keys) accepted from requests: exact "

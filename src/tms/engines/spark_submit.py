@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tms.engines.base import JobHandle, LaunchError, LaunchSpec
-from tms.engines.package import package_zip
-from tms.engines.process import start_process
-from tms.engines.spark_conf import (
+from tms.config.spark_conf import (
     DEFAULT_ALLOW_LIST,
     SparkConfAllowList,
     allow_list,
     is_spark_key,
 )
+from tms.engines.base import JobHandle, LaunchError, LaunchSpec
+from tms.engines.package import package_zip
+from tms.engines.process import start_process
 
 if TYPE_CHECKING:
     from tms.config import Settings

@@ -13,6 +13,7 @@ __all__ = [
     "COMPACTION",
     "INDEXING",
     "METADATA_COMPACTION",
+    "PLANNED_ACTIONS",
     "TABLE_SERVICE_ACTIONS",
     "action_named",
 ]
@@ -33,6 +34,10 @@ TABLE_SERVICE_ACTIONS: tuple[str, ...] = (
     INDEXING,
 )
 """The table services tms runs, in the order they are listed everywhere."""
+
+PLANNED_ACTIONS: tuple[str, ...] = (COMPACTION, CLUSTERING)
+"""The table services whose plan is an instant on the timeline before it runs and stays
+there through a rollback: the plans RFC-79 lets a writer or an operator cancel."""
 
 ACTION_ALIASES = {"compact": COMPACTION, "cluster": CLUSTERING, "index": INDEXING}
 """RFC-43's path words for the actions, accepted wherever an action is named."""

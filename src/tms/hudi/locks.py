@@ -241,7 +241,7 @@ class LockSpec:
     @classmethod
     def from_settings(cls, settings: Mapping[str, Any]) -> LockSpec:
         """The spec for parsed `hoodie.write.lock.*` settings (`provider`, `folder`,
-        `expire_minutes`, `wait_ms`; `tms.services.params.lock_settings` parses them)."""
+        `expire_minutes`, `wait_ms`; `tms.planning.lock_settings` parses them)."""
         wait_ms = settings.get("wait_ms")
         return cls.of(
             settings.get("provider"),

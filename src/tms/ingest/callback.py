@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tms import observe
+from tms.application import register
 from tms.config import Settings
 from tms.http.errors import ApiError
 from tms.ingest.callback_body import decode_body, parse_callback
@@ -31,7 +32,7 @@ from tms.ingest.commit_action import action_from_payload, action_from_stats
 from tms.ingest.commit_batch import Notification, Outcome
 from tms.ingest.group_commit import GroupCommit
 from tms.ingest.probe import StorageInfo, TableProbe
-from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, is_local, register
+from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, is_local
 from tms.ingest.schema import CallbackIn, CallbackOut
 from tms.ingest.storage_calls import StorageCalls
 from tms.store import find_table_by_base_path

@@ -16,9 +16,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics
+from tms.application import apply_triggers
 from tms.config import Settings
 from tms.ingest.commit_action import CommitSummary, action_from_table_type
-from tms.policies import apply_triggers
 from tms.store import (
     CommitIn,
     Operation,

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
+from tms.application import apply_triggers
 from tms.config import Settings
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action as HudiAction
 from tms.hudi.timeline.instant import Instant
 from tms.hudi.timeline.timeline import Timeline
 from tms.ingest.commit_action import CommitSummary, summarize, timeline_action
-from tms.policies import apply_triggers
 from tms.store import CommitIn, Operation, counted_tables, record_commits
 
 __all__ = [

@@ -1,89 +1,36 @@
-"""Registering tables from what callers say and what storage shows.
+"""The base path a table is registered at, and whether storage shows a table there.
 
 Used by `POST /v1/tables` and RFC-43 register (`tms.api.routes.tables.register_body`), the
-Hudi client's REGISTER/REQUEST and the commit callback's auto-registration, so all four
-treat a table alike: every base path is normalized and checked against the allowed schemes
-and prefixes (`checked_base_path`) before it is stored, compared or opened; a local one is
-then taken with its symlinks followed (`located_base_path`), on the storage threads (a
-mounted file system may hang), so the allow-list and a callback key's scope judge the
-folder the path really reaches, and that folder is the table's one row.
+Hudi client's REGISTER/REQUEST and the commit callback's auto-registration before they
+register (`tms.application.register`), so all four treat a table alike: every base path is
+normalized and checked against the allowed schemes and prefixes (`checked_base_path`) before
+it is stored, compared or opened; a local one is then taken with its symlinks followed
+(`located_base_path`), on the storage threads (a mounted file system may hang), so the
+allow-list and a callback key's scope judge the folder the path really reaches, and that
+folder is the table's one row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import partial
-from typing import Any
-
-from sqlalchemy.orm import Session
 
 from tms.config import Settings
 from tms.http.errors import ApiError
 from tms.hudi.base_path import check_base_path, parse
 from tms.hudi.errors import BasePathError
-from tms.ingest.probe import Seen, StorageInfo, TableState
+from tms.ingest.probe import Seen, TableState
 from tms.ingest.storage_calls import StorageCalls
-from tms.store import Action, Registered, TableType, register_table, update_table
 
 __all__ = [
     "DEFAULT_DB_NAME",
     "checked_base_path",
     "is_local",
     "located_base_path",
-    "register",
     "require_table",
 ]
 
 DEFAULT_DB_NAME = "default"
 """Database name of a table whose writer names none (Hudi's own default)."""
-
-
-def register(
-    session: Session,
-    *,
-    db_name: str,
-    table_name: str,
-    base_path: str,
-    info: StorageInfo | None = None,
-    owner: str | None = None,
-    queue: str | None = None,
-    priority: int | None = None,
-    table_type: TableType | None = None,
-    enabled_actions: Sequence[Action] | None = None,
-    policy: dict[str, Any] | None = None,
-    paused: bool | None = None,
-    storage_options: dict[str, Any] | None = None,
-) -> Registered:
-    """Register (idempotently) with the table type and version read from storage when it
-    is readable; an existing table gets them refreshed if storage shows something new.
-    `base_path` must come from `checked_base_path`."""
-    registered = register_table(
-        session,
-        db_name=db_name,
-        table_name=table_name,
-        base_path=base_path,
-        owner=owner,
-        queue=queue,
-        priority=priority,
-        table_type=table_type or (info.table_type if info else None),
-        table_version=info.table_version if info else None,
-        enabled_actions=enabled_actions,
-        policy=policy,
-        storage_options=storage_options,
-    )
-    table = registered.table
-    changes: dict[str, Any] = {}
-    if registered.created and paused:
-        changes["paused"] = True
-    if info is not None and not registered.created:
-        if info.table_type is not None and info.table_type != table.table_type:
-            changes["table_type"] = info.table_type
-        if info.table_version is not None and info.table_version != table.table_version:
-            changes["table_version"] = info.table_version
-    if changes:
-        table = update_table(session, table.id, **changes)
-        return Registered(table, registered.created)
-    return registered
 
 
 def checked_base_path(

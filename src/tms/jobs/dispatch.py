@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tms.hudi.actions import INDEXING, TABLE_SERVICE_ACTIONS
-from tms.services.params import BadJobInput, lock_settings, schedule_kwargs
+from tms.planning import BadJobInput, lock_settings, schedule_kwargs
 
 if TYPE_CHECKING:
     from tms.hudi.locks import LockSpec

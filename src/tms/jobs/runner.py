@@ -52,8 +52,8 @@ from tms.jobs.dispatch import (
 )
 from tms.jobs.service_api import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.jobs.table_lock import ServiceTableLocks
+from tms.planning import BadJobInput
 from tms.services.conflicts import WriteConflictError
-from tms.services.params import BadJobInput
 from tms.services.progress import tracking
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
-"""Trigger policies: turn stored commits into table service operations.
+"""Trigger policies: when stored commits (and time) make table services due.
 
 Per table and action, a condition (a trigger strategy of `registry.STRATEGIES`, or `any` /
 `all` of them, from the policy's `triggers`; else the commit count threshold) says when the
-action is due; `apply_triggers` creates the operations that are.
+action is due; `tms.application.triggers` creates the operations that are.
 """
 
 from tms.policies.combinators import AllOf, AnyOf
@@ -10,14 +10,7 @@ from tms.policies.defaults import COUNT_KEYS, POLICY_KEYS, Thresholds, threshold
 from tms.policies.registry import STRATEGIES
 from tms.policies.spec import TRIGGER_ACTIONS, parse_condition, parse_triggers
 from tms.policies.strategy import Condition, SpecError, Strategy
-from tms.policies.triggers import (
-    Counters,
-    Trigger,
-    apply_triggers,
-    conditions_for,
-    due_actions,
-    due_triggers,
-)
+from tms.policies.triggers import Trigger, conditions_for, due_triggers
 
 __all__ = [
     "COUNT_KEYS",
@@ -27,14 +20,11 @@ __all__ = [
     "AllOf",
     "AnyOf",
     "Condition",
-    "Counters",
     "SpecError",
     "Strategy",
     "Thresholds",
     "Trigger",
-    "apply_triggers",
     "conditions_for",
-    "due_actions",
     "due_triggers",
     "parse_condition",
     "parse_triggers",

@@ -1,23 +1,17 @@
-"""Trigger policies: when a table's counters turn into table service operations.
+"""Trigger policies: when a table's counters make a table service due.
 
 The decision is a pure function of a table's counters, policy, settings, what is already
-pending and the time (`due_triggers`), so it is tested without a database; `apply_triggers`
-runs it inside the transaction that stored the notifications (or that a pull read the
-table's timeline in, with or without new commits: that is how time-based triggers reach a
-table that went quiet). The tables' rows are locked before their counters are read, so two
-transactions decide for one table one after the other and never both create the same
-operation (the partial unique index on plan-less operations backs this up).
+pending and the time (`due_triggers`), so it is tested without a database;
+`tms.application.triggers` creates the operations it makes due.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy.orm import Session
+from datetime import datetime
+from typing import Any
 
 from tms.policies.defaults import POLICY_KEYS, Thresholds, default_conditions, thresholds_for
 from tms.policies.params import (
@@ -29,22 +23,16 @@ from tms.policies.params import (
 )
 from tms.policies.spec import TRIGGER_ACTIONS, parse_triggers
 from tms.policies.strategy import Condition, SpecError
-from tms.store import Action, CountedTable, Operation, TableType, reset_counter, submit_operation
-
-if TYPE_CHECKING:
-    from tms.config import Settings
+from tms.store import Action, CountedTable, TableType
 
 __all__ = [
     "LOCK_PARAMS",
     "POLICY_KEYS",
     "POLICY_PARAMS",
     "TABLE_WIDE_PARAMS",
-    "Counters",
     "Thresholds",
     "Trigger",
-    "apply_triggers",
     "conditions_for",
-    "due_actions",
     "due_triggers",
     "policy_params",
     "table_wide_params",
@@ -52,17 +40,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Counters:
-    """A table's commits since its last compaction, clean, clustering and metadata table
-    compaction (each data table commit is one delta commit on the metadata table)."""
-
-    delta_commits_since_compaction: int
-    commits_since_clean: int
-    commits_since_clustering: int
-    commits_since_metadata_compaction: int = 0
 
 
 @dataclass(frozen=True)
@@ -112,67 +89,3 @@ def due_triggers(table: CountedTable, defaults: Thresholds, now: datetime) -> li
         if reason:
             due.append(Trigger(action, f"policy: {reason}"))
     return due
-
-
-def due_actions(
-    *,
-    table_type: TableType | None,
-    enabled: Collection[Action],
-    paused: bool,
-    counters: Counters,
-    thresholds: Thresholds,
-    pending: Collection[Action],
-) -> list[Trigger]:
-    """`due_triggers` for commit counts alone (no policy of the table's own): the count
-    thresholds, as the policies decided before strategies."""
-    table = CountedTable(
-        id=0,
-        table_type=table_type,
-        enabled_actions=list(enabled),
-        paused=paused,
-        policy={},
-        delta_commits_since_compaction=counters.delta_commits_since_compaction,
-        commits_since_clean=counters.commits_since_clean,
-        commits_since_clustering=counters.commits_since_clustering,
-        commits_since_metadata_compaction=counters.commits_since_metadata_compaction,
-        pending_actions=frozenset(pending),
-    )
-    return due_triggers(table, thresholds, datetime.now(UTC))
-
-
-def apply_triggers(
-    session: Session,
-    tables: Iterable[CountedTable],
-    settings: Settings,
-    *,
-    now: datetime | None = None,
-) -> dict[int, list[Operation]]:
-    """Create the operations that the tables' counters and clocks make due at `now`
-    (default: the current UTC time), in the caller's transaction (the one that counted or
-    read the counters, so `pending_actions` are still current: the table rows are locked);
-    per table id, the operations created.
-
-    Each is plan-less (its job schedules the plan) and due now, with the table's queue and
-    priority; the counters it watches restart at zero and its clock at now.
-    """
-    when = datetime.now(UTC) if now is None else now
-    if when.tzinfo is None:  # the store's times are aware; a naive time is taken as UTC
-        when = when.replace(tzinfo=UTC)
-    defaults = Thresholds.from_settings(settings)
-    created: dict[int, list[Operation]] = {}
-    for table in sorted(tables, key=lambda t: t.id):
-        for trigger in due_triggers(table, defaults, when):
-            tbl_id = table.id
-            submitted = submit_operation(
-                session,
-                tbl_id=tbl_id,
-                action=trigger.action,
-                instant=None,
-                extra_params=policy_params(table.policy, trigger.action),
-                max_retries=settings.default_max_retries,
-                reason=trigger.reason,
-            )
-            if submitted.created:
-                reset_counter(session, tbl_id, trigger.action)
-                created.setdefault(tbl_id, []).append(submitted.operation)
-    return created

@@ -5,8 +5,9 @@ A running job notices a request at its next heartbeat. An operation that waits (
 retrying after a backoff, queued behind others) would notice it only once claimed, so every
 `cancel_scan_interval_seconds` the scheduler lists the cancel folder of each table with such
 plans (one LIST per table, bounded by the storage timeout) and cancels the operations whose
-cancellable plans a writer asked to cancel, with the reason. It writes nothing on the table:
-the next clean, or the writer, aborts the plan, as after an operator's cancel.
+cancellable plans a writer asked to cancel, with the reason, as every cancel does
+(`tms.application.cancel`) but for the request on the table, which the writer wrote: the
+next clean, or the writer, aborts the plan, as after an operator's cancel.
 """
 
 from __future__ import annotations
@@ -20,20 +21,14 @@ from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from tms import observe
+from tms.application import cancel
+from tms.hudi.actions import PLANNED_ACTIONS
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel
+from tms.hudi.timeline import cancel as table_cancel
 from tms.rounds import BackgroundRound
 from tms.scheduler.bounded import call_bounded
-from tms.store import (
-    Action,
-    OperationStatus,
-    TransitionRefused,
-    cancel_operation,
-    session_scope,
-    waiting_plans,
-)
+from tms.store import Action, OperationStatus, TransitionRefused, session_scope, waiting_plans
 
 __all__ = ["CancelScan"]
 
@@ -41,8 +36,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-PLANNED_ACTIONS = (Action.COMPACTION, Action.CLUSTERING)
-"""Actions whose plans may be cancellable."""
+PLANNED = tuple(Action(action) for action in PLANNED_ACTIONS)
 BATCH = 500
 """Waiting operations one scan reads; the next scan goes on from the last table."""
 
@@ -108,9 +102,7 @@ class CancelScan:
 
     def _next_tables(self) -> dict[int, _Waiting]:
         with session_scope(self._factory) as session:
-            rows = waiting_plans(
-                session, PLANNED_ACTIONS, after_table=self._after_table, limit=BATCH
-            )
+            rows = waiting_plans(session, PLANNED, after_table=self._after_table, limit=BATCH)
             tables: dict[int, _Waiting] = {}
             for operation, table in rows:
                 assert operation.instant is not None
@@ -132,16 +124,16 @@ class CancelScan:
         return call_bounded(fn, self._timeout, name="tms-cancel-scan-storage")
 
     def _cancel(self, operation_id: int, instant: str) -> bool:
-        reason = f"a writer requested the cancel of plan {instant} ({cancel.cancel_path(instant)})"
+        path = table_cancel.cancel_path(instant)
+        reason = f"a writer requested the cancel of plan {instant} ({path})"
         try:
             with session_scope(self._factory) as session:
-                operation = cancel_operation(session, operation_id, reason=reason)
+                (done,) = cancel(session, [operation_id], reason=reason, table=None)
         except TransitionRefused:
             return False  # it started (its job sees the request) or ended meanwhile
-        if operation.status is not OperationStatus.CANCELLED:
+        if not done.changed or done.operation.status is not OperationStatus.CANCELLED:
             return False
         log.info("operation %s cancelled: %s", operation_id, reason)
-        observe.operation_moved(operation)
         return True
 
 
@@ -151,13 +143,17 @@ def _cancel_requested(
     """Which of the plans at `instants` a writer asked to cancel and may be cancelled: one
     LIST of the cancel folder, and the timeline only when a request matches."""
     storage = Storage(base_path, storage_options=storage_options)
-    requested = sorted(set(cancel.cancel_requests(storage)).intersection(instants))
+    requested = sorted(set(table_cancel.cancel_requests(storage)).intersection(instants))
     if not requested:
         return []
     timeline = HudiTable.open(base_path, storage_options=storage_options).timeline()
     found = []
     for instant_time in requested:
         instant = timeline.get(instant_time)
-        if instant is not None and instant.is_pending and cancel.is_cancellable(timeline, instant):
+        if (
+            instant is not None
+            and instant.is_pending
+            and table_cancel.is_cancellable(timeline, instant)
+        ):
             found.append(instant_time)
     return found

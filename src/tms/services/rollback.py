@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from tms.hudi.actions import PLANNED_ACTIONS
 from tms.hudi.errors import InstantInFlightError, TableNotFoundError
 from tms.hudi.files.marked_files import sort_marked_files
 from tms.hudi.files.markers import delete_markers, list_markers
@@ -31,8 +32,10 @@ from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import delete_pending, new_instant_time, revert_to_requested
 
-PLANNED_ACTIONS = (Action.COMPACTION, Action.CLUSTERING, Action.REPLACE_COMMIT)
-"""Actions whose plan outlives a rollback: the instant goes back to requested, not away."""
+KEEPS_PLAN = frozenset({*map(Action, PLANNED_ACTIONS), Action.REPLACE_COMMIT})
+"""Timeline actions whose plan outlives a rollback (the planned table services, clustering
+also under the `replacecommit` older tables give it): the instant goes back to requested,
+not away."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ def rollback_inflight(
     )
     rollback.start()
     rollback.delete_files()
-    if timeline.origin_action(instant) in PLANNED_ACTIONS:
+    if timeline.origin_action(instant) in KEEPS_PLAN:
         revert_to_requested(storage, config, instant)
     else:
         delete_pending(storage, config, instant)

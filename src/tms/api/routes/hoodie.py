@@ -14,16 +14,15 @@ it). `CANCEL`, `REGISTER` and remove by the instant the job planned work as for 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from sqlalchemy.orm import Session
 
-from tms import observe
-from tms.api.deps import SessionDep, SettingsDep, StorageCallsDep, require
+from tms.api.deps import SessionDep, SettingsDep, StorageCallsDep, TableAccessDep, require
 from tms.api.errors import ApiError, error_responses
-from tms.api.extra_params import check_extra_params
+from tms.api.extra_params import unusable_params
 from tms.api.routes.tables import PendingQuery, register_body
 from tms.api.schemas import (
     ClientOut,
@@ -35,24 +34,24 @@ from tms.api.schemas import (
     SubmitOut,
     TableOut,
 )
+from tms.application import (
+    NothingToCompact,
+    OwnPlanOnly,
+    Refused,
+    SubmitRequest,
+    TableAccess,
+    UnusableParams,
+    cancel,
+    check_request,
+    register,
+    remove,
+    submit,
+)
 from tms.config import Role, Settings
 from tms.ingest.probe import TableProbe
-from tms.ingest.registration import DEFAULT_DB_NAME, located_base_path, register
+from tms.ingest.registration import DEFAULT_DB_NAME, located_base_path
 from tms.ingest.storage_calls import StorageCalls
-from tms.services.params import BadJobInput, schedule_kwargs
-from tms.store import (
-    Action,
-    Operation,
-    TableType,
-    Tbl,
-    TransitionRefused,
-    cancel_operation,
-    find_operation,
-    find_table,
-    find_table_by_base_path,
-    remove_operation,
-    submit_operation,
-)
+from tms.store import Action, Operation, Tbl, find_operation, find_table, find_table_by_base_path
 
 router = APIRouter(
     prefix="/v1/hoodie/service",
@@ -69,10 +68,6 @@ SERVICES = {
 }
 """RFC-43's path words, and `metadata-compaction` (not in RFC-43: Hudi's writers compact their
 metadata table themselves) for operators who hand that to tms."""
-_OWN_PLAN_ONLY = (
-    "an index is built only from a plan tms schedules itself, from the operation's "
-    "partitions: submit them without an instant (POST /v1/hoodie/service/index/submit)"
-)
 _WRITER = [require(Role.WRITER)]
 _CONFLICTS = error_responses(409, _409="clashes with a registered table or operation")
 _BODY = error_responses(400, 413)
@@ -115,21 +110,9 @@ def _table(session: Session, db_name: str, table_name: str) -> Tbl:
 def _submit(
     action: Action, body: SubmitIn, response: Response, session: Session, settings: Settings
 ) -> SubmitOut:
-    check_extra_params(
-        body.extra_params, action=action, settings=settings, location=("body", "extra_params")
-    )
-    if action is Action.INDEXING and body.instant is not None:
-        raise ApiError.invalid("body.instant", _OWN_PLAN_ONLY)
-    table = _table(session, body.db_name, body.table_name)
-    if action is Action.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
-        raise ApiError.conflict(
-            "unsupported_action", f"{table.qualified_name} is COPY_ON_WRITE: nothing to compact"
-        )
-    submitted = submit_operation(
-        session,
-        tbl_id=table.id,
+    request = SubmitRequest(
         action=action,
-        instant=body.instant,
+        instants=(body.instant,),
         engine=body.execution_engine,
         owner=body.owner,
         queue=body.queue,
@@ -138,69 +121,69 @@ def _submit(
         parallelism=body.parallelism,
         extra_params=body.extra_params,
         retry_on_error=body.retry_on_error,
-        max_retries=body.max_retries
-        if body.max_retries is not None
-        else settings.default_max_retries,
-        reason="submitted",
+        max_retries=body.max_retries,
+        origin="submit",
     )
-    if action is Action.INDEXING and not submitted.created:
-        _same_index_request(submitted.operation, body.extra_params)
-    session.commit()
-    if submitted.created:
-        observe.operations_created([submitted.operation], "submit")
+    try:
+        check_request(request, settings)
+        table = _table(session, body.db_name, body.table_name)
+        (submitted,) = submit(session, table, request, settings)
+    except Refused as exc:
+        raise _refusal(exc, "body.instant", ("body", "extra_params")) from None
     response.status_code = 201 if submitted.created else 200
     out: SubmitOut = SubmitOut.build(submitted.operation, table, created=submitted.created)
     return out
 
 
-def _index_request(extra_params: Mapping[str, Any]) -> tuple[frozenset[str], bool]:
-    kwargs = schedule_kwargs(Action.INDEXING.value, extra_params)
-    return frozenset(kwargs.get("partitions", ())), bool(kwargs.get("drop", False))
+def _refusal(exc: Refused, instant_field: str, params: tuple[str, ...]) -> Exception:
+    """A use case's refusal as the answer to a request: `instant_field` is where the instant
+    came from, `params` where the `extra_params` did."""
+    if isinstance(exc, UnusableParams):
+        return unusable_params(exc, params)
+    if isinstance(exc, OwnPlanOnly):
+        return ApiError.invalid(instant_field, str(exc))
+    if isinstance(exc, NothingToCompact):
+        return ApiError.conflict("unsupported_action", str(exc))
+    return ApiError.conflict("conflict", str(exc))
 
 
-def _same_index_request(pending: Operation, extra_params: Mapping[str, Any]) -> None:
-    """A second index submit while one waits to plan is the same request only when it
-    builds (or drops) the same partitions; another would silently do nothing: 409."""
-    try:
-        same = _index_request(pending.extra_params) == _index_request(extra_params)
-    except BadJobInput:  # stored before the check existed: not the same request
-        same = False
-    if not same:
-        wanted = extra_params.get("partitions")
-        raise ApiError.conflict(
-            "operation_conflict",
-            f"index operation {pending.id} ({pending.status}, partitions "
-            f"{pending.extra_params.get('partitions')}, drop "
-            f"{pending.extra_params.get('drop', 'false')}) is pending for this table; "
-            f"submit {wanted} once it has finished, or cancel it",
-        )
-
-
-def _remove(action: Action, body: RemoveIn, session: Session) -> OperationOut:
-    table = _table(session, body.db_name, body.table_name)
-    operation = find_operation(session, tbl_id=table.id, action=action, instant=body.instant)
+def _remove(action: Action, body: RemoveIn, session: Session, table: TableAccess) -> OperationOut:
+    tbl = _table(session, body.db_name, body.table_name)
+    operation = find_operation(session, tbl_id=tbl.id, action=action, instant=body.instant)
     if operation is None:
         raise ApiError.not_found(
-            f"no {action} operation for {table.qualified_name} at instant {body.instant}"
+            f"no {action} operation for {tbl.qualified_name} at instant {body.instant}"
         )
-    before = operation.status
-    removed = remove_operation(session, operation.id, reason="removed by RFC-43 remove")
-    session.commit()
-    if removed.status != before:
-        observe.operation_moved(removed)
-    out: OperationOut = OperationOut.build(removed, table)
+    removed = remove(session, operation.id, reason="removed by RFC-43 remove", table=table)
+    out: OperationOut = OperationOut.build(removed, tbl)
     return out
 
 
 def _client(
-    action: Action, query: ClientQuery, session: Session, settings: Settings, calls: StorageCalls
+    action: Action,
+    query: ClientQuery,
+    session: Session,
+    settings: Settings,
+    calls: StorageCalls,
+    access: TableAccess,
 ) -> ClientOut:
-    if query.action == "REQUEST" and action is Action.INDEXING:
-        raise ApiError.invalid("query.action", f"REQUEST is not taken for index: {_OWN_PLAN_ONLY}")
+    request = SubmitRequest(
+        action=action,
+        instants=tuple(query.instants),
+        engine=query.engine,
+        owner=query.username,
+        queue=query.queue,
+        resource=query.resource,
+        parallelism=query.parallelism,
+        extra_params=query.params,
+        reason="requested by the Hudi table-service-manager client",
+        origin="client",
+    )
     if query.action == "REQUEST":
-        check_extra_params(
-            query.params, action=action, settings=settings, location=("query", "extra_params")
-        )
+        try:
+            check_request(request, settings)
+        except Refused as exc:
+            raise _client_refusal(exc) from None
     base_path = (
         located_base_path(settings, calls, query.basepath, "query.basepath")
         if query.basepath
@@ -214,44 +197,25 @@ def _client(
         table = _register_for_client(query, base_path, session, calls)
     operations: list[SubmitOut] = []
     missing: list[str] = []
-    created: list[Operation] = []
-    changed: list[Operation] = []
     if query.action == "REQUEST":
-        for instant in query.instants:
-            submitted = submit_operation(
-                session,
-                tbl_id=table.id,
-                action=action,
-                instant=instant,
-                engine=query.engine,
-                owner=query.username,
-                queue=query.queue,
-                resource=query.resource,
-                parallelism=query.parallelism,
-                extra_params=query.params,
-                max_retries=settings.default_max_retries,
-                reason="requested by the Hudi table-service-manager client",
-            )
-            if submitted.created:
-                created.append(submitted.operation)
-            operations.append(
-                SubmitOut.build(submitted.operation, table, created=submitted.created)
-            )
+        try:
+            submitted = submit(session, table, request, settings)
+        except Refused as exc:
+            raise _client_refusal(exc) from None
+        operations = [SubmitOut.build(s.operation, table, created=s.created) for s in submitted]
     elif query.action == "CANCEL":
+        found: list[Operation] = []
         for instant in query.instants:
-            found = find_operation(session, tbl_id=table.id, action=action, instant=instant)
-            if found is None:
+            operation = find_operation(session, tbl_id=table.id, action=action, instant=instant)
+            if operation is None:
                 missing.append(instant)
-                continue
-            cancelled = _cancel(session, found)
-            if cancelled is not None:
-                changed.append(cancelled)
-                found = cancelled
-            operations.append(SubmitOut.build(found, table, created=False))
-    session.commit()
-    observe.operations_created(created, "client")
-    for operation in changed:
-        observe.operation_moved(operation)
+            else:
+                found.append(operation)
+        reason = "cancelled by the Hudi client"
+        cancelled = cancel(session, [o.id for o in found], reason=reason, table=access)
+        operations = [SubmitOut.build(c.operation, table, created=False) for c in cancelled]
+    else:
+        session.commit()
     return ClientOut(
         action=query.action,
         table_id=table.id,
@@ -261,14 +225,12 @@ def _client(
     )
 
 
-def _cancel(session: Session, operation: Operation) -> Operation | None:
-    """Cancel, or request cancellation of, a pending operation; None if already done."""
-    if operation.cancel_settled:
-        return None
-    try:
-        return cancel_operation(session, operation.id, reason="cancelled by the Hudi client")
-    except TransitionRefused as exc:
-        raise ApiError.conflict("transition_refused", str(exc)) from exc
+def _client_refusal(exc: Refused) -> Exception:
+    """The client's `REQUEST` names instants in `action` and its parameters in one query
+    parameter."""
+    if isinstance(exc, OwnPlanOnly):
+        return ApiError.invalid("query.action", f"REQUEST is not taken for index: {exc}")
+    return _refusal(exc, "query.instant", ("query", "extra_params"))
 
 
 def _client_table(
@@ -320,16 +282,17 @@ def _routes(segment: str, action: Action) -> None:
     ) -> SubmitOut:
         return _submit(action, body, response, session, settings)
 
-    def remove(body: RemoveIn, session: SessionDep) -> OperationOut:
-        return _remove(action, body, session)
+    def remove_route(body: RemoveIn, session: SessionDep, table: TableAccessDep) -> OperationOut:
+        return _remove(action, body, session, table)
 
     def client(
         query: Annotated[ClientQuery, Query()],
         session: SessionDep,
         settings: SettingsDep,
         calls: StorageCallsDep,
+        table: TableAccessDep,
     ) -> ClientOut:
-        return _client(action, query, session, settings, calls)
+        return _client(action, query, session, settings, calls, table)
 
     index = action is Action.INDEXING
     add: Callable[..., Any] = router.add_api_route
@@ -356,7 +319,7 @@ def _routes(segment: str, action: Action) -> None:
     )
     add(
         f"/{segment}/remove",
-        remove,
+        remove_route,
         methods=["POST"],
         response_model=OperationOut,
         dependencies=_WRITER,

@@ -2,43 +2,29 @@
 
 from __future__ import annotations
 
-import logging
-from functools import partial
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query
 from pydantic import WithJsonSchema
 
-from tms import observe
-from tms.api.deps import SessionDep, StorageCallsDep, require
+from tms.api.deps import SessionDep, TableAccessDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.routes.tables import Cursor, parse_cursor
 from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut, OperationPage
 from tms.api.schemas.alerts import AlertBrief
 from tms.api.schemas.common import MAX_ID, Label, Text, parse_action
 from tms.api.views import operation_out, operations_out
+from tms.application import NotRetryable, cancel, retry
 from tms.config import Role
-from tms.hudi.errors import CancelRefusedError, UnsupportedTableError
-from tms.hudi.locks import AdvisoryLocks, LockSpec, LockTimeoutError, use_advisory_locks
-from tms.hudi.table import HudiTable
-from tms.hudi.timeline.cancel import request_cancel
-from tms.policies.triggers import table_wide_params
-from tms.services.params import BadJobInput, lock_settings
 from tms.store import (
     Action,
     OperationStatus,
     alerts_of_operation,
-    cancel_operation,
     get_operation,
-    get_table,
     list_attempts,
     list_events,
     list_operations,
-    resubmit_cancelled,
-    retry_operation,
 )
-
-log = logging.getLogger(__name__)
 
 router = APIRouter(
     prefix="/v1/operations", tags=["operations"], responses=error_responses(401, 403, 422, 503)
@@ -129,7 +115,7 @@ def get_operation_route(operation_id: OperationId, session: SessionDep) -> Opera
     responses={**_404, **_409},
 )
 def cancel_operation_route(
-    operation_id: OperationId, session: SessionDep, calls: StorageCallsDep, request: Request
+    operation_id: OperationId, session: SessionDep, table: TableAccessDep
 ) -> OperationOut:
     """Scheduled → CANCELLED at once; running → `cancel_requested` (its job stops at its
     next heartbeat). Cancelling a cancelled operation is a no-op; a finished one is 409.
@@ -138,62 +124,8 @@ def cancel_operation_route(
     cancel request written there, so writers see it and the next clean aborts the plan (a
     running one's job writes it). Cancelled in tms either way: what the table refused or
     storage failed to do is logged, not answered."""
-    operation = get_operation(session, operation_id)
-    if operation.cancel_settled:
-        return operation_out(session, operation)
-    operation = cancel_operation(session, operation_id, reason="cancelled by operator")
-    session.commit()
-    if operation.status is OperationStatus.CANCELLED:
-        observe.operation_moved(operation)
-        if operation.instant is not None and operation.action in PLANNED_ACTIONS:
-            table = get_table(session, operation.tbl_id)
-            settings = table_wide_params(table.policy or {}, operation.action)
-            write = partial(
-                _request_cancel_on_table,
-                table.base_path,
-                dict(table.storage_options),
-                settings,
-                operation.instant,
-                calls.timeout,
-                request.app.state.table_locks,
-            )
-            try:
-                calls.run(write)
-            except ApiError as exc:
-                log.warning("cancel of %s on the table: %s", operation.instant, exc.message)
-    return operation_out(session, operation)
-
-
-PLANNED_ACTIONS = (Action.COMPACTION, Action.CLUSTERING)
-"""Actions whose plans may be cancellable."""
-
-
-def _request_cancel_on_table(
-    base_path: str,
-    options: dict[str, Any],
-    params: dict[str, Any],
-    instant: str,
-    wait_seconds: float,
-    locks: AdvisoryLocks,
-) -> None:
-    """RFC-79 `request_cancel` on a storage thread, under the table lock its writers use
-    (`params`: the table's lock settings in Hudi's keys; `locks` takes a `postgres` one),
-    waiting less than the storage timeout. Refusals (a plan that is not cancellable or no
-    longer pending, a lock tms cannot take or did not get) and storage errors are logged."""
-    try:
-        wait_ms = int(max(1.0, wait_seconds - 1) * 1000)
-        spec = LockSpec.from_settings({**lock_settings(params), "wait_ms": wait_ms})
-        table = HudiTable.open(base_path, storage_options=options, lock=spec)
-        with use_advisory_locks(locks), spec.hold(table.storage):
-            written = request_cancel(table.storage, table.config, instant)
-    except (CancelRefusedError, LockTimeoutError, UnsupportedTableError, BadJobInput) as exc:
-        log.info("no cancel request written for %s at %s: %s", instant, base_path, exc)
-        return
-    except Exception as exc:
-        log.warning("cancel request for %s at %s not written: %r", instant, base_path, exc)
-        return
-    if written:
-        log.info("cancel requested on the table for %s at %s", instant, base_path)
+    (cancelled,) = cancel(session, [operation_id], reason="cancelled by operator", table=table)
+    return operation_out(session, cancelled.operation)
 
 
 @router.post(
@@ -207,20 +139,10 @@ def retry_operation_route(operation_id: OperationId, session: SessionDep) -> Ope
     retry is a new operation (returned) that plans anew, so a cancelled (aborted) plan is
     never run again; retrying the same cancelled operation again returns that one while it
     waits to plan."""
-    operation = get_operation(session, operation_id)
-    if operation.is_deleted:
-        raise ApiError.conflict(
-            "transition_refused", f"operation {operation_id} was removed; submit it again"
-        )
-    if operation.status is OperationStatus.CANCELLED:
-        submitted = resubmit_cancelled(session, operation)
-        session.commit()
-        if submitted.created:
-            observe.operation_moved(submitted.operation)
-        return operation_out(session, submitted.operation)
-    operation = retry_operation(session, operation_id, reason="retried by operator")
-    session.commit()
-    observe.operation_moved(operation)
+    try:
+        operation = retry(session, operation_id, reason="retried by operator")
+    except NotRetryable as exc:
+        raise ApiError.conflict("transition_refused", str(exc)) from None
     return operation_out(session, operation)
 
 

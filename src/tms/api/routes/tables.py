@@ -16,11 +16,12 @@ from tms.api.schemas.common import MAX_ID, Identifier, Text
 from tms.api.schemas.tables import TableFields
 from tms.api.table_reads import read_registered_table
 from tms.api.views import table_out
+from tms.application import register
 from tms.config import Role, Settings
 from tms.hudi.storage_options import StorageOptionError, check_storage_options
 from tms.hudi.table import HudiTable
 from tms.ingest.probe import TableProbe
-from tms.ingest.registration import located_base_path, register, require_table
+from tms.ingest.registration import located_base_path, require_table
 from tms.ingest.storage_calls import StorageCalls
 from tms.store import delete_table, get_table, list_tables, update_table
 

@@ -32,8 +32,8 @@ from tms.api.schemas.common import (
 )
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import PROVIDER_ALIASES, LockSpec
+from tms.planning import BadJobInput, lock_settings
 from tms.policies import COUNT_KEYS, SpecError, parse_triggers
-from tms.services.params import BadJobInput, lock_settings
 from tms.store import Action, TableType
 
 __all__ = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tms.config import SettingsError, load_settings
-from tms.engines.spark_conf import DEFAULT_ALLOW_LIST, DEFAULT_ALLOWED, allow_list
+from tms.config.spark_conf import DEFAULT_ALLOW_LIST, DEFAULT_ALLOWED, allow_list
 
 ALLOWED = [
     "spark.executor.memory",

@@ -9,8 +9,8 @@ from datetime import timedelta
 from sqlalchemy.orm import Session
 
 from tests.store.helpers import make_table, record
+from tms.application import apply_triggers
 from tms.config import load_settings
-from tms.policies import apply_triggers
 from tms.store import Action, OperationStatus, TableType, get_table, list_events, list_operations
 from tms.store.pulls import counted_tables
 

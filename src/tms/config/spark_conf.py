@@ -19,10 +19,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tms.config import Settings
+from tms.config.settings import Settings
 
 __all__ = [
     "DEFAULT_ALLOWED",

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, PARTITION_STATS, RECORD_INDEX
+
 __all__ = [
     "INDEX_PARTITIONS",
     "PLANNING_KEYS",
@@ -23,9 +25,8 @@ __all__ = [
     "schedule_kwargs",
 ]
 
-INDEX_PARTITIONS: tuple[str, ...] = ("files", "column_stats", "partition_stats", "record_index")
-"""Metadata partitions an `indexing` operation may build or drop (the names of
-`tms.hudi.metadata.partitions`, written out: this module imports nothing of ours)."""
+INDEX_PARTITIONS: tuple[str, ...] = (FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
+"""Metadata partitions an `indexing` operation may build or drop."""
 
 
 class BadJobInput(ValueError):

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tms.services.params import BadJobInput, index_partitions, planning_problems, schedule_kwargs
+from tms.hudi.metadata.index_build import BUILDABLE
+from tms.planning import (
+    INDEX_PARTITIONS,
+    BadJobInput,
+    index_partitions,
+    planning_problems,
+    schedule_kwargs,
+)
 
 
 def test_short_names_and_hudi_keys() -> None:
@@ -89,3 +96,7 @@ def test_only_indexing_requires_partitions() -> None:
     assert planning_problems("indexing", {"partitions": "record_index", "drop": "0"}) == {}
     assert planning_problems("clean", {}) == {}
     assert planning_problems("clean", {"partitions": "nonsense"}) == {}  # not clean's
+
+
+def test_index_partitions_are_those_an_index_build_makes() -> None:
+    assert INDEX_PARTITIONS == BUILDABLE

@@ -1,0 +1,134 @@
+"""Cancelling operations, one way for every caller.
+
+In tms: a scheduled operation is CANCELLED at once; a running one gets `cancel_requested`
+and its job stops at its next heartbeat (writing RFC-79's cancel request on the table
+itself); cancelling a cancelled operation changes nothing; a finished one is refused.
+
+On the table: a scheduled operation cancelled here whose plan is on the timeline (a planned
+action with an instant) also gets RFC-79's cancel request written, so writers see it and the
+next clean aborts the plan. Unless the request is already there: the scheduler's cancel scan
+cancels operations because writers wrote it. The request is written after the commit, on a
+storage call bounded in time, under the table lock its writers use; a plan that is not
+cancellable, a lock not taken and storage errors are logged, not refused: the operation is
+cancelled in tms either way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from tms import observe
+from tms.hudi.actions import PLANNED_ACTIONS
+from tms.hudi.errors import CancelRefusedError, UnsupportedTableError
+from tms.hudi.locks import AdvisoryLocks, LockSpec, LockTimeoutError, use_advisory_locks
+from tms.hudi.table import HudiTable
+from tms.planning import BadJobInput, lock_settings
+from tms.policies.params import table_wide_params
+from tms.services.cancel import request_cancel
+from tms.store import Operation, OperationStatus, cancel_operation, get_operation, get_table
+
+__all__ = ["Cancelled", "TableAccess", "cancel", "request_on_table"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TableAccess:
+    """How a use case reaches a table's storage after its commit."""
+
+    run: Callable[[Callable[[], None]], None]
+    """Runs a storage call bounded in time (raising when storage does not answer)."""
+    timeout: float
+    """Seconds `run` waits: the table lock is waited for a second less."""
+    locks: AdvisoryLocks
+    """Takes a table's `postgres` lock (the table locks jobs take through the service)."""
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    """An operation after a cancel: `changed` when this call cancelled it or asked its job
+    to stop, False when that was done already."""
+
+    operation: Operation
+    changed: bool
+
+
+def cancel(
+    session: Session, operation_ids: Sequence[int], *, reason: str, table: TableAccess | None
+) -> list[Cancelled]:
+    """Cancel the operations (see the module doc) in one transaction, in order, and commit;
+    `TransitionRefused` (nothing changed) if one has finished. `table`: how to write the
+    cancel requests of the plans cancelled, None when they are on the table already."""
+    done: list[Cancelled] = []
+    for operation_id in operation_ids:
+        operation = get_operation(session, operation_id)
+        if operation.cancel_settled:
+            done.append(Cancelled(operation, changed=False))
+        else:
+            done.append(Cancelled(cancel_operation(session, operation_id, reason=reason), True))
+    session.commit()
+    stopped = [c.operation for c in done if c.changed and c.operation.status is _CANCELLED]
+    for operation in stopped:
+        observe.operation_moved(operation)
+    if table is not None:
+        request_on_table(session, stopped, table)
+    return done
+
+
+_CANCELLED = OperationStatus.CANCELLED
+
+
+def request_on_table(session: Session, cancelled: Iterable[Operation], access: TableAccess) -> None:
+    """RFC-79's cancel request on the table for each of the cancelled operations that run a
+    plan already on it (refusals and storage failures logged)."""
+    for operation in cancelled:
+        if operation.instant is None or operation.action not in PLANNED_ACTIONS:
+            continue
+        table = get_table(session, operation.tbl_id)
+        write = partial(
+            _request_cancel,
+            table.base_path,
+            dict(table.storage_options or {}),
+            table_wide_params(table.policy or {}, operation.action),
+            operation.instant,
+            access.timeout,
+            access.locks,
+        )
+        try:
+            access.run(write)
+        except Exception as exc:  # storage did not answer in time, or no storage thread free
+            log.warning("cancel of %s on the table: %s", operation.instant, exc)
+
+
+def _request_cancel(
+    base_path: str,
+    options: dict[str, Any],
+    params: dict[str, Any],
+    instant: str,
+    wait_seconds: float,
+    locks: AdvisoryLocks,
+) -> None:
+    """RFC-79 `request_cancel` on a storage thread, under the table lock its writers use
+    (`params`: the table's lock settings in Hudi's keys; `locks` takes a `postgres` one),
+    waiting less than the storage timeout. Refusals (a plan that is not cancellable or no
+    longer pending, a lock tms cannot take or did not get) and storage errors are logged."""
+    try:
+        wait_ms = int(max(1.0, wait_seconds - 1) * 1000)
+        spec = LockSpec.from_settings({**lock_settings(params), "wait_ms": wait_ms})
+        table = HudiTable.open(base_path, storage_options=options, lock=spec)
+        with use_advisory_locks(locks):
+            written = request_cancel(table, instant)
+    except (CancelRefusedError, LockTimeoutError, UnsupportedTableError, BadJobInput) as exc:
+        log.info("no cancel request written for %s at %s: %s", instant, base_path, exc)
+        return
+    except Exception as exc:
+        log.warning("cancel request for %s at %s not written: %r", instant, base_path, exc)
+        return
+    if written:
+        log.info("cancel requested on the table for %s at %s", instant, base_path)
