@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from tms.api.errors import ApiError
 from tms.hudi.errors import TableNotFoundError, TableRefusedError
-from tms.hudi.storage_requests import counting
+from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
 from tms.ingest.storage_calls import StorageCalls
 from tms.observe import record_storage_requests

@@ -17,7 +17,7 @@ from tms.api.schemas.tables import TableFields
 from tms.api.table_reads import read_registered_table
 from tms.api.views import table_out
 from tms.config import Role, Settings
-from tms.hudi.storage_options import StorageOptionError, check_storage_options
+from tms.hudi.storage.options import StorageOptionError, check_storage_options
 from tms.hudi.table import HudiTable
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import located_base_path, register, require_table
