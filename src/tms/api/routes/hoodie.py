@@ -35,10 +35,11 @@ from tms.api.schemas import (
     SubmitOut,
     TableOut,
 )
+from tms.blocking_calls import BlockingCalls
 from tms.config import Role, Settings
+from tms.http.storage_calls import call_storage
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import DEFAULT_DB_NAME, located_base_path, register
-from tms.ingest.storage_calls import StorageCalls
 from tms.services.params import BadJobInput, schedule_kwargs
 from tms.store import (
     Action,
@@ -193,7 +194,7 @@ def _remove(action: Action, body: RemoveIn, session: Session) -> OperationOut:
 
 
 def _client(
-    action: Action, query: ClientQuery, session: Session, settings: Settings, calls: StorageCalls
+    action: Action, query: ClientQuery, session: Session, settings: Settings, calls: BlockingCalls
 ) -> ClientOut:
     if query.action == "REQUEST" and action is Action.INDEXING:
         raise ApiError.invalid("query.action", f"REQUEST is not taken for index: {_OWN_PLAN_ONLY}")
@@ -292,11 +293,11 @@ def _client_table(
 
 
 def _register_for_client(
-    query: ClientQuery, base_path: str, session: Session, calls: StorageCalls
+    query: ClientQuery, base_path: str, session: Session, calls: BlockingCalls
 ) -> Tbl:
     """A writer's client names a table it writes: storage that this service cannot read
     does not refuse it (as with the commit callback), a hung one does (504/503)."""
-    info = calls.run(TableProbe(base_path).look).info
+    info = call_storage(calls, TableProbe(base_path).look).info
     db_name = query.db_name or (info.database_name if info else "") or DEFAULT_DB_NAME
     table_name = (
         query.table_name or (info.table_name if info else "") or posixpath.basename(base_path)

@@ -18,6 +18,7 @@ from tms.api.schemas.alerts import AlertBrief
 from tms.api.schemas.common import MAX_ID, Label, Text, parse_action
 from tms.api.views import operation_out, operations_out
 from tms.config import Role
+from tms.http.storage_calls import call_storage
 from tms.hudi.errors import CancelRefusedError, UnsupportedTableError
 from tms.hudi.locks import AdvisoryLocks, LockSpec, LockTimeoutError, use_advisory_locks
 from tms.hudi.table import HudiTable
@@ -158,7 +159,7 @@ def cancel_operation_route(
                 request.app.state.table_locks,
             )
             try:
-                calls.run(write)
+                call_storage(calls, write)
             except ApiError as exc:
                 log.warning("cancel of %s on the table: %s", operation.instant, exc.message)
     return operation_out(session, operation)
