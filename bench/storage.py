@@ -58,7 +58,7 @@ from bench.common import emit, free_port, log, machine
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.storage import Storage
-from tms.hudi.storage_requests import RequestKind, counting
+from tms.hudi.storage.requests import RequestKind, counting
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import Timeline

@@ -151,7 +151,7 @@ ALERTS = Counter(
     registry=REGISTRY,
 )
 STORAGE_REQUEST_KINDS = ("LIST", "HEAD", "GET", "PUT", "DELETE")
-"""S3's billing classes, as `tms.hudi.storage_requests.RequestKind` names them."""
+"""S3's billing classes, as `tms.hudi.storage.requests.RequestKind` names them."""
 STORAGE_REQUESTS = Counter(
     "tms_storage_requests_total",
     "Storage requests (S3's billing classes) by table (db.table), action (a table service, "

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tms.blocking_calls import BlockingCalls
 from tms.hudi.files import timeline_markers
 from tms.hudi.storage import Storage
-from tms.ingest.storage_calls import StorageCalls
 from tms.markers import state as marker_state
 from tms.markers.state import MarkerDirState
 
@@ -58,7 +58,7 @@ async def create_in_batches(state: MarkerDirState, start: int) -> list[bool]:
 
 
 def new_state(storage: Storage, files: int = 3) -> MarkerDirState:
-    calls = StorageCalls(threads=2, timeout=60.0)
+    calls = BlockingCalls("tms-storage", threads=2, timeout=60.0)
     state = MarkerDirState(storage, INSTANT, files=files, interval_seconds=0, storage_calls=calls)
     state.load()
     return state

@@ -52,7 +52,7 @@ def _writer_cancels(base: str, instant: str) -> None:
 
 
 def _scan(factory: sessionmaker[Session]) -> CancelScan:
-    return CancelScan(factory, interval_seconds=30, storage_timeout_seconds=10)
+    return CancelScan(factory, interval_seconds=30, storage_timeout_seconds=10, storage_threads=8)
 
 
 def test_a_waiting_operation_is_cancelled_by_a_writers_request(

@@ -15,7 +15,7 @@ from tests.storage.conftest import SECRET_KEY, S3Endpoint
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.files.data import read_footer
 from tms.hudi.storage import Storage
-from tms.hudi.storage_requests import RequestKind, counting
+from tms.hudi.storage.requests import RequestKind, counting
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from tms.hudi.storage_requests import (
+from tms.hudi.storage.requests import (
     TOTAL,
     RequestKind,
     counting,

@@ -13,7 +13,7 @@ from hudi import HudiTable as OracleTable
 from tests.hudi.test_fixture_views import rows_of, unzip_fixture
 from tests.storage.conftest import S3Endpoint, upload
 from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
-from tms.hudi.storage_requests import counting
+from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
 
 FIXTURES = ["cow_v8_nonpartitioned", "mor_avro_v9_txns_simple_meta"]

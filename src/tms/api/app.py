@@ -36,11 +36,11 @@ from tms.api.routes import (
     whoami,
     workers,
 )
+from tms.blocking_calls import BlockingCalls
 from tms.config import Settings
 from tms.ingest.callback import CALLBACK_PATH, handle_callback, openapi_path
 from tms.ingest.commit_batch import database_unreachable, write_notifications
 from tms.ingest.group_commit import GroupCommit
-from tms.ingest.storage_calls import StorageCalls
 from tms.markers import MarkerServer
 from tms.store import TableLocks
 
@@ -137,8 +137,8 @@ def create_app(
         whole_batch_failure=database_unreachable,
     )
     app.state.table_locks = TableLocks(session_factory.kw["bind"])
-    app.state.storage_calls = StorageCalls(
-        threads=settings.storage_threads, timeout=settings.storage_timeout_seconds
+    app.state.storage_calls = BlockingCalls(
+        "tms-storage", threads=settings.storage_threads, timeout=settings.storage_timeout_seconds
     )
     app.state.markers = MarkerServer(
         settings, session_factory, session_factory.kw["bind"], app.state.storage_calls

@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from tms.api.auth import authorize, unauthorized
 from tms.api.schemas.common import MAX_ID
 from tms.application import TableAccess
+from tms.blocking_calls import BlockingCalls
 from tms.config import Role, Settings
-from tms.ingest.storage_calls import StorageCalls
 from tms.store import Attempt, attempt_for_token
 
 __all__ = [
@@ -120,21 +120,21 @@ JobAttemptDep = Annotated[Attempt, Depends(job_attempt)]
 """The attempt a job route acts for; `tms.api.gate` checks its token before the body."""
 
 
-async def storage_calls(request: Request) -> StorageCalls:
-    """The application's `StorageCalls` (made by `tms.api.app.create_app`); no I/O, so a
+async def storage_calls(request: Request) -> BlockingCalls:
+    """The application's `BlockingCalls` (made by `tms.api.app.create_app`); no I/O, so a
     dependency on the event loop."""
-    calls: StorageCalls = request.app.state.storage_calls
+    calls: BlockingCalls = request.app.state.storage_calls
     return calls
 
 
-StorageCallsDep = Annotated[StorageCalls, Depends(storage_calls)]
-"""The application's `StorageCalls`, as a route parameter."""
+StorageCallsDep = Annotated[BlockingCalls, Depends(storage_calls)]
+"""The application's `BlockingCalls`, as a route parameter."""
 
 
 async def table_access(request: Request) -> TableAccess:
     """How a use case reaches a table's storage after its commit: the application's storage
     calls, and its table locks for a table whose writers lock it through the service."""
-    calls: StorageCalls = request.app.state.storage_calls
+    calls: BlockingCalls = request.app.state.storage_calls
     return TableAccess(calls.run, calls.timeout, request.app.state.table_locks)
 
 

@@ -1,4 +1,4 @@
-"""A registered table read from storage for a request: on a `StorageCalls` thread, its
+"""A registered table read from storage for a request: on a `BlockingCalls` thread, its
 storage requests counted, and storage's own error texts kept in the log, never sent back."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from typing import Any, TypeVar
 from sqlalchemy.orm import Session
 
 from tms.api.errors import ApiError
+from tms.blocking_calls import BlockingCalls
+from tms.http.storage_calls import call_storage
 from tms.hudi.errors import TableNotFoundError, TableRefusedError
-from tms.hudi.storage_requests import counting
+from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
-from tms.ingest.storage_calls import StorageCalls
 from tms.observe import record_storage_requests
 from tms.store import get_table
 
@@ -55,7 +56,7 @@ def read_table(
 
 def read_registered_table(
     session: Session,
-    calls: StorageCalls,
+    calls: BlockingCalls,
     table_id: int,
     kind: str,
     read: Callable[[HudiTable], T],
@@ -65,4 +66,4 @@ def read_registered_table(
     found = get_table(session, table_id)
     base_path, options, name = found.base_path, dict(found.storage_options), found.qualified_name
     session.rollback()
-    return calls.run(partial(read_table, base_path, options, name, kind, read))
+    return call_storage(calls, partial(read_table, base_path, options, name, kind, read))

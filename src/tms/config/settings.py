@@ -271,7 +271,10 @@ class Settings(BaseSettings):
         10.0, gt=0, description="longest a request waits for a storage read"
     )
     storage_threads: int = Field(
-        8, ge=1, description="storage reads requests make at once (more are refused with 503)"
+        8,
+        ge=1,
+        description="storage reads requests make at once (more are refused with 503); "
+        "the pull round and the cancel scan have as many each",
     )
     # --- Hudi's timeline server protocol (RFC-50 file-system view, RFC-56 markers)
     timeline_server_enabled: bool = Field(

@@ -25,8 +25,10 @@ from starlette.responses import Response
 
 from tms import observe
 from tms.application import register
+from tms.blocking_calls import BlockingCalls
 from tms.config import Settings
 from tms.http.errors import ApiError
+from tms.http.storage_calls import call_storage_async
 from tms.ingest.callback_body import decode_body, parse_callback
 from tms.ingest.commit_action import action_from_payload, action_from_stats
 from tms.ingest.commit_batch import Notification, Outcome
@@ -34,7 +36,6 @@ from tms.ingest.group_commit import GroupCommit
 from tms.ingest.probe import StorageInfo, TableProbe
 from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, is_local
 from tms.ingest.schema import CallbackIn, CallbackOut
-from tms.ingest.storage_calls import StorageCalls
 from tms.store import find_table_by_base_path
 
 __all__ = ["CALLBACK_PATH", "Authorize", "Grant", "handle_callback", "openapi_path"]
@@ -57,7 +58,7 @@ Authorize = Callable[[Settings, Mapping[str, str]], Grant]
 
 async def handle_callback(request: Request, authorize: Authorize) -> Response:
     """Store the notification in `request` (reads the settings, the session factory, the
-    `StorageCalls` and the `GroupCommit` from the state of its app) and answer it. Refusals
+    `BlockingCalls` and the `GroupCommit` from the state of its app) and answer it. Refusals
     are raised (`ApiError`, `RequestValidationError`) for the API to render."""
     if request.method != "POST":
         raise ApiError(405, "method_not_allowed", "use POST", headers={"Allow": "POST"})
@@ -69,10 +70,10 @@ async def handle_callback(request: Request, authorize: Authorize) -> Response:
     parsed = await asyncio.to_thread(parse_callback, text, settings.small_file_bytes)
     del text
     body, summary = parsed.body, parsed.summary
-    calls: StorageCalls = state.storage_calls
+    calls: BlockingCalls = state.storage_calls
     base_path = checked_base_path(settings, body.base_path, BASE_PATH_FIELD)
     if is_local(base_path):  # symlinks are followed: the file system may hang
-        base_path = await calls.run_async(partial(_located, settings, grant, base_path))
+        base_path = await call_storage_async(calls, partial(_located, settings, grant, base_path))
     else:
         grant.check(base_path, BASE_PATH_FIELD)
     action, source = action_from_payload(body.commit_action_type), "payload"
@@ -82,7 +83,7 @@ async def handle_callback(request: Request, authorize: Authorize) -> Response:
     if action is None:  # storage may be slow or hung: bounded, off the event loop
         options = await asyncio.to_thread(_storage_options, state.session_factory, base_path)
         probe = TableProbe(base_path, options)
-        action = await calls.run_async(partial(probe.action_of, body.commit_time))
+        action = await call_storage_async(calls, partial(probe.action_of, body.commit_time))
         source = "timeline"
     note = Notification(base_path, body.commit_time, action, source, summary)
     commits: GroupCommit[Notification, Outcome] = state.commits
@@ -93,7 +94,7 @@ async def handle_callback(request: Request, authorize: Authorize) -> Response:
             raise ApiError.not_found(
                 f"no table is registered at {base_path} and auto-registration is off"
             )
-        info = (await calls.run_async(probe.look)).info
+        info = (await call_storage_async(calls, probe.look)).info
         registered = await asyncio.to_thread(
             _register, state.session_factory, body, base_path, info
         )

@@ -1,7 +1,7 @@
 """What storage shows at a base path: is there a Hudi table, and what does it say.
 
 Requests that name a base path (register, commit callback, the Hudi client) read the table
-through a probe, on a `StorageCalls` thread (storage may hang), before their transaction
+through a probe, on a `BlockingCalls` thread (storage may hang), before their transaction
 starts. A probe never raises: storage that cannot be read is an answer too
 (`TableState.UNREADABLE`), and each caller decides what it means for its request. The
 storage's own error texts go to the log only: they can describe internal hosts and ports.
@@ -67,7 +67,7 @@ class Seen:
 
 class TableProbe:
     """Reads the table at `base_path` (with its `storage_options`, if any) at most once and
-    answers from what it read. Its methods do storage I/O: call them through `StorageCalls`."""
+    answers from what it read. Its methods do storage I/O: call them through `BlockingCalls`."""
 
     def __init__(self, base_path: str, storage_options: Mapping[str, Any] | None = None) -> None:
         self.base_path = base_path

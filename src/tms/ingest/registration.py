@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from functools import partial
 
+from tms.blocking_calls import BlockingCalls
 from tms.config import Settings
 from tms.http.errors import ApiError
+from tms.http.storage_calls import call_storage
 from tms.hudi.base_path import check_base_path, parse
 from tms.hudi.errors import BasePathError
 from tms.ingest.probe import Seen, TableState
-from tms.ingest.storage_calls import StorageCalls
 
 __all__ = [
     "DEFAULT_DB_NAME",
@@ -55,14 +56,16 @@ def is_local(base_path: str) -> bool:
     return parse(base_path).local
 
 
-def located_base_path(settings: Settings, calls: StorageCalls, raw: str, field: str) -> str:
+def located_base_path(settings: Settings, calls: BlockingCalls, raw: str, field: str) -> str:
     """The base path a table at `raw` is stored and compared as: checked as spelled, then,
     on local storage, with its symlinks followed (read on a storage thread: 504/503 when
     the file system hangs) and checked again; 422 naming `field` when either check fails."""
     base_path = checked_base_path(settings, raw, field)
     if not is_local(base_path):
         return base_path
-    return calls.run(partial(checked_base_path, settings, base_path, field, follow_links=True))
+    return call_storage(
+        calls, partial(checked_base_path, settings, base_path, field, follow_links=True)
+    )
 
 
 def require_table(seen: Seen, field: str) -> None:

@@ -167,7 +167,7 @@ def give_tasks_storage_options(spec: JobSpec, spark: Any) -> None:
     serialized tasks and set on their Python workers only; nothing is logged. The job's own
     process takes them as well, for the driver's own calls by URI (the metadata table's file
     groups a `files` build writes on the driver): it runs this one attempt only."""
-    from tms.hudi.storage_options import task_environment
+    from tms.hudi.storage.options import task_environment
 
     if not spec.storage_options:
         return

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from tms.hudi.errors import TableRefusedError
 from tms.hudi.locks import use_advisory_locks
-from tms.hudi.storage_requests import counting
+from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
 from tms.jobs.context import attempt_thread
 from tms.jobs.control import Heartbeater, JobControl

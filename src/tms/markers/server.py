@@ -16,11 +16,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.requests import Request
 from starlette.responses import Response
 
+from tms.blocking_calls import BlockingCalls
 from tms.config import Settings
 from tms.http.errors import ApiError
 from tms.hudi.errors import BasePathError
 from tms.hudi.timeline.instant import is_instant_time
-from tms.ingest.storage_calls import StorageCalls
 from tms.markers.forward import FORWARDED_HEADER, OwnerUnavailable, forward
 from tms.markers.ownership import MarkerOwnership, Owner
 from tms.markers.refusals import refused
@@ -57,7 +57,7 @@ class MarkerServer:
         settings: Settings,
         session_factory: sessionmaker[Session],
         engine: Engine,
-        storage_calls: StorageCalls,
+        storage_calls: BlockingCalls,
     ) -> None:
         """`storage_calls`: the instance's bounded, timed storage threads that requests use."""
         self._factory = session_factory

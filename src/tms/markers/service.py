@@ -21,6 +21,8 @@ from functools import partial
 from typing import Any
 
 from tms import metrics
+from tms.blocking_calls import BlockingCalls
+from tms.http.storage_calls import call_storage_async
 from tms.hudi.errors import HudiError
 from tms.hudi.files.markers import MarkerType, list_markers, marker_dir, parse_marker_name
 from tms.hudi.files.write_conflicts import (
@@ -33,7 +35,6 @@ from tms.hudi.files.write_conflicts import (
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
-from tms.ingest.storage_calls import StorageCalls
 from tms.markers.refusals import refused
 from tms.markers.state import MarkerDirState
 
@@ -96,7 +97,7 @@ class MarkerService:
         batch_files: int,
         batch_interval_seconds: float,
         heartbeat_tolerance: float,
-        storage_calls: StorageCalls,
+        storage_calls: BlockingCalls,
         limits: MarkerLimits | None = None,
     ) -> None:
         self._calls = storage_calls
@@ -131,7 +132,7 @@ class MarkerService:
                     storage_calls=self._calls,
                 )
                 self._states[key] = created
-                load = asyncio.ensure_future(self._calls.run_async(created.load))
+                load = asyncio.ensure_future(call_storage_async(self._calls, created.load))
                 self._loads[key] = load
                 self._evict()
         state = self._states[key]
@@ -153,8 +154,8 @@ class MarkerService:
         held = self._tables.get(table.base_path)
         now = time.monotonic()
         if held is None or now - held[1] > TABLE_CONFIG_SECONDS:
-            hudi = await self._calls.run_async(
-                partial(HudiTable.open, table.base_path, table.storage_options or None)
+            hudi = await call_storage_async(
+                self._calls, partial(HudiTable.open, table.base_path, table.storage_options or None)
             )
             self._tables[table.base_path] = (hudi, now)
             return hudi
@@ -197,7 +198,7 @@ class MarkerService:
             timeline = Timeline.load(hudi.storage, hudi.config)
             return {i.requested_time: i for i in timeline.instants if i.is_pending}
 
-        return await self._calls.run_async(pending)
+        return await call_storage_async(self._calls, pending)
 
     async def admit(self, table: ServedTable, instant: Instant) -> None:
         """Admit a pending instant for marker creation, within `instants_per_table`; when the
@@ -269,7 +270,9 @@ class MarkerService:
 
     async def exists(self, table: ServedTable, instant_time: str) -> bool:
         hudi = await self._table(table)
-        return await self._calls.run_async(partial(hudi.storage.exists, marker_dir(instant_time)))
+        return await call_storage_async(
+            self._calls, partial(hudi.storage.exists, marker_dir(instant_time))
+        )
 
     async def delete(self, table: ServedTable, instant_time: str) -> bool:
         """Delete the instant's marker folder once the instant is no longer pending
@@ -294,7 +297,7 @@ class MarkerService:
             hudi.storage.delete_dir(path)
             return existed
 
-        return await self._calls.run_async(delete)
+        return await call_storage_async(self._calls, delete)
 
     # Early conflict detection ---------------------------------------------------------------
 
@@ -365,7 +368,7 @@ class MarkerService:
             return found
 
         try:
-            return await self._calls.run_async(detect)
+            return await call_storage_async(self._calls, detect)
         except Exception as exc:
             log.warning(
                 "early conflict detection failed for instant %s on %s (%s); the marker is "

@@ -22,9 +22,10 @@ from collections.abc import Callable
 from functools import partial
 
 from tms import metrics
+from tms.blocking_calls import BlockingCalls
+from tms.http.storage_calls import call_storage_async
 from tms.hudi.files import timeline_markers
 from tms.hudi.storage import Storage
-from tms.ingest.storage_calls import StorageCalls
 
 __all__ = ["ROLLOVER_BYTES", "MarkerDirState"]
 
@@ -44,7 +45,7 @@ class MarkerDirState:
         *,
         files: int,
         interval_seconds: float,
-        storage_calls: StorageCalls,
+        storage_calls: BlockingCalls,
     ) -> None:
         self.storage = storage
         self.calls = storage_calls
@@ -171,7 +172,7 @@ class MarkerDirState:
         whole = [] if self.storage.appends else list(kept)
         write = _Write(partial(self._write, index, added, whole))
         try:
-            await self.calls.run_async(write)
+            await call_storage_async(self.calls, write)
         except Exception as exc:
             log.error(
                 "writing markers of instant %s (MARKERS%d) failed: %s",

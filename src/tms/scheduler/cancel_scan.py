@@ -4,10 +4,11 @@ operations wait to run.
 A running job notices a request at its next heartbeat. An operation that waits (due later,
 retrying after a backoff, queued behind others) would notice it only once claimed, so every
 `cancel_scan_interval_seconds` the scheduler lists the cancel folder of each table with such
-plans (one LIST per table, bounded by the storage timeout) and cancels the operations whose
-cancellable plans a writer asked to cancel, with the reason, as every cancel does
-(`tms.application.cancel`) but for the request on the table, which the writer wrote: the
-next clean, or the writer, aborts the plan, as after an operator's cancel.
+plans (one LIST per table, on the scan's storage threads: at most `storage_threads` at once,
+each waited on for the storage timeout) and cancels the operations whose cancellable plans a
+writer asked to cancel, with the reason, as every cancel does (`tms.application.cancel`) but
+for the request on the table, which the writer wrote: the next clean, or the writer, aborts
+the plan, as after an operator's cancel.
 """
 
 from __future__ import annotations
@@ -17,24 +18,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms.application import cancel
+from tms.blocking_calls import BlockingCalls
 from tms.hudi.actions import PLANNED_ACTIONS
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel as table_cancel
 from tms.rounds import BackgroundRound
-from tms.scheduler.bounded import call_bounded
 from tms.store import Action, OperationStatus, TransitionRefused, session_scope, waiting_plans
 
 __all__ = ["CancelScan"]
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 PLANNED = tuple(Action(action) for action in PLANNED_ACTIONS)
 BATCH = 500
@@ -58,11 +57,14 @@ class CancelScan:
         *,
         interval_seconds: float,
         storage_timeout_seconds: float,
+        storage_threads: int,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._factory = session_factory
         self.interval_seconds = interval_seconds
-        self._timeout = storage_timeout_seconds
+        self._calls = BlockingCalls(
+            "tms-cancel-scan-storage", threads=storage_threads, timeout=storage_timeout_seconds
+        )
         self._clock = clock
         self._after_table = 0
         self._round = BackgroundRound(
@@ -84,7 +86,7 @@ class CancelScan:
         cancelled: list[int] = []
         for waiting in self._next_tables().values():
             try:
-                requested = self._bounded(
+                requested = self._calls.run(
                     partial(
                         _cancel_requested,
                         waiting.base_path,
@@ -119,9 +121,6 @@ class CancelScan:
         else:
             self._after_table = max(tables)
         return tables
-
-    def _bounded(self, fn: Callable[[], T]) -> T:
-        return call_bounded(fn, self._timeout, name="tms-cancel-scan-storage")
 
     def _cancel(self, operation_id: int, instant: str) -> bool:
         path = table_cancel.cancel_path(instant)

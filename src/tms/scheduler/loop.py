@@ -119,6 +119,7 @@ class Scheduler:
             session_factory,
             interval_seconds=settings.cancel_scan_interval_seconds,
             storage_timeout_seconds=settings.storage_timeout_seconds,
+            storage_threads=settings.storage_threads,
             clock=clock,
         )
         self.alert_delivery = AlertDelivery(session_factory, settings, clock=clock)

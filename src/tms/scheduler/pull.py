@@ -5,10 +5,11 @@ takes as many tables as the listing budget allows right now (`Pacer`:
 `pull_listings_per_minute`, one listing each, spread evenly over the minute, so 10,000
 tables are all read without a burst), leases them in one statement (`claim_pulls`: silent
 tables first, then the sweep's oldest; one instance per table), reads each one's timeline
-and the commits the store has not heard of (each read bounded by the storage timeout), then
-records them all as notifications would be, runs the triggers and ends the leases in one
-transaction (`tms.ingest.pulled`). A table whose storage fails is logged and counted, and
-waits for its next turn.
+and the commits the store has not heard of (each read on the round's storage threads, at
+most `storage_threads` at once, waited on for the storage timeout), then records them all as
+notifications would be, runs the triggers and ends the leases in one transaction
+(`tms.ingest.pulled`). A table whose storage fails is logged and counted, and waits for its
+next turn.
 """
 
 from __future__ import annotations
@@ -19,18 +20,16 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics, observe
+from tms.blocking_calls import BlockingCalls
+from tms.config import Settings
 from tms.ingest.pulled import PulledCommit, PulledTimeline, read_new, read_timeline, write_pulled
 from tms.rounds import BackgroundRound
-from tms.scheduler.bounded import call_bounded
 from tms.store import PullTarget, claim_pulls, finish_pulls, known_instants, session_scope
-
-if TYPE_CHECKING:
-    from tms.config import Settings
 
 __all__ = ["Pacer", "PullReport", "PullSweep", "TimelineReader"]
 
@@ -125,7 +124,11 @@ class PullSweep:
         per_minute = settings.pull_listings_per_minute
         burst = math.ceil(per_minute * settings.scheduler_interval_seconds / 60)
         self.pacer = Pacer(per_minute, clock, burst=burst)
-        self._timeout = settings.storage_timeout_seconds
+        self._calls = BlockingCalls(
+            "tms-pull-storage",
+            threads=settings.storage_threads,
+            timeout=settings.storage_timeout_seconds,
+        )
         self._round = BackgroundRound("tms-pull", self.run)
 
     @property
@@ -177,24 +180,18 @@ class PullSweep:
 
     def _lease_seconds(self, tables: int) -> float:
         # Each table's reads are bounded by the storage timeout (twice: timeline, commits).
-        return 2 * self._timeout * tables + 60
+        return 2 * self._calls.timeout * tables + 60
 
     def _read(self, target: PullTarget) -> list[PulledCommit] | None:
         """The commits of the table the store has not heard of; None when its storage
         failed (logged)."""
         try:
-            pulled = call_bounded(
-                partial(self._reader.timeline, target), self._timeout, name="tms-pull-storage"
-            )
+            pulled = self._calls.run(partial(self._reader.timeline, target))
             known: Collection[str] = ()
             if pulled.oldest is not None:
                 with session_scope(self._factory) as session:
                     known = known_instants(session, target.tbl_id, since=pulled.oldest)
-            return call_bounded(
-                partial(self._reader.new_commits, pulled, known),
-                self._timeout,
-                name="tms-pull-storage",
-            )
+            return self._calls.run(partial(self._reader.new_commits, pulled, known))
         except Exception as exc:  # storage down, slow, or no table there any more
             log.warning("pull of table %s (%s) failed: %r", target.tbl_id, target.base_path, exc)
             return None

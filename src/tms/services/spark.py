@@ -3,7 +3,7 @@
 Work is distributed as file groups (or clustering groups): each becomes one Spark task that
 reads and writes its own files on storage and returns only small figures to the driver,
 among them the storage requests it made: the driver records them as its own
-(`tms.hudi.storage_requests`), so a `counting()` block around a service counts its tasks'
+(`tms.hudi.storage.requests`), so a `counting()` block around a service counts its tasks'
 requests too (those of a task attempt that failed and was retried are not counted). The
 job's progress (`tms.services.progress`) hears how many file groups the Spark job has.
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tms.hudi.storage_requests import RequestKind, counting, record
+from tms.hudi.storage.requests import RequestKind, counting, record
 from tms.services import progress
 
 if TYPE_CHECKING:

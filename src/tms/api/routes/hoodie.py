@@ -47,10 +47,11 @@ from tms.application import (
     remove,
     submit,
 )
+from tms.blocking_calls import BlockingCalls
 from tms.config import Role, Settings
+from tms.http.storage_calls import call_storage
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import DEFAULT_DB_NAME, located_base_path
-from tms.ingest.storage_calls import StorageCalls
 from tms.store import Action, Operation, Tbl, find_operation, find_table, find_table_by_base_path
 
 router = APIRouter(
@@ -164,7 +165,7 @@ def _client(
     query: ClientQuery,
     session: Session,
     settings: Settings,
-    calls: StorageCalls,
+    calls: BlockingCalls,
     access: TableAccess,
 ) -> ClientOut:
     request = SubmitRequest(
@@ -254,11 +255,11 @@ def _client_table(
 
 
 def _register_for_client(
-    query: ClientQuery, base_path: str, session: Session, calls: StorageCalls
+    query: ClientQuery, base_path: str, session: Session, calls: BlockingCalls
 ) -> Tbl:
     """A writer's client names a table it writes: storage that this service cannot read
     does not refuse it (as with the commit callback), a hung one does (504/503)."""
-    info = calls.run(TableProbe(base_path).look).info
+    info = call_storage(calls, TableProbe(base_path).look).info
     db_name = query.db_name or (info.database_name if info else "") or DEFAULT_DB_NAME
     table_name = (
         query.table_name or (info.table_name if info else "") or posixpath.basename(base_path)

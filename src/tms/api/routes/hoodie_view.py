@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request, Response
 from tms.api.client_networks import check_client_network
 from tms.api.deps import SettingsDep, StorageCallsDep
 from tms.http.errors import ApiError
+from tms.http.storage_calls import call_storage
 from tms.view.cache import ViewCache
 from tms.view.service import ViewService
 
@@ -66,7 +67,8 @@ def hoodie_view(
     check_client_network(request, settings)
     service = view_service(request, settings.view_cache_tables)
     query = {key: request.query_params[key] for key in request.query_params}
-    answer = calls.run(
-        partial(service.answer, request.app.state.session_factory, path, request.method, query)
+    answer = call_storage(
+        calls,
+        partial(service.answer, request.app.state.session_factory, path, request.method, query),
     )
     return Response(content=answer.body, media_type="application/json")

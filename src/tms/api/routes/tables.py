@@ -17,12 +17,13 @@ from tms.api.schemas.tables import TableFields
 from tms.api.table_reads import read_registered_table
 from tms.api.views import table_out
 from tms.application import register
+from tms.blocking_calls import BlockingCalls
 from tms.config import Role, Settings
-from tms.hudi.storage_options import StorageOptionError, check_storage_options
+from tms.http.storage_calls import call_storage
+from tms.hudi.storage.options import StorageOptionError, check_storage_options
 from tms.hudi.table import HudiTable
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import located_base_path, require_table
-from tms.ingest.storage_calls import StorageCalls
 from tms.store import delete_table, get_table, list_tables, update_table
 
 PendingQuery = Annotated[
@@ -52,7 +53,7 @@ def register_body(
     body: TableFields,
     response: Response,
     settings: Settings,
-    calls: StorageCalls,
+    calls: BlockingCalls,
     *,
     pending: bool = False,
     storage_options: dict[str, Any] | None = None,
@@ -65,7 +66,7 @@ def register_body(
     base_path = located_base_path(settings, calls, body.base_path, field)
     if storage_options:
         checked_storage_options(base_path, storage_options)
-    seen = calls.run(TableProbe(base_path, storage_options).look)
+    seen = call_storage(calls, TableProbe(base_path, storage_options).look)
     if not pending:
         require_table(seen, field)
     registered = register(

@@ -1,4 +1,4 @@
-"""`StorageCalls`: storage reads bounded in number and time (pure logic, no storage)."""
+"""`BlockingCalls`: storage calls bounded in number and time (pure logic, no storage)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tms.ingest.storage_calls import StorageBusy, StorageCalls, StorageTimeout
+from tms.blocking_calls import BlockingCalls, CallsBusy, CallTimeout, start_thread
 
 BOUND = 60.0
 """Generous bound on waits for a condition (never a timed assertion)."""
@@ -23,7 +23,7 @@ def _until(condition: Callable[[], bool]) -> None:
 
 
 def test_results_and_errors_come_back() -> None:
-    calls = StorageCalls(threads=2, timeout=BOUND)
+    calls = BlockingCalls("tms-storage", threads=2, timeout=BOUND)
     assert calls.run(lambda: 42) == 42
 
     def fails() -> None:
@@ -34,28 +34,36 @@ def test_results_and_errors_come_back() -> None:
     assert asyncio.run(calls.run_async(lambda: "ok")) == "ok"
 
 
-def test_a_hung_read_times_out_and_keeps_its_slot_until_storage_answers() -> None:
-    calls = StorageCalls(threads=1, timeout=0.2)
+def test_calls_run_on_daemon_threads_named_by_their_pool() -> None:
+    calls = BlockingCalls("tms-pull-storage", threads=1, timeout=BOUND)
+    thread = calls.run(threading.current_thread)
+    assert (thread.name, thread.daemon) == ("tms-pull-storage", True)
+    assert thread is not threading.current_thread()
+    started = start_thread(threading.current_thread, "tms-pull").result(BOUND)
+    assert (started.name, started.daemon) == ("tms-pull", True)
+
+
+def test_a_hung_call_times_out_and_keeps_its_slot_until_storage_answers() -> None:
+    calls = BlockingCalls("tms-storage", threads=1, timeout=0.2)
     storage = threading.Event()
-    with pytest.raises(StorageTimeout) as timed_out:
+    with pytest.raises(CallTimeout) as timed_out:
         calls.run(storage.wait)
-    assert (timed_out.value.status_code, timed_out.value.code) == (504, "storage_timeout")
-    with pytest.raises(StorageBusy) as busy:  # refused at once: the slot is still taken
+    assert str(timed_out.value) == "storage did not answer within 0.2s"
+    with pytest.raises(CallsBusy):  # refused at once: the slot is still taken
         calls.run(lambda: 1)
-    assert (busy.value.status_code, busy.value.code) == (503, "storage_busy")
     storage.set()
 
     def works() -> bool:
         try:
             return calls.run(lambda: True)
-        except StorageBusy:
+        except CallsBusy:
             return False
 
     _until(works)
 
 
 def test_async_callers_wait_for_a_slot_within_the_timeout() -> None:
-    calls = StorageCalls(threads=1, timeout=BOUND)
+    calls = BlockingCalls("tms-storage", threads=1, timeout=BOUND)
     storage = threading.Event()
     started = threading.Event()
 
@@ -77,14 +85,14 @@ def test_async_callers_wait_for_a_slot_within_the_timeout() -> None:
 
 
 def test_an_async_caller_that_gives_up_passes_the_slot_on() -> None:
-    calls = StorageCalls(threads=1, timeout=0.2)
+    calls = BlockingCalls("tms-storage", threads=1, timeout=0.2)
     storage = threading.Event()
 
     async def scenario() -> None:
         holder = asyncio.ensure_future(calls.run_async(storage.wait))
-        with pytest.raises(StorageTimeout):
+        with pytest.raises(CallTimeout):
             await holder
-        with pytest.raises(StorageBusy):  # no slot came free within the timeout
+        with pytest.raises(CallsBusy):  # no slot came free within the timeout
             await calls.run_async(lambda: None)
         waiting = asyncio.ensure_future(calls.run_async(lambda: None))
         await asyncio.sleep(0)
@@ -95,7 +103,7 @@ def test_an_async_caller_that_gives_up_passes_the_slot_on() -> None:
             try:
                 assert await calls.run_async(lambda: "again") == "again"
                 return
-            except StorageBusy:
+            except CallsBusy:
                 assert time.monotonic() < deadline
 
     asyncio.run(scenario())

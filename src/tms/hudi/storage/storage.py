@@ -1,7 +1,7 @@
 """Storage behind one small interface, the same on local disk and on object stores.
 
 Every path handed to `Storage` is relative to the table's base path and uses `/`. Each
-method records the requests it issues on an object store (`tms.hudi.storage_requests`).
+method records the requests it issues on an object store (`tms.hudi.storage.requests`).
 
 Object stores differ from a disk in three ways the methods absorb:
 - no rename: a whole-object PUT is atomic (readers see the old object or the new one,
@@ -30,14 +30,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tms.hudi.storage_requests import (
+from tms.hudi.storage.requests import (
     RequestKind,
     delete_requests,
     list_requests,
     put_requests,
     record,
 )
-from tms.hudi.storage_schemes import filesystem, is_local, is_s3
+from tms.hudi.storage.schemes import filesystem, is_local, is_s3
 
 
 def _drop_hadoop_checksum(full: str) -> None:
