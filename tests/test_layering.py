@@ -44,7 +44,6 @@ OWNED_ELSEWHERE: frozenset[tuple[str, str]] = frozenset(
     {
         ("cli.service", "serve"),
         ("cli.service", "store"),
-        ("config.settings", "hudi.base_path"),
         ("jobs.dispatch", "hudi.locks"),
         ("jobs.dispatch", "hudi.storage_options"),
         ("jobs.dispatch", "hudi.timeline.cancel"),

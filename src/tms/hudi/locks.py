@@ -30,8 +30,8 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Protocol
 
-from tms.hudi.base_path import normalize_base_path
-from tms.hudi.errors import BasePathError, LockTimeoutError, UnsupportedTableError
+from tms.base_path import BasePathError, normalize_base_path
+from tms.hudi.errors import LockTimeoutError, UnsupportedTableError
 from tms.hudi.storage import Storage
 
 __all__ = [

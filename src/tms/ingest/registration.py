@@ -17,10 +17,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from tms.base_path import BasePathError, check_base_path, parse
 from tms.config import Settings
 from tms.http.errors import ApiError
-from tms.hudi.base_path import check_base_path, parse
-from tms.hudi.errors import BasePathError
 from tms.ingest.probe import Seen, StorageInfo, TableState
 from tms.ingest.storage_calls import StorageCalls
 from tms.store import Action, Registered, TableType, register_table, update_table
