@@ -30,9 +30,9 @@ STATEMENT_CALLS = frozenset({"execute", "scalars", "scalar", "exec_driver_sql"})
 _DATABASE_HANDLE = re.compile(r"(session|connection|conn)$")
 
 _SERVICE_PROCESS = (
-    "`tms.serve` brings the API and the store (FastAPI, uvicorn, SQLAlchemy: over a second), "
-    "which the `tms` command imports for every subcommand, and the demo's needs only once it "
-    "starts its service"
+    "`tms.serve` brings the API and the store (FastAPI, uvicorn, SQLAlchemy: over a second); "
+    "the `tms` command imports the demo for every subcommand, and the demo needs the service "
+    "only once it starts it"
 )
 LAZY_IMPORTS: Mapping[tuple[str, str], str] = {
     ("demo.run", "serve"): _SERVICE_PROCESS,
