@@ -4,7 +4,7 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-23
 
-Base paths are stored in one spelling (`tms.hudi.base_path`) from now on; rows registered
+Base paths are stored in one spelling (`tms.base_path`) from now on; rows registered
 before were stored as given. When two rows are one table under two spellings, nothing is
 changed and the upgrade stops, naming them: which one to keep (with its commits and
 operations) is the operator's call (`DELETE /v1/tables/{id}` the other, then upgrade again).
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from tms.hudi.base_path import BasePathError, normalize_base_path
+from tms.base_path import BasePathError, normalize_base_path
 
 revision: str = "0002"
 down_revision: str | Sequence[str] | None = "0001"

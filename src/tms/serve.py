@@ -23,9 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import make_url
 
+from tms.api.app import create_app
+from tms.api.http_protocol import JsonErrorsHttpToolsProtocol
 from tms.config import Settings
+from tms.scheduler import create_scheduler, start_scheduler
 from tms.serve_workers import WorkerProcesses
-from tms.store import head_revision, make_engine, make_session_factory, upgrade
+from tms.store import (
+    EmbeddedSupervisor,
+    head_revision,
+    make_engine,
+    make_session_factory,
+    start_embedded,
+    upgrade,
+)
 
 if TYPE_CHECKING:
     import uvicorn
@@ -92,8 +102,6 @@ class Database:
 def _database_url(settings: Settings) -> tuple[str, EmbeddedPostgres | None]:
     if settings.database_url is not None:
         return settings.database_url, None
-    from tms.store import start_embedded
-
     embedded = start_embedded(settings.data_dir)
     return embedded.url(), embedded
 
@@ -133,8 +141,6 @@ def open_database(settings: Settings) -> Database:
         raise
     supervisor = None
     if embedded is not None:
-        from tms.store import EmbeddedSupervisor
-
         # Connections to a server that died are dead: a restart drops the whole pool.
         supervisor = EmbeddedSupervisor(embedded, on_restart=engine.dispose)
         supervisor.start()
@@ -152,8 +158,6 @@ def scheduler_lifespan(settings: Settings, database: Database) -> Lifespan:
         stop = threading.Event()
         thread: threading.Thread | None = None
         if settings.max_running_per_instance > 0:
-            from tms.scheduler import create_scheduler, start_scheduler
-
             scheduler = await asyncio.to_thread(
                 partial(
                     create_scheduler,
@@ -191,8 +195,6 @@ def scheduler_lifespan(settings: Settings, database: Database) -> Lifespan:
 
 def build_app(settings: Settings, database: Database) -> FastAPI:
     """The API with the scheduler in its lifespan."""
-    from tms.api.app import create_app
-
     app = create_app(settings, database.factory, lifespan=scheduler_lifespan(settings, database))
     app.state.database_supervisor = database.supervisor  # /healthz and /readyz report it
     return app
@@ -222,8 +224,6 @@ def _server(
     app: FastAPI, settings: Settings, *, log_level: str, access_log: bool
 ) -> uvicorn.Server:
     import uvicorn
-
-    from tms.api.http_protocol import JsonErrorsHttpToolsProtocol
 
     config = uvicorn.Config(
         app,

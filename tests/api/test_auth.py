@@ -10,8 +10,8 @@ import pytest
 
 from tests.api.conftest import ADMIN, AUTH_TOKENS, VIEWER, WRITER, MakeClient, bearer
 from tests.api.helpers import callback_payload, instant
+from tms.base_path import within
 from tms.config import DEFAULT_CALLBACK_KEY
-from tms.hudi.base_path import within
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient

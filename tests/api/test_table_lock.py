@@ -19,7 +19,13 @@ from tests.api.helpers import register, submit
 from tests.services.test_clustering import group_target, small_files_table
 from tests.store.helpers import claim, db_now
 from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.locks import LockSpec, LockTimeoutError, advisory_key, use_advisory_locks
+from tms.hudi.locks import (
+    LockSpec,
+    LockTimeoutError,
+    advisory_key,
+    hold_advisory,
+    use_advisory_locks,
+)
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
@@ -56,7 +62,7 @@ def _service_locks(client: TestClient) -> TableLocks:
 
 def _service_can_lock(locks: TableLocks, base_path: str) -> bool:
     try:
-        with locks.hold(advisory_key(base_path), wait_seconds=0.3):
+        with hold_advisory(locks, advisory_key(base_path), wait_seconds=0.3):
             return True
     except LockTimeoutError:
         return False
@@ -77,7 +83,7 @@ def test_a_job_and_the_service_exclude_each_other_on_one_table(
     released = client.delete(_lock_url(c), headers=auth)
     assert (released.status_code, released.json()) == (200, {"held": False})
     assert _service_can_lock(locks, "file:///data/lake/trips/"), "one lock per spelling"
-    with locks.hold(advisory_key("/data/lake/trips"), wait_seconds=0.3):
+    with hold_advisory(locks, advisory_key("/data/lake/trips"), wait_seconds=0.3):
         busy = client.post(_lock_url(c), json={}, headers=auth)
         assert busy.json() == {"held": False}, "the job waits while the service holds it"
     assert client.post(_lock_url(c), json={}, headers=auth).json() == {"held": True}
@@ -113,11 +119,11 @@ def test_a_lock_dies_with_the_connection_that_held_it(factory: sessionmaker[Sess
     assert first.take_for(1, key)
     with (
         pytest.raises(LockTimeoutError, match="held by another tms service"),
-        second.hold(key, wait_seconds=0.3),
+        hold_advisory(second, key, wait_seconds=0.3),
     ):
         pass
     first._jobs[1].connection.invalidate()  # the process holding it died
-    with second.hold(key, wait_seconds=5):
+    with hold_advisory(second, key, wait_seconds=5):
         assert not first.take_for(2, key)
 
 
@@ -134,7 +140,7 @@ def test_a_jobs_scheduling_waits_for_the_postgres_lock_the_service_holds(
     job = JobClient("http://testserver", c.attempt.id, token, transport=client._transport)
     locks = _service_locks(client)
     with use_advisory_locks(ServiceTableLocks(job, retry_seconds=0.1)):
-        with locks.hold(advisory_key(base), wait_seconds=1):
+        with hold_advisory(locks, advisory_key(base), wait_seconds=1):
             with pytest.raises(LockTimeoutError):
                 table_service("compaction").schedule(table, {})
             assert table.timeline().pending_compactions() == []

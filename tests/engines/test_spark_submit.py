@@ -14,7 +14,6 @@ import pytest
 from tms.config import load_settings
 from tms.config.spark_conf import allow_list
 from tms.engines import LaunchError, LaunchSpec
-from tms.engines.package import package_zip
 from tms.engines.process import tail_log
 from tms.engines.spark_submit import (
     ENTRY_SCRIPT,
@@ -27,6 +26,7 @@ from tms.engines.spark_submit import (
     spark_home,
     split_extra_params,
 )
+from tms.spark_runtime.package import package_zip
 
 TOKEN = "s3cret-token"
 

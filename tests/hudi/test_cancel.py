@@ -15,8 +15,7 @@ from tms.hudi.errors import CancelRefusedError, InstantInFlightError
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
-from tms.hudi.timeline.instant import Action, Instant, State, parse_instant_file
-from tms.hudi.timeline.layout import instant_file_name
+from tms.hudi.timeline.instant import Action, Instant, State, instant_file_name, parse_instant_file
 from tms.services.cancel import execute_cancel, request_cancel
 from tms.services.clustering import schedule_clustering
 from tms.services.compaction import schedule_compaction

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tms.api.errors import ApiError
+from tms.base_path import within
 from tms.config import DEFAULT_CALLBACK_KEY, CallbackKey, Role, Settings
-from tms.hudi.base_path import within
 
 __all__ = [
     "ROLE_RANK",

@@ -10,6 +10,9 @@ import typer
 from typer.core import TyperCommand
 
 from tms.cli.render import print_rows
+from tms.demo import DemoOptions, run_demo
+from tms.demo.options import DemoRefused
+from tms.demo.run import LOG_FILE
 
 if TYPE_CHECKING:
     from tms.demo import DemoReport
@@ -96,9 +99,6 @@ def demo(
 
     Options are checked before anything starts: a bad one exits 2 with the reason, and a
     --base-path or --data-dir holding anything the demo did not write is never deleted."""
-    from tms.demo import DemoOptions, run_demo
-    from tms.demo.checks import DemoRefused
-
     options = DemoOptions(
         base_path=base_path,
         data_dir=data_dir,
@@ -133,8 +133,6 @@ def _summary(
     keep_running: bool,
 ) -> None:
     """What the demo did, printed while its service still runs."""
-    from tms.demo.run import LOG_FILE
-
     typer.echo("")
     typer.echo("Summary")
     typer.echo(

@@ -12,8 +12,12 @@ from typing import Annotated, Any
 import typer
 
 from tms.cli.render import cell, print_rows
+from tms.cli.run_output import RunLog, StagePrinter, default_log_file
 from tms.hudi.errors import HudiError
+from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.table import HudiTable
+from tms.planning import BadJobInput, index_partitions
+from tms.services import runner
 
 __all__ = ["files", "metadata", "run", "timeline"]
 
@@ -84,8 +88,6 @@ def files(base_path: BasePath, as_json: AsJson = False) -> None:
 def metadata(base_path: BasePath, as_json: AsJson = False) -> None:
     """Print the metadata table: its partitions with their file groups, and the file count
     of each data partition its `files` partition lists (read only)."""
-    from tms.hudi.metadata.reader import MetadataTableReader
-
     table = _open(base_path)
     try:
         reader = MetadataTableReader.open(table.storage, table.config)
@@ -126,8 +128,6 @@ def _index_options(
 ) -> tuple[str, ...]:
     """The partitions `tms run indexing` builds or drops; exit 2 when they are missing,
     unknown, or given to another service."""
-    from tms.planning import BadJobInput, index_partitions
-
     if service is not Service.indexing:
         if partitions or drop:
             typer.echo("error: --partitions and --drop are options of indexing only", err=True)
@@ -213,9 +213,6 @@ def run(
 
     indexing: builds the metadata partitions --partitions names (drops them with --drop)."""
     started = time.monotonic()
-    from tms.cli.run_output import RunLog, StagePrinter, default_log_file
-    from tms.services import runner
-
     index_partitions = _index_options(service, instant, partitions, drop)
     table = _open(base_path)
     log_path = (log_file or default_log_file(service.value)).absolute()

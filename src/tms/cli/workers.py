@@ -12,6 +12,7 @@ import typer
 from tms.cli.remote import AsJson, Token, Url, connect, service_url
 from tms.cli.render import echo_json, print_rows
 from tms.cli.service import load_or_exit, setup_logging
+from tms.worker import ResidentWorker, WorkerOptions
 
 __all__ = ["worker", "workers_app"]
 
@@ -58,8 +59,6 @@ def worker(
     """Run a resident Spark worker: one long-running Spark application that claims attempts
     from the service (an admin token when auth is on) and runs them on its SparkSession,
     until SIGTERM or Ctrl-C (running attempts finish first)."""
-    from tms.worker import ResidentWorker, WorkerOptions
-
     settings = load_or_exit()
     setup_logging(log_level)
     options = WorkerOptions(

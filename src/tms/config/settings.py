@@ -23,6 +23,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from tms.base_path import BasePathError, normalize_base_path
 from tms.config.sources import ENV_PREFIX, current_sources
 
 __all__ = ["DEFAULT_CALLBACK_KEY", "AuthToken", "CallbackKey", "Role", "Settings"]
@@ -507,9 +508,6 @@ class Settings(BaseSettings):
         items = _split(value)
         if not isinstance(items, list):
             return items
-        # The one normalization of base paths (a pure module without imports of ours).
-        from tms.hudi.base_path import BasePathError, normalize_base_path
-
         prefixes: list[str] = []
         for item in items:
             try:

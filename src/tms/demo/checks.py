@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from tms.demo.options import DemoOptions, DemoRefused
+from tms.demo.s3 import require_s3_server
 from tms.hudi.properties import TABLE_NAME, parse_properties
 from tms.hudi.write.new_table import TABLE_VERSIONS
-
-if TYPE_CHECKING:
-    from tms.demo.run import DemoOptions
 
 __all__ = [
     "DEMO_TABLE_NAME",
     "DEMO_TABLE_VERSIONS",
     "MIN_ROWS",
-    "DemoRefused",
     "check_base_path",
     "check_data_dir",
     "check_options",
@@ -41,10 +38,6 @@ DATA_DIR_MARKER = ".tms-demo"
 """Written into the data dir the demo creates: the sign that it may clear it next time."""
 _SERVICE_STATE = frozenset({"pg", "logs", "py-files", "demo.log", DATA_DIR_MARKER})
 """What a demo's data dir holds (embedded PostgreSQL, job logs, the jobs' package, its log)."""
-
-
-class DemoRefused(ValueError):
-    """The demo cannot run with these options; the message is one line saying why."""
 
 
 _HUDI = {6: "Hudi 0.14/0.15", 8: "Hudi 1.0", 9: "Hudi 1.1"}
@@ -73,8 +66,6 @@ def check_options(options: DemoOptions) -> None:
     if options.engine not in ENGINES:
         raise DemoRefused(f"--engine {options.engine}: spark-worker or spark-submit")
     if options.storage == "s3":
-        from tms.demo.s3 import require_s3_server
-
         require_s3_server()
     else:
         check_base_path(options.base_path)

@@ -36,10 +36,12 @@ from tms.config import DEFAULT_CALLBACK_KEY, Settings, load_settings
 from tms.demo.checks import check_options, clear_data_dir
 from tms.demo.keep import console_url, wait_for_stop
 from tms.demo.logs import demo_logging
+from tms.demo.options import DemoOptions
 from tms.demo.s3 import BUCKET, local_s3
 from tms.demo.table import DemoWriter, callback_payload, data_files, file_groups
 from tms.demo.watch import Echo, OperationSummary, Watcher
 from tms.demo.worker_ready import ResidentWorker, await_worker
+from tms.verify import oracle_snapshot
 
 __all__ = ["LOG_FILE", "DemoOptions", "DemoReport", "demo_policy", "run_demo"]
 
@@ -56,32 +58,6 @@ def demo_policy(options: DemoOptions) -> dict[str, object]:
         "clean_policy": "KEEP_LATEST_FILE_VERSIONS",
         "clean_retained": 1,
     }
-
-
-@dataclass(frozen=True)
-class DemoOptions:
-    base_path: Path = Path(".tms/demo/trips")
-    data_dir: Path = Path(".tms/demo-service")
-    rows: int = 20_000
-    rounds: int = 2
-    commits_per_compaction: int = 3
-    master: str = "local[*]"
-    table_version: int = 9
-    metadata_table: bool = True
-    """A metadata table (`files`, `record_index`), as Hudi writers enable by default."""
-    wait_seconds: float = 600.0
-    poll_seconds: float = 0.5
-    storage: str = "local"
-    """`local` (under `base_path`) or `s3`: a local S3 server (`tms.demo.s3`), the table
-    registered with its storage options."""
-    engine: str = "spark-worker"
-    """`spark-worker`: the service starts a resident Spark worker that runs the table
-    services; `spark-submit`: one Spark application per attempt."""
-    keep_running: bool = False
-    """After the report, keep the service up until Ctrl-C or SIGTERM, then stop it."""
-    worker_start_seconds: float = 180.0
-    """How long the demo waits for the resident worker (its SparkSession) before it writes;
-    without one by then, the table services run through spark-submit."""
 
 
 @dataclass
@@ -143,13 +119,9 @@ class _Oracle:
         self.before: pa.Table | None = None
 
     def take_before(self) -> None:
-        from tms.verify import oracle_snapshot
-
         self.before = oracle_snapshot(self.base_path, self.options)
 
     def check(self, what: str) -> bool:
-        from tms.verify import oracle_snapshot
-
         assert self.before is not None
         after = oracle_snapshot(self.base_path, self.options)
         self.report.oracle_checks += 1

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tms.demo.checks import DemoRefused
+from tms.demo.options import DemoRefused
+from tms.hudi.storage import Storage
 
 __all__ = ["BUCKET", "LocalS3", "MissingS3Server", "local_s3", "require_s3_server"]
 
@@ -78,7 +79,6 @@ def local_s3() -> Iterator[LocalS3]:
     require_s3_server()
     from moto.server import ThreadedMotoServer
 
-    from tms.hudi.storage import Storage
     from tms.serve import free_port
 
     port = free_port()

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from tms.engines.base import Engine, LaunchError
+from tms.engines.spark_submit import SparkSubmitEngine
 
 if TYPE_CHECKING:
     from tms.config import Settings
@@ -54,6 +55,4 @@ class EngineRegistry:
 
 def default_registry(settings: Settings) -> EngineRegistry:
     """The engines a service instance offers: spark-submit."""
-    from tms.engines.spark_submit import SparkSubmitEngine
-
     return EngineRegistry({DEFAULT_ENGINE: SparkSubmitEngine(settings)})

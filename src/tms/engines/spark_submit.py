@@ -25,8 +25,9 @@ from tms.config.spark_conf import (
     is_spark_key,
 )
 from tms.engines.base import JobHandle, LaunchError, LaunchSpec
-from tms.engines.package import package_zip
 from tms.engines.process import start_process
+from tms.spark_runtime import ensure_java
+from tms.spark_runtime.package import package_zip
 
 if TYPE_CHECKING:
     from tms.config import Settings
@@ -189,8 +190,6 @@ class SparkSubmitEngine:
         )
 
     def launch(self, launch: LaunchSpec) -> JobHandle:
-        from tms.spark_runtime import ensure_java
-
         options = self.options()
         submit = Path(options.spark_submit)
         if not submit.is_file() or not os.access(submit, os.X_OK):

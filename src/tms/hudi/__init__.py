@@ -1,6 +1,7 @@
 """The Hudi table format: properties, timeline, file-system view, plans, log files, writer.
 
-A pure library: it never imports the service side. Inside, imports go only downward:
+A pure library: it never imports the service side (only `tms.base_path`, the one spelling
+of a table location, which imports nothing of ours). Inside, imports go only downward:
 
     write/        writer, write handles, new tables          may import everything below
     table         HudiTable                                  may import everything below
@@ -9,7 +10,7 @@ A pure library: it never imports the service side. Inside, imports go only downw
     timeline/     instants, timeline, transitions, heartbeats
                                                              may import avro/ and below
     avro/         codec, schemas, commit metadata, write stats, plans' forms, JSON fields
-    properties, table_paths, storage, base_path, actions, meta_fields, errors   (the base)
+    properties, table_paths, storage, actions, meta_fields, errors   (the base)
 
 No subpackage imports `tms.hudi.table` except `write/`, whose writer writes to a table; a
 subpackage's `__init__` may re-export its public names. `docs/architecture.md` states the

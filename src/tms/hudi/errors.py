@@ -6,7 +6,6 @@ module so each part of the layer can raise them without importing the part that 
     ├── TableRefusedError           a table the services will not touch; nothing was written
     │   ├── UnsupportedTableError   a feature we do not handle
     │   └── UnsafePathError         a plan, metadata or marker names a path outside the table
-    ├── BasePathError (ValueError)  a base path that names no usable table location
     ├── LogFormatError (ValueError) bytes that are not Hudi log blocks
     ├── HFileError (ValueError)     bytes that are not an HFile we can read, or a refused write
     ├── PlanNotFoundError           no pending plan of that action at that instant
@@ -16,13 +15,12 @@ module so each part of the layer can raise them without importing the part that 
     └── CancelRefusedError          a cancel request the plan's state does not allow
 
 A refusal is final: retrying cannot change the table, so callers report it without retrying.
-The three that are also `ValueError`s are about input (a path, bytes) and are caught as such.
+The two that are also `ValueError`s are about input (bytes) and are caught as such.
 """
 
 from __future__ import annotations
 
 __all__ = [
-    "BasePathError",
     "CancelRefusedError",
     "CompactionConflictError",
     "HFileError",
@@ -64,10 +62,6 @@ class UnsafePathError(TableRefusedError):
         self.path = path
         self.reason = reason
         super().__init__(f"{source}: {path!r} {reason}; refusing to touch it")
-
-
-class BasePathError(HudiError, ValueError):
-    """A base path that is not a usable table location; the message says why."""
 
 
 class LogFormatError(HudiError, ValueError):

@@ -10,7 +10,8 @@ who took it (Hudi writes `lockCreateTime`, `lockThreadName` and `lockStacksInfo`
 
 Tables only `tms` services may lock with `postgres` instead: a PostgreSQL advisory lock named
 by the table's base path, which the service takes on its database and a job asks the service
-for (`use_advisory_locks` says how, in this context). `LockSpec.hold` takes either.
+for (`use_advisory_locks` says how, in this context). Both only try the lock; waiting for it,
+and the timeout, are this module's, as for the lock file. `LockSpec.hold` takes either.
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from types import TracebackType
 from typing import Any, Protocol
 
-from tms.hudi.base_path import normalize_base_path
-from tms.hudi.errors import BasePathError, LockTimeoutError, UnsupportedTableError
+from tms.base_path import BasePathError, normalize_base_path
+from tms.hudi.errors import LockTimeoutError, UnsupportedTableError
 from tms.hudi.storage import Storage
 
 __all__ = [
@@ -43,8 +45,7 @@ __all__ = [
     "LockSpec",
     "LockTimeoutError",
     "advisory_key",
-    "advisory_lock_busy",
-    "take_within",
+    "hold_advisory",
     "use_advisory_locks",
 ]
 
@@ -268,7 +269,7 @@ class LockSpec:
                 )
             key = advisory_key(storage.base_path)
             name = f"postgres:{key}"
-            lock = advisory.hold(key, self.wait_seconds)
+            lock = hold_advisory(advisory, key, self.wait_seconds)
         else:
             file_lock = self.file_lock(storage)
             assert file_lock is not None
@@ -297,13 +298,36 @@ class LockSpec:
 
 
 class AdvisoryLocks(Protocol):
-    """Takes PostgreSQL advisory locks for this process or job: the service on its own
-    database connections, a job (no database access) through the service's job API."""
+    """Takes PostgreSQL advisory locks for this process or job, without waiting: the service
+    on its own database connections, a job (no database access) through the service's job
+    API. `hold_advisory` waits for one, trying every `retry_seconds`."""
 
-    def hold(self, key: int, wait_seconds: float) -> AbstractContextManager[None]:
-        """Hold the lock `key` for the `with` block; `LockTimeoutError` when another
-        holder keeps it past `wait_seconds`."""
+    @property
+    def retry_seconds(self) -> float: ...
+
+    def try_take(self, key: int) -> bool:
+        """Take the lock `key` now: True when this process or job holds it."""
         ...
+
+    def release(self, key: int) -> None:
+        """Release the lock `key` this process or job took."""
+        ...
+
+
+@contextmanager
+def hold_advisory(locks: AdvisoryLocks, key: int, wait_seconds: float) -> Iterator[None]:
+    """Hold the advisory lock `key` through `locks` for the `with` block; `LockTimeoutError`
+    when another holder keeps it past `wait_seconds`."""
+    take_within(
+        partial(locks.try_take, key),
+        wait_seconds,
+        locks.retry_seconds,
+        partial(advisory_lock_busy, key),
+    )
+    try:
+        yield
+    finally:
+        locks.release(key)
 
 
 _advisory: ContextVar[AdvisoryLocks | None] = ContextVar("tms_advisory_locks", default=None)

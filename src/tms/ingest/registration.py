@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from functools import partial
 
+from tms.base_path import BasePathError, check_base_path, parse
 from tms.blocking_calls import BlockingCalls
 from tms.config import Settings
 from tms.http.errors import ApiError
 from tms.http.storage_calls import call_storage
-from tms.hudi.base_path import check_base_path, parse
-from tms.hudi.errors import BasePathError
 from tms.ingest.probe import Seen, TableState
 
 __all__ = [

@@ -4,33 +4,21 @@ job releases it (`DELETE …/table-lock`), reports its result, or loses its leas
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from functools import partial
-
-from tms.hudi.locks import advisory_lock_busy, take_within
 from tms.jobs.service_api import JobClient
 
 __all__ = ["ServiceTableLocks"]
 
 
 class ServiceTableLocks:
-    """`tms.services.table_lock.AdvisoryLocks` through the job API. The service names the
-    lock by the attempt's own table: a job can lock no other."""
+    """`tms.hudi.locks.AdvisoryLocks` through the job API. The service names the lock by
+    the attempt's own table: a job can lock no other, so `key` is not sent."""
 
     def __init__(self, client: JobClient, *, retry_seconds: float = 0.5) -> None:
         self._client = client
-        self._retry = retry_seconds
+        self.retry_seconds = retry_seconds
 
-    @contextmanager
-    def hold(self, key: int, wait_seconds: float) -> Iterator[None]:
-        take_within(
-            self._client.take_table_lock,
-            wait_seconds,
-            self._retry,
-            partial(advisory_lock_busy, key),
-        )
-        try:
-            yield
-        finally:
-            self._client.release_table_lock()
+    def try_take(self, key: int) -> bool:
+        return self._client.take_table_lock()
+
+    def release(self, key: int) -> None:
+        self._client.release_table_lock()

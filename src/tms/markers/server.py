@@ -16,10 +16,10 @@ from sqlalchemy.orm import Session, sessionmaker
 from starlette.requests import Request
 from starlette.responses import Response
 
+from tms.base_path import BasePathError
 from tms.blocking_calls import BlockingCalls
 from tms.config import Settings
 from tms.http.errors import ApiError
-from tms.hudi.errors import BasePathError
 from tms.hudi.timeline.instant import is_instant_time
 from tms.markers.forward import FORWARDED_HEADER, OwnerUnavailable, forward
 from tms.markers.ownership import MarkerOwnership, Owner

@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from tms.engines.registry import default_registry
 from tms.scheduler.loop import Scheduler, TickReport
+from tms.store import new_instance_id, register_instance, session_scope
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -26,9 +28,6 @@ def create_scheduler(
     table_locks: TableLocks | None = None,
 ) -> Scheduler:
     """A scheduler for this process, its instance registered (what `tms serve` runs)."""
-    from tms.engines.registry import default_registry
-    from tms.store import new_instance_id, register_instance, session_scope
-
     instance_id = instance_id or new_instance_id()
     with session_scope(session_factory) as session:
         register_instance(session, instance_id)

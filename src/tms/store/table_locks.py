@@ -3,8 +3,9 @@ only `tms` services.
 
 A session-level advisory lock belongs to the connection that took it, so each lock held is
 a connection of its own, kept open while it is held: closing the connection (the holder's
-process dying, or the database restarting) frees it. The service's threads hold locks for
-a `with` block (`hold`); a job, which has no database access, asks the service through the
+process dying, or the database restarting) frees it. The service's threads take and release
+locks (`try_take`, `release`: `tms.hudi.locks.AdvisoryLocks`, whose `hold_advisory` waits for
+them as for a lock file); a job, which has no database access, asks the service through the
 job API and the service holds the lock for the job's attempt (`take_for`, `release_for`)
 until the job releases it or its attempt loses its lease (`sweep`).
 """
@@ -13,15 +14,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 
 from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.orm import Session
 
-from tms.hudi.locks import advisory_lock_busy, take_within
 from tms.store.attempt_outcome import holds_lease
 from tms.store.models import Attempt, Operation
 
@@ -41,27 +38,27 @@ class TableLocks:
 
     def __init__(self, engine: Engine, *, retry_seconds: float = 0.2) -> None:
         self._engine = engine
-        self._retry = retry_seconds
+        self.retry_seconds = retry_seconds
+        """How often a waiting holder tries again (`tms.hudi.locks.hold_advisory`)."""
         self._mutex = threading.Lock()
         self._jobs: dict[int, _JobLock] = {}
+        self._held: dict[int, Connection] = {}
 
-    @contextmanager
-    def hold(self, key: int, wait_seconds: float) -> Iterator[None]:
-        """Hold the lock `key` for the `with` block, waiting up to `wait_seconds` for
-        another holder; `LockTimeoutError` then."""
-        taken: list[Connection] = []
+    def try_take(self, key: int) -> bool:
+        """Take `key` for this service now: True when it holds it (on a connection of its
+        own until `release`), False while another holder has it."""
+        connection = self._try(key)
+        if connection is None:
+            return False
+        with self._mutex:
+            self._held[key] = connection
+        return True
 
-        def try_take() -> bool:
-            connection = self._try(key)
-            if connection is not None:
-                taken.append(connection)
-            return connection is not None
-
-        take_within(try_take, wait_seconds, self._retry, partial(advisory_lock_busy, key))
-        try:
-            yield
-        finally:
-            self._unlock(taken[0], key)
+    def release(self, key: int) -> None:
+        """Release `key`, which this service took with `try_take`."""
+        with self._mutex:
+            connection = self._held.pop(key)
+        self._unlock(connection, key)
 
     def take_for(self, attempt_id: int, key: int) -> bool:
         """Take `key` for a job's attempt without waiting: True when the attempt holds it

@@ -10,8 +10,8 @@ from sqlalchemy import String, bindparam, delete, func, or_, select, text, updat
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
-from tms.hudi.base_path import BasePathError, resolve_base_path
-from tms.hudi.base_path import normalize_base_path as _normalize
+from tms.base_path import BasePathError, resolve_base_path
+from tms.base_path import normalize_base_path as _normalize
 from tms.store.claiming import lock_scheduling
 from tms.store.errors import NotFound, TableBusy, TableConflict
 from tms.store.models import (
@@ -79,7 +79,7 @@ class Registered:
 
 
 def normalize_base_path(base_path: str) -> str:
-    """One spelling per location (`tms.hudi.base_path`), so `/x//y/`, `file:///x/y` and
+    """One spelling per location (`tms.base_path`), so `/x//y/`, `file:///x/y` and
     `/x/z/../y` are the same table. What names no location (a relative path, a chained
     URL) is kept as given: the API refuses it, and lookups of it find nothing."""
     try:

@@ -29,6 +29,8 @@ from tms.jobs.context import ATTEMPT, AttemptLogFilter
 from tms.jobs.control import JobControl
 from tms.jobs.runner import JobRunner
 from tms.jobs.service_api import JobClient, JobSpec
+from tms.spark_runtime import get_spark
+from tms.spark_runtime.package import package_zip
 from tms.worker.client import ClaimedAttempt, WorkerApiError, WorkerClient
 
 __all__ = ["ResidentWorker", "WorkerOptions"]
@@ -63,13 +65,9 @@ class WorkerOptions:
 
 def worker_session(master: str, slots: int) -> Any:
     """The worker's SparkSession: FAIR scheduling between its slots' pools."""
-    from tms.spark_runtime import get_spark
-
     conf = {"spark.scheduler.mode": "FAIR"}
     session = get_spark(master, app_name=f"tms-worker-{slots}-slots", conf=conf)
     if not master.startswith("local"):  # executors elsewhere import the task code from it
-        from tms.engines.package import package_zip
-
         zip_path = package_zip(Path(tempfile.gettempdir()) / "tms-worker")
         session.sparkContext.addPyFile(str(zip_path))
     return session

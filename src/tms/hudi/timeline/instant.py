@@ -111,14 +111,28 @@ class Instant:
         return Instant(self.requested_time, action, state, completion_time)
 
     def file_name(self, layout_version: int = 1) -> str:
-        """The instant file that records this state (the rules are `timeline.layout`'s)."""
-        from tms.hudi.timeline.layout import instant_file_name
-
+        """The instant file that records this state in the given timeline layout."""
         return instant_file_name(self, layout_version)
 
     def __str__(self) -> str:
         done = f" completed {self.completion_time}" if self.completion_time else ""
         return f"[{self.requested_time}__{self.action.value}__{self.state.name}{done}]"
+
+
+def instant_file_name(instant: Instant, layout_version: int = 1) -> str:
+    """The file that records an instant's state, as the layout names it."""
+    ts, action = instant.requested_time, instant.action.value
+    if instant.state is State.REQUESTED:
+        return f"{ts}.{action}.requested"
+    if instant.state is State.INFLIGHT:
+        return f"{ts}.inflight" if instant.action is Action.COMMIT else f"{ts}.{action}.inflight"
+    if instant.state is State.ABORTED:
+        return f"{ts}.{action}.aborted"
+    if layout_version >= 2:
+        if instant.completion_time is None:
+            raise ValueError(f"completed instant {ts} needs a completion time in layout 2")
+        return f"{ts}_{instant.completion_time}.{action}"
+    return f"{ts}.{action}"
 
 
 def parse_instant_file(name: str) -> Instant | None:

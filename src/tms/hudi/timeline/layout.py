@@ -7,7 +7,8 @@ Layout 1 (table versions 6 and 7) keeps instants in `.hoodie/`, names a complete
 metadata as the Avro `HoodieCommitMetadata` / `HoodieReplaceCommitMetadata`
 (`CommitMetadataSerDeV2`), requests clustering as a `clustering` instant, and names a log file
 by the delta commit that wrote it. Requested and inflight file names, plans and clean and
-rollback metadata (Avro in both) are the same in both layouts.
+rollback metadata (Avro in both) are the same in both layouts. Instant file names are written
+and parsed in `timeline.instant`, below this module.
 """
 
 from __future__ import annotations
@@ -16,25 +17,9 @@ from dataclasses import dataclass
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.properties import TableConfig
-from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.instant import Action, Instant, instant_file_name
 
-__all__ = ["TimelineLayout", "instant_file_name"]
-
-
-def instant_file_name(instant: Instant, layout_version: int = 1) -> str:
-    """The file that records an instant's state, as the layout names it."""
-    ts, action = instant.requested_time, instant.action.value
-    if instant.state is State.REQUESTED:
-        return f"{ts}.{action}.requested"
-    if instant.state is State.INFLIGHT:
-        return f"{ts}.inflight" if instant.action is Action.COMMIT else f"{ts}.{action}.inflight"
-    if instant.state is State.ABORTED:
-        return f"{ts}.{action}.aborted"
-    if layout_version >= 2:
-        if instant.completion_time is None:
-            raise ValueError(f"completed instant {ts} needs a completion time in layout 2")
-        return f"{ts}_{instant.completion_time}.{action}"
-    return f"{ts}.{action}"
+__all__ = ["TimelineLayout"]
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,10 @@ def _package_files(root: Path) -> list[Path]:
     return files
 
 
+_TMS_PACKAGE = Path(__file__).resolve().parents[1]
+"""The `tms` package's folder: this module is `tms/spark_runtime/package.py`."""
+
+
 def package_zip(dest_dir: Path, package_dir: Path | None = None) -> Path:
     """Zip the package into `dest_dir/tms-<content hash>.zip`, once per content.
 
@@ -34,9 +38,7 @@ def package_zip(dest_dir: Path, package_dir: Path | None = None) -> Path:
     old zip, and concurrent builders write the same file (atomically, via rename).
     """
     if package_dir is None:
-        import tms
-
-        package_dir = Path(tms.__file__).resolve().parent
+        package_dir = _TMS_PACKAGE
     files = _package_files(package_dir)
     digest = hashlib.sha256()
     for path in files:

@@ -10,6 +10,9 @@ On local (and mounted) storage a spelling may also lead elsewhere through a syml
 (`/lake/sales/link` -> `/lake/hr/payroll`): where a path is checked against a scope and
 stored, it is taken with its symlinks followed (`follow_links`), so a scope covers the
 folders a path really reaches and one folder is one table. Object-store URIs have no links.
+
+It imports nothing of ours: the settings (their allowed prefixes), the store (the spelling it
+stores), the table lock (its key) and the API (a caller's scopes) all read one spelling.
 """
 
 from __future__ import annotations
@@ -18,8 +21,6 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from tms.hudi.errors import BasePathError
 
 __all__ = [
     "BasePathError",
@@ -36,6 +37,10 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):(.*)$", re.DOTALL)
 _LOCAL_HOSTS = ("", "localhost")
 _DEFAULT_AUTHORITY_SCHEMES = frozenset({"hdfs"})
 """Schemes whose `scheme:///path` means the cluster's default file system."""
+
+
+class BasePathError(ValueError):
+    """A base path that is not a usable table location; the message says why."""
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tms.hudi.base_path import check_base_path, normalize_base_path
-from tms.hudi.errors import BasePathError
+from tms.base_path import BasePathError, check_base_path, normalize_base_path
 
 DEFAULT_SCHEMES = ["file", "s3", "s3a", "gs", "abfs", "hdfs"]
 

@@ -1,7 +1,8 @@
-"""The Spark runtime of this process: a Java for Spark to run on, and the SparkSession.
+"""The Spark runtime of this process: a Java for Spark to run on, the SparkSession, and our
+package as Spark's executors import it (`package`).
 
-Shared by the table services, the job and the engine that submits it; it imports nothing of
-ours, so any of them may use it without depending on the others.
+Shared by the table services, the job, the resident worker and the engine that submits it; it
+imports nothing of ours, so any of them may use it without depending on the others.
 """
 
 from __future__ import annotations
