@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tms.hudi.properties import TABLE_NAME, parse_properties
-from tms.hudi.write.new_table import TABLE_VERSIONS
+from tms.hudi.sample_writer.new_table import TABLE_VERSIONS
 
 if TYPE_CHECKING:
     from tms.demo.run import DemoOptions

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from functools import partial
 
 from tms.hudi.locks import advisory_lock_busy, take_within
-from tms.jobs.service_api import JobClient
+from tms.jobs.client import JobClient
 
 __all__ = ["ServiceTableLocks"]
 

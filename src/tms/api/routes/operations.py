@@ -12,11 +12,11 @@ from pydantic import WithJsonSchema
 from tms import observe
 from tms.api.deps import SessionDep, StorageCallsDep, require
 from tms.api.errors import ApiError, error_responses
+from tms.api.responses import operation_out, operations_out
 from tms.api.routes.tables import Cursor, parse_cursor
 from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut, OperationPage
 from tms.api.schemas.alerts import AlertBrief
 from tms.api.schemas.common import MAX_ID, Label, Text, parse_action
-from tms.api.views import operation_out, operations_out
 from tms.config import Role
 from tms.hudi.errors import CancelRefusedError, UnsupportedTableError
 from tms.hudi.locks import AdvisoryLocks, LockSpec, LockTimeoutError, use_advisory_locks
