@@ -103,7 +103,10 @@ def slices_on_disk(base: str) -> dict[tuple[str, str], set[str]]:
 
 
 def planned_paths(table: HudiTable, instant: str) -> list[str]:
-    plan = table.timeline().cleaner_plan(Instant(instant, Action.CLEAN, State.REQUESTED))
+    plan = table.timeline().avro_details(
+        Instant(instant, Action.CLEAN, State.REQUESTED), State.REQUESTED
+    )
+    assert plan is not None
     return sorted(
         info["filePath"]
         for infos in plan["filePathsToBeDeletedPerPartition"].values()
@@ -469,7 +472,10 @@ def test_savepointed_files_and_pending_clustering_groups_survive(
     }
     assert left[("sf", clustered.file_id)] == {s.base_instant_time for s in clustered.slices}
     assert {len(v) for k, v in left.items() if k[0] != "sf"} == {1}
-    plan = table.timeline().cleaner_plan(table.timeline().completed((Action.CLEAN,))[0])
+    plan = table.timeline().avro_details(
+        table.timeline().completed((Action.CLEAN,))[0], State.REQUESTED
+    )
+    assert plan is not None
     assert plan["extraMetadata"] == {"savepointed_timestamps": first.base_instant_time}
 
 

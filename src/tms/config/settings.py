@@ -560,16 +560,6 @@ class Settings(BaseSettings):
         return self
 
     @property
-    def embedded_database(self) -> bool:
-        """True when the service runs its own PostgreSQL (no `database_url`)."""
-        return self.database_url is None
-
-    @property
-    def pg_data_dir(self) -> Path:
-        """Where the embedded PostgreSQL keeps its cluster."""
-        return self.data_dir / "pg"
-
-    @property
     def api_url(self) -> str:
         """`public_url`, always set once loaded (typed as `str` for callers)."""
         assert self.public_url is not None
