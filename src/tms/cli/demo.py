@@ -96,7 +96,7 @@ def demo(
 
     Options are checked before anything starts: a bad one exits 2 with the reason, and a
     --base-path or --data-dir holding anything the demo did not write is never deleted."""
-    from tms.demo import DemoOptions, run_demo
+    from tms.demo import DemoOptions, run_demo  # the service, Spark and S3: only `tms demo`
     from tms.demo.checks import DemoRefused
 
     options = DemoOptions(
@@ -133,7 +133,7 @@ def _summary(
     keep_running: bool,
 ) -> None:
     """What the demo did, printed while its service still runs."""
-    from tms.demo.run import LOG_FILE
+    from tms.demo.run import LOG_FILE  # loaded by `tms demo` already, not by other commands
 
     typer.echo("")
     typer.echo("Summary")

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from tms.api_client import ApiClient, Json, ServiceRefused, ServiceUnreachable
+from tms.config import SettingsError, load_settings
 
 __all__ = ["AsJson", "Token", "Url", "connect", "qualified", "resolve_table", "split_name"]
 
@@ -39,8 +40,6 @@ def service_url(url: str | None) -> str:
     the service's own host wants), else the default port on this host."""
     if url:
         return url
-    from tms.config import SettingsError, load_settings
-
     try:
         return load_settings().api_url
     except SettingsError:

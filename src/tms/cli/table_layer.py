@@ -12,8 +12,11 @@ from typing import Annotated, Any
 import typer
 
 from tms.cli.render import cell, print_rows
+from tms.cli.run_output import RunLog, StagePrinter, default_log_file
 from tms.hudi.errors import HudiError
+from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.table import HudiTable
+from tms.services import params
 
 __all__ = ["files", "metadata", "run", "timeline"]
 
@@ -84,8 +87,6 @@ def files(base_path: BasePath, as_json: AsJson = False) -> None:
 def metadata(base_path: BasePath, as_json: AsJson = False) -> None:
     """Print the metadata table: its partitions with their file groups, and the file count
     of each data partition its `files` partition lists (read only)."""
-    from tms.hudi.metadata.reader import MetadataTableReader
-
     table = _open(base_path)
     try:
         reader = MetadataTableReader.open(table.storage, table.config)
@@ -126,8 +127,6 @@ def _index_options(
 ) -> tuple[str, ...]:
     """The partitions `tms run indexing` builds or drops; exit 2 when they are missing,
     unknown, or given to another service."""
-    from tms.services.params import BadJobInput, index_partitions
-
     if service is not Service.indexing:
         if partitions or drop:
             typer.echo("error: --partitions and --drop are options of indexing only", err=True)
@@ -145,8 +144,8 @@ def _index_options(
             raise typer.Exit(2)
         return ()
     try:
-        return index_partitions(partitions)
-    except BadJobInput as exc:
+        return params.index_partitions(partitions)
+    except params.BadJobInput as exc:
         typer.echo(
             f"error: --partitions: {str(exc).removeprefix('extra_params partitions: ')}", err=True
         )
@@ -213,8 +212,7 @@ def run(
 
     indexing: builds the metadata partitions --partitions names (drops them with --drop)."""
     started = time.monotonic()
-    from tms.cli.run_output import RunLog, StagePrinter, default_log_file
-    from tms.services import runner
+    from tms.services import runner  # PySpark: only `tms run` loads it
 
     index_partitions = _index_options(service, instant, partitions, drop)
     table = _open(base_path)

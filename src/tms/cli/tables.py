@@ -18,6 +18,8 @@ from tms.api_client import Json
 from tms.cli.registration import differences, refusal
 from tms.cli.remote import AsJson, Token, Url, connect, qualified, resolve_table, split_name
 from tms.cli.render import echo_json, print_rows
+from tms.hudi.errors import HudiError
+from tms.hudi.table import HudiTable
 
 __all__ = ["tables_app"]
 
@@ -141,9 +143,6 @@ def _read_options(path: Path) -> Any:
 
 def _name_from_storage(base_path: str) -> str:
     """`hoodie.table.name` when the table is readable from here, else the folder's name."""
-    from tms.hudi.errors import HudiError
-    from tms.hudi.table import HudiTable
-
     try:
         return HudiTable.open(base_path).name
     except (HudiError, OSError, ValueError):

@@ -58,7 +58,7 @@ def worker(
     """Run a resident Spark worker: one long-running Spark application that claims attempts
     from the service (an admin token when auth is on) and runs them on its SparkSession,
     until SIGTERM or Ctrl-C (running attempts finish first)."""
-    from tms.worker import ResidentWorker, WorkerOptions
+    from tms.worker import ResidentWorker, WorkerOptions  # PySpark: only this command loads it
 
     settings = load_or_exit()
     setup_logging(log_level)

@@ -24,6 +24,7 @@ from pydantic_settings import (
 )
 
 from tms.config.sources import ENV_PREFIX, current_sources
+from tms.hudi.base_path import BasePathError, normalize_base_path
 
 __all__ = ["DEFAULT_CALLBACK_KEY", "AuthToken", "CallbackKey", "Role", "Settings"]
 
@@ -536,9 +537,6 @@ class Settings(BaseSettings):
         items = _split(value)
         if not isinstance(items, list):
             return items
-        # The one normalization of base paths (a pure module without imports of ours).
-        from tms.hudi.base_path import BasePathError, normalize_base_path
-
         prefixes: list[str] = []
         for item in items:
             try:
