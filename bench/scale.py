@@ -621,7 +621,7 @@ def sql_baselines(db: BenchDatabase, count: int) -> dict[str, Any]:
 
 def explain_api(db: BenchDatabase, loaded: Loaded, args: argparse.Namespace) -> dict[str, Any]:
     """The SQL each API case runs (`list_operations` + `operations_out`), EXPLAIN ANALYZEd."""
-    from tms.api.views import operations_out
+    from tms.api.responses import operations_out
     from tms.store import (
         Action,
         OperationStatus,

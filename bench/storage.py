@@ -57,13 +57,13 @@ from werkzeug.serving import make_server
 from bench.common import emit, free_port, log, machine
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.properties import PROPERTIES_PATH
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.storage.requests import RequestKind, counting
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import Timeline
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
 from tms.ingest.probe import TableProbe
 from tms.services.clean import execute_clean, schedule_clean
 from tms.services.compaction import execute_compaction, schedule_compaction

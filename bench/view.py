@@ -51,9 +51,9 @@ from bench.common import (
     ratio,
 )
 from tms.hudi.files.fs_view import FileSystemView
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
 from tms.store import (
     CommitIn,
     make_engine,

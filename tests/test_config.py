@@ -26,7 +26,7 @@ def bare(**overrides: object) -> Settings:
 
 def test_defaults(tmp_path: Path) -> None:
     s = bare(data_dir=tmp_path)
-    assert s.database_url is None and s.embedded_database
+    assert s.database_url is None
     assert (s.host, s.port, s.public_url) == ("127.0.0.1", 9091, "http://127.0.0.1:9091")
     assert s.callback_keys == ()  # Hudi's default key, while auth is off:
     assert [k.key.get_secret_value() for k in s.accepted_callback_keys] == [DEFAULT_CALLBACK_KEY]
@@ -47,7 +47,7 @@ def test_defaults(tmp_path: Path) -> None:
     )
     assert (s.default_max_retries, s.compaction_delta_commits, s.clean_commits) == (3, 5, 10)
     assert s.clustering_commits == 0
-    assert (s.log_dir, s.pg_data_dir) == (tmp_path / "logs", tmp_path / "pg")
+    assert s.log_dir == tmp_path / "logs"
     assert bare().data_dir == Path.cwd() / ".tms"
 
 

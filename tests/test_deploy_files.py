@@ -86,7 +86,7 @@ def test_dockerfile_sets_only_real_settings_and_serves_on_all_interfaces() -> No
     env = dockerfile_env()
     settings = assert_real_settings(env, "Dockerfile")
     assert (settings.host, settings.port) == ("0.0.0.0", PORT)
-    assert settings.embedded_database  # no URL baked in: the deployment supplies it
+    assert settings.database_url is None  # no URL baked in: the deployment supplies it
 
     steps = dockerfile_instructions()
     assert steps[0] == ("FROM", "python:3.11-slim")

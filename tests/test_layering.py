@@ -34,16 +34,23 @@ _SERVICE_PROCESS = (
     "the `tms` command imports the demo for every subcommand, and the demo needs the service "
     "only once it starts it"
 )
+_COMMAND_ONLY = (
+    "the service and the store bring FastAPI, uvicorn, SQLAlchemy and Alembic (over a second); "
+    "every `tms` subcommand imports `cli.serve`; only `tms serve` and `tms db upgrade` need them"
+)
 LAZY_IMPORTS: Mapping[tuple[str, str], str] = {
     ("demo.run", "serve"): _SERVICE_PROCESS,
     ("demo.s3", "serve"): _SERVICE_PROCESS,
+    ("cli.serve", "serve"): _SERVICE_PROCESS,
+    (
+        "cli.serve",
+        "store",
+    ): "the store brings SQLAlchemy and Alembic; only `tms db upgrade` needs them",
 }
 """(module, imported module) -> why the import waits for the function that needs it."""
 
 OWNED_ELSEWHERE: frozenset[tuple[str, str]] = frozenset(
     {
-        ("cli.service", "serve"),
-        ("cli.service", "store"),
         ("jobs.dispatch", "hudi.locks"),
         ("jobs.dispatch", "hudi.storage.options"),
         ("jobs.dispatch", "hudi.timeline.cancel"),

@@ -15,8 +15,8 @@ from typer.testing import CliRunner, Result
 
 from tms.cli import app
 from tms.config import load_settings
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.serve import RunningService, free_port, serve_in_thread
 
 ADMIN = "adm-5c81e2"

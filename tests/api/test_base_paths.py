@@ -19,7 +19,7 @@ import pytest
 from tests.api.conftest import ADMIN, AUTH_TOKENS, MakeClient, bearer
 from tests.api.helpers import callback_payload, instant
 from tms.config import SettingsError, load_settings
-from tms.hudi.write.writer import HudiWriter
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.serve import free_port
 
 if TYPE_CHECKING:

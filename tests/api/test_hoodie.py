@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from tests.api.conftest import MakeClient
 from tests.api.helpers import client_params, instant, register, submit
-from tms.hudi.write.writer import HudiWriter
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.store import Operation
 
 if TYPE_CHECKING:

@@ -27,10 +27,10 @@ from tms.hudi.locks import (
     use_advisory_locks,
 )
 from tms.hudi.properties import COPY_ON_WRITE
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
-from tms.hudi.write.writer import HudiWriter
-from tms.jobs.service_api import JobClient
+from tms.jobs.client import JobClient
 from tms.jobs.table_lock import ServiceTableLocks
 from tms.services.clustering import schedule_clustering
 from tms.services.registry import table_service

@@ -19,9 +19,9 @@ import pytest
 from tests import oracle
 from tests.e2e.conftest import Service, Services
 from tests.e2e.test_service_e2e import rows, trips
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
 from tms.services.clustering_plan import schedule_clustering
 from tms.services.compaction_plan import schedule_compaction
 

@@ -28,8 +28,8 @@ from tests.e2e.writer_callbacks import (
     CallbackWriter,
     commit_metadata,
 )
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.store import Commit, Instance
 
 pytestmark = pytest.mark.spark

@@ -13,7 +13,7 @@ import hudi
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from tms.hudi.avro.jackson import dumps_jackson
-from tms.hudi.avro.write_stat import RuntimeStats, WriteStat
+from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.hudi.meta_fields import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 
 TS = "20240101120000123"
@@ -211,7 +211,10 @@ def test_parse_hudi_commit_json() -> None:
     assert meta.partitions() == ["2024/01/01"]
     first, second = meta.partition_to_write_stats["2024/01/01"]
     assert first.file_id == FID1
-    assert first.is_insert and not second.is_insert
+    assert first.prev_commit in (None, NULL_COMMIT) and second.prev_commit not in (
+        None,
+        NULL_COMMIT,
+    )
     assert first.runtime_stats == RuntimeStats(total_create_time=512)
     assert first.cdc_stats is None
     assert second.prev_commit == PREV
@@ -406,18 +409,17 @@ def test_helpers() -> None:
     delta = CommitMetadata.from_json(DELTA_JSON)
     assert meta.file_paths_written() == [f"2024/01/01/{BASE1}", f"2024/01/01/{BASE2}"]
     assert meta.file_ids_by_partition() == {"2024/01/01": {FID1, FID2}}
-    assert meta.total_records_written() == 30
-    assert meta.total_bytes_written() == 935012
-    assert meta.total_records_deleted() == 1
-    assert meta.log_files_written() == [] and meta.total_log_files() == 0
+    assert sum(s.num_writes for s in meta.write_stats()) == 30
+    assert sum(s.total_write_bytes for s in meta.write_stats()) == 935012
+    assert sum(s.num_deletes for s in meta.write_stats()) == 1
+    assert meta.log_files_written() == []
     assert delta.log_files_written() == [LOG1]
-    assert delta.total_log_files() == 1
     assert delta.file_ids_by_partition() == {"": {FID1}}
     compaction = CommitMetadata.from_json(LEGACY_JSON)
     compaction.write_stats()[0].total_log_files_compacted = 2
     compaction.write_stats()[0].total_log_records = 9
-    assert compaction.total_log_files_compacted() == 2
-    assert compaction.total_log_records_compacted() == 9
+    assert sum(s.total_log_files_compacted for s in compaction.write_stats()) == 2
+    assert sum(s.total_log_records for s in compaction.write_stats()) == 9
 
 
 def test_built_compaction_commit() -> None:

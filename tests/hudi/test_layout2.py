@@ -294,7 +294,7 @@ def test_timeline_gives_requested_and_completion_times(table: Layout2Table) -> N
 
     # Avro metadata (layout 2) and the legacy JSON instant both decode.
     assert timeline.commit_metadata(by_time[T3]).compacted
-    assert timeline.commit_metadata(by_time[T1]).total_records_written() == 3
+    assert sum(s.num_writes for s in timeline.commit_metadata(by_time[T1]).write_stats()) == 3
     assert timeline.commit_metadata(by_time[T0]).file_ids_by_partition() == {"p2": {FILE_C}}
     replaced = timeline.commit_metadata(by_time[T7])
     assert isinstance(replaced, ReplaceCommitMetadata)

@@ -12,12 +12,12 @@ from tests import oracle
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline.instant import Action, State
-from tms.hudi.timeline.timeline import Timeline
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.hudi.timeline.transitions import new_instant_time
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
 
 CLUSTERING_STRATEGY = (
     "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"
@@ -71,6 +71,11 @@ def write(writer: HudiWriter, operation: str, ids: range | list[int], ts: int) -
 
 def timeline(base: str) -> Timeline:
     return HudiTable.open(base).timeline()
+
+
+def since(got: Timeline, last: Instant | None, actions: tuple[Action, ...]) -> list[str]:
+    """Completed instants of `actions` after `last`: what a trigger counts since a service."""
+    return [i.requested_time for i in got.completed_after(last, actions)]
 
 
 def next_time(base: str) -> str:
@@ -229,7 +234,7 @@ def test_writer_instants_are_completed_commits(
     assert got.pending() == []
     assert all(got.origin_action(i) is action for i in got.instants)
     assert our_commits(base) == oracle_commits(base)
-    assert got.commit_metadata(got.instants[0]).total_records_written() == 50
+    assert sum(s.num_writes for s in got.commit_metadata(got.instants[0]).write_stats()) == 50
     if table_version >= 8:  # layout 2 names each completed instant by its completion time
         times = [t for i in got.instants for t in (i.requested_time, i.completion_time)]
         assert None not in times and times == sorted(times) and len(set(times)) == len(times)
@@ -336,9 +341,9 @@ def test_commits_since_the_last_compaction_clean_and_clustering(tmp_path: Path) 
     d2 = write(writer, "upsert", range(0, 60, 2), 2)
 
     fresh = timeline(base)
-    assert [i.requested_time for i in fresh.deltacommits_since_last_compaction()] == [d1, d2]
-    assert [i.requested_time for i in fresh.commits_since_last_clean()] == [d1, d2]
-    assert [i.requested_time for i in fresh.commits_since_last_clustering()] == [d1, d2]
+    assert since(fresh, fresh.last_compaction(), (Action.DELTA_COMMIT,)) == [d1, d2]
+    assert since(fresh, fresh.last_clean(), WRITE_COMMIT_ACTIONS) == [d1, d2]
+    assert since(fresh, fresh.last_clustering(), WRITE_COMMIT_ACTIONS) == [d1, d2]
     assert fresh.last_compaction() is None and fresh.last_clean() is None
     assert fresh.last_clustering() is None
 
@@ -354,9 +359,9 @@ def test_commits_since_the_last_compaction_clean_and_clustering(tmp_path: Path) 
     put(base, f"{pending_clean}.clean.requested")
 
     got = timeline(base)
-    assert [i.requested_time for i in got.deltacommits_since_last_compaction()] == [d4, d6, d8]
-    assert [i.requested_time for i in got.commits_since_last_clean()] == [d6, r7, d8]
-    assert [i.requested_time for i in got.commits_since_last_clustering()] == [d8]
+    assert since(got, got.last_compaction(), (Action.DELTA_COMMIT,)) == [d4, d6, d8]
+    assert since(got, got.last_clean(), WRITE_COMMIT_ACTIONS) == [d6, r7, d8]
+    assert since(got, got.last_clustering(), WRITE_COMMIT_ACTIONS) == [d8]
     last = (got.last_compaction(), got.last_clean(), got.last_clustering())
     assert [i.requested_time if i else None for i in last] == [c3, cl5, r7]
     assert [i.requested_time for i in got.pending_compactions()] == [pending_compaction]
@@ -420,7 +425,7 @@ def test_pending_replacecommit_is_clustering_only_when_its_plan_says_cluster(
     got = timeline(base)
     assert got.last_clustering() == got.get(clustering)
     assert [i.requested_time for i in got.pending_clusterings()] == [inflight_clustering]
-    assert [i.requested_time for i in got.commits_since_last_clustering()] == [overwrite]
+    assert since(got, got.last_clustering(), WRITE_COMMIT_ACTIONS) == [overwrite]
 
 
 def test_cleaner_plan_and_clean_metadata_are_decoded(tmp_path: Path) -> None:
@@ -433,7 +438,8 @@ def test_cleaner_plan_and_clean_metadata_are_decoded(tmp_path: Path) -> None:
     got = timeline(base)
     instant = got.last_clean()
     assert instant is not None and instant.requested_time == clean
-    plan = got.cleaner_plan(instant)
+    plan = got.avro_details(instant, State.REQUESTED)
+    assert plan is not None
     assert plan["policy"] == "KEEP_LATEST_COMMITS"
     assert plan["earliestInstantToRetain"] == {
         "timestamp": second,
@@ -447,7 +453,7 @@ def test_cleaner_plan_and_clean_metadata_are_decoded(tmp_path: Path) -> None:
     assert metadata["partitionMetadata"]["sf"]["successDeleteFiles"] == [
         "f1_0-1-0_20240101000000000.parquet"
     ]
-    assert [i.requested_time for i in got.commits_since_last_clean()] == []
+    assert since(got, got.last_clean(), WRITE_COMMIT_ACTIONS) == []
     assert [i.requested_time for i in got.commits()] == [first, second]
 
 
@@ -464,6 +470,6 @@ def test_a_savepoint_shares_its_commit_time_without_hiding_the_commit(tmp_path: 
     (hoodie / f"{instant}.savepoint").write_bytes(savepoint)
     timeline = HudiTable.open(base).timeline()
     assert [i.requested_time for i in timeline.commits()] == [instant]
-    assert timeline.savepointed_times() == [instant]
+    assert [i.requested_time for i in timeline.completed((Action.SAVEPOINT,))] == [instant]
     assert timeline.get(instant) is not None and timeline.get(instant).action is Action.DELTA_COMMIT
     assert timeline.commit_metadata(timeline.commits()[0]).operation_type == "INSERT"

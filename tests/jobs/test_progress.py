@@ -24,11 +24,11 @@ from tests.api.conftest import batch, mor_writer
 from tests.jobs.stub_api import OK_BEAT, spec_json, stub_api
 from tests.jobs.test_runner import ENTRY, FakeSpark
 from tests.worker.test_resident_worker import _api_only, _register, _wait_done, _worker
+from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.table import HudiTable
-from tms.hudi.write.new_table import create_table
+from tms.jobs.client import JobClient, JobSpec
 from tms.jobs.control import JobControl
 from tms.jobs.runner import EXIT_OK, JobRunner
-from tms.jobs.service_api import JobClient, JobSpec
 from tms.serve import serve_in_thread
 from tms.services import progress
 from tms.services.execution import ServiceResult

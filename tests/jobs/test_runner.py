@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from tests.jobs.stub_api import OK_BEAT, StubApi, spec_json, stub_api
+from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
-from tms.hudi.write.new_table import create_table
+from tms.jobs.client import JobClient, JobSpec
 from tms.jobs.runner import (
     EXIT_FAILED,
     EXIT_OK,
@@ -26,7 +27,6 @@ from tms.jobs.runner import (
     EXIT_USAGE,
     JobRunner,
 )
-from tms.jobs.service_api import JobClient, JobSpec
 from tms.services.execution import ServiceResult
 from tms.spark_runtime import ensure_java
 

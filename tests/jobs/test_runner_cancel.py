@@ -20,8 +20,8 @@ from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import State
+from tms.jobs.client import JobSpec
 from tms.jobs.runner import EXIT_FAILED, EXIT_OK
-from tms.jobs.service_api import JobSpec
 from tms.services.compaction import schedule_compaction
 from tms.services.execution import ServiceResult
 

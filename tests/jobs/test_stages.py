@@ -13,13 +13,13 @@ import pytest
 
 from tests.jobs.stub_api import OK_BEAT, Reply, StubApi, spec_json, stub_api
 from tms.hudi.metadata.indexing import IndexPartitionInfo, IndexPlan
+from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import delete_pending, request, transition
-from tms.hudi.write.new_table import create_table
+from tms.jobs.client import JobClient, JobSpec
 from tms.jobs.control import JobControl, JobStopped
 from tms.jobs.runner import EXIT_FAILED, EXIT_OK, JobRunner, _roll_back_cancelled
-from tms.jobs.service_api import JobClient, JobSpec
 from tms.services.execution import ServiceResult
 
 CANCEL_BEAT: Reply = (200, {"lease_expires_at": None, "cancel_requested": True})

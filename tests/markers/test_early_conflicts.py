@@ -19,13 +19,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.api.conftest import batch
 from tests.markers.conftest import Serve, Table, create, register
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, next_time, request, transition
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
-from tms.markers import MarkerService
+from tms.markers import MarkerHandler
 from tms.metrics import MARKER_CONFLICTS
 from tms.services.conflicts import ConflictCheck, WriteConflictError, find_conflicts
 from tms.services.execution import conflict_in_task
@@ -116,9 +116,9 @@ def test_a_burst_of_markers_shares_detection_runs_and_a_later_marker_gets_its_ow
     shared = "ffffffff-0000-0000-0000-000000000001-0"
     burst = [f"99999999-0000-0000-0000-0000000000{i:02d}-0" for i in range(12)]
     runs = 0
-    run = MarkerService._run_detection
+    run = MarkerHandler._run_detection
 
-    async def gated_run(self: MarkerService, table_: Any, state: Any) -> Any:
+    async def gated_run(self: MarkerHandler, table_: Any, state: Any) -> Any:
         """The burst's first run waits until every marker of the burst asked (a slow
         storage), so the others queue behind it."""
         nonlocal runs
@@ -131,7 +131,7 @@ def test_a_burst_of_markers_shares_detection_runs_and_a_later_marker_gets_its_ow
                 await asyncio.sleep(0.01)
         return await run(self, table_, state)
 
-    monkeypatch.setattr(MarkerService, "_run_detection", gated_run)
+    monkeypatch.setattr(MarkerHandler, "_run_detection", gated_run)
     with serve() as client:
         assert create(client, table.marker_dir(first), marker(shared, first), table.base_path)
         runs = 0

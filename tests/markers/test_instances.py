@@ -102,9 +102,9 @@ def test_one_instance_serves_a_table_the_others_forward_and_take_over_when_it_st
         assert create(a.url, marker_dir, second) is True  # forwarded to b
         assert create(a.url, marker_dir, first) is False, "b's memory answers"
         assert all_markers(a.url, marker_dir) == sorted([first, second])
-        served_by_b = b.app.state.markers.service  # type: ignore[attr-defined]
+        served_by_b = b.app.state.markers.handler  # type: ignore[attr-defined]
         assert (table.base_path, INSTANT) in served_by_b._states
-        assert not a.app.state.markers.service._states  # type: ignore[attr-defined]
+        assert not a.app.state.markers.handler._states  # type: ignore[attr-defined]
 
         refused = httpx.get(
             f"{a.url}{BASE}/all",
@@ -169,5 +169,5 @@ def test_an_owner_whose_connection_broke_drops_its_tables_and_forwards_to_the_ne
         assert create(a.url, marker_dir, second) is True  # a takes the table over
         assert owner_of(engine, table.base_path) == a.url
         assert all_markers(b.url, marker_dir) == sorted([first, second]), "b forwards to a"
-        assert not b.app.state.markers.service._states  # type: ignore[attr-defined]
+        assert not b.app.state.markers.handler._states  # type: ignore[attr-defined]
         assert create(b.url, marker_dir, first) is False

@@ -19,8 +19,8 @@ from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms.config import Settings, load_settings
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.ingest.pulled import PulledCommit, PulledTimeline
 from tms.scheduler.pull import Pacer, PullSweep
 from tms.store import (

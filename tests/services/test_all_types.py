@@ -28,10 +28,10 @@ import pytest
 from tests import oracle
 from tms.hudi.avro.schema import AVRO_TYPE_KEY
 from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
+from tms.hudi.sample_writer.log_blocks import LogBlockFormat
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.hudi.write.log_blocks import LogBlockFormat
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
 from tms.services.clean import execute_clean
 from tms.services.clean_plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
 from tms.services.clustering import execute_clustering

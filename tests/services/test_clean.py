@@ -27,13 +27,13 @@ from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.reader import read_file_slice
 from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
 from tms.services.clean import execute_clean, schedule_clean
 from tms.services.clean_plan import earliest_commit_to_retain
 
@@ -103,7 +103,10 @@ def slices_on_disk(base: str) -> dict[tuple[str, str], set[str]]:
 
 
 def planned_paths(table: HudiTable, instant: str) -> list[str]:
-    plan = table.timeline().cleaner_plan(Instant(instant, Action.CLEAN, State.REQUESTED))
+    plan = table.timeline().avro_details(
+        Instant(instant, Action.CLEAN, State.REQUESTED), State.REQUESTED
+    )
+    assert plan is not None
     return sorted(
         info["filePath"]
         for infos in plan["filePathsToBeDeletedPerPartition"].values()
@@ -469,7 +472,10 @@ def test_savepointed_files_and_pending_clustering_groups_survive(
     }
     assert left[("sf", clustered.file_id)] == {s.base_instant_time for s in clustered.slices}
     assert {len(v) for k, v in left.items() if k[0] != "sf"} == {1}
-    plan = table.timeline().cleaner_plan(table.timeline().completed((Action.CLEAN,))[0])
+    plan = table.timeline().avro_details(
+        table.timeline().completed((Action.CLEAN,))[0], State.REQUESTED
+    )
+    assert plan is not None
     assert plan["extraMetadata"] == {"savepointed_timestamps": first.base_instant_time}
 
 

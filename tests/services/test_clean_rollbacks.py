@@ -12,11 +12,11 @@ from tests import oracle
 from tests.services.test_clustering import group_target, small_files_table, trips
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.properties import COPY_ON_WRITE
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
-from tms.hudi.write.writer import HudiWriter
 from tms.services.clean_plan import schedule_clean
 from tms.services.clean_rollbacks import finish_before_clean
 from tms.services.clustering import schedule_clustering

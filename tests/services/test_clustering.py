@@ -18,12 +18,12 @@ from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
 from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.transitions import new_instant_time, request
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
 from tms.services.clustering import execute_clustering, schedule_clustering
 from tms.services.clustering_plan import EXECUTION_STRATEGY, SORT_COLUMNS_PARAM
 

@@ -17,12 +17,12 @@ from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
 from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.properties import COPY_ON_WRITE, METADATA_PARTITIONS
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, request
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
 from tms.services.compaction import execute_compaction, schedule_compaction
 from tms.services.compaction_strategy import (
     MIB,

@@ -19,11 +19,11 @@ from tests.services.test_clustering import group_target, small_files_table, trip
 from tms.hudi.errors import PlanCancelledError
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
-from tms.hudi.write.writer import HudiWriter
 from tms.services.clustering import execute_clustering, schedule_clustering
 from tms.services.compaction import execute_compaction, schedule_compaction
 from tms.services.conflicts import ConflictCheck, WriteConflictError, find_conflicts

@@ -29,13 +29,13 @@ from tms.hudi.metadata.column_stats import column_stats_entries
 from tms.hudi.metadata.index_defs import read_index_definitions
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.properties import TableConfig
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.transitions import new_instant_time, request
-from tms.hudi.write.writer import HudiWriter
 from tms.services.registry import table_service
 
 FIXTURE = "cow_v9_txns_simple_meta"

@@ -19,10 +19,10 @@ from tests.hudi.test_writer_metadata_table import assert_metadata_table_true
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.properties import TableConfig
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
-from tms.hudi.write.writer import HudiWriter
 from tms.services import index
 from tms.services.clean import execute_clean, schedule_clean
 from tms.services.clustering import execute_clustering, schedule_clustering

@@ -20,10 +20,10 @@ from tms.hudi.metadata.column_stats import column_stats_entries
 from tms.hudi.metadata.index_defs import column_stats_columns
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.properties import COPY_ON_WRITE
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
-from tms.hudi.write.writer import HudiWriter
 from tms.services.clean import execute_clean, schedule_clean
 from tms.services.clustering import execute_clustering, schedule_clustering
 from tms.services.metadata_clean import clean_metadata_table

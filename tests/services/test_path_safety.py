@@ -27,13 +27,13 @@ from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import UnsafePathError
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.properties import MERGE_ON_READ
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
+from tms.jobs.client import JobClient
 from tms.jobs.runner import EXIT_FAILED, JobRunner
-from tms.jobs.service_api import JobClient
 from tms.services.clean import execute_clean
 from tms.services.clustering import execute_clustering, schedule_clustering
 from tms.services.compaction import execute_compaction, schedule_compaction

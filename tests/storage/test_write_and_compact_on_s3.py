@@ -12,9 +12,9 @@ from tests.services.test_compaction import Model, batch, delete, upsert
 from tests.storage.conftest import S3Endpoint, spark_environment
 from tests.storage.test_tables_on_s3 import oracle_rows
 from tms.hudi.meta_fields import RECORD_KEY
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
 from tms.services.compaction import execute_compaction, schedule_compaction
 
 

@@ -18,12 +18,14 @@ from tms.store import (
     Operation,
     TableType,
     alembic_config,
+    counted_tables,
     get_table,
     list_commits,
     lock_tables_by_base_path,
     make_session_factory,
     record_commits,
     reset_counter,
+    submit_operation,
     upgrade,
 )
 
@@ -44,6 +46,17 @@ def test_record_commit_is_idempotent(factory: sessionmaker[Session]) -> None:
             "deltacommit",
             7,
         )
+
+
+def test_a_recorded_table_reads_as_counted_tables_reads_it(session: Session) -> None:
+    """`record_commits` returns its counters with PostgreSQL's own RETURNING list, and the
+    pull fallback reads them with `COUNTED`: both give the triggers the same table."""
+    table = make_table(session)
+    submit_operation(session, tbl_id=table.id, action=Action.CLEAN)
+    record(session, table.id, "20250101000000001", "deltacommit", log_bytes=9, log_files=1)
+    counted = record(session, table.id, "20250101000000002", "compaction")
+    assert counted is not None
+    assert counted_tables(session, [table.id]) == [counted]
 
 
 def test_counters_follow_the_action(session: Session) -> None:

@@ -15,10 +15,10 @@ from starlette.exceptions import StarletteDeprecationWarning
 
 from tests.api.conftest import make_settings
 from tms.api import create_app
-from tms.hudi.write.new_table import create_table
-from tms.hudi.write.writer import HudiWriter
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.store import register_table
-from tms.view import ViewCache, ViewService
+from tms.view import ViewCache, ViewHandler
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", StarletteDeprecationWarning)
@@ -38,7 +38,7 @@ def make_client(factory: sessionmaker[Session]) -> Iterator[MakeClient]:
         whenever a client asks (no `sync_interval`)."""
         settings = make_settings(**overrides)
         app = create_app(settings, factory)
-        app.state.view_service = ViewService(
+        app.state.view_handler = ViewHandler(
             ViewCache(settings.view_cache_tables), ref_ttl=0, sync_interval=0
         )
         client = TestClient(app, client=("127.0.0.1", 50000))

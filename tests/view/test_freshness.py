@@ -19,7 +19,7 @@ from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.transitions import new_instant_time
 from tms.metrics import REGISTRY
 from tms.store import CommitIn, find_table_by_base_path, record_commits
-from tms.view import ViewCache, ViewService
+from tms.view import ViewCache, ViewHandler
 
 
 def listings() -> float:
@@ -144,8 +144,8 @@ def test_a_bogus_client_timeline_syncs_a_table_at_most_once_per_interval(
     own_table(root, 6)
     base_path = register(root)
     clock = [1000.0]
-    service = ViewService(ViewCache(8), ref_ttl=0, sync_interval=1.5, clock=lambda: clock[0])
-    http.app.state.view_service = service
+    handler = ViewHandler(ViewCache(8), ref_ttl=0, sync_interval=1.5, clock=lambda: clock[0])
+    http.app.state.view_handler = handler
     client = JavaViewClient(http, base_path, root)
     client.get_latest_file_slices("eu")  # built
     bogus = {
@@ -188,7 +188,7 @@ def test_least_recently_used_tables_leave_the_cache(
     b.get_latest_file_slices("eu")
     a.get_latest_file_slices("eu")
     assert requests("miss") == misses + 3
-    assert len(http.app.state.view_service.cache) == 1
+    assert len(http.app.state.view_handler.cache) == 1
 
 
 def test_a_rollback_lists_again_only_the_partitions_it_names(

@@ -17,7 +17,7 @@ from tests.view.conftest import Register, own_table, rows
 from tests.view.java_client import JavaViewClient
 from tests.view.test_freshness import listings, requests
 from tests.view.test_reads import check_against_oracle
-from tms.view import ViewCache, ViewService
+from tms.view import ViewCache, ViewHandler
 
 
 def test_each_change_a_client_tells_of_is_synced_within_the_interval(
@@ -26,8 +26,8 @@ def test_each_change_a_client_tells_of_is_synced_within_the_interval(
     root = tmp_path / "trips"
     writer = own_table(root, 6)
     clock = [1000.0]
-    service = ViewService(ViewCache(8), ref_ttl=0, sync_interval=60, clock=lambda: clock[0])
-    http.app.state.view_service = service
+    handler = ViewHandler(ViewCache(8), ref_ttl=0, sync_interval=60, clock=lambda: clock[0])
+    http.app.state.view_handler = handler
     client = JavaViewClient(http, register(root), root)
     check_against_oracle(client, root)  # built
 
@@ -75,25 +75,25 @@ def test_a_request_that_comes_while_a_sync_runs_waits_for_it_instead_of_being_re
     a sync begun within the interval, was refused as behind, and fell back to storage)."""
     root = tmp_path / "trips"
     writer = own_table(root, 6)
-    service = ViewService(ViewCache(8), ref_ttl=0, sync_interval=60, clock=lambda: 1000.0)
-    http.app.state.view_service = service
+    handler = ViewHandler(ViewCache(8), ref_ttl=0, sync_interval=60, clock=lambda: 1000.0)
+    http.app.state.view_handler = handler
     client = JavaViewClient(http, register(root), root)
     check_against_oracle(client, root)  # built
-    (cached,) = service.cache._tables.values()
+    (cached,) = handler.cache._tables.values()
     lock = _CountingLock()
     cached.sync_lock = lock  # type: ignore[assignment]
     writer.upsert(rows(range(0, 50, 5), ts=5))
     client.reload()
 
     inside, release = threading.Event(), threading.Event()
-    advance = service.cache.advance
+    advance = handler.cache.advance
 
     def held_advance(*args: Any, **kwargs: Any) -> None:
         inside.set()
         assert release.wait(120)
         advance(*args, **kwargs)
 
-    service.cache.advance = held_advance  # type: ignore[method-assign]
+    handler.cache.advance = held_advance  # type: ignore[method-assign]
     statuses: dict[str, int] = {}
 
     def ask(name: str) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from tms.cli import demo, operations, service, table_layer, tables, workers
+from tms.cli import demo, operations, serve, table_layer, tables, workers
 
 __all__ = ["app", "main"]
 
@@ -18,8 +18,8 @@ app.command()(table_layer.timeline)
 app.command()(table_layer.files)
 app.command()(table_layer.metadata)
 app.command()(table_layer.run)
-app.command()(service.serve)
-app.add_typer(service.db_app, name="db")
+app.command()(serve.serve)
+app.add_typer(serve.db_app, name="db")
 app.add_typer(tables.tables_app, name="tables")
 app.add_typer(operations.ops_app, name="ops")
 app.command()(workers.worker)

@@ -11,7 +11,7 @@ import typer
 
 from tms.cli.remote import AsJson, Token, Url, connect, service_url
 from tms.cli.render import echo_json, print_rows
-from tms.cli.service import load_or_exit, setup_logging
+from tms.cli.serve import load_or_exit, setup_logging
 from tms.worker import ResidentWorker, WorkerOptions
 
 __all__ = ["worker", "workers_app"]

@@ -80,8 +80,8 @@ class Settings(BaseSettings):
 
     database_url: str | None = Field(
         None,
-        description="PostgreSQL URL (postgresql://user:pass@host:port/db); "
-        "unset = embedded PostgreSQL under data_dir/pg",
+        description="PostgreSQL URL (`postgresql://user:pass@host:port/db`); "
+        "unset = embedded PostgreSQL under `data_dir/pg`",
     )
     data_dir: Path = Field(
         Path("./.tms"), description="state of this instance: embedded database, logs"
@@ -91,39 +91,49 @@ class Settings(BaseSettings):
         5, ge=2, description="longest wait for a new database connection (libpq's minimum is 2)"
     )
     db_statement_timeout_seconds: float = Field(
-        30.0, ge=0, description="longest database statement; 0 = no limit"
+        30.0,
+        ge=0,
+        description="longest database statement (server-side `statement_timeout`; then 503); "
+        "0 = no limit",
     )
     db_pool_timeout_seconds: float = Field(
-        10.0, gt=0, description="longest wait for a free connection of the pool"
+        10.0, gt=0, description="longest wait for a free pooled connection (then 503)"
     )
     host: str = Field("127.0.0.1", min_length=1, description="address the API listens on")
     port: int = Field(9091, ge=1, le=65535, description="API port (the Hudi TMS client's default)")
     public_url: str | None = Field(
         None,
-        description="URL Spark jobs use to reach the API; unset = http://host:port "
+        description="URL Spark jobs use to reach the API; unset = `http://host:port` "
         "(127.0.0.1 when host is a wildcard address)",
     )
     # --- Callback keys and request limits -------------------------------------------------
     callback_keys: Annotated[tuple[CallbackKey, ...], NoDecode] = Field(
         (),
-        description="accepted HUDI-CALLBACK-KEY values, comma-separated, each optionally "
-        "scoped to a base-path prefix (key@/lake/sales; repeat a key for more prefixes); "
-        f"empty = Hudi's default key {DEFAULT_CALLBACK_KEY} while auth is off, none with auth on",
+        description="accepted `HUDI-CALLBACK-KEY` values, comma-separated, each optionally "
+        "scoped to base-path prefixes (`k1@/lake/a,k1@/lake/b,k2`: repeat a key for more "
+        "prefixes; `k2` notifies any table); empty = Hudi's public default key "
+        f"`{DEFAULT_CALLBACK_KEY}` while auth is off, no key with auth on (the default key "
+        "then works only when listed). The service logs each key's SHA-256 fingerprint and "
+        "prefixes at start",
     )
     max_request_bytes: int = Field(
-        1024 * 1024, ge=1, description="largest request body of every route but the callback"
+        1024 * 1024,
+        ge=1,
+        description="largest request body of every route but the commit callback (413)",
     )
     max_callback_bytes: int = Field(
         32 * 1024 * 1024,
         ge=1,
-        description="largest commit callback body (a write stat of a real Hudi commit is "
-        "670-830 bytes: a commit touching ~40,000 files fits)",
+        description="largest commit callback body (413); a write stat of a real Hudi commit "
+        "is 670–830 bytes, so a commit touching ~40,000 files fits. Its write stats are "
+        "summed while the body is parsed: a callback costs at most about 3× its body in "
+        "memory (docs/security.md)",
     )
     # --------------------------------------------------------------------------------------
     auth_tokens: Annotated[tuple[AuthToken, ...], NoDecode] = Field(
         (),
-        description="bearer tokens as role:token pairs, comma-separated, roles "
-        "admin|writer|viewer; empty = auth off",
+        description="bearer tokens as `role:token` pairs, comma-separated, roles admin, "
+        "writer, viewer; empty = auth off",
     )
     auto_register: bool = Field(
         True, description="register unknown tables on their first commit callback"
@@ -138,14 +148,14 @@ class Settings(BaseSettings):
     )
     queue_limits: Annotated[dict[str, int], NoDecode] = Field(
         default_factory=dict,
-        description="running jobs per queue over all instances, e.g. default:2,etl:4; "
+        description="running jobs per queue over all instances, e.g. `default:2,etl:4`; "
         "unlisted queues are unlimited, 0 pauses a queue",
     )
     lease_seconds: float = Field(
-        60.0, gt=0, description="a job that has not heartbeat for this long is lost"
+        60.0, gt=0, description="a job that has not heartbeat for this long is lost and retried"
     )
     heartbeat_interval_seconds: float = Field(
-        10.0, gt=0, description="how often jobs heartbeat (must be below lease_seconds)"
+        10.0, gt=0, description="how often jobs heartbeat (must be below `lease_seconds`)"
     )
     launch_grace_seconds: float = Field(
         60.0,
@@ -157,8 +167,8 @@ class Settings(BaseSettings):
         30.0,
         ge=0,
         description="how often the scheduler looks for writers' cancel requests "
-        "(.hoodie/.cancel) of plans whose operations wait to run (0 = never; running jobs "
-        "see them at their heartbeats)",
+        "(`.hoodie/.cancel`, one LIST per table) of plans whose operations wait to run "
+        "(0 = never; running jobs see them at their heartbeats)",
     )
     workers: int = Field(
         0,
@@ -174,13 +184,13 @@ class Settings(BaseSettings):
         200,
         ge=0,
         description="a started worker restarts its SparkSession after this many "
-        "attempts (0 = never)",
+        "attempts (0 = never; `tms worker --restart-after`)",
     )
     worker_max_memory_mb: int = Field(
         0,
         ge=0,
         description="a started worker restarts its SparkSession once its driver "
-        "(Python and JVM) uses more memory (0 = no limit)",
+        "(Python and JVM) uses more memory (0 = no limit; `tms worker --max-memory-mb`)",
     )
     worker_timeout_seconds: float = Field(
         30.0,
@@ -191,13 +201,20 @@ class Settings(BaseSettings):
     worker_poll_seconds: float = Field(
         20.0, gt=0, le=60, description="longest a worker's claim waits for due work (long poll)"
     )
-    retry_base_seconds: float = Field(5.0, ge=0, description="first retry delay")
+    retry_base_seconds: float = Field(
+        5.0,
+        ge=0,
+        description="first retry delay; the delay before retry n is "
+        "min(max, base·factor^(n-1)) ± jitter",
+    )
     retry_factor: float = Field(2.0, ge=1, description="delay multiplier per attempt")
     retry_max_seconds: float = Field(600.0, ge=0, description="longest retry delay")
     retry_jitter: float = Field(
         0.1, ge=0, lt=1, description="random spread of a delay, as a fraction (0.1 = ±10%)"
     )
-    default_max_retries: int = Field(3, ge=0, description="retries of an operation by default")
+    default_max_retries: int = Field(
+        3, ge=0, description="retries per operation unless submitted otherwise"
+    )
     compaction_delta_commits: int = Field(
         5, ge=0, description="delta commits that trigger a compaction (0 = off)"
     )
@@ -209,42 +226,45 @@ class Settings(BaseSettings):
         10,
         ge=0,
         description="metadata table delta commits (one per data table commit) that trigger a "
-        "metadata-compaction of tables that enable it (0 = off; Hudi's "
-        "hoodie.metadata.compact.max.delta.commits)",
+        "`metadata-compaction` of tables that enable it (0 = off; Hudi's "
+        "`hoodie.metadata.compact.max.delta.commits`)",
     )
     notification_timeout_seconds: float = Field(
         3600.0,
         ge=0,
         description="a table without a commit notification for this long is pulled: the "
         "service reads its timeline and records the commits it did not hear about (0 = "
-        "never; per table: policy notification_timeout_seconds); a table never notified is "
+        "never; per table: policy `notification_timeout_seconds`); a table never notified is "
         "pulled from its registration on",
     )
     pull_sweep_interval_seconds: float = Field(
         21600.0,
         ge=0,
         description="every table's timeline is read at least this often, oldest first, as "
-        "pull_listings_per_minute allows (0 = only tables past their notification timeout)",
+        "`pull_listings_per_minute` allows (0 = only tables past their notification timeout)",
     )
     pull_listings_per_minute: int = Field(
-        60, ge=0, description="timeline listings one instance's pulls make per minute (0 = none)"
+        60,
+        ge=0,
+        description="timeline listings one instance's pulls make per minute, spread evenly "
+        "(0 = no pulls)",
     )
     owner_limits: Annotated[dict[str, int], NoDecode] = Field(
         default_factory=dict,
         description="running operations per table owner over all instances, e.g. "
-        "team-a:4,team-b:2; unlisted owners are unlimited, 0 holds an owner's operations",
+        "`team-a:4,team-b:2`; unlisted owners are unlimited, 0 holds an owner's operations",
     )
     table_runs_per_hour: int = Field(
         0,
         ge=0,
         description="attempts one table may start per hour, so a hot table cannot starve the "
-        "queue (0 = unlimited; per table: policy max_runs_per_hour)",
+        "queue (0 = unlimited; per table: policy `max_runs_per_hour`)",
     )
     small_file_bytes: int = Field(
         100 * 1024 * 1024,
         ge=1,
         description="a base file written smaller than this counts towards the small-files "
-        "clustering trigger (Hudi's hoodie.clustering.plan.strategy.small.file.limit)",
+        "clustering trigger (Hudi's `hoodie.clustering.plan.strategy.small.file.limit`)",
     )
     alert_webhook_url: str | None = Field(
         None, description="alerts are POSTed here as JSON (unset = alerts are only recorded)"
@@ -256,32 +276,40 @@ class Settings(BaseSettings):
         "notification timeouts raises an alert",
     )
     alert_max_deliveries: int = Field(
-        8, ge=1, description="tries to deliver one alert, with the retry_* backoff between them"
+        8,
+        ge=1,
+        description="tries to deliver one alert, with the `retry_*` backoff between them",
     )
-    log_dir: Path | None = Field(None, description="job logs; unset = data_dir/logs")
+    log_dir: Path | None = Field(
+        None, description="job logs, one file per attempt; unset = `data_dir/logs`"
+    )
     allowed_schemes: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["file", "s3", "s3a", "gs", "abfs", "hdfs"],
-        description="storage schemes a table's base path may use (file = local paths)",
+        description="storage schemes a table's base path may use (`file` = local paths)",
     )
     allowed_path_prefixes: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["/"],
-        description="a base path must lie strictly below one of the prefixes of its scheme; "
-        "a scheme without any prefix here is not restricted; / = any local path but /",
+        description="a base path must lie strictly below one of the prefixes of its scheme "
+        "(whole path components); a scheme without any prefix here is not restricted; `/` = "
+        "any local path but `/`",
     )
     storage_timeout_seconds: float = Field(
-        10.0, gt=0, description="longest a request waits for a storage read"
+        10.0,
+        gt=0,
+        description="longest a request waits for storage (register, timeline, commit callback)",
     )
     storage_threads: int = Field(
         8,
         ge=1,
-        description="storage reads requests make at once (more are refused with 503); "
-        "the pull round and the cancel scan have as many each",
+        description="storage reads requests make at once, apart from the threads that serve "
+        "probes and callbacks (more are refused with 503); the pull round and the cancel scan "
+        "have as many each",
     )
     # --- Hudi's timeline server protocol (RFC-50 file-system view, RFC-56 markers)
     timeline_server_enabled: bool = Field(
         True,
-        description="serve Hudi's remote file-system view (/v1/hoodie/view/...) and "
-        "timeline-server markers (/v1/hoodie/marker/...) for registered tables",
+        description="serve Hudi's remote file-system view (`/v1/hoodie/view/...`) and "
+        "timeline-server markers (`/v1/hoodie/marker/...`) for registered tables",
     )
     view_cache_tables: int = Field(
         64, ge=1, description="tables whose timeline and file-system view stay cached (LRU)"
@@ -291,20 +319,20 @@ class Settings(BaseSettings):
         ge=0,
         le=60,
         description="least time between two syncs of a table's view from storage that "
-        "clients ask for (lastinstantts, timelinehash, refresh); 0 = whenever asked",
+        "clients ask for (`lastinstantts`, `timelinehash`, `refresh`); 0 = whenever asked",
     )
     marker_batch_interval_ms: int = Field(
         50,
         ge=0,
         description="how long marker requests gather before one write stores them "
-        "(Hudi's hoodie.markers.timeline_server_based.batch.interval_ms)",
+        "(Hudi's `hoodie.markers.timeline_server_based.batch.interval_ms`)",
     )
     marker_batch_files: int = Field(
         20,
         ge=1,
         le=1000,
-        description="MARKERS<n> files per instant, written at once by different batches "
-        "(Hudi's hoodie.markers.timeline_server_based.batch.num_threads)",
+        description="`MARKERS<n>` files per instant, written at once by different batches "
+        "(Hudi's `hoodie.markers.timeline_server_based.batch.num_threads`)",
     )
     marker_heartbeat_tolerance_seconds: float = Field(
         120.0,
@@ -315,7 +343,7 @@ class Settings(BaseSettings):
     marker_name_max_chars: int = Field(
         1024,
         ge=64,
-        description="longest marker name (<partition>/<file>.marker.<type>) accepted",
+        description="longest marker name (`<partition>/<file>.marker.<type>`) accepted",
     )
     markers_per_instant_max: int = Field(
         500_000,
@@ -331,24 +359,26 @@ class Settings(BaseSettings):
         None,
         ge=1,
         le=65535,
-        description="a port of their own for the open timeline-server routes, on TMS_HOST: "
-        "they answer only there, and the rest of the API only on TMS_PORT; unset = both on "
-        "TMS_PORT",
+        description="a port of their own for the open timeline-server routes, on `TMS_HOST`: "
+        "they answer only there, and the rest of the API only on `TMS_PORT`; unset = both on "
+        "`TMS_PORT`",
     )
     timeline_server_allowed_networks: Annotated[tuple[str, ...], NoDecode] = Field(
         ("127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"),
         description="client networks (CIDRs, comma-separated) the open timeline-server routes "
-        "(/v1/hoodie/...) answer; others get 403 before any work. Default: loopback and "
-        "private ranges; 0.0.0.0/0,::/0 for any",
+        "(`/v1/hoodie/...`) answer; others get 403 before any work. Default: loopback and "
+        "private ranges; `0.0.0.0/0,::/0` for any",
     )
     # --- Spark settings writers may pass (extra_params spark.* keys), see config.spark_conf
     spark_conf_allowed: Annotated[tuple[str, ...] | None, NoDecode] = Field(
         None,
-        description="Spark settings (extra_params spark.* keys) accepted from requests: exact "
-        "keys or prefix* patterns, comma-separated; unset = the built-in tuning list",
+        description="Spark settings (`extra_params` `spark.*` keys) accepted from requests: "
+        "exact keys or `prefix*` patterns, comma-separated; unset = the built-in tuning list, "
+        "empty = none",
     )
     spark_conf_allowed_extra: Annotated[tuple[str, ...], NoDecode] = Field(
-        (), description="Spark settings accepted in addition to spark_conf_allowed"
+        (),
+        description="Spark settings accepted in addition to `spark_conf_allowed` (read at start)",
     )
 
     @field_validator("timeline_server_allowed_networks", mode="before")
@@ -559,16 +589,6 @@ class Settings(BaseSettings):
         if self.log_dir is None:
             object.__setattr__(self, "log_dir", self.data_dir / "logs")
         return self
-
-    @property
-    def embedded_database(self) -> bool:
-        """True when the service runs its own PostgreSQL (no `database_url`)."""
-        return self.database_url is None
-
-    @property
-    def pg_data_dir(self) -> Path:
-        """Where the embedded PostgreSQL keeps its cluster."""
-        return self.data_dir / "pg"
 
     @property
     def api_url(self) -> str:

@@ -3,7 +3,8 @@
 A pure library: it never imports the service side (only `tms.base_path`, the one spelling
 of a table location, which imports nothing of ours). Inside, imports go only downward:
 
-    write/        writer, write handles, new tables          may import everything below
+    sample_writer/  writer of sample tables (tests, demo, benchmarks)
+                                                             may import everything below
     table         HudiTable                                  may import everything below
     files/        names, file-system view, base and log files, markers, merge, slice reader
                                                              may import timeline/, avro/ and below
@@ -12,7 +13,7 @@ of a table location, which imports nothing of ours). Inside, imports go only dow
     avro/         codec, schemas, commit metadata, write stats, plans' forms, JSON fields
     properties, table_paths, storage, actions, meta_fields, errors   (the base)
 
-No subpackage imports `tms.hudi.table` except `write/`, whose writer writes to a table; a
-subpackage's `__init__` may re-export its public names. `docs/architecture.md` states the
+No subpackage imports `tms.hudi.table` except `sample_writer/`, whose writer writes to a
+table; a subpackage's `__init__` may re-export its public names. `docs/architecture.md` states the
 same rows, and `tests/test_layering.py` enforces them.
 """

@@ -1,8 +1,7 @@
 """The PySpark job of one attempt: talks to the service over HTTP (spec, heartbeats,
 result) with the attempt's token and runs the table service; never touches the database."""
 
-from tms.jobs.runner import JobRunner, Report
-from tms.jobs.service_api import (
+from tms.jobs.client import (
     ApiRejected,
     ApiUnavailable,
     AttemptGone,
@@ -11,6 +10,7 @@ from tms.jobs.service_api import (
     JobClient,
     JobSpec,
 )
+from tms.jobs.runner import JobRunner, Report
 
 __all__ = [
     "ApiRejected",

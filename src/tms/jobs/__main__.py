@@ -9,8 +9,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from tms.jobs.client import JobClient
 from tms.jobs.runner import EXIT_USAGE, JobRunner
-from tms.jobs.service_api import JobClient
 
 __all__ = ["main", "run_as_script"]
 

@@ -13,8 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from tms.jobs.client import AttemptGone, JobApiError, JobClient
 from tms.jobs.context import attempt_thread
-from tms.jobs.service_api import AttemptGone, JobApiError, JobClient
 from tms.services.progress import Progress
 
 __all__ = ["Heartbeater", "JobControl", "JobStopped"]

@@ -12,7 +12,7 @@ from tms.planning import BadJobInput, lock_settings, schedule_kwargs
 if TYPE_CHECKING:
     from tms.hudi.locks import LockSpec
     from tms.hudi.table import HudiTable
-    from tms.jobs.service_api import JobSpec
+    from tms.jobs.client import JobSpec
     from tms.services.execution import ServiceResult
 
 __all__ = [

@@ -35,6 +35,7 @@ from tms.hudi.errors import TableRefusedError
 from tms.hudi.locks import use_advisory_locks
 from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
+from tms.jobs.client import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.jobs.context import attempt_thread
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import (
@@ -50,7 +51,6 @@ from tms.jobs.dispatch import (
     table_cancel_check,
     unplanned_figures,
 )
-from tms.jobs.service_api import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
 from tms.jobs.table_lock import ServiceTableLocks
 from tms.planning import BadJobInput
 from tms.services.conflicts import WriteConflictError

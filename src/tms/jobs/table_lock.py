@@ -4,7 +4,7 @@ job releases it (`DELETE …/table-lock`), reports its result, or loses its leas
 
 from __future__ import annotations
 
-from tms.jobs.service_api import JobClient
+from tms.jobs.client import JobClient
 
 __all__ = ["ServiceTableLocks"]
 

@@ -1,5 +1,5 @@
 """What the marker routes call: the table a request's marker folder names, who serves it,
-and this instance's `MarkerService`.
+and this instance's `MarkerHandler`.
 
 A marker folder is `<basePath>/.hoodie/.temp/<instant>` (Hudi's `getMarkerFolderPath`); its
 base path must name a registered table, compared as the store normalizes base paths.
@@ -22,9 +22,9 @@ from tms.config import Settings
 from tms.http.errors import ApiError
 from tms.hudi.timeline.instant import is_instant_time
 from tms.markers.forward import FORWARDED_HEADER, OwnerUnavailable, forward
+from tms.markers.handler import MarkerHandler, MarkerLimits, ServedTable
 from tms.markers.ownership import MarkerOwnership, Owner
 from tms.markers.refusals import refused
-from tms.markers.service import MarkerLimits, MarkerService, ServedTable
 from tms.store import find_table_by_base_path, instant_planned_here, normalize_base_path
 
 __all__ = ["MarkerServer", "MarkerTarget", "split_marker_dir"]
@@ -50,7 +50,7 @@ def split_marker_dir(value: str) -> tuple[str, str]:
 
 
 class MarkerServer:
-    """Marker requests of one instance: target resolution, ownership, service."""
+    """Marker requests of one instance: target resolution, ownership, the handler."""
 
     def __init__(
         self,
@@ -62,7 +62,7 @@ class MarkerServer:
         """`storage_calls`: the instance's bounded, timed storage threads that requests use."""
         self._factory = session_factory
         self._registered_at: dict[str, tuple[ServedTable, float]] = {}
-        self.service = MarkerService(
+        self.handler = MarkerHandler(
             batch_files=settings.marker_batch_files,
             batch_interval_seconds=settings.marker_batch_interval_ms / 1000.0,
             heartbeat_tolerance=settings.marker_heartbeat_tolerance_seconds,
@@ -103,8 +103,8 @@ class MarkerServer:
     async def owner(self, target: MarkerTarget) -> Owner:
         owner = await asyncio.to_thread(self.ownership.owner, target.table.base_path)
         lost = self.ownership.take_lost()
-        if lost:  # on the event loop, where the service's state is changed
-            self.service.drop_tables(lost)
+        if lost:  # on the event loop, where the handler's state is changed
+            self.handler.drop_tables(lost)
         return owner
 
     async def elsewhere(self, request: Request, target: MarkerTarget) -> Response | None:
@@ -130,8 +130,8 @@ class MarkerServer:
         remembered while its markers are held; for a table service's instant (which tms may
         be handed at any time) who runs it is asked on every marker."""
         key = (target.table.base_path, target.instant_time)
-        service = self.service.admitted(key)
-        if service is False:
+        table_service = self.handler.admitted(key)
+        if table_service is False:
             return
         if await asyncio.to_thread(self._planned_here, *key):
             raise refused(
@@ -139,15 +139,15 @@ class MarkerServer:
                 f"instant {target.instant_time} is a table service tms runs; its markers come "
                 "only from tms's own jobs",
             )
-        if service is None:
-            instant = await self.service.pending_instant(target.table, target.instant_time)
+        if table_service is None:
+            instant = await self.handler.pending_instant(target.table, target.instant_time)
             if instant is None:
                 raise refused(
                     "instant_not_pending",
                     f"instant {target.instant_time} is not requested or inflight on the "
                     "table's timeline",
                 )
-            await self.service.admit(target.table, instant)
+            await self.handler.admit(target.table, instant)
 
     def close(self) -> None:
         self.ownership.close()

@@ -49,7 +49,7 @@ from tms.store.claiming import (
     reap_expired_leases,
 )
 from tms.store.commits import (
-    COUNTED_COLUMNS,
+    COUNTED,
     CommitIn,
     CommitsRecorded,
     CountedTable,
@@ -171,7 +171,7 @@ from tms.store.workers import (
 __all__ = [
     "ALERT_KINDS",
     "BACKOFF_MAX_SECONDS",
-    "COUNTED_COLUMNS",
+    "COUNTED",
     "OPERATION_FAILED",
     "SPARK_SUBMIT",
     "SPARK_WORKER",

@@ -1,6 +1,6 @@
 """Claiming due operations, extending leases, and reaping the leases that expired.
 
-Claims are one statement (see `_CLAIM`): lock due rows with `FOR UPDATE SKIP LOCKED` in
+Claims are one statement (see `_claim`): lock due rows with `FOR UPDATE SKIP LOCKED` in
 order of priority, due time and id; keep the first of each table and at most the free slots
 of each limited queue and of each limited owner; set them RUNNING with a lease; insert their
 attempts and events.
@@ -26,14 +26,46 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TypeVar
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any, TypeVar
 
-from sqlalchemy import select, text, update
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    FromClause,
+    Integer,
+    Numeric,
+    Select,
+    Text,
+    and_,
+    any_,
+    case,
+    cast,
+    exists,
+    func,
+    insert,
+    literal,
+    not_,
+    or_,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Session
 
 from tms.store.attempt_outcome import Lost, finish_attempt
-from tms.store.models import Attempt, Operation, OperationStatus
+from tms.store.models import (
+    ATTEMPT_OUTCOME,
+    OPERATION_STATUS,
+    Attempt,
+    AttemptOutcome,
+    Operation,
+    OperationEvent,
+    OperationStatus,
+    Tbl,
+)
 from tms.store.retry import Backoff
 from tms.store.transitions import clock
 
@@ -49,149 +81,237 @@ __all__ = [
 
 CLAIM_LOCK_KEY = 0x746D735F636C6169  # "tms_clai"
 
-# `now` is the database clock unless a caller (a test) pins it: one clock for all instances.
-_NOW = "COALESCE(CAST(:now AS timestamptz), now())"
+RUNNING = OperationStatus.RUNNING
+SCHEDULED = OperationStatus.SCHEDULED
 
-# The engine an operation asks for: its own unless `spark` (choose), else its table's
-# policy `execution_engine`, else `spark`.
-_ASKED = (
-    "COALESCE(NULLIF(lower(o.engine), 'spark'), lower(ot.policy->>'execution_engine'), 'spark')"
-)
-# What a resident worker can run: no JVM of its own (resource, spark.* settings), and no
-# storage options of the table's (they reach tasks through the SparkContext's environment,
-# one set per application).
-_WORKER_CAN_RUN = (
-    "(o.resource IS NULL AND ot.storage_options = '{}'::jsonb AND NOT EXISTS ("
-    "SELECT 1 FROM jsonb_object_keys(o.extra_params) k WHERE k LIKE 'spark.%'))"
-)
-# For a worker: what it can run, asked for `spark-worker` or left to choose, in its queues.
-WORKER_FILTER = (
-    f"{_ASKED} IN ('spark-worker', 'spark') AND {_WORKER_CAN_RUN} "
-    "AND o.queue = ANY(CAST(:worker_queues AS text[]))"
-)
-# For the scheduler: everything else; an operation left to choose goes to a worker when
-# one serves its queue (`worker_queues`: the queues of the workers alive).
-SCHEDULER_FILTER = (
-    f"NOT ({_WORKER_CAN_RUN} AND ({_ASKED} = 'spark-worker' OR ({_ASKED} = 'spark' "
-    "AND o.queue = ANY(CAST(:worker_queues AS text[])))))"
-)
 
-# The attempts a table may start per hour: its policy's `max_runs_per_hour` when that is a
-# JSON number, else the setting; 0 (or less) is unlimited. Numeric, so no value can overflow.
-_RUNS_CAP = (
-    "(CASE WHEN jsonb_typeof(ot.policy->'max_runs_per_hour') = 'number' "
-    "THEN CAST(ot.policy->>'max_runs_per_hour' AS numeric) "
-    "ELSE CAST(:table_runs_per_hour AS numeric) END)"
-)
+def _asked(o: FromClause, ot: FromClause) -> ColumnElement[str]:
+    """The engine an operation asks for: its own unless `spark` (choose), else its table's
+    policy `execution_engine`, else `spark`."""
+    return func.coalesce(
+        func.nullif(func.lower(o.c.engine), "spark"),
+        func.lower(ot.c.policy["execution_engine"].astext),
+        "spark",
+    )
 
-_CLAIM = f"""
-WITH limits AS (
-    SELECT q.queue, q.max_running
-    FROM unnest(CAST(:queues AS text[]), CAST(:limits AS int[])) AS q(queue, max_running)
-),
-room AS (
-    SELECT l.queue, l.max_running - count(r.id) AS free
-    FROM limits l LEFT JOIN operation r ON r.queue = l.queue AND r.status = 'RUNNING'
-    GROUP BY l.queue, l.max_running
-),
-owner_limits AS (
-    SELECT q.owner, q.max_running
-    FROM unnest(CAST(:owners AS text[]), CAST(:owner_limits AS int[])) AS q(owner, max_running)
-),
-running_owners AS (
-    SELECT COALESCE(r.owner, rt.owner) AS owner
-    FROM operation r JOIN tbl rt ON rt.id = r.tbl_id
-    WHERE r.status = 'RUNNING'
-),
-owner_room AS (
-    SELECT l.owner, l.max_running - count(r.owner) AS free
-    FROM owner_limits l LEFT JOIN running_owners r ON r.owner = l.owner
-    GROUP BY l.owner, l.max_running
-),
--- Tables that started as many attempts in the hour before `now` as their cap allows. Read
--- once (a hashed lookup), and only when a candidate's table has a cap (the CASE below).
-capped_tables AS MATERIALIZED (
-    SELECT ot.id AS tbl_id
-    FROM attempt a JOIN operation x ON x.id = a.operation_id JOIN tbl ot ON ot.id = x.tbl_id
-    WHERE a.started_at > {_NOW} - interval '1 hour'
-    GROUP BY ot.id
-    HAVING {_RUNS_CAP} > 0 AND count(*) >= {_RUNS_CAP}
-),
-candidates AS (
-    SELECT o.id, o.tbl_id, o.queue, COALESCE(o.owner, ot.owner) AS owner, o.priority,
-           o.next_run_at
-    FROM operation o JOIN tbl ot ON ot.id = o.tbl_id
-    WHERE o.status = 'SCHEDULED' AND NOT o.is_deleted AND o.next_run_at <= {_NOW}
-      AND {{engine_filter}}
-      AND NOT EXISTS (
-          SELECT 1 FROM operation r WHERE r.tbl_id = o.tbl_id AND r.status = 'RUNNING')
-      AND NOT EXISTS (SELECT 1 FROM tbl t WHERE t.id = o.tbl_id AND t.paused)
-      AND NOT EXISTS (SELECT 1 FROM room WHERE room.queue = o.queue AND room.free <= 0)
-      AND NOT EXISTS (
-          SELECT 1 FROM owner_room w
-          WHERE w.owner = COALESCE(o.owner, ot.owner) AND w.free <= 0)
-      AND CASE WHEN {_RUNS_CAP} <= 0 THEN true
-               ELSE o.tbl_id NOT IN (SELECT c.tbl_id FROM capped_tables c) END
-    ORDER BY o.priority DESC, o.next_run_at, o.id
-    LIMIT :scan
-    FOR UPDATE OF o SKIP LOCKED
-),
-first_of_table AS (
-    SELECT c.*, row_number() OVER (
-        PARTITION BY c.tbl_id ORDER BY c.priority DESC, c.next_run_at, c.id) AS table_rank
-    FROM candidates c
-),
-ranked AS (
-    SELECT f.*, row_number() OVER (
-        PARTITION BY f.queue ORDER BY f.priority DESC, f.next_run_at, f.id) AS queue_rank
-    FROM first_of_table f
-    WHERE f.table_rank = 1
-),
-queue_fit AS (
-    SELECT r.*, row_number() OVER (
-        PARTITION BY r.owner ORDER BY r.priority DESC, r.next_run_at, r.id) AS owner_rank
-    FROM ranked r LEFT JOIN room ON room.queue = r.queue
-    WHERE room.free IS NULL OR r.queue_rank <= room.free
-),
-picked AS (
-    SELECT p.id, nextval(pg_get_serial_sequence('attempt', 'id')) AS attempt_id
-    FROM (
-        SELECT f.id
-        FROM queue_fit f LEFT JOIN owner_room w ON w.owner = f.owner
-        WHERE w.free IS NULL OR f.owner_rank <= w.free
-        ORDER BY f.priority DESC, f.next_run_at, f.id
-        LIMIT :limit
-    ) p
-),
-claimed AS (
-    UPDATE operation o
-    SET status = 'RUNNING',
-        run_times = o.run_times + 1,
-        current_attempt_id = p.attempt_id,
-        lease_owner = :instance,
-        lease_expires_at = {_NOW} + make_interval(secs => :lease),
-        last_heartbeat_at = {_NOW},
-        cancel_requested = false,
-        updated_at = {_NOW}
-    FROM picked p
-    WHERE o.id = p.id
-    RETURNING o.id, p.attempt_id
-),
-attempts AS (
-    INSERT INTO attempt (id, operation_id, number, instance_id, started_at, outcome)
-    SELECT c.attempt_id, c.id,
-           COALESCE((SELECT max(a.number) FROM attempt a WHERE a.operation_id = c.id), 0) + 1,
-           :instance, {_NOW}, 'RUNNING'
-    FROM claimed c
-    RETURNING id, operation_id
-),
-events AS (
-    INSERT INTO operation_event (operation_id, attempt_id, from_status, to_status, at, reason)
-    SELECT a.operation_id, a.id, 'SCHEDULED', 'RUNNING', {_NOW}, 'claimed by ' || :instance
-    FROM attempts a
-)
-SELECT operation_id, id AS attempt_id FROM attempts
-"""
+
+def _worker_can_run(o: FromClause, ot: FromClause) -> ColumnElement[bool]:
+    """What a resident worker can run: no JVM of its own (resource, spark.* settings), and
+    no storage options of the table's (they reach tasks through the SparkContext's
+    environment, one set per application)."""
+    key = func.jsonb_object_keys(o.c.extra_params).column_valued("k")
+    return and_(
+        o.c.resource.is_(None),
+        ot.c.storage_options == literal({}, JSONB),
+        not_(exists().where(key.like("spark.%"))),
+    )
+
+
+def engine_filter(
+    o: FromClause, ot: FromClause, *, for_worker: bool, worker_queues: Sequence[str]
+) -> ColumnElement[bool]:
+    """For a worker: what it can run, asked for `spark-worker` or left to choose, in its
+    queues (`worker_queues`). For the scheduler: everything else; an operation left to
+    choose goes to a worker when one serves its queue (`worker_queues`: the queues of the
+    workers alive)."""
+    asked = _asked(o, ot)
+    served = o.c.queue == any_(literal(list(worker_queues), ARRAY(Text)))
+    if for_worker:
+        return and_(asked.in_(["spark-worker", "spark"]), _worker_can_run(o, ot), served)
+    return not_(
+        and_(
+            _worker_can_run(o, ot),
+            or_(asked == "spark-worker", and_(asked == "spark", served)),
+        )
+    )
+
+
+def _runs_cap(ot: FromClause, table_runs_per_hour: int) -> ColumnElement[Decimal]:
+    """The attempts a table may start per hour: its policy's `max_runs_per_hour` when that
+    is a JSON number, else the setting; 0 (or less) is unlimited. Numeric, so no value can
+    overflow."""
+    own = ot.c.policy["max_runs_per_hour"]
+    return case(
+        (func.jsonb_typeof(own) == "number", cast(own.astext, Numeric)),
+        else_=cast(literal(table_runs_per_hour), Numeric),
+    )
+
+
+def _limits(names: Sequence[str], limits: Sequence[int], name: str) -> FromClause:
+    """`unnest(names, limits) AS q(<name>, max_running)`: a limit per queue or owner."""
+    return (
+        func.unnest(literal(list(names), ARRAY(Text)), literal(list(limits), ARRAY(Integer)))
+        .table_valued(name, "max_running")
+        .render_derived(name="q")
+    )
+
+
+def _claim(
+    *,
+    instance: str,
+    limit: int,
+    lease_seconds: float,
+    queue_limits: Mapping[str, int],
+    owner_limits: Mapping[str, int],
+    table_runs_per_hour: int,
+    worker_queues: Sequence[str],
+    for_worker: bool,
+    now: ColumnElement[datetime],
+) -> Select[tuple[int, int]]:
+    """The claim as one statement (see the module doc); rows: (operation id, attempt id)."""
+    operation, attempt, tbl = Operation.__table__, Attempt.__table__, Tbl.__table__
+    q = _limits(list(queue_limits), list(queue_limits.values()), "queue")
+    limits = select(q.c.queue, q.c.max_running).cte("limits")
+    r = operation.alias("r")
+    room = (
+        select(limits.c.queue, (limits.c.max_running - func.count(r.c.id)).label("free"))
+        .select_from(limits.outerjoin(r, and_(r.c.queue == limits.c.queue, r.c.status == RUNNING)))
+        .group_by(limits.c.queue, limits.c.max_running)
+        .cte("room")
+    )
+    w = _limits(list(owner_limits), list(owner_limits.values()), "owner")
+    owners = select(w.c.owner, w.c.max_running).cte("owner_limits")
+    rt = tbl.alias("rt")
+    running_owners = (
+        select(func.coalesce(r.c.owner, rt.c.owner).label("owner"))
+        .join_from(r, rt, rt.c.id == r.c.tbl_id)
+        .where(r.c.status == RUNNING)
+        .cte("running_owners")
+    )
+    owner_room = (
+        select(
+            owners.c.owner,
+            (owners.c.max_running - func.count(running_owners.c.owner)).label("free"),
+        )
+        .select_from(owners.outerjoin(running_owners, running_owners.c.owner == owners.c.owner))
+        .group_by(owners.c.owner, owners.c.max_running)
+        .cte("owner_room")
+    )
+    # Tables that started as many attempts in the hour before `now` as their cap allows.
+    # Read once (a hashed lookup), and only when a candidate's table has a cap (the CASE
+    # below).
+    a, x, ct = attempt.alias("a"), operation.alias("x"), tbl.alias("ct")
+    capped = (
+        select(ct.c.id.label("tbl_id"))
+        .select_from(a.join(x, x.c.id == a.c.operation_id).join(ct, ct.c.id == x.c.tbl_id))
+        .where(a.c.started_at > now - timedelta(hours=1))
+        .group_by(ct.c.id)
+        .having(
+            and_(
+                _runs_cap(ct, table_runs_per_hour) > 0,
+                func.count() >= _runs_cap(ct, table_runs_per_hour),
+            )
+        )
+        .cte("capped_tables")
+        .prefix_with("MATERIALIZED")
+    )
+    o, ot, pt = operation.alias("o"), tbl.alias("ot"), tbl.alias("t")
+    owner = func.coalesce(o.c.owner, ot.c.owner)
+    candidates = (
+        select(o.c.id, o.c.tbl_id, o.c.queue, owner.label("owner"), o.c.priority, o.c.next_run_at)
+        .join_from(o, ot, ot.c.id == o.c.tbl_id)
+        .where(
+            o.c.status == SCHEDULED,
+            not_(o.c.is_deleted),
+            o.c.next_run_at <= now,
+            engine_filter(o, ot, for_worker=for_worker, worker_queues=worker_queues),
+            not_(exists().where(r.c.tbl_id == o.c.tbl_id, r.c.status == RUNNING)),
+            not_(exists().where(pt.c.id == o.c.tbl_id, pt.c.paused)),
+            not_(exists().where(room.c.queue == o.c.queue, room.c.free <= 0)),
+            not_(exists().where(owner_room.c.owner == owner, owner_room.c.free <= 0)),
+            case(
+                (_runs_cap(ot, table_runs_per_hour) <= 0, true()),
+                else_=o.c.tbl_id.not_in(select(capped.c.tbl_id)),
+            ),
+        )
+        .order_by(o.c.priority.desc(), o.c.next_run_at, o.c.id)
+        # Extra rows let the per-table, per-queue and per-owner ranks still fill `limit`.
+        .limit(limit * 4 + 16)
+        .with_for_update(of=o, skip_locked=True)
+        .cte("candidates")
+    )
+    c = candidates.c
+    first_of_table = select(candidates, _rank(c.tbl_id, candidates).label("table_rank")).cte(
+        "first_of_table"
+    )
+    f = first_of_table.c
+    ranked = (
+        select(first_of_table, _rank(f.queue, first_of_table).label("queue_rank"))
+        .where(f.table_rank == 1)
+        .cte("ranked")
+    )
+    queue_fit = (
+        select(ranked, _rank(ranked.c.owner, ranked).label("owner_rank"))
+        .select_from(ranked.outerjoin(room, room.c.queue == ranked.c.queue))
+        .where(or_(room.c.free.is_(None), ranked.c.queue_rank <= room.c.free))
+        .cte("queue_fit")
+    )
+    fit = queue_fit.c
+    p = (
+        select(fit.id)
+        .select_from(queue_fit.outerjoin(owner_room, owner_room.c.owner == fit.owner))
+        .where(or_(owner_room.c.free.is_(None), fit.owner_rank <= owner_room.c.free))
+        .order_by(fit.priority.desc(), fit.next_run_at, fit.id)
+        .limit(limit)
+        .subquery("p")
+    )
+    attempt_id = func.nextval(func.pg_get_serial_sequence("attempt", "id"))
+    picked = select(p.c.id, attempt_id.label("attempt_id")).cte("picked")
+    claimed = (
+        update(Operation)
+        .where(Operation.id == picked.c.id)
+        .values(
+            status=RUNNING,
+            run_times=Operation.run_times + 1,
+            current_attempt_id=picked.c.attempt_id,
+            lease_owner=instance,
+            lease_expires_at=now + timedelta(seconds=lease_seconds),
+            last_heartbeat_at=now,
+            cancel_requested=False,
+            updated_at=now,
+        )
+        .returning(Operation.id, picked.c.attempt_id)
+        .cte("claimed")
+    )
+    earlier = attempt.alias("e")
+    number = select(func.max(earlier.c.number)).where(earlier.c.operation_id == claimed.c.id)
+    attempts = (
+        insert(Attempt)
+        .from_select(
+            ["id", "operation_id", "number", "instance_id", "started_at", "outcome"],
+            select(
+                claimed.c.attempt_id,
+                claimed.c.id,
+                func.coalesce(number.scalar_subquery(), 0) + 1,
+                literal(instance),
+                now,
+                literal(AttemptOutcome.RUNNING, ATTEMPT_OUTCOME),
+            ),
+        )
+        .returning(Attempt.id, Attempt.operation_id)
+        .cte("attempts")
+    )
+    events = insert(OperationEvent).from_select(
+        ["operation_id", "attempt_id", "from_status", "to_status", "at", "reason"],
+        select(
+            attempts.c.operation_id,
+            attempts.c.id,
+            literal(SCHEDULED, OPERATION_STATUS),
+            literal(RUNNING, OPERATION_STATUS),
+            now,
+            literal(f"claimed by {instance}"),
+        ),
+    )
+    return select(attempts.c.operation_id, attempts.c.id.label("attempt_id")).add_cte(
+        events.cte("events")
+    )
+
+
+def _rank(partition: ColumnElement[Any], rows: FromClause) -> ColumnElement[int]:
+    """The row's place within `partition`: highest priority, then oldest due time, then id."""
+    return func.row_number().over(
+        partition_by=partition, order_by=(rows.c.priority.desc(), rows.c.next_run_at, rows.c.id)
+    )
 
 
 @dataclass(frozen=True)
@@ -212,7 +332,7 @@ class Reaped:
 
 def lock_scheduling(session: Session) -> None:
     """Serialise claimers (and table deletion) until the caller's transaction ends."""
-    session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": CLAIM_LOCK_KEY})
+    session.execute(select(func.pg_advisory_xact_lock(literal(CLAIM_LOCK_KEY, BigInteger))))
 
 
 def claim_due_operations(
@@ -244,23 +364,18 @@ def claim_due_operations(
     queue_limits = queue_limits or {}
     owner_limits = owner_limits or {}
     lock_scheduling(session)
-    engine_filter = WORKER_FILTER if for_worker else SCHEDULER_FILTER
     rows = session.execute(
-        text(_CLAIM.format(engine_filter=engine_filter)),
-        {
-            "worker_queues": list(worker_queues),
-            "queues": list(queue_limits),
-            "limits": list(queue_limits.values()),
-            "owners": list(owner_limits),
-            "owner_limits": list(owner_limits.values()),
-            "table_runs_per_hour": table_runs_per_hour,
-            # Extra rows let the per-table, per-queue and per-owner ranks still fill `limit`.
-            "scan": limit * 4 + 16,
-            "limit": limit,
-            "instance": instance_id,
-            "lease": float(lease_seconds),
-            "now": now,
-        },
+        _claim(
+            instance=instance_id,
+            limit=limit,
+            lease_seconds=float(lease_seconds),
+            queue_limits=queue_limits,
+            owner_limits=owner_limits,
+            table_runs_per_hour=table_runs_per_hour,
+            worker_queues=worker_queues,
+            for_worker=for_worker,
+            now=clock(now),
+        )
     ).all()
     if not rows:
         return []
@@ -288,13 +403,13 @@ def extend_lease(
             Operation.status == OperationStatus.RUNNING,
         )
         .values(
-            lease_expires_at=text(f"{_NOW} + make_interval(secs => :lease)"),
-            last_heartbeat_at=text(_NOW),
+            lease_expires_at=clock(now) + timedelta(seconds=lease_seconds),
+            last_heartbeat_at=clock(now),
         )
         .returning(Operation)
         .execution_options(populate_existing=True, synchronize_session=False)
     )
-    return session.scalars(stmt, {"now": now, "lease": float(lease_seconds)}).one_or_none()
+    return session.scalars(stmt).one_or_none()
 
 
 def reap_expired_leases(

@@ -16,16 +16,17 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, Text, cast, func, select
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.orm.util import identity_key
 
 from tms.store.errors import NotFound
-from tms.store.models import Action, Commit, TableType, Tbl
+from tms.store.models import Action, Commit, Operation, OperationStatus, TableType, Tbl
 from tms.store.tables import normalize_base_path
 
 __all__ = [
-    "COUNTED_COLUMNS",
+    "COUNTED",
     "DELTA_ACTIONS",
     "SERVICE_ACTIONS",
     "WRITE_ACTIONS",
@@ -174,60 +175,82 @@ ON CONFLICT (tbl_id, instant) DO NOTHING
 RETURNING tbl_id, instant
 """
 
-COUNTED_COLUMNS = """
-  tbl.id, tbl.table_type::text, tbl.enabled_actions::text[], tbl.paused, tbl.policy,
-  tbl.delta_commits_since_compaction, tbl.commits_since_clean, tbl.commits_since_clustering,
-  tbl.commits_since_metadata_compaction,
-  ARRAY(SELECT DISTINCT o.action::text FROM operation o
-        WHERE o.tbl_id = tbl.id AND o.status IN ('SCHEDULED', 'RUNNING') AND NOT o.is_deleted),
-  tbl.log_bytes_since_compaction, tbl.log_files_since_compaction,
-  tbl.small_files_since_clustering, tbl.last_compaction_at, tbl.last_clustering_at,
-  tbl.last_clean_at, tbl.created_at
-"""
-"""What `CountedTable.of_row` reads, in order, of a `tbl` row (a RETURNING or SELECT list)."""
+COUNTED: tuple[ColumnElement[Any] | InstrumentedAttribute[Any], ...] = (
+    Tbl.id,
+    cast(Tbl.table_type, Text),
+    cast(Tbl.enabled_actions, ARRAY(Text)),
+    Tbl.paused,
+    Tbl.policy,
+    Tbl.delta_commits_since_compaction,
+    Tbl.commits_since_clean,
+    Tbl.commits_since_clustering,
+    Tbl.commits_since_metadata_compaction,
+    func.array(
+        select(cast(Operation.action, Text))
+        .distinct()
+        .where(
+            Operation.tbl_id == Tbl.id,
+            Operation.status.in_([OperationStatus.SCHEDULED, OperationStatus.RUNNING]),
+            Operation.is_deleted.is_(False),
+        )
+        .scalar_subquery()
+    ),
+    Tbl.log_bytes_since_compaction,
+    Tbl.log_files_since_compaction,
+    Tbl.small_files_since_clustering,
+    Tbl.last_compaction_at,
+    Tbl.last_clustering_at,
+    Tbl.last_clean_at,
+    Tbl.created_at,
+)
+"""What `CountedTable.of_row` reads, in order, of a `tbl` row (`_COUNT` returns the same)."""
 
 # What the counters of a table hold after a batch. A batch without a compaction, clustering
 # or clean (a writer's own, or ours read back by a pull) adds its commits; one with such a
 # service recounts from the stored commits after the newest one of that service, so the
 # counters are right whatever order the commits were heard in (a pull may bring a
-# compaction after the delta commits that followed it were notified).
-_WRITES = "('commit', 'deltacommit', 'replacecommit')"
-_AFTER = (
-    "c.tbl_id = tbl.id AND c.instant > (SELECT max(s.instant) FROM commit s "
-    "WHERE s.tbl_id = tbl.id AND s.action = '{service}')"
-)
-_SMALL_FILES_CAP = 1000
-
-_COUNT = f"""
+# compaction after the delta commits that followed it were notified). The small-files map
+# keeps its 1000 largest partitions. RETURNING lists `COUNTED`'s columns, in its order.
+_COUNT = """
 UPDATE tbl SET
   delta_commits_since_compaction = CASE WHEN u.compacted
-    THEN (SELECT count(*) FROM commit c WHERE {_AFTER.format(service="compaction")}
+    THEN (SELECT count(*) FROM commit c WHERE c.tbl_id = tbl.id
+            AND c.instant > (SELECT max(s.instant) FROM commit s
+                             WHERE s.tbl_id = tbl.id AND s.action = 'compaction')
           AND c.action = 'deltacommit')
     ELSE tbl.delta_commits_since_compaction + u.deltas END,
   log_bytes_since_compaction = CASE WHEN u.compacted
     THEN (SELECT coalesce(sum(c.log_bytes), 0) FROM commit c
-          WHERE {_AFTER.format(service="compaction")})
+          WHERE c.tbl_id = tbl.id
+            AND c.instant > (SELECT max(s.instant) FROM commit s
+                             WHERE s.tbl_id = tbl.id AND s.action = 'compaction'))
     ELSE tbl.log_bytes_since_compaction + u.log_bytes END,
   log_files_since_compaction = CASE WHEN u.compacted
     THEN (SELECT coalesce(sum(c.log_files), 0) FROM commit c
-          WHERE {_AFTER.format(service="compaction")})
+          WHERE c.tbl_id = tbl.id
+            AND c.instant > (SELECT max(s.instant) FROM commit s
+                             WHERE s.tbl_id = tbl.id AND s.action = 'compaction'))
     ELSE tbl.log_files_since_compaction + u.log_files END,
   commits_since_clean = CASE WHEN u.cleaned
-    THEN (SELECT count(*) FROM commit c WHERE {_AFTER.format(service="clean")}
-          AND c.action IN {_WRITES})
+    THEN (SELECT count(*) FROM commit c WHERE c.tbl_id = tbl.id
+            AND c.instant > (SELECT max(s.instant) FROM commit s
+                             WHERE s.tbl_id = tbl.id AND s.action = 'clean')
+          AND c.action IN ('commit', 'deltacommit', 'replacecommit'))
     ELSE tbl.commits_since_clean + u.writes END,
   commits_since_clustering = CASE WHEN u.clustered
-    THEN (SELECT count(*) FROM commit c WHERE {_AFTER.format(service="clustering")}
-          AND c.action IN {_WRITES})
+    THEN (SELECT count(*) FROM commit c WHERE c.tbl_id = tbl.id
+            AND c.instant > (SELECT max(s.instant) FROM commit s
+                             WHERE s.tbl_id = tbl.id AND s.action = 'clustering')
+          AND c.action IN ('commit', 'deltacommit', 'replacecommit'))
     ELSE tbl.commits_since_clustering + u.writes END,
   small_files_since_clustering = (
-    SELECT coalesce(jsonb_object_agg(m.k, m.n), '{{}}'::jsonb) FROM (
+    SELECT coalesce(jsonb_object_agg(m.k, m.n), '{}'::jsonb) FROM (
       SELECT p.k, sum(p.n) AS n FROM (
         SELECT e.key AS k, e.value::text::bigint AS n FROM jsonb_each(CASE WHEN u.clustered
-          THEN '{{}}'::jsonb ELSE tbl.small_files_since_clustering END) AS e
+          THEN '{}'::jsonb ELSE tbl.small_files_since_clustering END) AS e
         UNION ALL
         SELECT e.key, e.value::text::bigint FROM jsonb_each(u.small_files) AS e
-      ) p GROUP BY p.k ORDER BY n DESC LIMIT {_SMALL_FILES_CAP}
+      ) p GROUP BY p.k ORDER BY n DESC LIMIT 1000
     ) m),
   last_compaction_at = CASE WHEN u.compacted THEN now() ELSE tbl.last_compaction_at END,
   last_clustering_at = CASE WHEN u.clustered THEN now() ELSE tbl.last_clustering_at END,
@@ -243,7 +266,15 @@ FROM (SELECT (r->>0)::bigint AS id, (r->>1)::int AS deltas, (r->>2)::int AS writ
              (r->>9)::bigint AS log_files, (r->10)::jsonb AS small_files, (r->>11)::bool AS pulled
       FROM json_array_elements(%(rows)s::json) AS r) AS u
 WHERE tbl.id = u.id
-RETURNING {COUNTED_COLUMNS}
+RETURNING
+  tbl.id, tbl.table_type::text, tbl.enabled_actions::text[], tbl.paused, tbl.policy,
+  tbl.delta_commits_since_compaction, tbl.commits_since_clean, tbl.commits_since_clustering,
+  tbl.commits_since_metadata_compaction,
+  ARRAY(SELECT DISTINCT o.action::text FROM operation o
+        WHERE o.tbl_id = tbl.id AND o.status IN ('SCHEDULED', 'RUNNING') AND NOT o.is_deleted),
+  tbl.log_bytes_since_compaction, tbl.log_files_since_compaction,
+  tbl.small_files_since_clustering, tbl.last_compaction_at, tbl.last_clustering_at,
+  tbl.last_clean_at, tbl.created_at
 """
 
 

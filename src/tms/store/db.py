@@ -20,7 +20,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, literal, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import NullPool
@@ -208,7 +208,7 @@ def check_ready(engine: Engine) -> str | None:
     """Readiness on one new connection: None when the database answers and its schema is
     the code's head revision, else why not (driver errors propagate to the caller)."""
     with engine.connect() as connection:
-        connection.execute(text("SELECT 1"))
+        connection.execute(select(literal(1)))
         current = MigrationContext.configure(connection).get_current_revision()
     head = head_revision()
     if current != head:

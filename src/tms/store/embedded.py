@@ -250,7 +250,9 @@ def _create_database(admin_url: str, database: str) -> None:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
         if exists:
             return
-        # Another process may create it in the meantime; then it exists, as wanted.
+        # Another process may create it in the meantime; then it exists, as wanted. CREATE
+        # DATABASE has no SQLAlchemy construct (and runs before any engine exists): psycopg
+        # composes it, quoting the name as an identifier.
         with contextlib.suppress(psycopg.errors.DuplicateDatabase):
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
 

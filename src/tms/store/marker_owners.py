@@ -13,7 +13,18 @@ from __future__ import annotations
 
 import zlib
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    and_,
+    column,
+    exists,
+    func,
+    literal,
+    select,
+    table,
+)
 
 __all__ = [
     "ADDRESS_MAX_BYTES",
@@ -30,6 +41,31 @@ ADDRESS_MAX_BYTES = 63
 """PostgreSQL keeps at most this much of an `application_name` (NAMEDATALEN - 1)."""
 
 
+# PostgreSQL's views of locks and sessions, as far as the marker locks read them.
+_PG_LOCKS = table(
+    "pg_locks",
+    column("locktype"),
+    column("classid"),
+    column("objid"),
+    column("objsubid"),
+    column("granted"),
+    column("pid"),
+)
+_PG_STAT_ACTIVITY = table("pg_stat_activity", column("pid"), column("application_name"))
+
+
+def _marker_lock(key: int) -> ColumnElement[bool]:
+    """The granted advisory lock on the table's marker key (the two-key form: `objsubid` 2)."""
+    locks = _PG_LOCKS.c
+    return and_(
+        locks.locktype == "advisory",
+        locks.classid == MARKER_LOCK_CLASS,
+        locks.objid == key,
+        locks.objsubid == 2,
+        locks.granted.is_(True),
+    )
+
+
 def marker_key(base_path: str) -> int:
     """The table's lock key, from its normalized base path (non-negative, so `pg_locks`
     shows it as is)."""
@@ -43,9 +79,7 @@ def open_owner_connection(engine: Engine, address: str) -> Connection:
     connection = engine.connect()
     try:
         connection.execution_options(isolation_level="AUTOCOMMIT")
-        connection.execute(
-            text("SELECT set_config('application_name', :address, false)"), {"address": address}
-        )
+        connection.execute(select(func.set_config("application_name", address, False)))
     except Exception:
         connection.invalidate()
         connection.close()
@@ -57,32 +91,20 @@ def try_own(connection: Connection, key: int) -> bool:
     """Take the table's marker lock on the owner connection without waiting (True again
     when this connection holds it already)."""
     held = connection.scalar(
-        text(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
-            "AND classid = :cls AND objid = :key AND objsubid = 2 AND granted "
-            "AND pid = pg_backend_pid())"
-        ),
-        {"cls": MARKER_LOCK_CLASS, "key": key},
+        select(exists().where(_marker_lock(key), _PG_LOCKS.c.pid == func.pg_backend_pid()))
     )
     if held:
         return True
-    return bool(
-        connection.scalar(
-            text("SELECT pg_try_advisory_lock(:cls, :key)"), {"cls": MARKER_LOCK_CLASS, "key": key}
-        )
-    )
+    return bool(connection.scalar(select(func.pg_try_advisory_lock(MARKER_LOCK_CLASS, key))))
 
 
 def owner_address(connection: Connection, key: int) -> str | None:
     """The address the table's owner advertises; None while no instance owns it."""
     address = connection.scalar(
-        text(
-            "SELECT a.application_name FROM pg_locks l "
-            "JOIN pg_stat_activity a ON a.pid = l.pid "
-            "WHERE l.locktype = 'advisory' AND l.classid = :cls AND l.objid = :key "
-            "AND l.objsubid = 2 AND l.granted LIMIT 1"
-        ),
-        {"cls": MARKER_LOCK_CLASS, "key": key},
+        select(_PG_STAT_ACTIVITY.c.application_name)
+        .join_from(_PG_LOCKS, _PG_STAT_ACTIVITY, _PG_STAT_ACTIVITY.c.pid == _PG_LOCKS.c.pid)
+        .where(_marker_lock(key))
+        .limit(1)
     )
     return str(address) if address else None
 
@@ -90,7 +112,7 @@ def owner_address(connection: Connection, key: int) -> str | None:
 def is_alive(connection: Connection) -> bool:
     """Whether the owner connection still answers (its locks are gone when it does not)."""
     try:
-        connection.scalar(text("SELECT 1"))
+        connection.scalar(select(literal(1)))
     except Exception:
         return False
     return True

@@ -117,7 +117,10 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
-PENDING = "status IN ('SCHEDULED', 'RUNNING')"
+# Partial index predicates and server defaults are SQL text (`text()`): DDL, which the
+# migrations write as SQL and `tests/store/test_schema.py` compares with the database's.
+UNPLANNED = "instant IS NULL AND status IN ('SCHEDULED', 'RUNNING') AND NOT is_deleted"
+"""Operations without a plan yet that wait or run: `ux_operation_unplanned`'s predicate."""
 
 
 class Base(DeclarativeBase):
@@ -248,7 +251,7 @@ class Operation(Base):
             "tbl_id",
             "action",
             unique=True,
-            postgresql_where=text(f"instant IS NULL AND {PENDING} AND NOT is_deleted"),
+            postgresql_where=text(UNPLANNED),
         ),
         Index(
             "ux_operation_running_tbl",

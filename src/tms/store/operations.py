@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from tms.store.errors import NotFound, OperationConflict, TransitionRefused
 from tms.store.events import record_event
-from tms.store.models import PENDING, Action, Operation, OperationStatus, Tbl
+from tms.store.models import UNPLANNED, Action, Operation, OperationStatus, Tbl
 from tms.store.outcome_log import note_outcome
 from tms.store.wakeups import notify_due
 
@@ -41,7 +41,10 @@ __all__ = [
 ]
 
 S = OperationStatus
-_UNPLANNED_WHERE = text(f"instant IS NULL AND {PENDING} AND NOT is_deleted")
+# The arbiter of ON CONFLICT for an unplanned operation is the partial index
+# `ux_operation_unplanned`: PostgreSQL infers it only from a predicate that implies the
+# index's, so it is given as the index's own SQL.
+_UNPLANNED_WHERE = text(UNPLANNED)
 
 
 @dataclass(frozen=True)

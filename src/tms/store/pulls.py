@@ -13,14 +13,30 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    DateTime,
+    FromClause,
+    Interval,
+    Update,
+    and_,
+    case,
+    cast,
+    func,
+    literal,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.orm import Session
 
-from tms.store.commits import COUNTED_COLUMNS, CountedTable
+from tms.store.commits import COUNTED, CountedTable
 from tms.store.models import Commit, Tbl
+from tms.store.transitions import clock
 
 __all__ = [
     "PullTarget",
@@ -30,45 +46,7 @@ __all__ = [
     "known_instants",
 ]
 
-_NOW = "COALESCE(CAST(:now AS timestamptz), now())"
-
-# The table's own timeout when its policy sets a number, else the service's; 0 = never.
-_TIMEOUT = (
-    "CASE WHEN jsonb_typeof(t.policy->'notification_timeout_seconds') = 'number' "
-    "THEN (t.policy->>'notification_timeout_seconds')::float8 ELSE :timeout END"
-)
-_FREE = f"(t.pull_lease_expires_at IS NULL OR t.pull_lease_expires_at < {_NOW})"
-
-# Candidates are picked without locks, so that the planner keeps only the top rows of its
-# sort (a locking query sorts every due table first); then the first of them that no other
-# claim holds are locked and leased. Over 10,000 tables this halves the claim.
-_CLAIM = f"""
-WITH candidates AS (
-    SELECT t.id, s.silent, t.last_pulled_at
-    FROM tbl t
-    CROSS JOIN LATERAL (SELECT {_TIMEOUT} AS timeout) x
-    CROSS JOIN LATERAL (SELECT (x.timeout > 0 AND COALESCE(GREATEST(t.last_notification_at,
-        t.last_pulled_at), '-infinity') <= {_NOW} - make_interval(secs => x.timeout)) AS silent) s
-    WHERE {_FREE}
-      AND (s.silent OR (:sweep > 0 AND COALESCE(t.last_pulled_at, '-infinity')
-                        <= {_NOW} - make_interval(secs => :sweep)))
-    ORDER BY s.silent DESC, t.last_pulled_at NULLS FIRST, t.id
-    LIMIT :scan
-),
-due AS (
-    SELECT t.id, c.silent
-    FROM tbl t JOIN candidates c ON c.id = t.id
-    WHERE {_FREE}
-    ORDER BY c.silent DESC, c.last_pulled_at NULLS FIRST, t.id
-    LIMIT :limit
-    FOR UPDATE OF t SKIP LOCKED
-)
-UPDATE tbl SET pull_lease_owner = :owner,
-               pull_lease_expires_at = {_NOW} + make_interval(secs => :lease)
-FROM due
-WHERE tbl.id = due.id
-RETURNING tbl.id, tbl.base_path, tbl.storage_options, due.silent
-"""
+_NEVER = cast(literal("-infinity"), DateTime(timezone=True))
 SCAN = 4
 """Candidates per table to lease: those other instances lease meanwhile are skipped."""
 
@@ -98,21 +76,77 @@ def claim_pulls(
     if limit <= 0:
         return []
     rows = session.execute(
-        text(_CLAIM),
-        {
-            "owner": owner,
-            "limit": limit,
-            "scan": SCAN * limit + 16,
-            "lease": lease_seconds,
-            "timeout": timeout_seconds,
-            "sweep": sweep_seconds,
-            "now": now,
-        },
+        _claim(owner, limit, lease_seconds, timeout_seconds, sweep_seconds, clock(now))
     ).all()
     return [
         PullTarget(id, base_path, dict(options or {}), silent)
         for id, base_path, options, silent in sorted(rows, key=lambda row: row[0])
     ]
+
+
+def _claim(
+    owner: str,
+    limit: int,
+    lease_seconds: float,
+    timeout_seconds: float,
+    sweep_seconds: float,
+    now: ColumnElement[datetime],
+) -> Update:
+    """Candidates are picked without locks, so that the planner keeps only the top rows of
+    its sort (a locking query sorts every due table first); then the first of them that no
+    other claim holds are locked and leased. Over 10,000 tables this halves the claim."""
+    t = Tbl.__table__.alias("t")
+    # The table's own timeout when its policy sets a number, else the service's; 0 = never.
+    own = t.c.policy["notification_timeout_seconds"]
+    timeout = case(
+        (func.jsonb_typeof(own) == "number", own.as_float()), else_=float(timeout_seconds)
+    )
+    x = select(timeout.label("timeout")).correlate(t).lateral("x")
+    heard = func.coalesce(func.greatest(t.c.last_notification_at, t.c.last_pulled_at), _NEVER)
+    silent = and_(x.c.timeout > 0, heard <= now - _seconds(x.c.timeout))
+    s = select(silent.label("silent")).correlate(t, x).lateral("s")
+    due_now: ColumnElement[bool] = s.c.silent
+    if sweep_seconds > 0:
+        swept = func.coalesce(t.c.last_pulled_at, _NEVER) <= now - _seconds(sweep_seconds)
+        due_now = or_(s.c.silent, swept)
+    candidates = (
+        select(t.c.id, s.c.silent, t.c.last_pulled_at)
+        .select_from(t.join(x, true()).join(s, true()))
+        .where(_free(t, now), due_now)
+        .order_by(s.c.silent.desc(), t.c.last_pulled_at.asc().nulls_first(), t.c.id)
+        .limit(SCAN * limit + 16)
+        .cte("candidates")
+    )
+    d = Tbl.__table__.alias("d")
+    due = (
+        select(d.c.id, candidates.c.silent)
+        .join_from(d, candidates, candidates.c.id == d.c.id)
+        .where(_free(d, now))
+        .order_by(
+            candidates.c.silent.desc(), candidates.c.last_pulled_at.asc().nulls_first(), d.c.id
+        )
+        .limit(limit)
+        .with_for_update(of=d, skip_locked=True)
+        .cte("due")
+    )
+    return (
+        update(Tbl)
+        .where(Tbl.id == due.c.id)
+        .values(pull_lease_owner=owner, pull_lease_expires_at=now + _seconds(lease_seconds))
+        .returning(Tbl.id, Tbl.base_path, Tbl.storage_options, due.c.silent)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def _free(t: FromClause, now: ColumnElement[datetime]) -> ColumnElement[bool]:
+    """Not leased, or its lease expired."""
+    expires = t.c.pull_lease_expires_at
+    return or_(expires.is_(None), expires < now)
+
+
+def _seconds(seconds: ColumnElement[float] | float) -> ColumnElement[timedelta]:
+    """`make_interval(secs => seconds)`."""
+    return func.make_interval(0, 0, 0, 0, 0, 0, seconds, type_=Interval)
 
 
 def known_instants(session: Session, tbl_id: int, *, since: str) -> set[str]:
@@ -127,11 +161,10 @@ def counted_tables(session: Session, tbl_ids: Collection[int]) -> list[CountedTa
     if not tbl_ids:
         return []
     rows = session.execute(
-        text(
-            f"SELECT {COUNTED_COLUMNS} FROM tbl WHERE tbl.id = ANY(:ids) ORDER BY tbl.id "
-            "FOR NO KEY UPDATE"
-        ),
-        {"ids": sorted(tbl_ids)},
+        select(*COUNTED)
+        .where(Tbl.id.in_(sorted(tbl_ids)))
+        .order_by(Tbl.id)
+        .with_for_update(key_share=True)
     ).all()
     return [CountedTable.of_row(row) for row in rows]
 
@@ -145,6 +178,6 @@ def finish_pulls(session: Session, tbl_ids: Collection[int], owner: str) -> int:
     result = session.execute(
         update(Tbl)
         .where(Tbl.id.in_(sorted(tbl_ids)), Tbl.pull_lease_owner == owner)
-        .values(last_pulled_at=text("now()"), pull_lease_owner=None, pull_lease_expires_at=None)
+        .values(last_pulled_at=func.now(), pull_lease_owner=None, pull_lease_expires_at=None)
     )
     return int(result.rowcount)  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, Engine, select, text
+from sqlalchemy import BigInteger, Connection, Engine, func, literal, select
 from sqlalchemy.orm import Session
 
 from tms.store.attempt_outcome import holds_lease
@@ -115,7 +115,7 @@ class TableLocks:
         connection = self._engine.connect()
         try:
             connection.execution_options(isolation_level="AUTOCOMMIT")
-            taken = connection.scalar(text("SELECT pg_try_advisory_lock(:key)"), {"key": key})
+            taken = connection.scalar(select(func.pg_try_advisory_lock(literal(key, BigInteger))))
         except Exception:
             connection.close()
             raise
@@ -126,7 +126,7 @@ class TableLocks:
 
     def _unlock(self, connection: Connection, key: int) -> None:
         try:
-            connection.scalar(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+            connection.scalar(select(func.pg_advisory_unlock(literal(key, BigInteger))))
         except Exception:
             log.warning("unlocking advisory lock %s failed; closing its connection", key)
             connection.invalidate()  # the server frees a closed session's locks

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import String, bindparam, delete, func, or_, select, text, update
+from sqlalchemy import String, bindparam, delete, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
@@ -51,7 +51,7 @@ _RESET: dict[Action, dict[Any, Any]] = {
     Action.CLEAN: {Tbl.commits_since_clean: 0, Tbl.last_clean_at: func.now()},
     Action.CLUSTERING: {
         Tbl.commits_since_clustering: 0,
-        Tbl.small_files_since_clustering: text("'{}'::jsonb"),
+        Tbl.small_files_since_clustering: {},
         Tbl.last_clustering_at: func.now(),
     },
     Action.METADATA_COMPACTION: {Tbl.commits_since_metadata_compaction: 0},

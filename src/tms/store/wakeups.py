@@ -6,6 +6,7 @@ notification only cuts the wait from up to a scheduler interval to a round trip.
 
 from __future__ import annotations
 
+from psycopg import sql
 from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.orm import Session
 
@@ -21,7 +22,9 @@ def listen_for_due(engine: Engine) -> Connection:
     """A connection of its own (autocommit) that LISTENs on `CHANNEL`; the caller closes it."""
     connection = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
     try:
-        connection.exec_driver_sql(f"LISTEN {CHANNEL}")
+        # LISTEN has no SQLAlchemy construct; psycopg quotes the channel as an identifier.
+        listen = sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL))
+        connection.exec_driver_sql(listen.as_string(connection.connection.driver_connection))
     except Exception:
         connection.close()
         raise

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tms.jobs.client import JobClient, JobSpec
 from tms.jobs.context import ATTEMPT, AttemptLogFilter
 from tms.jobs.control import JobControl
 from tms.jobs.runner import JobRunner
-from tms.jobs.service_api import JobClient, JobSpec
 from tms.spark_runtime import get_spark
 from tms.spark_runtime.package import package_zip
 from tms.worker.client import ClaimedAttempt, WorkerApiError, WorkerClient

@@ -25,7 +25,7 @@ from tms.api.errors import ApiError, error_responses
 from tms.config import Settings
 from tms.hudi.errors import HudiError, UnsafePathError
 from tms.hudi.files.markers import MarkerType, parse_marker_name
-from tms.markers import MarkerServer, MarkerService, MarkerTarget
+from tms.markers import MarkerHandler, MarkerServer, MarkerTarget
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -59,7 +59,7 @@ class StorageFailed(ApiError):
 
 
 async def _stored(call: Awaitable[T]) -> T:
-    """The service's answer; storage failures become 502 (their text stays in the log)."""
+    """The handler's answer; storage failures become 502 (their text stays in the log)."""
     try:
         return await call
     except (OSError, HudiError) as exc:
@@ -97,14 +97,14 @@ async def _resolve(
 async def _answer(
     request: Request,
     marker_dir: str,
-    call: Callable[[MarkerService, MarkerTarget], Awaitable[Any]],
+    call: Callable[[MarkerHandler, MarkerTarget], Awaitable[Any]],
     base_path: str | None = None,
 ) -> Response:
     """The owner's answer when another instance serves the table, else `call`'s here."""
     server, target, forwarded = await _resolve(request, marker_dir, base_path)
     if forwarded is not None:
         return forwarded
-    return _json(await _stored(call(server.service, target)))
+    return _json(await _stored(call(server.handler, target)))
 
 
 @router.get("/all", summary="All markers of an instant")
@@ -155,7 +155,7 @@ async def create_marker(
     detect = bool(basepath)
     return _json(
         await _stored(
-            server.service.create(target.table, target.instant_time, markername, detect=detect)
+            server.handler.create(target.table, target.instant_time, markername, detect=detect)
         )
     )
 

@@ -20,26 +20,26 @@ from tms.api.deps import SettingsDep, StorageCallsDep
 from tms.http.errors import ApiError
 from tms.http.storage_calls import call_storage
 from tms.view.cache import ViewCache
-from tms.view.service import ViewService
+from tms.view.handler import ViewHandler
 
-__all__ = ["router", "view_service"]
+__all__ = ["router", "view_handler"]
 
 PREFIX = "/v1/hoodie/view"
 router = APIRouter(prefix=PREFIX, tags=["hudi timeline server"])
 _CREATE = threading.Lock()
 
 
-def view_service(request: Request, max_tables: int) -> ViewService:
-    """The app's view service, made on first use (one cache per application)."""
-    service: ViewService | None = getattr(request.app.state, "view_service", None)
-    if service is None:
+def view_handler(request: Request, max_tables: int) -> ViewHandler:
+    """The app's view handler, made on first use (one cache per application)."""
+    handler: ViewHandler | None = getattr(request.app.state, "view_handler", None)
+    if handler is None:
         with _CREATE:
-            service = getattr(request.app.state, "view_service", None)
-            if service is None:
+            handler = getattr(request.app.state, "view_handler", None)
+            if handler is None:
                 interval = request.app.state.settings.view_sync_interval_seconds
-                service = ViewService(ViewCache(max_tables), sync_interval=interval)
-                request.app.state.view_service = service
-    return service
+                handler = ViewHandler(ViewCache(max_tables), sync_interval=interval)
+                request.app.state.view_handler = handler
+    return handler
 
 
 _DOC = (
@@ -65,10 +65,10 @@ def hoodie_view(
     if not settings.timeline_server_enabled:
         raise ApiError(404, "not_found", "the timeline server is disabled")
     check_client_network(request, settings)
-    service = view_service(request, settings.view_cache_tables)
+    handler = view_handler(request, settings.view_cache_tables)
     query = {key: request.query_params[key] for key in request.query_params}
     answer = call_storage(
         calls,
-        partial(service.answer, request.app.state.session_factory, path, request.method, query),
+        partial(handler.answer, request.app.state.session_factory, path, request.method, query),
     )
     return Response(content=answer.body, media_type="application/json")

@@ -9,11 +9,11 @@ from pydantic import WithJsonSchema
 
 from tms.api.deps import SessionDep, TableAccessDep, require
 from tms.api.errors import ApiError, error_responses
+from tms.api.responses import operation_out, operations_out
 from tms.api.routes.tables import Cursor, parse_cursor
 from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut, OperationPage
 from tms.api.schemas.alerts import AlertBrief
 from tms.api.schemas.common import MAX_ID, Label, Text, parse_action
-from tms.api.views import operation_out, operations_out
 from tms.application import NotRetryable, cancel, retry
 from tms.config import Role
 from tms.store import (

@@ -11,11 +11,11 @@ from sqlalchemy.orm import Session
 
 from tms.api.deps import SessionDep, SettingsDep, StorageCallsDep, require
 from tms.api.errors import ApiError, error_responses
+from tms.api.responses import table_out
 from tms.api.schemas import TableIn, TableOut, TablePage, TablePatch, TimelineInstant, TimelineOut
 from tms.api.schemas.common import MAX_ID, Identifier, Text
 from tms.api.schemas.tables import TableFields
 from tms.api.table_reads import read_registered_table
-from tms.api.views import table_out
 from tms.application import register
 from tms.blocking_calls import BlockingCalls
 from tms.config import Role, Settings

@@ -206,30 +206,6 @@ class CommitMetadata:
                 out.setdefault(partition, set()).add(stat.file_id)
         return out
 
-    def total_records_written(self) -> int:
-        """Sum of ``numWrites``."""
-        return sum(s.num_writes for s in self.write_stats())
-
-    def total_bytes_written(self) -> int:
-        """Sum of ``totalWriteBytes``."""
-        return sum(s.total_write_bytes for s in self.write_stats())
-
-    def total_records_deleted(self) -> int:
-        """Sum of ``numDeletes``."""
-        return sum(s.num_deletes for s in self.write_stats())
-
-    def total_log_files(self) -> int:
-        """Number of distinct log files written by this commit."""
-        return len(self.log_files_written())
-
-    def total_log_files_compacted(self) -> int:
-        """Sum of ``totalLogFilesCompacted`` (compaction commits)."""
-        return sum(s.total_log_files_compacted for s in self.write_stats())
-
-    def total_log_records_compacted(self) -> int:
-        """Sum of ``totalLogRecords`` (compaction commits)."""
-        return sum(s.total_log_records for s in self.write_stats())
-
     @property
     def schema(self) -> str | None:
         """The writer's Avro schema (``extraMetadata["schema"]``), if recorded."""

@@ -173,11 +173,6 @@ class WriteStat:
             or self.log_files is not None
         )
 
-    @property
-    def is_insert(self) -> bool:
-        """True when this write created the file group (no previous commit)."""
-        return self.prev_commit in (None, NULL_COMMIT)
-
     @classmethod
     def _common(cls, data: Mapping[str, Any]) -> dict[str, Any]:
         kwargs: dict[str, Any] = {

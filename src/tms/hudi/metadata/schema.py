@@ -139,11 +139,6 @@ def encode_record(record: dict[str, Any], schema_text: str) -> bytes:
     return out.getvalue()
 
 
-def schema_fields(schema_text: str) -> frozenset[str]:
-    """Top-level field names of a writer schema."""
-    return frozenset(f["name"] for f in json.loads(schema_text)["fields"])
-
-
 def writer_schema(table_version: int, found: str | None) -> str:
     """The schema to write new records with: the one the table's metadata files already carry
     (`found`), whatever the table version; for a metadata table without files, ours for 1.x

@@ -170,15 +170,6 @@ class Timeline:
         floor = after.requested_time if after else ""
         return [i for i in self.completed(actions) if i.requested_time > floor]
 
-    def deltacommits_since_last_compaction(self) -> list[Instant]:
-        return self.completed_after(self.last_compaction(), (Action.DELTA_COMMIT,))
-
-    def commits_since_last_clean(self) -> list[Instant]:
-        return self.completed_after(self.last_clean(), WRITE_COMMIT_ACTIONS)
-
-    def commits_since_last_clustering(self) -> list[Instant]:
-        return self.completed_after(self.last_clustering(), WRITE_COMMIT_ACTIONS)
-
     # Instant contents --------------------------------------------------------------------
 
     def instant_path(self, instant: Instant, state: State | None = None) -> str:
@@ -226,12 +217,6 @@ class Timeline:
         plan: dict[str, Any] = requested["clusteringPlan"]
         return plan
 
-    def cleaner_plan(self, instant: Instant) -> dict[str, Any]:
-        plan = self.avro_details(instant, State.REQUESTED)
-        if plan is None:
-            raise ValueError(f"clean {instant.requested_time} has an empty plan")
-        return plan
-
     def clean_metadata(self, instant: Instant) -> dict[str, Any]:
         metadata = self.avro_details(instant, State.COMPLETED)
         if metadata is None:
@@ -245,9 +230,6 @@ class Timeline:
             if schema:
                 return schema
         return None
-
-    def savepointed_times(self) -> list[str]:
-        return [i.requested_time for i in self.completed((Action.SAVEPOINT,))]
 
     def describe(self) -> list[dict[str, Any]]:
         """Instants as plain rows for the CLI and JSON output."""

@@ -53,7 +53,7 @@ from tms.view.endpoints import (
 from tms.view.snapshot import Snapshot
 from tms.view.visible_timeline import INVALID_INSTANT_TS, contains_or_before_start, timeline_hash
 
-__all__ = ["ViewAnswer", "ViewService", "table_ref"]
+__all__ = ["ViewAnswer", "ViewHandler", "table_ref"]
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def _alternatives(base_path: str) -> list[str]:
     return [base_path]
 
 
-class ViewService:
+class ViewHandler:
     def __init__(
         self,
         cache: ViewCache,

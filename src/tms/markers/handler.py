@@ -38,7 +38,7 @@ from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.markers.refusals import refused
 from tms.markers.state import MarkerDirState
 
-__all__ = ["MarkerLimits", "MarkerService", "ServedTable"]
+__all__ = ["MarkerHandler", "MarkerLimits", "ServedTable"]
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class ServedTable:
     storage_options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
-class MarkerService:
+class MarkerHandler:
     """In-memory marker state of the tables served here, by (base path, instant)."""
 
     def __init__(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.jobs.stub_api import OK_BEAT, spec_json, stub_api
-from tms.jobs.service_api import (
+from tms.jobs.client import (
     ApiRejected,
     ApiUnavailable,
     AttemptGone,

@@ -53,7 +53,7 @@ def serve(
 
     With no TMS_DATABASE_URL, an embedded PostgreSQL runs under TMS_DATA_DIR. Migrates at start.
     """
-    from tms.serve import serve as run_service
+    from tms.serve import serve as run_service  # the API and scheduler: only `tms serve`
 
     settings = load_or_exit(host=host, port=port)
     setup_logging(log_level)
@@ -67,7 +67,7 @@ def serve(
 @db_app.command("upgrade")
 def db_upgrade() -> None:
     """Apply the database migrations, then exit (`tms serve` also does this on start)."""
-    from tms.serve import migrate
+    from tms.serve import migrate  # SQLAlchemy and Alembic: only this command loads them
     from tms.store import head_revision
 
     settings = load_or_exit()
