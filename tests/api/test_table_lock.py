@@ -26,7 +26,7 @@ from tms.hudi.timeline import cancel
 from tms.hudi.write.writer import HudiWriter
 from tms.jobs.service_api import JobClient
 from tms.jobs.table_lock import ServiceTableLocks
-from tms.services.clustering import schedule_clustering
+from tms.services.clustering.execute import schedule_clustering
 from tms.services.registry import table_service
 from tms.store import Backoff, Claim, TableLocks, issue_attempt_token, reap_expired_leases
 

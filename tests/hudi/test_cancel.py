@@ -18,8 +18,8 @@ from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State, parse_instant_file
 from tms.hudi.timeline.layout import instant_file_name
 from tms.services.cancel import execute_cancel, request_cancel
-from tms.services.clustering import schedule_clustering
-from tms.services.compaction import schedule_compaction
+from tms.services.clustering.execute import schedule_clustering
+from tms.services.compaction.execute import schedule_compaction
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import State
 from tms.jobs.runner import EXIT_FAILED, EXIT_OK
 from tms.jobs.service_api import JobSpec
-from tms.services.compaction import schedule_compaction
+from tms.services.compaction.execute import schedule_compaction
 from tms.services.execution import ServiceResult
 
 CANCEL_BEAT = (200, {"lease_expires_at": None, "cancel_requested": True})
@@ -120,7 +120,7 @@ class SharedSpark:
 def make_clustering_stuck(monkeypatch: pytest.MonkeyPatch, finished: Path) -> None:
     """Clustering's Spark work starts with a task that sleeps for ten minutes, then writes
     `finished`: only a cancel of its Spark job stops it in time."""
-    import tms.services.clustering as clustering_module
+    import tms.services.clustering.execute as clustering_module
 
     real = clustering_module.run_tasks
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import tms.services.clustering as clustering_module
+import tms.services.clustering.execute as clustering_module
 from tests import oracle
 from tests.services.test_clustering import group_target, small_files_table
 from tests.services.test_metadata_table_services import (
@@ -26,8 +26,8 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import Action, State
 from tms.services.cancel import request_cancel
-from tms.services.clustering import execute_clustering, schedule_clustering
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 
 pytestmark = [pytest.mark.spark]
 
@@ -114,7 +114,7 @@ def test_a_plan_cancelled_before_it_starts_writes_nothing(
 def test_a_cancellable_compaction_stops_at_the_pre_commit_check(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tms.services.compaction as compaction_module
+    import tms.services.compaction.execute as compaction_module
 
     base = small_files_table(tmp_path, MERGE_ON_READ, rows=240, table_version=9)
     before, slices = oracle.snapshot(base), oracle.file_slices(base)

@@ -16,7 +16,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
-from tms.services.compaction import schedule_compaction
+from tms.services.compaction.execute import schedule_compaction
 
 
 def new_base_files(base: str, instant: str) -> set[str]:

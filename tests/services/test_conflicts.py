@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import tms.services.clustering as clustering_module
+import tms.services.clustering.execute as clustering_module
 import tms.services.execution as execution_module
 from tests import oracle
 from tests.services.test_clustering import group_target, small_files_table, trips
@@ -24,8 +24,8 @@ from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
 from tms.hudi.write.writer import HudiWriter
-from tms.services.clustering import execute_clustering, schedule_clustering
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 from tms.services.conflicts import ConflictCheck, WriteConflictError, find_conflicts
 from tms.services.execution import resolve_conflicts
 

@@ -20,7 +20,7 @@ from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
-from tms.services.compaction import execute_compaction
+from tms.services.compaction.execute import execute_compaction
 from tms.services.registry import table_service
 
 pytestmark = [pytest.mark.spark]

@@ -34,9 +34,9 @@ from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
 from tms.jobs.runner import EXIT_FAILED, JobRunner
 from tms.jobs.service_api import JobClient
-from tms.services.clean import execute_clean
-from tms.services.clustering import execute_clustering, schedule_clustering
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.clean.execute import execute_clean
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 from tms.services.rollback import rollback_inflight
 
 CITIES = ("sf", "nyc", "la")

@@ -28,7 +28,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.write import keys
 from tms.hudi.write.new_table import create_table
 from tms.hudi.write.writer import HudiWriter
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 
 VIRTUAL_KEYS = {"hoodie.populate.meta.fields": "false"}
 Model = dict[tuple[int, str], dict[str, Any]]

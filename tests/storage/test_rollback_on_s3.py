@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import tms.services.compaction as compaction_module
+import tms.services.compaction.execute as compaction_module
 from tests.storage.conftest import S3Endpoint, spark_environment
 from tests.storage.test_tables_on_s3 import oracle_rows
 from tests.storage.test_write_and_compact_on_s3 import log_files, written_table
@@ -22,7 +22,7 @@ from tms.hudi.timeline import cancel
 from tms.hudi.timeline.heartbeat import heartbeat_path
 from tms.hudi.timeline.instant import Action, State
 from tms.services.cancel import request_cancel
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 
 pytestmark = [pytest.mark.spark]
 

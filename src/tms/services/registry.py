@@ -13,18 +13,16 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
-from tms.services import (
-    clean,
-    clean_plan,
-    clustering,
-    clustering_plan,
-    compaction,
-    compaction_plan,
-    index,
-    metadata_compaction,
-)
 from tms.services.cancel import execute_cancel, request_cancel
+from tms.services.clean import execute as clean
+from tms.services.clean import plan as clean_plan
+from tms.services.clustering import execute as clustering
+from tms.services.clustering import plan as clustering_plan
+from tms.services.compaction import execute as compaction
+from tms.services.compaction import plan as compaction_plan
 from tms.services.execution import ServiceResult
+from tms.services.index import indexing as index
+from tms.services.metadata import compaction as metadata_compaction
 from tms.services.rollback import rollback_inflight
 
 __all__ = ["SERVICES", "TableService", "table_service"]

@@ -45,12 +45,12 @@ from tms.hudi.timeline.cancel import plan_is_cancellable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
 from tms.services import progress
-from tms.services.compaction_plan import (
+from tms.services.compaction.plan import (
     ensure_compactable,
     operation_from_avro,
     schedule_compaction,
 )
-from tms.services.compaction_strategy import (
+from tms.services.compaction.strategy import (
     TOTAL_LOG_FILES_SIZE,
 )
 from tms.services.conflicts import ConflictCheck

@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
 from tms.hudi.meta_fields import FILE_NAME, RECORD_KEY
 from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_meta_values
-from tms.services.clustering_plan import (
+from tms.services.clustering.plan import (
     FALLBACK_BYTES_PER_ROW,
     HUDI_TARGET_FILE_SIZE,
     SORT_COLUMNS_PARAM,

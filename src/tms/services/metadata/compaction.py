@@ -2,7 +2,7 @@
 written by `tms.hudi.metadata.compaction`, and each file group of it is merged in its own Spark
 task, as data table compaction does. The job heartbeats the instant on the metadata table, so
 a second run of the same plan while one is alive is refused. The metadata table's clean
-(`tms.services.metadata_clean`) follows each compaction, as Hudi's metadata writer does."""
+(`tms.services.metadata.clean`) follows each compaction, as Hudi's metadata writer does."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.services import progress
 from tms.services.execution import ServiceResult
-from tms.services.metadata_clean import clean_metadata_table
+from tms.services.metadata.clean import clean_metadata_table
 from tms.services.spark import TaskInfo, run_tasks
 
 __all__ = ["execute", "pending_plans", "schedule"]
