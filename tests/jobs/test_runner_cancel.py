@@ -120,11 +120,14 @@ class SharedSpark:
 def make_clustering_stuck(monkeypatch: pytest.MonkeyPatch, finished: Path) -> None:
     """Clustering's Spark work starts with a task that sleeps for ten minutes, then writes
     `finished`: only a cancel of its Spark job stops it in time."""
-    import tms.services.clustering.execute as clustering_module
+    import tms.services.executor as executor_module
 
-    real = clustering_module.run_tasks
+    real = executor_module.run_tasks
 
     def stuck_then_real(spark_session: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("description", "").startswith("tms clustering "):
+            return real(spark_session, *args, **kwargs)  # another service's tasks
+
         def stuck(_: int, flag: str = str(finished)) -> int:
             import time
 
@@ -135,7 +138,7 @@ def make_clustering_stuck(monkeypatch: pytest.MonkeyPatch, finished: Path) -> No
         spark_session.sparkContext.parallelize([0], 1).map(stuck).collect()
         return real(spark_session, *args, **kwargs)
 
-    monkeypatch.setattr(clustering_module, "run_tasks", stuck_then_real)
+    monkeypatch.setattr(executor_module, "run_tasks", stuck_then_real)
 
 
 @pytest.mark.spark

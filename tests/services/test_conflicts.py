@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-import tms.services.clustering.execute as clustering_module
 import tms.services.execution as execution_module
+import tms.services.executor as executor_module
 from tests import oracle
 from tests.services.test_clustering import group_target, small_files_table, trips
 from tms.hudi.errors import PlanCancelledError
@@ -46,14 +46,14 @@ def test_a_cancellable_clustering_cancels_itself_for_a_writers_update(
     instant = schedule_clustering(table, target_file_size=group_target(base))
     assert instant is not None
     writer = HudiWriter(HudiTable.open(base), max_file_rows=60, locked=True)
-    real = clustering_module.run_tasks
+    real = executor_module.run_tasks
     wrote: list[str] = []
 
     def writer_commits_first(*args: Any, **kwargs: Any) -> Any:
         wrote.append(writer.upsert(trips(UPDATED, ts=9)))  # the writer overtakes the plan
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(clustering_module, "run_tasks", writer_commits_first)
+    monkeypatch.setattr(executor_module, "run_tasks", writer_commits_first)
     expected = {**ts_by_key(base), **{f"k{i:05d}": 9 for i in UPDATED}}
     with pytest.raises(PlanCancelledError, match="conflict with another writer") as cancelled:
         execute_clustering(spark, table, instant, heartbeat_interval=1)

@@ -26,10 +26,11 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.services import progress
 from tms.services.execution import ServiceResult
+from tms.services.executor import StageHook
 from tms.services.metadata.clean import clean_metadata_table
 from tms.services.spark import TaskInfo, run_tasks
 
-__all__ = ["execute", "pending_plans", "schedule"]
+__all__ = ["MetadataCompactionExecutor", "execute", "pending_plans", "schedule"]
 
 
 def _has_metadata_table(table: HudiTable) -> bool:
@@ -56,36 +57,53 @@ def _task(task: CompactionTask, info: TaskInfo) -> WriteStat:
     return compact_file_group(task, info.write_token)
 
 
-def execute(
-    spark: Any, table: HudiTable, instant_time: str, *, heartbeat_interval: float = 60.0
-) -> ServiceResult:
-    """Run the metadata table's pending compaction at `instant_time` on Spark, then the
-    metadata table's clean (its figure is `files_deleted`)."""
-    started = time.monotonic()
-    storage = metadata_storage(table.storage)
-    if heartbeat.is_alive(storage, instant_time, heartbeat_interval):
-        raise InstantInFlightError(
-            f"metadata compaction {instant_time} is being run by another job (live heartbeat)"
+class MetadataCompactionExecutor:
+    """The `PlanExecutor` of the metadata table's compaction plans: each file group merged in
+    its own Spark task (`tms.services.spark`, stage `compacting`), then the metadata table's
+    clean (its figure is `files_deleted`). The plan's pending instant, rollback of a crashed
+    attempt, inflight and completion are the metadata table's own
+    (`tms.hudi.metadata.compaction`): no refusals of the data table, no table lock, conflicts,
+    cancel or metadata sync, which a data table's `CommitActionExecutor` has."""
+
+    def execute(
+        self,
+        spark: Any,
+        table: HudiTable,
+        instant_time: str,
+        *,
+        heartbeat_interval: float = 60.0,
+        on_stage: StageHook | None = None,
+    ) -> ServiceResult:
+        started = time.monotonic()
+        storage = metadata_storage(table.storage)
+        if heartbeat.is_alive(storage, instant_time, heartbeat_interval):
+            raise InstantInFlightError(
+                f"metadata compaction {instant_time} is being run by another job (live heartbeat)"
+            )
+
+        def on_spark(tasks: Sequence[CompactionTask]) -> list[WriteStat]:
+            description = f"tms metadata compaction {instant_time} of {table.name}"
+            progress.enter("compacting")
+            return run_tasks(spark, _task, tasks, description=description)
+
+        with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
+            done = execute_metadata_compaction(table.storage, instant_time, run=on_spark)
+        progress.enter("cleaning")
+        cleaned = clean_metadata_table(spark, table, heartbeat_interval=heartbeat_interval)
+        return ServiceResult(
+            action=METADATA_COMPACTION,
+            instant=instant_time,
+            file_groups=done.file_groups,
+            files_written=done.files_written,
+            bytes_written=done.bytes_written,
+            records_written=done.records_written,
+            log_files_compacted=done.log_files_compacted,
+            files_deleted=cleaned.files_deleted if cleaned else 0,
+            rolled_back=done.rolled_back,
+            duration_seconds=round(time.monotonic() - started, 3),
         )
 
-    def on_spark(tasks: Sequence[CompactionTask]) -> list[WriteStat]:
-        description = f"tms metadata compaction {instant_time} of {table.name}"
-        progress.enter("compacting")
-        return run_tasks(spark, _task, tasks, description=description)
 
-    with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
-        done = execute_metadata_compaction(table.storage, instant_time, run=on_spark)
-    progress.enter("cleaning")
-    cleaned = clean_metadata_table(spark, table, heartbeat_interval=heartbeat_interval)
-    return ServiceResult(
-        action=METADATA_COMPACTION,
-        instant=instant_time,
-        file_groups=done.file_groups,
-        files_written=done.files_written,
-        bytes_written=done.bytes_written,
-        records_written=done.records_written,
-        log_files_compacted=done.log_files_compacted,
-        files_deleted=cleaned.files_deleted if cleaned else 0,
-        rolled_back=done.rolled_back,
-        duration_seconds=round(time.monotonic() - started, 3),
-    )
+execute = MetadataCompactionExecutor().execute
+"""Run the metadata table's pending compaction at `instant_time` on Spark, then the
+metadata table's clean."""
