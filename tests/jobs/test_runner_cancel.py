@@ -20,8 +20,8 @@ from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import State
+from tms.jobs.job import Job
 from tms.jobs.runner import EXIT_FAILED, EXIT_OK
-from tms.jobs.service_api import JobSpec
 from tms.services.compaction.execute import schedule_compaction
 from tms.services.execution import ServiceResult
 
@@ -29,7 +29,7 @@ CANCEL_BEAT = (200, {"lease_expires_at": None, "cancel_requested": True})
 
 
 def waits_for_cancel(spark: FakeSpark, on_start: Any = None) -> Any:
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         if on_start is not None:
             on_start()
         assert spark.cancelled.wait(10), "nothing cancelled the Spark jobs"
