@@ -139,20 +139,15 @@ class ClusteringExecutor(CommitActionExecutor[_ClusteringPlan, _GroupTask, _Grou
             raise PlanNotFoundError(f"replacecommit {instant_time} is not a clustering plan")
         plan = timeline.clustering_plan(instant)
         params = (plan.get("strategy") or {}).get("strategyParams") or {}
-        sort_columns = tuple(c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(","))
+        sort_columns = tuple(
+            c for c in (c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(",")) if c
+        )
         schema_json = timeline.latest_schema()
         keys = virtual_key_generation(table.config)
         if schema_json:
-            check_columns(json.loads(schema_json), [c for c in sort_columns if c])
-            if keys is not None:
-                keys.check_field_types(
-                    arrow_schema_from_avro(with_meta_fields(json.loads(schema_json)))
-                )
+            _check_schema(json.loads(schema_json), sort_columns, keys)
         paths = TablePaths(table.storage, f"clustering plan {instant_time}")
-        groups = tuple(
-            tuple(_slice_input(piece, paths) for piece in group.get("slices") or [])
-            for group in plan.get("inputGroups") or []
-        )
+        groups = _input_groups(plan, paths)
         replaced: dict[str, list[str]] = defaultdict(list)
         for slices in groups:
             for piece in slices:
@@ -162,7 +157,7 @@ class ClusteringExecutor(CommitActionExecutor[_ClusteringPlan, _GroupTask, _Grou
             groups=groups,
             replaced=dict(replaced),
             file_groups=frozenset((p, f) for p, ids in replaced.items() for f in ids),
-            sort_columns=tuple(c for c in sort_columns if c),
+            sort_columns=sort_columns,
             target_file_size=int(params.get(TARGET_FILE_SIZE_PARAM) or HUDI_TARGET_FILE_SIZE),
             schema_json=schema_json,
             keys=keys,
@@ -231,6 +226,24 @@ class ClusteringExecutor(CommitActionExecutor[_ClusteringPlan, _GroupTask, _Grou
 execute_clustering = ClusteringExecutor().execute
 """Run a pending clustering plan and complete its replacecommit
 (`CommitActionExecutor.execute`)."""
+
+
+def _check_schema(
+    schema: dict[str, Any], sort_columns: Sequence[str], keys: KeyGeneration | None
+) -> None:
+    """Refuse, before anything is written, sort columns the schema lacks and virtual key
+    fields of types the key generator cannot print."""
+    check_columns(schema, list(sort_columns))
+    if keys is not None:
+        keys.check_field_types(arrow_schema_from_avro(with_meta_fields(schema)))
+
+
+def _input_groups(plan: dict[str, Any], paths: TablePaths) -> tuple[tuple[_SliceInput, ...], ...]:
+    """The plan's input groups, each the slices one Spark task rewrites."""
+    return tuple(
+        tuple(_slice_input(piece, paths) for piece in group.get("slices") or [])
+        for group in plan.get("inputGroups") or []
+    )
 
 
 def _slice_input(piece: dict[str, Any], paths: TablePaths) -> _SliceInput:
