@@ -33,7 +33,7 @@ from bench.common import machine
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 from tms.services.execution import ServiceResult
 from tms.spark_runtime import get_spark
 

@@ -32,7 +32,7 @@ from bench.common import machine
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.services import index as index_service
+from tms.services.index import indexing as index_service
 from tms.spark_runtime import get_spark
 
 CITIES = ["amsterdam", "berlin", "chennai", "denver"]

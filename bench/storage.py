@@ -65,8 +65,8 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.ingest.probe import TableProbe
-from tms.services.clean import execute_clean, schedule_clean
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.clean.execute import execute_clean, schedule_clean
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 from tms.spark_runtime import get_spark
 
 KINDS = tuple(kind.value for kind in RequestKind)

@@ -49,20 +49,6 @@ LAZY_IMPORTS: Mapping[tuple[str, str], str] = {
 }
 """(module, imported module) -> why the import waits for the function that needs it."""
 
-OWNED_ELSEWHERE: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("jobs.dispatch", "hudi.locks"),
-        ("jobs.dispatch", "hudi.storage.options"),
-        ("jobs.dispatch", "hudi.timeline.cancel"),
-        ("jobs.dispatch", "services.registry"),
-        ("jobs.dispatch", "spark_runtime"),
-        ("jobs.runner", "hudi.errors"),
-    }
-)
-"""TEMPORARY: function-local imports in modules other branches are reworking at the same
-time (`cli.service`, `jobs.dispatch`, `jobs.runner`); the lead empties this set when they are
-merged, moving any that defer a heavy import to `LAZY_IMPORTS` with its reason."""
-
 
 _ROW = re.compile(r"^\|\s*`([\w.]+)`\s*\|(?P<owns>[^|]*)\|(?P<may>[^|]*)\|\s*$")
 _NAME = re.compile(r"`([\w.]+)`")
@@ -341,9 +327,7 @@ def test_no_imports_of_ours_inside_functions_but_the_lazy_ones() -> None:
     found = imports_in_functions(our_sources())
     listed = {(v.module, v.what.removeprefix("imports ")) for v in found}
     unlisted = [
-        str(v)
-        for v in found
-        if (v.module, v.what.removeprefix("imports ")) not in {*LAZY_IMPORTS, *OWNED_ELSEWHERE}
+        str(v) for v in found if (v.module, v.what.removeprefix("imports ")) not in LAZY_IMPORTS
     ]
     assert not unlisted, "import these at the top of the module:\n" + "\n".join(unlisted)
     stale = sorted(set(LAZY_IMPORTS) - listed)

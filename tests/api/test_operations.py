@@ -15,7 +15,7 @@ from tms.hudi.locks import FileSystemLock
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
-from tms.services.clustering import schedule_clustering
+from tms.services.clustering.execute import schedule_clustering
 from tms.store import fail_attempt
 
 if TYPE_CHECKING:

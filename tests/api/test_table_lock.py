@@ -32,7 +32,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.jobs.client import JobClient
 from tms.jobs.table_lock import ServiceTableLocks
-from tms.services.clustering import schedule_clustering
+from tms.services.clustering.execute import schedule_clustering
 from tms.services.registry import table_service
 from tms.store import Backoff, Claim, TableLocks, issue_attempt_token, reap_expired_leases
 

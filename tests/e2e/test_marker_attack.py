@@ -22,8 +22,8 @@ from tests.e2e.test_service_e2e import rows, trips
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.services.clustering_plan import schedule_clustering
-from tms.services.compaction_plan import schedule_compaction
+from tms.services.clustering.plan import schedule_clustering
+from tms.services.compaction.plan import schedule_compaction
 
 pytestmark = pytest.mark.spark
 

@@ -17,8 +17,8 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State, instant_file_name, parse_instant_file
 from tms.services.cancel import execute_cancel, request_cancel
-from tms.services.clustering import schedule_clustering
-from tms.services.compaction import schedule_compaction
+from tms.services.clustering.execute import schedule_clustering
+from tms.services.compaction.execute import schedule_compaction
 
 
 @pytest.mark.parametrize(

@@ -32,17 +32,17 @@ from typing import Any
 
 import pytest
 
-import tms.services.index as index
-import tms.services.metadata_compaction as metadata_compaction
+import tms.services.index.indexing as index
+import tms.services.metadata.compaction as metadata_compaction
 from tests.hudi_java.support import HUDI_1_0, HUDI_1_2, HudiRelease, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
 from tms.hudi.table import HudiTable
-from tms.services.clean import execute_clean
-from tms.services.clean_plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
-from tms.services.clustering import execute_clustering
-from tms.services.clustering_plan import schedule_clustering
-from tms.services.compaction import execute_compaction
-from tms.services.compaction_plan import schedule_compaction
+from tms.services.clean.execute import execute_clean
+from tms.services.clean.plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
+from tms.services.clustering.execute import execute_clustering
+from tms.services.clustering.plan import schedule_clustering
+from tms.services.compaction.execute import execute_compaction
+from tms.services.compaction.plan import schedule_compaction
 from tms.services.execution import ServiceResult
 
 pytestmark = [pytest.mark.hudi_java, pytest.mark.spark]

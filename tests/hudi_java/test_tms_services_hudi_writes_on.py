@@ -22,12 +22,12 @@ from tests.hudi_java.test_hudi_writes_tms_reads import (
     write_table,
 )
 from tms.hudi.table import HudiTable
-from tms.services.clean import execute_clean
-from tms.services.clean_plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
-from tms.services.clustering import execute_clustering
-from tms.services.clustering_plan import schedule_clustering
-from tms.services.compaction import execute_compaction
-from tms.services.compaction_plan import schedule_compaction
+from tms.services.clean.execute import execute_clean
+from tms.services.clean.plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
+from tms.services.clustering.execute import execute_clustering
+from tms.services.clustering.plan import schedule_clustering
+from tms.services.compaction.execute import execute_compaction
+from tms.services.compaction.plan import schedule_compaction
 
 pytestmark = [pytest.mark.hudi_java, pytest.mark.spark]
 

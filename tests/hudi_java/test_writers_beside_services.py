@@ -33,10 +33,10 @@ from tms.hudi.errors import PlanNotFoundError
 from tms.hudi.locks import LockSpec
 from tms.hudi.table import HudiTable
 from tms.services import progress
-from tms.services.clustering import execute_clustering
-from tms.services.clustering_plan import schedule_clustering
-from tms.services.compaction import execute_compaction
-from tms.services.compaction_plan import schedule_compaction
+from tms.services.clustering.execute import execute_clustering
+from tms.services.clustering.plan import schedule_clustering
+from tms.services.compaction.execute import execute_compaction
+from tms.services.compaction.plan import schedule_compaction
 from tms.services.conflicts import PlanRolledBackError
 
 pytestmark = [pytest.mark.hudi_java, pytest.mark.spark]

@@ -28,6 +28,7 @@ from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.table import HudiTable
 from tms.jobs.client import JobClient, JobSpec
 from tms.jobs.control import JobControl
+from tms.jobs.job import Job
 from tms.jobs.runner import EXIT_OK, JobRunner
 from tms.serve import serve_in_thread
 from tms.services import progress
@@ -102,7 +103,7 @@ def test_heartbeats_carry_the_stages_and_the_last_one_where_the_work_ended(
         assert planning_seen.wait(DEADLINE), "no heartbeat said planning"
         return "20250101000000001"
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         progress.enter("compacting")
         progress.tasks_started(3)
         progress.tasks_done(3)

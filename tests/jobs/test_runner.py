@@ -19,6 +19,7 @@ from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.jobs.client import JobClient, JobSpec
+from tms.jobs.job import Job
 from tms.jobs.runner import (
     EXIT_FAILED,
     EXIT_OK,
@@ -88,7 +89,7 @@ def blocker() -> Iterator[threading.Event]:
 
 
 def test_lost_lease_stops_at_once_without_reporting(table: str, blocker: threading.Event) -> None:
-    def plan(spec: JobSpec, t: HudiTable) -> str | None:
+    def plan(job: Job, t: HudiTable) -> str | None:
         blocker.wait(60)  # stuck in the work
         return None
 
@@ -105,7 +106,7 @@ def test_scheduled_plan_is_reported_then_executed(table: str) -> None:
     spark = FakeSpark()
     seen: list[str] = []
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         seen.append(instant)
         return ServiceResult("compaction", instant, files_written=3, records_written=30)
 
@@ -169,7 +170,7 @@ def test_a_failure_reports_its_class_and_message_and_logs_its_traceback(
     """The error every viewer reads names no installation path; the job's log (the
     attempt's log file) keeps the traceback."""
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         raise RuntimeError("executor lost\n\tat org.apache.spark.Executor.run(Executor.java:1)")
 
     spec = spec_json(base_path=table, instant="20250101000000001")
@@ -186,7 +187,7 @@ def test_a_failure_reports_its_class_and_message_and_logs_its_traceback(
 def test_cancel_request_cancels_the_spark_work(table: str) -> None:
     spark = FakeSpark()
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         assert spark.cancelled.wait(10), "the heartbeat never cancelled the Spark jobs"
         raise RuntimeError("Job 3 cancelled as part of cancellation of all jobs")
 
@@ -245,11 +246,11 @@ def test_a_pending_plan_no_operation_tracks_is_adopted_not_replanned(table: str)
     """A job that planned and died before reporting left this plan; the next one runs it."""
     seen: list[str] = []
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         seen.append(instant)
         return ServiceResult("compaction", instant)
 
-    def must_not_plan(spec: JobSpec, t: HudiTable) -> str | None:
+    def must_not_plan(job: Job, t: HudiTable) -> str | None:
         raise AssertionError("an orphaned plan exists: no new plan")
 
     orphan = "20250101000000009"
@@ -273,7 +274,7 @@ def test_a_pending_plan_another_operation_tracks_is_left_to_it(table: str) -> No
     )
     seen: list[str] = []
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         seen.append(instant)
         return ServiceResult("compaction", instant)
 

@@ -20,16 +20,16 @@ from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import State
-from tms.jobs.client import JobSpec
+from tms.jobs.job import Job
 from tms.jobs.runner import EXIT_FAILED, EXIT_OK
-from tms.services.compaction import schedule_compaction
+from tms.services.compaction.execute import schedule_compaction
 from tms.services.execution import ServiceResult
 
 CANCEL_BEAT = (200, {"lease_expires_at": None, "cancel_requested": True})
 
 
 def waits_for_cancel(spark: FakeSpark, on_start: Any = None) -> Any:
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> ServiceResult:
         if on_start is not None:
             on_start()
         assert spark.cancelled.wait(10), "nothing cancelled the Spark jobs"
@@ -120,11 +120,14 @@ class SharedSpark:
 def make_clustering_stuck(monkeypatch: pytest.MonkeyPatch, finished: Path) -> None:
     """Clustering's Spark work starts with a task that sleeps for ten minutes, then writes
     `finished`: only a cancel of its Spark job stops it in time."""
-    import tms.services.clustering as clustering_module
+    import tms.services.executor as executor_module
 
-    real = clustering_module.run_tasks
+    real = executor_module.run_tasks
 
     def stuck_then_real(spark_session: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("description", "").startswith("tms clustering "):
+            return real(spark_session, *args, **kwargs)  # another service's tasks
+
         def stuck(_: int, flag: str = str(finished)) -> int:
             import time
 
@@ -135,7 +138,7 @@ def make_clustering_stuck(monkeypatch: pytest.MonkeyPatch, finished: Path) -> No
         spark_session.sparkContext.parallelize([0], 1).map(stuck).collect()
         return real(spark_session, *args, **kwargs)
 
-    monkeypatch.setattr(clustering_module, "run_tasks", stuck_then_real)
+    monkeypatch.setattr(executor_module, "run_tasks", stuck_then_real)
 
 
 @pytest.mark.spark

@@ -19,6 +19,7 @@ from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import delete_pending, request, transition
 from tms.jobs.client import JobClient, JobSpec
 from tms.jobs.control import JobControl, JobStopped
+from tms.jobs.job import Job
 from tms.jobs.runner import EXIT_FAILED, EXIT_OK, JobRunner, _roll_back_cancelled
 from tms.services.execution import ServiceResult
 
@@ -78,7 +79,7 @@ def test_a_cancel_during_catch_up_comes_too_late_and_the_work_succeeds(table: st
     control, spark, in_catch_up = JobControl(), FakeSpark(), threading.Event()
     stages: list[str] = []
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
         for stage in ("build", "catch-up"):
             on_stage(stage)
             stages.append(stage)
@@ -100,7 +101,7 @@ def test_a_cancel_during_catch_up_comes_too_late_and_the_work_succeeds(table: st
 def test_a_cancel_during_the_build_stops_the_spark_work(table: str) -> None:
     control, spark, in_build = JobControl(), FakeSpark(), threading.Event()
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
         on_stage("build")
         in_build.set()
         assert spark.cancelled.wait(10), "the cancel never reached the Spark jobs"
@@ -118,7 +119,7 @@ def test_a_cancel_between_build_and_catch_up_stops_at_catch_up(table: str) -> No
     control, spark, built = JobControl(), FakeSpark(), threading.Event()
     refused: list[JobStopped] = []
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
         on_stage("build")
         built.set()
         assert control.cancelled.wait(10), "the cancel request never came"
@@ -149,12 +150,12 @@ def test_a_cancelled_index_build_goes_with_its_plan(table: str) -> None:
     leaves nothing, its plan included (a failed one keeps its plan for the retry)."""
     spec = JobSpec.from_json(spec_json(base_path=table, action="indexing", instant=INSTANT))
     hudi_table = _pending_indexing(table)
-    _roll_back_cancelled(spec, hudi_table, INSTANT)
+    _roll_back_cancelled(Job.of(spec), hudi_table, INSTANT)
     assert HudiTable.open(table).timeline().get(INSTANT) is None
 
     hudi_table = _pending_indexing(table)
     as_compaction = JobSpec.from_json(spec_json(base_path=table, instant=INSTANT))
-    _roll_back_cancelled(as_compaction, hudi_table, INSTANT)
+    _roll_back_cancelled(Job.of(as_compaction), hudi_table, INSTANT)
     after = HudiTable.open(table).timeline()
     gone = after.get(INSTANT)
     assert gone is None or gone.state is not State.INFLIGHT
@@ -170,7 +171,7 @@ def test_a_failed_execution_whose_plan_was_aborted_is_not_retried(
     hudi_table = _pending_indexing(table)
     control, spark = JobControl(), FakeSpark()
 
-    def execute(spec: JobSpec, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
+    def execute(job: Job, t: HudiTable, instant: str, s: Any, on_stage: Any) -> Any:
         on_stage("build")
         if aborted:
             pending = hudi_table.timeline().get(instant)

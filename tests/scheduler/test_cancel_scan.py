@@ -19,7 +19,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import State
 from tms.scheduler.cancel_scan import CancelScan
-from tms.services.clustering import schedule_clustering
+from tms.services.clustering.execute import schedule_clustering
 from tms.services.registry import table_service
 from tms.store import (
     Action,

@@ -32,12 +32,12 @@ from tms.hudi.sample_writer.log_blocks import LogBlockFormat
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.services.clean import execute_clean
-from tms.services.clean_plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
-from tms.services.clustering import execute_clustering
-from tms.services.clustering_plan import schedule_clustering
-from tms.services.compaction import execute_compaction
-from tms.services.compaction_plan import schedule_compaction
+from tms.services.clean.execute import execute_clean
+from tms.services.clean.plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
+from tms.services.clustering.execute import execute_clustering
+from tms.services.clustering.plan import schedule_clustering
+from tms.services.compaction.execute import execute_compaction
+from tms.services.compaction.plan import schedule_compaction
 
 UTC = dt.UTC
 KEYS = 48

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import tms.services.clustering as clustering_module
+import tms.services.executor as executor_module
 from tests import oracle
 from tests.services.test_clustering import group_target, small_files_table
 from tests.services.test_metadata_table_services import (
@@ -26,8 +26,8 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import Action, State
 from tms.services.cancel import request_cancel
-from tms.services.clustering import execute_clustering, schedule_clustering
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 
 pytestmark = [pytest.mark.spark]
 
@@ -80,8 +80,8 @@ def test_a_clustering_cancelled_while_it_runs_is_aborted(
     table = HudiTable.open(base)
     instant = schedule_clustering(table, target_file_size=group_target(base))
     assert instant is not None
-    real = clustering_module.run_tasks
-    monkeypatch.setattr(clustering_module, "run_tasks", cancelling(when, table, instant, real))
+    real = executor_module.run_tasks
+    monkeypatch.setattr(executor_module, "run_tasks", cancelling(when, table, instant, real))
 
     with pytest.raises(PlanCancelledError, match="a cancel was requested"):
         execute_clustering(spark, table, instant, heartbeat_interval=1)
@@ -114,15 +114,13 @@ def test_a_plan_cancelled_before_it_starts_writes_nothing(
 def test_a_cancellable_compaction_stops_at_the_pre_commit_check(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import tms.services.compaction as compaction_module
-
     base = small_files_table(tmp_path, MERGE_ON_READ, rows=240, table_version=9)
     before, slices = oracle.snapshot(base), oracle.file_slices(base)
     table = HudiTable.open(base)
     instant = schedule_compaction(table, cancellable=True)
     assert instant is not None
-    real = compaction_module.run_tasks
-    monkeypatch.setattr(compaction_module, "run_tasks", cancelling("after", table, instant, real))
+    real = executor_module.run_tasks
+    monkeypatch.setattr(executor_module, "run_tasks", cancelling("after", table, instant, real))
     with pytest.raises(PlanCancelledError):
         execute_compaction(spark, table, instant, heartbeat_interval=1)
     assert_aborted(base, instant)
@@ -155,8 +153,8 @@ def test_a_cancelled_clustering_keeps_a_real_tables_metadata_table_true(
     table = HudiTable.open(str(root))
     instant = schedule_clustering(table, target_file_size=group_target(str(root), 8))
     assert instant is not None
-    real = clustering_module.run_tasks
-    monkeypatch.setattr(clustering_module, "run_tasks", cancelling("after", table, instant, real))
+    real = executor_module.run_tasks
+    monkeypatch.setattr(executor_module, "run_tasks", cancelling("after", table, instant, real))
     with pytest.raises(PlanCancelledError):
         execute_clustering(spark, table, instant, heartbeat_interval=1)
     assert_aborted(str(root), instant)

@@ -34,8 +34,8 @@ from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
-from tms.services.clean import execute_clean, schedule_clean
-from tms.services.clean_plan import earliest_commit_to_retain
+from tms.services.clean.execute import execute_clean, schedule_clean
+from tms.services.clean.plan import earliest_commit_to_retain
 
 CITIES = ("sf", "nyc", "la")
 TOKEN = "0-1-0"

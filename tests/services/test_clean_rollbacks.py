@@ -17,9 +17,9 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
-from tms.services.clean_plan import schedule_clean
-from tms.services.clean_rollbacks import finish_before_clean
-from tms.services.clustering import schedule_clustering
+from tms.services.clean.plan import schedule_clean
+from tms.services.clean.rollbacks import finish_before_clean
+from tms.services.clustering.execute import schedule_clustering
 
 
 def clustering_plan(tmp_path: Path, *, cancellable: bool = True) -> tuple[str, str]:

@@ -24,8 +24,8 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.transitions import new_instant_time, request
-from tms.services.clustering import execute_clustering, schedule_clustering
-from tms.services.clustering_plan import EXECUTION_STRATEGY, SORT_COLUMNS_PARAM
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.clustering.plan import EXECUTION_STRATEGY, SORT_COLUMNS_PARAM
 
 ROWS = 1200
 FILE_ROWS = 60  # 10 small file groups per partition

@@ -21,7 +21,7 @@ from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
-from tms.services.clustering import schedule_clustering
+from tms.services.clustering.execute import schedule_clustering
 
 HEARTBEAT_INTERVAL = 1
 

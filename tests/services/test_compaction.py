@@ -23,8 +23,8 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, request
-from tms.services.compaction import execute_compaction, schedule_compaction
-from tms.services.compaction_strategy import (
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
+from tms.services.compaction.strategy import (
     MIB,
     TOTAL_IO_MB,
     TOTAL_IO_READ_MB,

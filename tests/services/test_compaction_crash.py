@@ -16,7 +16,7 @@ from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
-from tms.services.compaction import schedule_compaction
+from tms.services.compaction.execute import schedule_compaction
 
 
 def new_base_files(base: str, instant: str) -> set[str]:

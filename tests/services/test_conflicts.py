@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-import tms.services.clustering as clustering_module
 import tms.services.execution as execution_module
+import tms.services.executor as executor_module
 from tests import oracle
 from tests.services.test_clustering import group_target, small_files_table, trips
 from tms.hudi.errors import PlanCancelledError
@@ -24,8 +24,8 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
-from tms.services.clustering import execute_clustering, schedule_clustering
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 from tms.services.conflicts import ConflictCheck, WriteConflictError, find_conflicts
 from tms.services.execution import resolve_conflicts
 
@@ -46,14 +46,14 @@ def test_a_cancellable_clustering_cancels_itself_for_a_writers_update(
     instant = schedule_clustering(table, target_file_size=group_target(base))
     assert instant is not None
     writer = HudiWriter(HudiTable.open(base), max_file_rows=60, locked=True)
-    real = clustering_module.run_tasks
+    real = executor_module.run_tasks
     wrote: list[str] = []
 
     def writer_commits_first(*args: Any, **kwargs: Any) -> Any:
         wrote.append(writer.upsert(trips(UPDATED, ts=9)))  # the writer overtakes the plan
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(clustering_module, "run_tasks", writer_commits_first)
+    monkeypatch.setattr(executor_module, "run_tasks", writer_commits_first)
     expected = {**ts_by_key(base), **{f"k{i:05d}": 9 for i in UPDATED}}
     with pytest.raises(PlanCancelledError, match="conflict with another writer") as cancelled:
         execute_clustering(spark, table, instant, heartbeat_interval=1)

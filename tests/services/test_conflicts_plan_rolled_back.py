@@ -14,7 +14,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import State
 from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.transitions import delete_pending, new_instant_time, transition
-from tms.services.clustering import schedule_clustering
+from tms.services.clustering.execute import schedule_clustering
 from tms.services.conflicts import ConflictCheck, PlanRolledBackError, find_conflicts
 from tms.services.execution import resolve_conflicts
 

@@ -30,10 +30,10 @@ from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.transitions import new_instant_time
-from tms.services.clean import execute_clean
-from tms.services.clean_plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
-from tms.services.clustering import execute_clustering
-from tms.services.clustering_plan import schedule_clustering
+from tms.services.clean.execute import execute_clean
+from tms.services.clean.plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
+from tms.services.clustering.execute import execute_clustering
+from tms.services.clustering.plan import schedule_clustering
 
 pytestmark = [pytest.mark.spark]
 

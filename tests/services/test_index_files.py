@@ -23,9 +23,9 @@ from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
-from tms.services import index
-from tms.services.clean import execute_clean, schedule_clean
-from tms.services.clustering import execute_clustering, schedule_clustering
+from tms.services.clean.execute import execute_clean, schedule_clean
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.index import indexing as index
 
 NO_METADATA_TABLE = ("cow_v9_txns_simple_nometa", "mor_avro_v9_txns_simple_nometa")
 

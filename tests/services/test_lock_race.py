@@ -20,7 +20,7 @@ from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.timeline import Timeline
-from tms.services.compaction import execute_compaction
+from tms.services.compaction.execute import execute_compaction
 from tms.services.registry import table_service
 
 pytestmark = [pytest.mark.spark]

@@ -16,8 +16,8 @@ from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.services.clustering import execute_clustering, schedule_clustering
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 
 OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 Model = dict[str, dict[str, Any]]

@@ -18,7 +18,7 @@ from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
-from tms.services.metadata_clean import clean_metadata_table
+from tms.services.metadata.clean import clean_metadata_table
 from tms.services.registry import table_service
 
 pytestmark = [pytest.mark.spark]

@@ -39,9 +39,9 @@ from tms.hudi.metadata.stats_keys import column_stats_key
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
-from tms.services.clean import execute_clean, schedule_clean
-from tms.services.clustering import execute_clustering, schedule_clustering
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.clean.execute import execute_clean, schedule_clean
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 
 pytestmark = [pytest.mark.spark]
 

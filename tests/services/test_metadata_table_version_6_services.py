@@ -24,9 +24,9 @@ from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
-from tms.services.clean import execute_clean, schedule_clean
-from tms.services.clustering import execute_clustering, schedule_clustering
-from tms.services.metadata_clean import clean_metadata_table
+from tms.services.clean.execute import execute_clean, schedule_clean
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.metadata.clean import clean_metadata_table
 from tms.services.registry import table_service
 
 pytestmark = [pytest.mark.spark]

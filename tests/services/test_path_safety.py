@@ -34,9 +34,9 @@ from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
 from tms.jobs.client import JobClient
 from tms.jobs.runner import EXIT_FAILED, JobRunner
-from tms.services.clean import execute_clean
-from tms.services.clustering import execute_clustering, schedule_clustering
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.clean.execute import execute_clean
+from tms.services.clustering.execute import execute_clustering, schedule_clustering
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 from tms.services.rollback import rollback_inflight
 
 CITIES = ("sf", "nyc", "la")

@@ -15,7 +15,7 @@ from tms.hudi.locks import FileSystemLock, LockSpec, LockTimeoutError
 from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import State
-from tms.services.compaction import execute_compaction
+from tms.services.compaction.execute import execute_compaction
 from tms.services.registry import table_service
 
 QUICK = LockSpec.of(wait_seconds=0.3)

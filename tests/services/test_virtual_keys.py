@@ -28,7 +28,7 @@ from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 
 VIRTUAL_KEYS = {"hoodie.populate.meta.fields": "false"}
 Model = dict[tuple[int, str], dict[str, Any]]

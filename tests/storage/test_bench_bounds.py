@@ -15,7 +15,7 @@ from bench.storage import (
 )
 
 from tms.hudi.table import HudiTable
-from tms.services.compaction import schedule_compaction
+from tms.services.compaction.execute import schedule_compaction
 
 
 def test_a_compaction_bound_counts_every_file_of_the_planned_slices(tmp_path: Path) -> None:

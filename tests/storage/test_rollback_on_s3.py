@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import tms.services.compaction as compaction_module
+import tms.services.executor as executor_module
 from tests.storage.conftest import S3Endpoint, spark_environment
 from tests.storage.test_tables_on_s3 import oracle_rows
 from tests.storage.test_write_and_compact_on_s3 import log_files, written_table
@@ -22,7 +22,7 @@ from tms.hudi.timeline import cancel
 from tms.hudi.timeline.heartbeat import heartbeat_path
 from tms.hudi.timeline.instant import Action, State
 from tms.services.cancel import request_cancel
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 
 pytestmark = [pytest.mark.spark]
 
@@ -48,13 +48,13 @@ def test_a_crashed_compaction_on_s3_is_rolled_back_and_run_again(
     before = oracle_rows(base, s3.hudi_rs_options)
     instant = schedule_compaction(HudiTable.open(base))
     assert instant is not None
-    real = compaction_module.run_tasks
+    real = executor_module.run_tasks
 
     def crash_after_tasks(*args: Any, **kwargs: Any) -> Any:
         real(*args, **kwargs)
         raise Crash()
 
-    monkeypatch.setattr(compaction_module, "run_tasks", crash_after_tasks)
+    monkeypatch.setattr(executor_module, "run_tasks", crash_after_tasks)
     with pytest.raises(Crash):
         execute_compaction(spark, HudiTable.open(base), instant, heartbeat_interval=1)
     table = HudiTable.open(base)
@@ -63,7 +63,7 @@ def test_a_crashed_compaction_on_s3_is_rolled_back_and_run_again(
     assert partial and table.storage.list_dir(marker_dir(instant)), "files and their markers"
     assert oracle_rows(base, s3.hudi_rs_options).equals(before), "readers ignore them"
 
-    monkeypatch.setattr(compaction_module, "run_tasks", real)
+    monkeypatch.setattr(executor_module, "run_tasks", real)
     result = execute_compaction(spark, HudiTable.open(base), instant, heartbeat_interval=1)
     assert len(result.rolled_back) == 1
     table = HudiTable.open(base)
@@ -84,14 +84,14 @@ def test_a_cancellable_compaction_on_s3_is_cancelled_on_the_table(
     table = HudiTable.open(base)
     instant = schedule_compaction(table, cancellable=True)
     assert instant is not None
-    real = compaction_module.run_tasks
+    real = executor_module.run_tasks
 
     def cancel_after_tasks(*args: Any, **kwargs: Any) -> Any:
         outcomes = real(*args, **kwargs)
         assert request_cancel(table, instant)
         return outcomes
 
-    monkeypatch.setattr(compaction_module, "run_tasks", cancel_after_tasks)
+    monkeypatch.setattr(executor_module, "run_tasks", cancel_after_tasks)
     with pytest.raises(PlanCancelledError):
         execute_compaction(spark, table, instant, heartbeat_interval=1)
     table = HudiTable.open(base)

@@ -15,7 +15,7 @@ from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.services.compaction import execute_compaction, schedule_compaction
+from tms.services.compaction.execute import execute_compaction, schedule_compaction
 
 
 def expected_rows(model: Model) -> pa.Table:

@@ -15,8 +15,8 @@ from tests.view.java_client import JavaViewClient
 from tests.view.test_freshness import notify, requests
 from tests.view.test_reads import oracle_slices
 from tms.hudi.table import HudiTable
-from tms.services.clustering_plan import schedule_clustering
-from tms.services.compaction_plan import schedule_compaction
+from tms.services.clustering.plan import schedule_clustering
+from tms.services.compaction.plan import schedule_compaction
 from tms.store import Action, find_table_by_base_path, submit_operation
 
 

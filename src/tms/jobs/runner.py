@@ -29,9 +29,10 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import Any
 
-from tms.hudi.errors import TableRefusedError
+from tms.hudi.errors import PlanCancelledError, PlanNotFoundError, TableRefusedError
 from tms.hudi.locks import use_advisory_locks
 from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
@@ -39,25 +40,19 @@ from tms.jobs.client import AttemptGone, JobApiError, JobClient, JobSpec, Outcom
 from tms.jobs.context import attempt_thread
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import (
-    adopts_pending_plans,
-    clean_up_cancelled,
-    ensure_supported,
     execute_plan,
-    holds_stage,
-    lock_spec,
     pending_plans,
     schedule_plan,
     spark_session,
     table_cancel_check,
-    unplanned_figures,
 )
+from tms.jobs.job import Job
 from tms.jobs.table_lock import ServiceTableLocks
 from tms.planning import BadJobInput
 from tms.services.conflicts import WriteConflictError
+from tms.services.execution import ServiceResult
+from tms.services.executor import StageHook
 from tms.services.progress import tracking
-
-if TYPE_CHECKING:
-    from tms.services.execution import ServiceResult
 
 __all__ = [
     "EXIT_FAILED",
@@ -78,9 +73,8 @@ EXIT_USAGE = 2  # bad command line or environment
 EXIT_STOPPED = 3  # the attempt is no longer ours (lease lost, token refused)
 EXIT_UNREPORTED = 4  # the service could not be told; the scheduler records the failure
 
-Planner = Callable[[JobSpec, HudiTable], "str | None"]
-StageHook = Callable[[str], None]
-Executor = Callable[[JobSpec, HudiTable, str, Any, StageHook], "ServiceResult"]
+Planner = Callable[[Job, HudiTable], str | None]
+Executor = Callable[[Job, HudiTable, str, Any, StageHook], ServiceResult]
 SparkFactory = Callable[[JobSpec, str], Any]
 
 
@@ -201,32 +195,29 @@ class JobRunner:
         return report
 
     def _counted_work(self, spec: JobSpec) -> Report:
+        job: Job | None = None
         table: HudiTable | None = None
         instant = spec.instant
         scheduling = False
         try:
-            table = HudiTable.open(
-                spec.base_path, storage_options=spec.storage_options, lock=lock_spec(spec)
-            )
-            ensure_supported(spec, table)
+            job = Job.of(spec)
+            table = job.open_table()
             if instant is None:
                 scheduling = True
-                instant = self._adopt_or_plan(spec, table)
+                instant = self._adopt_or_plan(job, table)
                 scheduling = False
                 if instant is None:
-                    figures = unplanned_figures(spec)
+                    figures = job.unplanned_figures()
                     log.info("no %s plan to run: %s", spec.action, figures)
                     return Report("SUCCEEDED", figures=figures)
-            check = table_cancel_check(spec, table, instant)
+            check = table_cancel_check(table, instant)
             if check is not None:
                 self._control.watch_table(check)
             self._control.check()
             self._control.progress.enter("starting Spark")
             spark = self.spark_factory(spec, instant)
             self._control.attach_spark(spark)
-            result = self.execute(
-                spec, table, instant, spark, lambda stage: self._on_stage(spec, stage)
-            )
+            result = self.execute(job, table, instant, spark, partial(self._on_stage, job))
             figures = result.to_dict()
             if self._control.cancel_too_late.is_set():
                 log.warning(
@@ -235,51 +226,50 @@ class JobRunner:
                 figures["cancel_too_late"] = True
             return Report("SUCCEEDED", figures=figures, spark_app_id=_app_id(spark))
         except Exception as exc:
-            return self._failure(exc, spec, table, instant, scheduling)
+            return self._failure(exc, spec, job, table, instant, scheduling)
 
-    def _on_stage(self, spec: JobSpec, stage: str) -> None:
+    def _on_stage(self, job: Job, stage: str) -> None:
         """Called by the service in the work thread as it enters `stage`. Entering a stage
-        the service holds (`holds_stage`) holds the control; a cancel that came before raises
+        the service holds (`Job.holds_stage`) holds the control; a cancel that came before raises
         `JobStopped` here, and the service aborts what it started."""
         log.info("entering stage %s", stage)
         self._control.progress.enter(stage)
-        if holds_stage(spec, stage):
+        if job.holds_stage(stage):
             self._control.hold(f"stage {stage}")
 
-    def _adopt_or_plan(self, spec: JobSpec, table: HudiTable) -> str | None:
+    def _adopt_or_plan(self, job: Job, table: HudiTable) -> str | None:
         """A pending plan no operation tracks, else a new plan; reported before it runs."""
         self._control.progress.enter("planning")
-        orphans = self.pending(table, spec.action) if adopts_pending_plans(spec) else []
+        orphans = self.pending(table, job.action) if job.adopts_pending_plans else []
         for orphan in orphans:
             self._control.check()
             if self.client.claim_instant(orphan):
-                log.info("adopted pending %s plan %s", spec.action, orphan)
+                log.info("adopted pending %s plan %s", job.action, orphan)
                 return orphan
-        instant = self.plan(spec, table)
+        instant = self.plan(job, table)
         if instant is None:
             return None
         self._control.check()
         if not self.client.claim_instant(instant):
-            log.info("%s plan %s belongs to another operation", spec.action, instant)
+            log.info("%s plan %s belongs to another operation", job.action, instant)
             return None
-        log.info("scheduled %s plan %s", spec.action, instant)
+        log.info("scheduled %s plan %s", job.action, instant)
         return instant
 
     def _failure(
         self,
         exc: Exception,
         spec: JobSpec,
+        job: Job | None,
         table: HudiTable | None,
         instant: str | None,
         scheduling: bool,
     ) -> Report:
-        from tms.hudi.errors import PlanCancelledError, PlanNotFoundError
-
         if isinstance(exc, AttemptGone) or self._control.lost.is_set():
             self._control.lose()
             return Report("FAILED", error=str(exc))  # never sent: the attempt is not ours
         if self._control.cancelled.is_set():
-            _roll_back_cancelled(spec, table, instant)
+            _roll_back_cancelled(job, table, instant)
             return Report("CANCELLED", error=self._control.cancel_reason)
         if isinstance(exc, PlanCancelledError):
             # found by the service itself (its tasks or its pre-commit check): aborted already
@@ -356,15 +346,15 @@ def _plan_gone(table: HudiTable | None, instant: str | None) -> bool:
         return False
 
 
-def _roll_back_cancelled(spec: JobSpec, table: HudiTable | None, instant: str | None) -> None:
+def _roll_back_cancelled(job: Job | None, table: HudiTable | None, instant: str | None) -> None:
     """What a cancel stopped is undone by its service (`TableService.cancelled`): a
     compaction or clustering goes back to requested (its files removed), as after a crash; a
     clean is left inflight, since half-deleted files cannot come back and the next clean
     finishes it; an index build goes with its plan."""
-    if table is None or instant is None:
+    if job is None or table is None or instant is None:
         return
     try:
-        clean_up_cancelled(spec, table, instant)
-        log.info("cleaned up after cancelled %s %s", spec.action, instant)
+        job.clean_up_cancelled(table, instant)
+        log.info("cleaned up after cancelled %s %s", job.action, instant)
     except Exception as exc:
-        log.warning("clean-up of cancelled %s %s failed: %r", spec.action, instant, exc)
+        log.warning("clean-up of cancelled %s %s failed: %r", job.action, instant, exc)

@@ -13,21 +13,23 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
-from tms.services import (
-    clean,
-    clean_plan,
-    clustering,
-    clustering_plan,
-    compaction,
-    compaction_plan,
-    index,
-    metadata_compaction,
-)
 from tms.services.cancel import execute_cancel, request_cancel
+from tms.services.clean import execute as clean
+from tms.services.clean import plan as clean_plan
+from tms.services.clustering import execute as clustering
+from tms.services.clustering import plan as clustering_plan
+from tms.services.compaction import execute as compaction
+from tms.services.compaction import plan as compaction_plan
 from tms.services.execution import ServiceResult
+from tms.services.executor import FunctionExecutor, PlanExecutor, StageHook
+from tms.services.index import indexing as index
+from tms.services.metadata import compaction as metadata_compaction
 from tms.services.rollback import rollback_inflight
 
-__all__ = ["SERVICES", "TableService", "table_service"]
+__all__ = ["SERVICES", "TMS_EXECUTOR", "TableService", "table_service"]
+
+TMS_EXECUTOR = "tms"
+"""The executor every service has: tms's own Spark tasks."""
 
 
 @dataclass(frozen=True)
@@ -37,14 +39,12 @@ class TableService:
     action: str
     planning_params: tuple[str, ...]
     _schedule: Callable[..., str | None]
-    _execute: Callable[..., ServiceResult]
+    executors: Mapping[str, PlanExecutor]
+    """Who may run its plans, by name; `TMS_EXECUTOR` (tms's own Spark tasks) always."""
     _pending: Callable[[HudiTable], list[str]]
     checks_data_table: bool = True
     """Whether the data table must be one our data table services may change; the metadata
     table's own compaction refuses by its own rules instead."""
-    reports_stages: bool = False
-    """Whether its execution names the stages it enters (`on_stage`), so a job can tell
-    which stages a cancel request may still stop."""
     hold_stages: frozenset[str] = frozenset()
     """Stages a cancel request no longer stops once the execution enters one."""
     _cancelled: Callable[[HudiTable, str, float], None] | None = None
@@ -67,21 +67,30 @@ class TableService:
         with table.lock.hold(table.storage):
             return self._schedule(table, **kwargs)
 
+    def executor(self, name: str = TMS_EXECUTOR) -> PlanExecutor:
+        """The executor `name` of this service's plans; ValueError for one it has not."""
+        try:
+            return self.executors[name]
+        except KeyError:
+            known = ", ".join(sorted(self.executors))
+            raise ValueError(f"{self.action} plans have no executor {name!r} ({known})") from None
+
     def execute(
         self,
         spark: Any,
         table: HudiTable,
         instant: str,
         heartbeat_interval: float,
-        on_stage: Callable[[str], None] | None = None,
+        on_stage: StageHook | None = None,
+        *,
+        executor: str = TMS_EXECUTOR,
     ) -> ServiceResult:
-        """Run the pending plan at `instant` on Spark; `on_stage` hears each stage's name as
-        the execution enters it (services that report stages only)."""
-        if self.reports_stages and on_stage is not None:
-            return self._execute(
-                spark, table, instant, heartbeat_interval=heartbeat_interval, on_stage=on_stage
-            )
-        return self._execute(spark, table, instant, heartbeat_interval=heartbeat_interval)
+        """Run the pending plan at `instant` on Spark with the executor `executor`;
+        `on_stage` hears each stage's name as the execution enters it (executors that name
+        their stages only)."""
+        return self.executor(executor).execute(
+            spark, table, instant, heartbeat_interval=heartbeat_interval, on_stage=on_stage
+        )
 
     def cancelled(self, table: HudiTable, instant: str, heartbeat_interval: float) -> None:
         """Clean up after an execution a cancel request stopped. A cancellable plan
@@ -126,7 +135,7 @@ SERVICES: Mapping[str, TableService] = {
         COMPACTION,
         ("strategy", "cancellable"),
         compaction_plan.schedule_compaction,
-        compaction.execute_compaction,
+        {TMS_EXECUTOR: compaction.CompactionExecutor()},
         _pending_on_timeline(Timeline.pending_compactions),
     ),
     CLUSTERING: TableService(
@@ -139,7 +148,7 @@ SERVICES: Mapping[str, TableService] = {
             "cancellable",
         ),
         clustering_plan.schedule_clustering,
-        clustering.execute_clustering,
+        {TMS_EXECUTOR: clustering.ClusteringExecutor()},
         _pending_on_timeline(Timeline.pending_clusterings),
     ),
     CLEAN: TableService(
@@ -152,7 +161,7 @@ SERVICES: Mapping[str, TableService] = {
             "rollback_failed_writes",
         ),
         clean_plan.schedule_clean,
-        clean.execute_clean,
+        {TMS_EXECUTOR: FunctionExecutor(clean.execute_clean)},
         _pending_on_timeline(_pending_cleans),
         # half-deleted files cannot come back: the clean stays inflight, the next one ends it
         _cancelled=_leave_inflight,
@@ -161,7 +170,7 @@ SERVICES: Mapping[str, TableService] = {
         METADATA_COMPACTION,
         (),
         metadata_compaction.schedule,
-        metadata_compaction.execute,
+        {TMS_EXECUTOR: metadata_compaction.MetadataCompactionExecutor()},
         metadata_compaction.pending_plans,
         checks_data_table=False,
     ),
@@ -169,11 +178,10 @@ SERVICES: Mapping[str, TableService] = {
         INDEXING,
         ("partitions", "drop"),
         index.schedule,
-        index.execute,
+        {TMS_EXECUTOR: FunctionExecutor(index.execute, names_stages=True)},
         index.pending_plans,
         # the data table checks refuse inflight partitions (a crashed build's): it checks itself
         checks_data_table=False,
-        reports_stages=True,
         hold_stages=index.HOLD_STAGES,
         _cancelled=index.discard,
     ),

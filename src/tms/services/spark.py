@@ -75,7 +75,7 @@ class _TaskCall:
         self.func = func
 
     def __call__(self, pair: tuple[int, Any]) -> tuple[int, Any, dict[str, int]]:
-        from pyspark import TaskContext
+        from pyspark import TaskContext  # on the executor's Python worker, which has Spark
 
         context = TaskContext.get()
         info = (

@@ -4,7 +4,7 @@ Scheduling writes `<ts>.clean.requested` holding a `HoodieCleanerPlan` (version 
 paths per partition, as `CleanPlanActionExecutor` writes them). Planning only reads: the
 timeline, the file-system view and savepoints, on the driver. Whatever the policy, the latest
 file slice of a live file group stays, and so do slices a pending compaction or clustering
-reads and files a savepoint pins. Execution lives in `tms.services.clean`.
+reads and files a savepoint pins. Execution lives in `tms.services.clean.execute`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State, is_instant_time
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import new_instant_time, request
-from tms.services.clean_rollbacks import finish_before_clean
+from tms.services.clean.rollbacks import finish_before_clean
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def schedule_clean(
     as Hudi's clean rolls back failed writes before it plans, plans with a cancel request
     are aborted, cancellable plans past the cancellation policy (`cancel_plans_after_*`) are
     cancelled, and with `rollback_failed_writes` failed writes are rolled back
-    (`tms.services.clean_rollbacks`): what they leave is cleaned like the rest.
+    (`tms.services.clean.rollbacks`): what they leave is cleaned like the rest.
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown clean policy {policy!r}; valid policies: {', '.join(POLICIES)}")

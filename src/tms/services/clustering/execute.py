@@ -13,8 +13,9 @@ import json
 import math
 import posixpath
 from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -24,49 +25,26 @@ from tms.hudi.avro.write_stat import NULL_COMMIT, WriteStat
 from tms.hudi.errors import PlanNotFoundError
 from tms.hudi.files.data import read_footer, write_base_file
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
-from tms.hudi.files.marked_files import delete_unreported_files
-from tms.hudi.files.markers import (
-    Marker,
-    MarkerType,
-    create_marker,
-    delete_markers,
-)
+from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.reader import read_file_slice
+from tms.hudi.files.write_conflicts import FileGroupId
 from tms.hudi.merge_config import record_merging
+from tms.hudi.meta_fields import FILE_NAME, RECORD_KEY
 from tms.hudi.metadata.partitions import RECORD_INDEX
 from tms.hudi.metadata.record_index_logs import (
     RecordIndexLogs,
     record_index_logs,
     write_record_index_logs,
 )
+from tms.hudi.metadata.writer import PendingDeltaCommit
+from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_meta_values
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
-from tms.hudi.timeline.cancel import plan_is_cancellable
-from tms.hudi.timeline.instant import Action, State
-from tms.hudi.timeline.timeline import CLUSTER_OPERATION
-from tms.hudi.timeline.transitions import transition
-from tms.services import progress
-from tms.services.conflicts import ConflictCheck
-from tms.services.execution import (
-    ServiceResult,
-    cancel_requested_in_task,
-    committing,
-    conflict_in_task,
-    executing,
-    pending_plan,
-    resolve_conflicts,
-)
-from tms.services.metadata_sync import MetadataSync, StatsSpec, WrittenFile, file_stats
-from tms.services.spark import TaskInfo, run_tasks
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-from tms.hudi.meta_fields import FILE_NAME, RECORD_KEY
-from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_meta_values
-from tms.services.clustering_plan import (
+from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.timeline import CLUSTER_OPERATION, Timeline
+from tms.services.clustering.plan import (
     FALLBACK_BYTES_PER_ROW,
     HUDI_TARGET_FILE_SIZE,
     SORT_COLUMNS_PARAM,
@@ -74,8 +52,13 @@ from tms.services.clustering_plan import (
     check_columns,
     schedule_clustering,
 )
+from tms.services.conflicts import ConflictCheck
+from tms.services.execution import ServiceResult, cancel_requested_in_task, conflict_in_task
+from tms.services.executor import CommitActionExecutor, ExecutionContext
+from tms.services.metadata_sync import StatsSpec, WrittenFile, file_stats
+from tms.services.spark import TaskInfo
 
-__all__ = ["execute_clustering", "schedule_clustering"]
+__all__ = ["ClusteringExecutor", "execute_clustering", "schedule_clustering"]
 
 
 # Execution ------------------------------------------------------------------------------------
@@ -125,112 +108,142 @@ class _GroupResult:
     """Record index log files written into the metadata table's pending delta commit."""
 
 
-def execute_clustering(
-    spark: SparkSession,
-    table: HudiTable,
-    instant_time: str,
-    *,
-    heartbeat_interval: float = 60.0,
-) -> ServiceResult:
-    """Run a pending clustering plan and complete its replacecommit.
+@dataclass(frozen=True)
+class _ClusteringPlan:
+    """A pending clustering plan as read for its execution."""
 
-    A crashed earlier attempt is rolled back first; files of failed task attempts (marked but
-    not reported) are deleted before the instant completes. A plan naming a path outside the
-    table is refused with `UnsafePathError` before anything is written.
-    """
-    table.ensure_supported()
-    instant = pending_plan(table, instant_time, (Action.REPLACE_COMMIT, Action.CLUSTERING))
-    timeline = table.timeline()
-    if not timeline.is_clustering(instant):
-        raise PlanNotFoundError(f"replacecommit {instant_time} is not a clustering plan")
-    plan = timeline.clustering_plan(instant)
-    params = (plan.get("strategy") or {}).get("strategyParams") or {}
-    sort_columns = tuple(c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(","))
-    schema_json = timeline.latest_schema()
-    keys = virtual_key_generation(table.config)
-    if schema_json:
-        check_columns(json.loads(schema_json), [c for c in sort_columns if c])
-        if keys is not None:
-            keys.check_field_types(
-                arrow_schema_from_avro(with_meta_fields(json.loads(schema_json)))
-            )
-    ordering = record_merging(table.config).compared_fields
-    MetadataSync.of(table, timeline)  # refusals, before anything is written
-    cancellable = plan_is_cancellable(plan)
-    template = _GroupTask(
-        base_uri=table.base_path,
-        instant_time=instant_time,
-        slices=(),
-        sort_columns=tuple(c for c in sort_columns if c),
-        target_file_size=int(params.get(TARGET_FILE_SIZE_PARAM) or HUDI_TARGET_FILE_SIZE),
-        ordering_fields=ordering,
-        schema_json=schema_json,
-        completed=frozenset(i.requested_time for i in timeline.instants if i.is_completed),
-        earliest_active=timeline.instants[0].requested_time,
-        keys=keys,
-        cancellable=cancellable,
-    )
-    paths = TablePaths(table.storage, f"clustering plan {instant_time}")
-    tasks = [
-        replace(
-            template,
-            slices=tuple(_slice_input(piece, paths) for piece in group.get("slices") or []),
+    plan: dict[str, Any]
+    groups: tuple[tuple[_SliceInput, ...], ...]
+    replaced: dict[str, list[str]]
+    """The input file ids by partition: the file groups the replacecommit replaces."""
+    file_groups: frozenset[FileGroupId]
+    sort_columns: tuple[str, ...]
+    target_file_size: int
+    schema_json: str | None
+    keys: KeyGeneration | None
+
+
+class ClusteringExecutor(CommitActionExecutor[_ClusteringPlan, _GroupTask, _GroupResult]):
+    """Each input group's slices merged, sorted and written as new file groups by its own
+    Spark task; the completed `<ts>.replacecommit` names the input file groups replaced."""
+
+    name = "clustering"
+    stage = "clustering"
+    plan_actions = (Action.REPLACE_COMMIT, Action.CLUSTERING)
+    conflicts_on_log_files = True
+    writes_new_file_groups = True
+
+    def read_plan(self, table: HudiTable, timeline: Timeline, instant: Instant) -> _ClusteringPlan:
+        instant_time = instant.requested_time
+        if not timeline.is_clustering(instant):
+            raise PlanNotFoundError(f"replacecommit {instant_time} is not a clustering plan")
+        plan = timeline.clustering_plan(instant)
+        params = (plan.get("strategy") or {}).get("strategyParams") or {}
+        sort_columns = tuple(
+            c for c in (c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(",")) if c
         )
-        for group in plan.get("inputGroups") or []
-    ]
-    replaced: dict[str, list[str]] = defaultdict(list)
-    for task in tasks:
-        for piece in task.slices:
-            replaced[piece.partition_path].append(piece.file_id)
-    conflicts = ConflictCheck(
-        table.base_path,
-        instant_time,
-        frozenset((p, f) for p, ids in replaced.items() for f in ids),
-        any_file=True,
-        cancellable=cancellable,
-        lock=table.lock,
-    )
-    tasks = [replace(t, conflicts=conflicts) for t in tasks]
-    result = ServiceResult(action="clustering", instant=instant_time)
-    with executing(table, instant, result, heartbeat_interval, cancellable=cancellable) as inflight:
-        sync = MetadataSync.of(table)  # after an earlier attempt's rollback
-        pending = None
-        if sync is not None:
-            pending = sync.begin(instant_time, sync.clustering_partitions())
-            target = record_index_logs(pending) if RECORD_INDEX in pending.partitions else None
-            tasks = [replace(t, stats=sync.stats_spec, record_index=target) for t in tasks]
-        resolve_conflicts(table, conflicts, wait=True)
-        progress.enter("clustering")
-        outcomes = run_tasks(spark, _cluster_group, tasks, f"tms clustering {instant_time}")
-        written = [w for outcome in outcomes for w in outcome.written]
-        stats = [w.stat for w in written]
-        storage = table.storage
-        result.foreign_markers = delete_unreported_files(
-            storage, instant_time, {s.path for s in stats if s.path}
+        schema_json = timeline.latest_schema()
+        keys = virtual_key_generation(table.config)
+        if schema_json:
+            _check_schema(json.loads(schema_json), sort_columns, keys)
+        paths = TablePaths(table.storage, f"clustering plan {instant_time}")
+        groups = _input_groups(plan, paths)
+        replaced: dict[str, list[str]] = defaultdict(list)
+        for slices in groups:
+            for piece in slices:
+                replaced[piece.partition_path].append(piece.file_id)
+        return _ClusteringPlan(
+            plan=plan,
+            groups=groups,
+            replaced=dict(replaced),
+            file_groups=frozenset((p, f) for p, ids in replaced.items() for f in ids),
+            sort_columns=sort_columns,
+            target_file_size=int(params.get(TARGET_FILE_SIZE_PARAM) or HUDI_TARGET_FILE_SIZE),
+            schema_json=schema_json,
+            keys=keys,
         )
-        metadata = ReplaceCommitMetadata(
-            extra_metadata={"schema": schema_json} if schema_json else {},
+
+    def begin_sync(self, context: ExecutionContext) -> PendingDeltaCommit | None:
+        sync = context.sync
+        if sync is None:
+            return None
+        return sync.begin(context.instant_time, sync.clustering_partitions())
+
+    def tasks(self, plan: _ClusteringPlan, context: ExecutionContext) -> Sequence[_GroupTask]:
+        timeline, sync, pending = context.timeline, context.sync, context.pending
+        record_index = None
+        if pending is not None and RECORD_INDEX in pending.partitions:
+            record_index = record_index_logs(pending)
+        template = _GroupTask(
+            base_uri=context.table.base_path,
+            instant_time=context.instant_time,
+            slices=(),
+            sort_columns=plan.sort_columns,
+            target_file_size=plan.target_file_size,
+            ordering_fields=record_merging(context.table.config).compared_fields,
+            schema_json=plan.schema_json,
+            completed=frozenset(i.requested_time for i in timeline.instants if i.is_completed),
+            earliest_active=timeline.instants[0].requested_time,
+            keys=plan.keys,
+            stats=sync.stats_spec if sync is not None else None,
+            record_index=record_index,
+            cancellable=context.cancellable,
+            conflicts=context.conflicts,
+        )
+        return [replace(template, slices=slices) for slices in plan.groups]
+
+    def task_function(
+        self, plan: _ClusteringPlan, context: ExecutionContext
+    ) -> Callable[[_GroupTask, TaskInfo], _GroupResult]:
+        return _cluster_group
+
+    def written(self, outcomes: Sequence[_GroupResult]) -> list[WrittenFile]:
+        return [w for outcome in outcomes for w in outcome.written]
+
+    def commit_metadata(
+        self, plan: _ClusteringPlan, schema: Mapping[str, str]
+    ) -> ReplaceCommitMetadata:
+        return ReplaceCommitMetadata(
+            extra_metadata=dict(schema),
             operation_type=CLUSTER_OPERATION,
-            partition_to_replace_file_ids=dict(replaced),
+            partition_to_replace_file_ids=dict(plan.replaced),
         )
-        for stat in stats:
-            metadata.add_write_stat(stat.partition_path or "", stat)
-        progress.enter("committing")
-        with committing(table, instant_time, cancellable=cancellable, conflicts=conflicts):
-            if sync is not None and pending is not None:
-                progress.enter("syncing metadata")
-                update = sync.commit_update(instant_time, metadata, written, replaced)
-                moved = [stat for outcome in outcomes for stat in outcome.metadata_logs]
-                sync.finish(pending, update, moved)
-            transition(storage, table.config, inflight, State.COMPLETED, metadata)
-        delete_markers(storage, instant_time)
-    result.file_groups = sum(len(ids) for ids in replaced.values())
-    result.files_written = len(stats)
-    result.bytes_written = sum(s.total_write_bytes for s in stats)
-    result.records_written = sum(s.num_writes for s in stats)
-    result.log_files_compacted = sum(o.log_files for o in outcomes)
-    result.log_records_compacted = sum(o.log_records for o in outcomes)
-    return result
+
+    def replaced(self, plan: _ClusteringPlan) -> dict[str, list[str]]:
+        return plan.replaced
+
+    def metadata_logs(self, outcomes: Sequence[_GroupResult]) -> list[WriteStat]:
+        return [stat for outcome in outcomes for stat in outcome.metadata_logs]
+
+    def totals(
+        self, result: ServiceResult, plan: _ClusteringPlan, outcomes: Sequence[_GroupResult]
+    ) -> None:
+        result.file_groups = sum(len(ids) for ids in plan.replaced.values())
+        result.log_files_compacted = sum(o.log_files for o in outcomes)
+        result.log_records_compacted = sum(o.log_records for o in outcomes)
+
+
+execute_clustering = ClusteringExecutor().execute
+"""Run a pending clustering plan and complete its replacecommit
+(`CommitActionExecutor.execute`)."""
+
+
+def _check_schema(
+    schema: dict[str, Any], sort_columns: Sequence[str], keys: KeyGeneration | None
+) -> None:
+    """Refuse, before anything is written, sort columns the schema lacks and virtual key
+    fields of types the key generator cannot print."""
+    check_columns(schema, list(sort_columns))
+    if keys is not None:
+        keys.check_field_types(arrow_schema_from_avro(with_meta_fields(schema)))
+
+
+def _input_groups(plan: dict[str, Any], paths: TablePaths) -> tuple[tuple[_SliceInput, ...], ...]:
+    """The plan's input groups, each the slices one Spark task rewrites."""
+    return tuple(
+        tuple(_slice_input(piece, paths) for piece in group.get("slices") or [])
+        for group in plan.get("inputGroups") or []
+    )
 
 
 def _slice_input(piece: dict[str, Any], paths: TablePaths) -> _SliceInput:

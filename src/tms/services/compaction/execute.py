@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,49 +27,33 @@ from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.hudi.files.compaction_operation import CompactionOperation
 from tms.hudi.files.data import read_base_file, write_base_file
 from tms.hudi.files.fs_view import FileSlice
-from tms.hudi.files.marked_files import delete_unreported_files
-from tms.hudi.files.markers import (
-    Marker,
-    MarkerType,
-    create_marker,
-    delete_markers,
-)
+from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.names import BaseFileName
 from tms.hudi.files.reader import read_file_slice
+from tms.hudi.files.write_conflicts import FileGroupId
 from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, RECORD_KEY
 from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_meta_values
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
-from tms.hudi.timeline.cancel import plan_is_cancellable
-from tms.hudi.timeline.instant import Action, State
-from tms.hudi.timeline.transitions import transition
-from tms.services import progress
-from tms.services.compaction_plan import (
+from tms.hudi.timeline.instant import Action, Instant
+from tms.hudi.timeline.timeline import Timeline
+from tms.services.compaction.plan import (
     ensure_compactable,
     operation_from_avro,
     schedule_compaction,
 )
-from tms.services.compaction_strategy import (
-    TOTAL_LOG_FILES_SIZE,
-)
+from tms.services.compaction.strategy import TOTAL_LOG_FILES_SIZE
 from tms.services.conflicts import ConflictCheck
-from tms.services.execution import (
-    ServiceResult,
-    cancel_requested_in_task,
-    committing,
-    conflict_in_task,
-    executing,
-    pending_plan,
-    resolve_conflicts,
-)
-from tms.services.metadata_sync import MetadataSync, StatsSpec, WrittenFile, file_stats
-from tms.services.spark import TaskInfo, run_tasks
+from tms.services.execution import ServiceResult, cancel_requested_in_task, conflict_in_task
+from tms.services.executor import CommitActionExecutor, ExecutionContext
+from tms.services.metadata_sync import StatsSpec, WrittenFile, file_stats
+from tms.services.spark import TaskInfo
 
 COMPACT_OPERATION = "COMPACT"
 
-__all__ = ["execute_compaction", "schedule_compaction"]
+__all__ = ["CompactionExecutor", "execute_compaction", "schedule_compaction"]
 
 
 # Execution ------------------------------------------------------------------------------------
@@ -103,91 +88,90 @@ class _Execution:
         return instant_time in self.committed or instant_time < self.archived_before
 
 
-def execute_compaction(
-    spark: Any, table: HudiTable, instant_time: str, *, heartbeat_interval: float = 60.0
-) -> ServiceResult:
-    """Execute a pending compaction plan on Spark and complete it as a `<ts>.commit`.
+@dataclass(frozen=True)
+class _CompactionPlan:
+    """A pending compaction plan as read for its execution."""
 
-    An attempt that crashed earlier is rolled back first (by `executing`). Raises
-    `PlanNotFoundError` when no compaction is pending at `instant_time`, and
-    `UnsafePathError`, before anything is written, when the plan names a path outside the
-    table.
-    """
-    timeline = table.timeline()
-    ensure_compactable(table, timeline)
-    instant = pending_plan(table, instant_time, (Action.COMPACTION,))
-    plan = timeline.compaction_plan(instant)
-    paths = TablePaths(table.storage, f"compaction plan {instant_time}")
-    operations = [operation_from_avro(op, paths) for op in plan.get("operations") or []]
-    schema_json = timeline.latest_schema()
-    avro_schema = with_meta_fields(json.loads(schema_json)) if schema_json else None
-    keys = virtual_key_generation(table.config)
-    if keys is not None and avro_schema is not None:
-        keys.check_field_types(arrow_schema_from_avro(avro_schema))
-    result = ServiceResult(action=Action.COMPACTION.value, instant=instant_time)
-    storage = table.storage
-    MetadataSync.of(table, timeline)  # refusals, before anything is written
-    cancellable = plan_is_cancellable(plan)
-    conflicts = ConflictCheck(
-        table.base_path,
-        instant_time,
-        frozenset((op.partition_path, op.file_id) for op in operations),
-        any_file=False,
-        cancellable=cancellable,
-        lock=table.lock,
-    )
-    with executing(table, instant, result, heartbeat_interval, cancellable=cancellable) as inflight:
-        timeline = table.timeline()
-        sync = MetadataSync.of(table, timeline)  # after an earlier attempt's rollback
-        ordering = record_merging(table.config).compared_fields
+    plan: dict[str, Any]
+    operations: tuple[CompactionOperation, ...]
+    file_groups: frozenset[FileGroupId]
+    avro_schema: dict[str, Any] | None
+    keys: KeyGeneration | None
+
+
+class CompactionExecutor(
+    CommitActionExecutor[_CompactionPlan, CompactionOperation, WrittenFile | None]
+):
+    """Each operation's file slice merged into a new base file by its own Spark task; the
+    instant completes as a `<ts>.commit` marked compacted."""
+
+    name = Action.COMPACTION.value
+    stage = "compacting"
+    plan_actions = (Action.COMPACTION,)
+    conflicts_on_log_files = False
+    writes_new_file_groups = False
+
+    def refuse(self, table: HudiTable, timeline: Timeline) -> None:
+        ensure_compactable(table, timeline)
+
+    def read_plan(self, table: HudiTable, timeline: Timeline, instant: Instant) -> _CompactionPlan:
+        plan = timeline.compaction_plan(instant)
+        paths = TablePaths(table.storage, f"compaction plan {instant.requested_time}")
+        operations = tuple(operation_from_avro(op, paths) for op in plan.get("operations") or [])
+        schema_json = timeline.latest_schema()
+        avro_schema = with_meta_fields(json.loads(schema_json)) if schema_json else None
+        keys = virtual_key_generation(table.config)
+        if keys is not None and avro_schema is not None:
+            keys.check_field_types(arrow_schema_from_avro(avro_schema))
+        file_groups = frozenset((op.partition_path, op.file_id) for op in operations)
+        return _CompactionPlan(plan, operations, file_groups, avro_schema, keys)
+
+    def tasks(
+        self, plan: _CompactionPlan, context: ExecutionContext
+    ) -> Sequence[CompactionOperation]:
+        return plan.operations
+
+    def task_function(
+        self, plan: _CompactionPlan, context: ExecutionContext
+    ) -> Callable[[CompactionOperation, TaskInfo], WrittenFile | None]:
+        timeline = context.timeline
         execution = _Execution(
-            base_path=table.base_path,
-            instant_time=instant_time,
-            ordering_fields=ordering,
-            avro_schema=avro_schema,
-            schema=arrow_schema_from_avro(avro_schema) if avro_schema else None,
+            base_path=context.table.base_path,
+            instant_time=context.instant_time,
+            ordering_fields=record_merging(context.table.config).compared_fields,
+            avro_schema=plan.avro_schema,
+            schema=arrow_schema_from_avro(plan.avro_schema) if plan.avro_schema else None,
             committed=frozenset(i.requested_time for i in timeline.completed()),
             archived_before=timeline.instants[0].requested_time if timeline.instants else "",
-            keys=keys,
-            stats=sync.stats_spec if sync else None,
-            cancellable=cancellable,
-            conflicts=conflicts,
+            keys=plan.keys,
+            stats=context.sync.stats_spec if context.sync else None,
+            cancellable=context.cancellable,
+            conflicts=context.conflicts,
         )
-        resolve_conflicts(table, conflicts, wait=True)
-        progress.enter("compacting")
-        outcomes = run_tasks(
-            spark,
-            functools.partial(_compact_slice, execution),
-            operations,
-            description=f"tms compaction {instant_time} of {table.name}",
-        )
-        written = [outcome for outcome in outcomes if outcome is not None]
-        stats = [w.stat for w in written]
-        result.foreign_markers = delete_unreported_files(
-            storage, instant_time, {s.path for s in stats if s.path}, conflicts.file_groups
-        )
+        return functools.partial(_compact_slice, execution)
+
+    def commit_metadata(self, plan: _CompactionPlan, schema: Mapping[str, str]) -> CommitMetadata:
         metadata = CommitMetadata(
-            compacted=True,
-            operation_type=COMPACT_OPERATION,
-            extra_metadata={"schema": schema_json} if schema_json else {},
+            compacted=True, operation_type=COMPACT_OPERATION, extra_metadata=dict(schema)
         )
-        metadata.extra_metadata.update(plan.get("extraMetadata") or {})
-        for stat in stats:
-            metadata.add_write_stat(stat.partition_path or "", stat)
-        progress.enter("committing")
-        with committing(table, instant_time, cancellable=cancellable, conflicts=conflicts):
-            if sync is not None:
-                progress.enter("syncing metadata")
-                sync.write(instant_time, sync.commit_update(instant_time, metadata, written))
-            transition(storage, table.config, inflight, State.COMPLETED, metadata)
-        delete_markers(storage, instant_time)
-    result.file_groups = len(operations)
-    result.files_written = len(stats)
-    result.bytes_written = sum(s.total_write_bytes for s in stats)
-    result.records_written = sum(s.num_writes for s in stats)
-    result.log_files_compacted = sum(s.total_log_files_compacted for s in stats)
-    result.log_records_compacted = sum(s.total_log_records for s in stats)
-    return result
+        metadata.extra_metadata.update(plan.plan.get("extraMetadata") or {})
+        return metadata
+
+    def written(self, outcomes: Sequence[WrittenFile | None]) -> list[WrittenFile]:
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def totals(
+        self, result: ServiceResult, plan: _CompactionPlan, outcomes: Sequence[WrittenFile | None]
+    ) -> None:
+        stats = [w.stat for w in self.written(outcomes)]
+        result.file_groups = len(plan.operations)
+        result.log_files_compacted = sum(s.total_log_files_compacted for s in stats)
+        result.log_records_compacted = sum(s.total_log_records for s in stats)
+
+
+execute_compaction = CompactionExecutor().execute
+"""Execute a pending compaction plan on Spark and complete it as a `<ts>.commit`
+(`CommitActionExecutor.execute`)."""
 
 
 def _compact_slice(

@@ -3,7 +3,7 @@ rewritten as fewer, larger file groups.
 
 Scheduling writes `<ts>.replacecommit.requested` holding Hudi's clustering plan (input groups
 of file slices, as `SparkSizeBasedClusteringPlanStrategy` builds them). Execution lives in
-`tms.services.clustering`.
+`tms.services.clustering.execute`.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 Execution moves `<ts>.clean.requested` to `.clean.inflight` (holding the plan again, as Hudi
 does), deletes the files and completes `<ts>.clean` with `HoodieCleanMetadata` (file names per
 partition, as `CleanActionExecutor` records them). It reads any version 1 or 2 clean plan, ours
-or one Hudi scheduled; planning lives in `tms.services.clean_plan`, and `schedule_clean` is
+or one Hudi scheduled; planning lives in `tms.services.clean.plan`, and `schedule_clean` is
 re-exported here so this module stays the clean service's entry point, as
-`tms.services.clustering` is for clustering. Every partition and file the plan names is
+`tms.services.clustering.execute` is for clustering. Every partition and file the plan names is
 confined to the table (`tms.hudi.table_paths`) before anything moves.
 
 A crashed clean is finished, never rolled back: deletes cannot be undone and are idempotent,
@@ -31,7 +31,7 @@ from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
 from tms.services import progress
-from tms.services.clean_plan import KEEP_LATEST_COMMITS, schedule_clean
+from tms.services.clean.plan import KEEP_LATEST_COMMITS, schedule_clean
 from tms.services.execution import ServiceResult, committing, pending_plan
 from tms.services.metadata_sync import MetadataSync
 from tms.services.spark import TaskInfo, run_tasks

@@ -1,7 +1,7 @@
 """Planning a compaction of a merge-on-read table: choosing the file slices with log files and
 writing `<ts>.compaction.requested` holding Hudi's `HoodieCompactionPlan` (version 2: one
 operation per file slice, naming its base and log files by file name, with Hudi's metrics).
-Executing the plan is `tms.services.compaction`'s.
+Executing the plan is `tms.services.compaction.execute`'s.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tms.hudi.timeline.cancel import with_cancellable
 from tms.hudi.timeline.instant import Action, is_instant_time
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import new_instant_time, request
-from tms.services.compaction_strategy import CompactionStrategy, slice_metrics, strategy_by_name
+from tms.services.compaction.strategy import CompactionStrategy, slice_metrics, strategy_by_name
 
 PLAN_VERSION = 2
 """`CompactionUtils.LATEST_COMPACTION_METADATA_VERSION`: file names, not paths, in operations."""

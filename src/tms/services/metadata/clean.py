@@ -4,7 +4,7 @@ retaining at least `DEFAULT_METADATA_CLEANER_COMMITS_RETAINED` = 20 commits).
 
 Compaction leaves each compacted file group's older slice (base HFile and log files) behind;
 without a clean they pile up with every compaction. The plan and its execution are the data
-table clean's (`tms.services.clean_plan`, `tms.services.clean`): the same policy, the same
+table clean's (`tms.services.clean.plan`, `tms.services.clean.execute`): the same policy, the same
 protections (latest slices, slices a pending compaction reads), the same `HoodieCleanerPlan`
 and `HoodieCleanMetadata` on the metadata table's timeline. Only the table checks differ: the
 data table checks refuse what the metadata table always is (HFile base files, its own payload
@@ -21,8 +21,8 @@ from tms.hudi.metadata.schema import layout_mismatch
 from tms.hudi.properties import TableConfig
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.timeline import Timeline
-from tms.services.clean import execute_clean
-from tms.services.clean_plan import KEEP_LATEST_COMMITS, schedule_clean
+from tms.services.clean.execute import execute_clean
+from tms.services.clean.plan import KEEP_LATEST_COMMITS, schedule_clean
 from tms.services.execution import ServiceResult
 
 __all__ = ["METADATA_CLEANER_COMMITS_RETAINED", "MetadataTable", "clean_metadata_table"]

@@ -1,0 +1,106 @@
+"""What one attempt runs, read once from its job spec: the table service of its action and the
+executor of its plans, the table's lock, the instant to run or the parameters to plan with,
+and how often to heartbeat. Everything the job asks of its service it asks of this."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tms.hudi.actions import INDEXING, TABLE_SERVICE_ACTIONS
+from tms.hudi.locks import LockSpec
+from tms.hudi.table import HudiTable
+from tms.jobs.client import JobSpec
+from tms.planning import BadJobInput, lock_settings, schedule_kwargs
+from tms.services.execution import ServiceResult
+from tms.services.executor import StageHook
+from tms.services.registry import TMS_EXECUTOR, TableService, table_service
+
+__all__ = ["Job"]
+
+
+@dataclass(frozen=True)
+class Job:
+    """An attempt's work. `planning` is None for an operation whose plan exists (`instant`):
+    its planning parameters are not read."""
+
+    spec: JobSpec
+    service: TableService
+    lock: LockSpec
+    instant: str | None
+    planning: Mapping[str, Any] | None
+    executor: str = TMS_EXECUTOR
+    """Who runs the plan (`TableService.executors`)."""
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> Job:
+        """`BadJobInput` for an action tms jobs do not run or planning parameters its service
+        cannot use; `UnsupportedTableError` for a lock provider tms cannot take."""
+        if spec.action not in TABLE_SERVICE_ACTIONS:
+            raise BadJobInput(
+                f"action {spec.action!r} is not supported by tms jobs "
+                f"({', '.join(TABLE_SERVICE_ACTIONS)})"
+            )
+        lock = LockSpec.from_settings(lock_settings(spec.extra_params))
+        planning = None
+        if spec.instant is None:
+            planning = schedule_kwargs(spec.action, spec.extra_params)
+        return cls(spec, table_service(spec.action), lock, spec.instant, planning)
+
+    @property
+    def action(self) -> str:
+        return self.spec.action
+
+    @property
+    def heartbeat_interval(self) -> float:
+        """The Hudi heartbeat of the plan beats as often as the job's."""
+        return self.spec.heartbeat_interval_seconds
+
+    @property
+    def drops(self) -> bool:
+        """An index operation that drops partitions: done when "scheduled", with no plan."""
+        return self.action == INDEXING and bool((self.planning or {}).get("drop", False))
+
+    @property
+    def adopts_pending_plans(self) -> bool:
+        """Whether a plan-less operation runs a pending plan it finds rather than planning; a
+        drop has nothing to run, it drops."""
+        return not self.drops
+
+    def open_table(self) -> HudiTable:
+        """The table, with its storage options and its writers' lock; its service refuses,
+        before anything is written, a table it would damage."""
+        table = HudiTable.open(
+            self.spec.base_path, storage_options=self.spec.storage_options, lock=self.lock
+        )
+        self.service.ensure_supported(table)
+        return table
+
+    def schedule(self, table: HudiTable) -> str | None:
+        """Write the plan of a plan-less operation; its instant, or None when nothing is due."""
+        return self.service.schedule(table, self.planning or {})
+
+    def unplanned_figures(self) -> dict[str, Any]:
+        """The result of an operation whose scheduling wrote no plan."""
+        if self.drops:
+            return {"dropped": ",".join((self.planning or {})["partitions"])}
+        return {"nothing_to_do": True}
+
+    def execute(
+        self, table: HudiTable, instant: str, spark: Any, on_stage: StageHook | None = None
+    ) -> ServiceResult:
+        """Run the pending plan at `instant` with the job's executor; `on_stage` hears the
+        stages of executors that name them."""
+        return self.service.execute(
+            spark, table, instant, self.heartbeat_interval, on_stage, executor=self.executor
+        )
+
+    def holds_stage(self, stage: str) -> bool:
+        """Whether a cancel request no longer stops the work once it enters `stage` (an index
+        build's catch-up and completion)."""
+        return stage in self.service.hold_stages
+
+    def clean_up_cancelled(self, table: HudiTable, instant: str) -> None:
+        """Undo what the work a cancel stopped left on the table (`TableService.cancelled`)."""
+        self.service.cancelled(table, instant, self.heartbeat_interval)

@@ -1,0 +1,2 @@
+"""Clustering: planning (`plan`) and execution (`execute`) of replacecommits that rewrite small
+file groups into larger ones."""

@@ -1,0 +1,1 @@
+"""Compaction of merge-on-read tables: planning (`plan`, `strategy`) and execution (`execute`)."""

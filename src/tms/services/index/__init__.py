@@ -1,0 +1,1 @@
+"""Building metadata table partitions (the `indexing` action, RFC-45): `indexing`."""

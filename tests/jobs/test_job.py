@@ -1,0 +1,41 @@
+"""A job spec read once (`tms.jobs.job.Job`): its service, its lock, and the planning
+parameters of a plan-less operation only."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.jobs.stub_api import spec_json
+from tms.jobs.client import JobSpec
+from tms.jobs.job import Job
+from tms.planning import BadJobInput
+from tms.services.registry import TMS_EXECUTOR, table_service
+
+
+def _job(**overrides: object) -> Job:
+    return Job.of(JobSpec.from_json(spec_json(**overrides)))
+
+
+def test_a_plan_less_operation_reads_its_planning_parameters_once() -> None:
+    job = _job(action="clustering", extra_params={"sort_columns": "a,b"})
+    assert job.service is table_service("clustering") and job.executor == TMS_EXECUTOR
+    assert job.planning is not None and job.planning["sort_columns"] == ["a", "b"]
+    assert job.adopts_pending_plans and job.unplanned_figures() == {"nothing_to_do": True}
+
+
+def test_an_operation_with_a_plan_does_not_read_planning_parameters() -> None:
+    job = _job(instant="20250101000000001", extra_params={"target_file_size": "x"})
+    assert job.instant == "20250101000000001" and job.planning is None
+    with pytest.raises(BadJobInput, match="target_file_size"):
+        _job(action="clustering", extra_params={"target_file_size": "x"})
+
+
+def test_an_index_drop_adopts_no_plan_and_reports_what_it_dropped() -> None:
+    job = _job(action="indexing", extra_params={"partitions": "record_index", "drop": "true"})
+    assert job.drops and not job.adopts_pending_plans
+    assert job.unplanned_figures() == {"dropped": "record_index"}
+
+
+def test_an_action_tms_jobs_do_not_run_is_refused() -> None:
+    with pytest.raises(BadJobInput, match="not supported by tms jobs"):
+        _job(action="commit")
