@@ -31,6 +31,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from sqlalchemy import (
+    CTE,
     BigInteger,
     ColumnElement,
     FromClause,
@@ -159,26 +160,50 @@ def _claim(
     now: ColumnElement[datetime],
 ) -> Select[tuple[int, int]]:
     """The claim as one statement (see the module doc); rows: (operation id, attempt id)."""
-    operation, attempt, tbl = Operation.__table__, Attempt.__table__, Tbl.__table__
+    running = Operation.__table__.alias("r")
+    room = _queue_room(queue_limits, running)
+    owner_room = _owner_room(owner_limits, running)
+    candidates = _candidates(
+        limit=limit,
+        room=room,
+        owner_room=owner_room,
+        capped=_capped_tables(table_runs_per_hour, now),
+        table_runs_per_hour=table_runs_per_hour,
+        worker_queues=worker_queues,
+        for_worker=for_worker,
+        running=running,
+        now=now,
+    )
+    picked = _picked(candidates, room, owner_room, limit)
+    return _claimed(picked, instance=instance, lease_seconds=lease_seconds, now=now)
+
+
+def _queue_room(queue_limits: Mapping[str, int], running: FromClause) -> CTE:
+    """`room(queue, free)`: the operations each limited queue may still start."""
     q = _limits(list(queue_limits), list(queue_limits.values()), "queue")
     limits = select(q.c.queue, q.c.max_running).cte("limits")
-    r = operation.alias("r")
-    room = (
+    r = running
+    return (
         select(limits.c.queue, (limits.c.max_running - func.count(r.c.id)).label("free"))
         .select_from(limits.outerjoin(r, and_(r.c.queue == limits.c.queue, r.c.status == RUNNING)))
         .group_by(limits.c.queue, limits.c.max_running)
         .cte("room")
     )
+
+
+def _owner_room(owner_limits: Mapping[str, int], running: FromClause) -> CTE:
+    """`owner_room(owner, free)`: the operations each limited owner may still start (an
+    operation's owner, else its table's)."""
     w = _limits(list(owner_limits), list(owner_limits.values()), "owner")
     owners = select(w.c.owner, w.c.max_running).cte("owner_limits")
-    rt = tbl.alias("rt")
+    r, rt = running, Tbl.__table__.alias("rt")
     running_owners = (
         select(func.coalesce(r.c.owner, rt.c.owner).label("owner"))
         .join_from(r, rt, rt.c.id == r.c.tbl_id)
         .where(r.c.status == RUNNING)
         .cte("running_owners")
     )
-    owner_room = (
+    return (
         select(
             owners.c.owner,
             (owners.c.max_running - func.count(running_owners.c.owner)).label("free"),
@@ -187,11 +212,15 @@ def _claim(
         .group_by(owners.c.owner, owners.c.max_running)
         .cte("owner_room")
     )
-    # Tables that started as many attempts in the hour before `now` as their cap allows.
-    # Read once (a hashed lookup), and only when a candidate's table has a cap (the CASE
-    # below).
-    a, x, ct = attempt.alias("a"), operation.alias("x"), tbl.alias("ct")
-    capped = (
+
+
+def _capped_tables(table_runs_per_hour: int, now: ColumnElement[datetime]) -> CTE:
+    """Tables that started as many attempts in the hour before `now` as their cap allows.
+    Read once (a hashed lookup), and only when a candidate's table has a cap (the CASE in
+    `_candidates`)."""
+    a = Attempt.__table__.alias("a")
+    x, ct = Operation.__table__.alias("x"), Tbl.__table__.alias("ct")
+    return (
         select(ct.c.id.label("tbl_id"))
         .select_from(a.join(x, x.c.id == a.c.operation_id).join(ct, ct.c.id == x.c.tbl_id))
         .where(a.c.started_at > now - timedelta(hours=1))
@@ -205,9 +234,27 @@ def _claim(
         .cte("capped_tables")
         .prefix_with("MATERIALIZED")
     )
-    o, ot, pt = operation.alias("o"), tbl.alias("ot"), tbl.alias("t")
+
+
+def _candidates(
+    *,
+    limit: int,
+    room: CTE,
+    owner_room: CTE,
+    capped: CTE,
+    table_runs_per_hour: int,
+    worker_queues: Sequence[str],
+    for_worker: bool,
+    running: FromClause,
+    now: ColumnElement[datetime],
+) -> CTE:
+    """Due operations this claimer may run, locked (`SKIP LOCKED`), best first: none of a
+    table with a running operation or paused, of a full queue or owner, or of a capped
+    table."""
+    o, ot, pt = Operation.__table__.alias("o"), Tbl.__table__.alias("ot"), Tbl.__table__.alias("t")
+    r = running
     owner = func.coalesce(o.c.owner, ot.c.owner)
-    candidates = (
+    return (
         select(o.c.id, o.c.tbl_id, o.c.queue, owner.label("owner"), o.c.priority, o.c.next_run_at)
         .join_from(o, ot, ot.c.id == o.c.tbl_id)
         .where(
@@ -230,6 +277,11 @@ def _claim(
         .with_for_update(of=o, skip_locked=True)
         .cte("candidates")
     )
+
+
+def _picked(candidates: CTE, room: CTE, owner_room: CTE, limit: int) -> CTE:
+    """`picked(id, attempt_id)`: at most `limit` candidates, one per table, as many per queue
+    and per owner as their room, each with the id of its new attempt."""
     c = candidates.c
     first_of_table = select(candidates, _rank(c.tbl_id, candidates).label("table_rank")).cte(
         "first_of_table"
@@ -256,7 +308,14 @@ def _claim(
         .subquery("p")
     )
     attempt_id = func.nextval(func.pg_get_serial_sequence("attempt", "id"))
-    picked = select(p.c.id, attempt_id.label("attempt_id")).cte("picked")
+    return select(p.c.id, attempt_id.label("attempt_id")).cte("picked")
+
+
+def _claimed(
+    picked: CTE, *, instance: str, lease_seconds: float, now: ColumnElement[datetime]
+) -> Select[tuple[int, int]]:
+    """The picked operations RUNNING and leased to `instance`, each with its attempt and its
+    event; rows: (operation id, attempt id)."""
     claimed = (
         update(Operation)
         .where(Operation.id == picked.c.id)
@@ -273,7 +332,7 @@ def _claim(
         .returning(Operation.id, picked.c.attempt_id)
         .cte("claimed")
     )
-    earlier = attempt.alias("e")
+    earlier = Attempt.__table__.alias("e")
     number = select(func.max(earlier.c.number)).where(earlier.c.operation_id == claimed.c.id)
     attempts = (
         insert(Attempt)
