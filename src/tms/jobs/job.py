@@ -28,7 +28,6 @@ class Job:
     spec: JobSpec
     service: TableService
     lock: LockSpec
-    instant: str | None
     planning: Mapping[str, Any] | None
     executor: str = TMS_EXECUTOR
     """Who runs the plan (`TableService.executors`)."""
@@ -46,11 +45,16 @@ class Job:
         planning = None
         if spec.instant is None:
             planning = schedule_kwargs(spec.action, spec.extra_params)
-        return cls(spec, table_service(spec.action), lock, spec.instant, planning)
+        return cls(spec, table_service(spec.action), lock, planning)
 
     @property
     def action(self) -> str:
         return self.spec.action
+
+    @property
+    def instant(self) -> str | None:
+        """The plan the operation runs; None until its job plans one."""
+        return self.spec.instant
 
     @property
     def heartbeat_interval(self) -> float:
