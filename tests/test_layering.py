@@ -29,23 +29,15 @@ STATEMENT_CALLS = frozenset({"execute", "scalars", "scalar", "exec_driver_sql"})
 """Methods that run a statement, when called on a session or a connection."""
 _DATABASE_HANDLE = re.compile(r"(session|connection|conn)$")
 
-_SERVICE_PROCESS = (
-    "`tms.serve` brings the API and the store (FastAPI, uvicorn, SQLAlchemy: over a second); "
-    "the `tms` command imports the demo for every subcommand, and the demo needs the service "
-    "only once it starts it"
-)
 _COMMAND_ONLY = (
     "the service and the store bring FastAPI, uvicorn, SQLAlchemy and Alembic (over a second); "
     "every `tms` subcommand imports `cli.serve`; only `tms serve` and `tms db upgrade` need them"
 )
 LAZY_IMPORTS: Mapping[tuple[str, str], str] = {
-    ("demo.run", "serve"): _SERVICE_PROCESS,
-    ("demo.s3", "serve"): _SERVICE_PROCESS,
-    ("cli.serve", "serve"): _SERVICE_PROCESS,
-    (
-        "cli.serve",
-        "store",
-    ): "the store brings SQLAlchemy and Alembic; only `tms db upgrade` needs them",
+    ("cli.serve", "serve"): _COMMAND_ONLY,
+    ("cli.serve", "store"): _COMMAND_ONLY,
+    ("cli.demo", "demo"): "the demo brings the service, the sample writer and the S3 server; "
+    "every `tms` subcommand imports `cli.demo`, only `tms demo` needs them",
 }
 """(module, imported module) -> why the import waits for the function that needs it."""
 

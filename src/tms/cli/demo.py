@@ -10,9 +10,6 @@ import typer
 from typer.core import TyperCommand
 
 from tms.cli.render import print_rows
-from tms.demo import DemoOptions, run_demo
-from tms.demo.options import DemoRefused
-from tms.demo.run import LOG_FILE
 
 if TYPE_CHECKING:
     from tms.demo import DemoReport
@@ -99,6 +96,9 @@ def demo(
 
     Options are checked before anything starts: a bad one exits 2 with the reason, and a
     --base-path or --data-dir holding anything the demo did not write is never deleted."""
+    # The demo brings the service, Spark's writer and the S3 server: only `tms demo` loads it.
+    from tms.demo import LOG_FILE, DemoOptions, DemoRefused, run_demo
+
     options = DemoOptions(
         base_path=base_path,
         data_dir=data_dir,
@@ -113,7 +113,13 @@ def demo(
     )
 
     def summarize(report: DemoReport) -> None:
-        _summary(report, options.table_version, options.metadata_table, data_dir, keep_running)
+        _summary(
+            report,
+            options.table_version,
+            options.metadata_table,
+            data_dir / LOG_FILE,
+            keep_running,
+        )
 
     try:
         report = run_demo(options, typer.echo, on_report=summarize)
@@ -129,10 +135,11 @@ def _summary(
     report: DemoReport,
     table_version: int,
     metadata_table: bool,
-    data_dir: Path,
+    log_file: Path,
     keep_running: bool,
 ) -> None:
-    """What the demo did, printed while its service still runs."""
+    """What the demo did, printed while its service still runs; `log_file` holds what the
+    libraries logged."""
     typer.echo("")
     typer.echo("Summary")
     typer.echo(
@@ -187,7 +194,7 @@ def _summary(
     )
     if report.timed_out:
         typer.echo("  timed out waiting for the service's operations")
-    typer.echo(f"  took:          {report.seconds:.0f}s; service state in {data_dir}")
-    typer.echo(f"  library logs:  {data_dir / LOG_FILE}")
+    typer.echo(f"  took:          {report.seconds:.0f}s; service state in {log_file.parent}")
+    typer.echo(f"  library logs:  {log_file}")
     later = "" if keep_running else " (stops with the demo: --keep-running keeps it up)"
     typer.echo(f"  web console:   {report.console_url}{later}")

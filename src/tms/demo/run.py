@@ -41,6 +41,7 @@ from tms.demo.s3 import BUCKET, local_s3
 from tms.demo.table import DemoWriter, callback_payload, data_files, file_groups
 from tms.demo.watch import Echo, OperationSummary, Watcher
 from tms.demo.worker_ready import ResidentWorker, await_worker
+from tms.serve import free_port, serve_in_thread
 from tms.verify import oracle_snapshot
 
 __all__ = ["LOG_FILE", "DemoOptions", "DemoReport", "demo_policy", "run_demo"]
@@ -144,8 +145,6 @@ def run_demo(
     it while the service still runs; with `options.keep_running` the service then stays up
     until Ctrl-C, SIGTERM or `stop`. Options it cannot run with raise `DemoRefused` before
     anything starts or is deleted."""
-    from tms.serve import free_port, serve_in_thread
-
     check_options(options)
     started = time.monotonic()
     data_dir = options.data_dir.expanduser().absolute()

@@ -16,6 +16,7 @@ from typing import Any
 
 from tms.demo.options import DemoRefused
 from tms.hudi.storage import Storage
+from tms.serve import free_port
 
 __all__ = ["BUCKET", "LocalS3", "MissingS3Server", "local_s3", "require_s3_server"]
 
@@ -78,8 +79,6 @@ def local_s3() -> Iterator[LocalS3]:
     """moto's S3 server with the demo's bucket, stopped on exit."""
     require_s3_server()
     from moto.server import ThreadedMotoServer
-
-    from tms.serve import free_port
 
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
