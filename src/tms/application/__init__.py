@@ -21,11 +21,12 @@ from tms.application.refusals import (
 from tms.application.registration import StorageShows, register
 from tms.application.remove import remove
 from tms.application.retry import retry
-from tms.application.submit import SubmitRequest, check_request, submit
+from tms.application.submit import CheckedRequest, SubmitRequest, check_request, submit
 from tms.application.triggers import apply_triggers
 
 __all__ = [
     "Cancelled",
+    "CheckedRequest",
     "NotRetryable",
     "NothingToCompact",
     "OwnPlanOnly",

@@ -32,7 +32,7 @@ from tms.store import (
     submit_operation,
 )
 
-__all__ = ["OWN_PLAN_ONLY", "SubmitRequest", "check_request", "submit"]
+__all__ = ["OWN_PLAN_ONLY", "CheckedRequest", "SubmitRequest", "check_request", "submit"]
 
 OWN_PLAN_ONLY = (
     "an index is built only from a plan tms schedules itself, from the operation's "
@@ -62,10 +62,19 @@ class SubmitRequest:
     """Who asked, as `tms_operations_created_total` counts it."""
 
 
-def check_request(request: SubmitRequest, settings: Settings) -> None:
+@dataclass(frozen=True)
+class CheckedRequest:
+    """A request `check_request` let through: what `submit` takes, so that no request is
+    submitted unchecked and none is checked twice."""
+
+    request: SubmitRequest
+
+
+def check_request(request: SubmitRequest, settings: Settings) -> CheckedRequest:
     """Refuse what no table could take: `OwnPlanOnly` for an index asked for other than as
     the one operation that plans itself (naming instants, or none at all), `UnusableParams`
-    listing every `extra_params` key the operation cannot carry."""
+    listing every `extra_params` key the operation cannot carry. Callers check before they
+    look up or register the table, so a bad request changes nothing."""
     if request.action is Action.INDEXING and tuple(request.instants) != (None,):
         raise OwnPlanOnly(OWN_PLAN_ONLY)
     refused = allow_list(settings).refused(request.extra_params)
@@ -73,14 +82,15 @@ def check_request(request: SubmitRequest, settings: Settings) -> None:
     problems |= planning_problems(request.action.value, request.extra_params)
     if problems:
         raise UnusableParams(problems)
+    return CheckedRequest(request)
 
 
 def submit(
-    session: Session, table: Tbl, request: SubmitRequest, settings: Settings
+    session: Session, table: Tbl, checked: CheckedRequest, settings: Settings
 ) -> list[Submitted]:
-    """The operations `request` asks for on `table`, created or found (the same request
-    again finds what the first one made), committed; per instant, in order."""
-    check_request(request, settings)
+    """The operations the checked request asks for on `table`, created or found (the same
+    request again finds what the first one made), committed; per instant, in order."""
+    request = checked.request
     if request.action is Action.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
         raise NothingToCompact(f"{table.qualified_name} is COPY_ON_WRITE: nothing to compact")
     max_retries = (

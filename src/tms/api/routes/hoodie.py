@@ -35,6 +35,7 @@ from tms.api.schemas import (
     TableOut,
 )
 from tms.application import (
+    CheckedRequest,
     NothingToCompact,
     OwnPlanOnly,
     Refused,
@@ -126,9 +127,9 @@ def _submit(
         origin="submit",
     )
     try:
-        check_request(request, settings)
+        checked = check_request(request, settings)
         table = _table(session, body.db_name, body.table_name)
-        (submitted,) = submit(session, table, request, settings)
+        (submitted,) = submit(session, table, checked, settings)
     except Refused as exc:
         raise _refusal(exc, "body.instant", ("body", "extra_params")) from None
     response.status_code = 201 if submitted.created else 200
@@ -180,9 +181,10 @@ def _client(
         reason="requested by the Hudi table-service-manager client",
         origin="client",
     )
+    checked: CheckedRequest | None = None
     if query.action == "REQUEST":
         try:
-            check_request(request, settings)
+            checked = check_request(request, settings)
         except Refused as exc:
             raise _client_refusal(exc) from None
     base_path = (
@@ -198,9 +200,9 @@ def _client(
         table = _register_for_client(query, base_path, session, calls)
     operations: list[SubmitOut] = []
     missing: list[str] = []
-    if query.action == "REQUEST":
+    if checked is not None:
         try:
-            submitted = submit(session, table, request, settings)
+            submitted = submit(session, table, checked, settings)
         except Refused as exc:
             raise _client_refusal(exc) from None
         operations = [SubmitOut.build(s.operation, table, created=s.created) for s in submitted]
