@@ -301,7 +301,7 @@ class Settings(BaseSettings):
     storage_threads: int = Field(
         8,
         ge=1,
-        description="storage reads requests make at once, apart from the threads that serve "
+        description="storage calls requests make at once, apart from the threads that serve "
         "probes and callbacks (more are refused with 503); the pull round and the cancel scan "
         "have as many each",
     )

@@ -37,21 +37,21 @@ class StorageBusy(ApiError):
 
     def __init__(self) -> None:
         super().__init__(
-            503, "storage_busy", "too many storage reads are waiting for storage; retry later"
+            503, "storage_busy", "too many storage calls are waiting for storage; retry later"
         )
 
 
 def call_storage(calls: BlockingCalls, fn: Callable[[], T]) -> T:
     """`calls.run(fn)` for a route on the server's threadpool: 503 at once when every
     thread is taken, 504 after the timeout."""
-    with _refused(calls, "storage reads: all %d slots are taken; refusing a read", calls.threads):
+    with _refused(calls, "storage calls: all %d slots are taken; refusing a call", calls.threads):
         return calls.run(fn)
 
 
 async def call_storage_async(calls: BlockingCalls, fn: Callable[[], T]) -> T:
     """`calls.run_async(fn)` for code on the event loop: 503 when no thread came free within
     the timeout, 504 when storage did not answer within it."""
-    with _refused(calls, "storage reads: no free slot within %.1f s", calls.timeout):
+    with _refused(calls, "storage calls: no free slot within %.1f s", calls.timeout):
         return await calls.run_async(fn)
 
 
@@ -64,5 +64,5 @@ def _refused(calls: BlockingCalls, busy: str, *args: object) -> Iterator[None]:
         log.warning(busy, *args)
         raise StorageBusy() from None
     except TimeoutError:
-        log.warning("storage read timed out after %.1f s", calls.timeout)
+        log.warning("storage call timed out after %.1f s", calls.timeout)
         raise StorageTimeout() from None
