@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 import httpx
 
+from tms.executors import AUTO, ExecutorChoice, parse_executor
+
 __all__ = [
     "ApiRejected",
     "ApiUnavailable",
@@ -84,6 +86,8 @@ class JobSpec:
     cancel_requested: bool = False
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
     """The table's storage options (secrets): passed to fsspec and Spark tasks, never shown."""
+    executor: ExecutorChoice = AUTO
+    """Who runs the plan (`tms.executors`); `auto` decides once the job has read the table."""
 
     @classmethod
     def from_json(cls, data: Any) -> JobSpec:
@@ -102,6 +106,7 @@ class JobSpec:
                 heartbeat_interval_seconds=float(data["heartbeat_interval_seconds"]),
                 cancel_requested=bool(data.get("cancel_requested", False)),
                 storage_options=dict(data.get("storage_options") or {}),
+                executor=parse_executor(data.get("executor", AUTO)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ApiRejected(f"malformed job spec: {exc!r}", 200) from exc
