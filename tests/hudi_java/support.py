@@ -23,8 +23,6 @@ import contextlib
 import importlib
 import multiprocessing
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,13 +30,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from tms.spark_runtime import hudi_bundle
+
 SPARK_LINE = "3.5"
 """The Spark minor line the bundles are built for; PySpark must be of it."""
 SCALA = "2.12"
 GROUP = "org.apache.hudi"
-DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
-FETCH_TIMEOUT = 1800.0
-"""Seconds for one bundle's fetch (80 to 110 MB; seconds when the registry is near)."""
 START_TIMEOUT = 300.0
 CALL_TIMEOUT = 600.0
 
@@ -105,49 +102,12 @@ class HudiJavaError(RuntimeError):
     """Hudi's Spark bundle could not be fetched or run."""
 
 
-def maven_cache() -> Path:
-    """The folder the bundles are fetched into: `$TMS_MAVEN_CACHE`, else ~/.cache/tms/maven."""
-    configured = os.environ.get("TMS_MAVEN_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "tms" / "maven"
-
-
 def fetch(release: HudiRelease, cache: Path | None = None) -> Path:
     """The release's Spark bundle in the cache, fetched with Maven unless it is there."""
-    cache = cache or maven_cache()
-    jar = release.jar(cache)
-    if jar.is_file():  # Maven writes a download under a temporary name and renames it
-        return jar
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise HudiJavaError(
-            f"Maven (`mvn`) is needed to fetch {release.coordinates} into {cache}, and is not "
-            "on PATH: install it (Debian: apt-get install maven)"
-        )
-    command = [
-        mvn,
-        "--batch-mode",
-        "--quiet",
-        "--strict-checksums",
-        f"-Dmaven.repo.local={cache}",
-        f"{DEPENDENCY_PLUGIN}:get",
-        f"-Dartifact={release.coordinates}",
-        "-Dtransitive=false",
-    ]
     try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=FETCH_TIMEOUT, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise HudiJavaError(
-            f"Maven did not fetch {release.coordinates} in {FETCH_TIMEOUT:.0f} s"
-        ) from None
-    if done.returncode != 0 or not jar.is_file():
-        output = (done.stdout + done.stderr).strip().splitlines()[-20:]
-        raise HudiJavaError(
-            f"Maven could not fetch {release.coordinates} (exit {done.returncode}):\n"
-            + "\n".join(output)
-        )
-    return jar
+        return hudi_bundle.fetch(release.version, cache)
+    except hudi_bundle.BundleFetchError as exc:
+        raise HudiJavaError(str(exc)) from None
 
 
 def check_pyspark() -> None:
@@ -352,7 +312,7 @@ def main(argv: Sequence[str]) -> int:
     if argv:
         print("usage: python -m tests.hudi_java.support", file=sys.stderr)
         return 2
-    cache = maven_cache()
+    cache = hudi_bundle.maven_cache()
     for release in RELEASES:
         jar = fetch(release, cache)
         print(f"{release}: {jar} ({jar.stat().st_size / 1e6:.0f} MB)")

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from tests.jobs.stub_api import spec_json
+from tms.executors import NATIVE
 from tms.jobs.client import JobSpec
 from tms.jobs.job import Job
 from tms.planning import BadJobInput
-from tms.services.registry import TMS_EXECUTOR, table_service
+from tms.services.registry import table_service
 
 
 def _job(**overrides: object) -> Job:
@@ -18,7 +19,7 @@ def _job(**overrides: object) -> Job:
 
 def test_a_plan_less_operation_reads_its_planning_parameters_once() -> None:
     job = _job(action="clustering", extra_params={"sort_columns": "a,b"})
-    assert job.service is table_service("clustering") and job.executor == TMS_EXECUTOR
+    assert job.service is table_service("clustering") and job.executor == NATIVE
     assert job.planning is not None and job.planning["sort_columns"] == ["a", "b"]
     assert job.adopts_pending_plans and job.unplanned_figures() == {"nothing_to_do": True}
 

@@ -7,9 +7,10 @@ import inspect
 
 import pytest
 
+from tms.executors import NATIVE
 from tms.hudi.actions import TABLE_SERVICE_ACTIONS
 from tms.planning import schedule_kwargs
-from tms.services.registry import SERVICES, TMS_EXECUTOR, table_service
+from tms.services.registry import SERVICES, table_service
 from tms.services.runner import ServiceRequest
 from tms.store.models import Action as StoredAction
 
@@ -65,6 +66,6 @@ def test_an_unknown_action_is_refused_by_name() -> None:
 
 def test_every_service_runs_its_plans_through_tms_executor_and_refuses_unknown_ones() -> None:
     for service in SERVICES.values():
-        assert callable(service.executor(TMS_EXECUTOR).execute)
+        assert callable(service.executor(NATIVE).execute)
         with pytest.raises(ValueError, match="no executor 'elsewhere'"):
             service.executor("elsewhere")

@@ -74,6 +74,7 @@ def worker(
         ),
         max_memory_mb=settings.worker_max_memory_mb if max_memory_mb is None else max_memory_mb,
         parent_pid=parent_pid,
+        hudi_jars=settings.hudi_jars,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

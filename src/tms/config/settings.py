@@ -142,6 +142,11 @@ class Settings(BaseSettings):
     spark_home: Path | None = Field(
         None, description="Spark installation to use; unset = the installed PySpark"
     )
+    hudi_jars: str | None = Field(
+        None,
+        description="jars of Hudi's Spark bundle for the hudi executor, comma-separated; "
+        "unset = the bundle tms fetched into the Maven cache, when it is there",
+    )
     scheduler_interval_seconds: float = Field(1.0, gt=0, description="scheduler tick period")
     max_running_per_instance: int = Field(
         2, ge=0, description="jobs one instance runs at once (0 = API only)"

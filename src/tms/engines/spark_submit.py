@@ -14,7 +14,7 @@ import shlex
 import sys
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -27,6 +27,7 @@ from tms.config.spark_conf import (
 from tms.engines.base import JobHandle, LaunchError, LaunchSpec
 from tms.engines.process import start_process
 from tms.spark_runtime import ensure_java
+from tms.spark_runtime.hudi_bundle import hudi_jars, hudi_spark_conf
 from tms.spark_runtime.package import package_zip
 
 if TYPE_CHECKING:
@@ -128,6 +129,8 @@ class SubmitOptions:
     entry_script: str = str(ENTRY_SCRIPT)
     py_files: str | None = None
     allowed: SparkConfAllowList = DEFAULT_ALLOW_LIST
+    hudi_conf: Mapping[str, str] = field(default_factory=dict)
+    """Hudi's bundle and the configs it needs (`hudi_spark_conf`), for the `hudi` executor."""
 
 
 def build_argv(launch: LaunchSpec, options: SubmitOptions) -> list[str]:
@@ -140,7 +143,7 @@ def build_argv(launch: LaunchSpec, options: SubmitOptions) -> list[str]:
         argv += ["--driver-memory", memory.driver, "--executor-memory", memory.executor]
     if options.master.startswith("yarn") and launch.queue:
         argv += ["--queue", launch.queue]
-    conf = dict(_DEFAULT_CONF)
+    conf = {**_DEFAULT_CONF, **options.hudi_conf}
     if launch.parallelism is not None:
         conf["spark.default.parallelism"] = str(launch.parallelism)
     spark_conf, _ = split_extra_params(launch.extra_params)
@@ -187,6 +190,7 @@ class SparkSubmitEngine:
             master,
             py_files=py_files,
             allowed=allow_list(self._settings),
+            hudi_conf=hudi_spark_conf(hudi_jars(self._settings.hudi_jars)),
         )
 
     def launch(self, launch: LaunchSpec) -> JobHandle:

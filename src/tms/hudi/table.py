@@ -31,6 +31,7 @@ from tms.hudi.properties import (
     TIMELINE_PATH,
     TableConfig,
 )
+from tms.hudi.record_keys.table_keys import timestamp_partition_fields
 from tms.hudi.storage import Storage
 from tms.hudi.table_paths import check_relative
 from tms.hudi.timeline.instant import Action, State
@@ -158,6 +159,13 @@ class HudiTable:
                 reasons.append(f"metadata table partition {partition} is not kept by the services")
         if PARTITION_STATS in built and COLUMN_STATS not in built:
             reasons.append("partition_stats without column_stats is not kept by the services")
+        stamped = timestamp_partition_fields(config) if PARTITION_STATS in built else []
+        if stamped:
+            reasons.append(
+                f"partition_stats over partition fields made by a timestamp key generator "
+                f"({', '.join(stamped)}) is not kept by the services: the files' stats are of "
+                "the source field's type, the partition's of the formatted path"
+            )
         if built and FILES not in built:
             reasons.append("the metadata table has no files partition")
         if built and not self.storage.exists(f"{METADATA_FOLDER}/{PROPERTIES_PATH}"):

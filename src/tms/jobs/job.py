@@ -5,9 +5,10 @@ and how often to heartbeat. Everything the job asks of its service it asks of th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tms.executors import HUDI, NATIVE
 from tms.hudi.actions import INDEXING, TABLE_SERVICE_ACTIONS
 from tms.hudi.locks import LockSpec
 from tms.hudi.table import HudiTable
@@ -15,7 +16,7 @@ from tms.jobs.client import JobSpec
 from tms.planning import BadJobInput, lock_settings, schedule_kwargs
 from tms.services.execution import ServiceResult
 from tms.services.executor import StageHook
-from tms.services.registry import TMS_EXECUTOR, TableService, table_service
+from tms.services.registry import ExecutorDecision, TableService, table_service
 
 __all__ = ["Job"]
 
@@ -29,8 +30,10 @@ class Job:
     service: TableService
     lock: LockSpec
     planning: Mapping[str, Any] | None
-    executor: str = TMS_EXECUTOR
-    """Who runs the plan (`TableService.executors`)."""
+    executor: str = NATIVE
+    """Who plans and runs the plan (`TableService.executors`), once `decide` chose."""
+    spark: Any = field(default=None, repr=False, compare=False)
+    """The Spark that Hudi's planner plans on (`plans_on_spark`), once started."""
 
     @classmethod
     def of(cls, spec: JobSpec) -> Job:
@@ -73,17 +76,30 @@ class Job:
         return not self.drops
 
     def open_table(self) -> HudiTable:
-        """The table, with its storage options and its writers' lock; its service refuses,
-        before anything is written, a table it would damage."""
-        table = HudiTable.open(
+        """The table, with its storage options and its writers' lock."""
+        return HudiTable.open(
             self.spec.base_path, storage_options=self.spec.storage_options, lock=self.lock
         )
-        self.service.ensure_supported(table)
-        return table
+
+    def decide(self, table: HudiTable) -> tuple[Job, ExecutorDecision]:
+        """This job with the executor that runs it (`TableService.decide`), before anything
+        is written: a table no executor asked for can keep correct is refused here."""
+        decision = self.service.decide(table, self.spec.executor)
+        return replace(self, executor=decision.executor), decision
+
+    @property
+    def plans_on_spark(self) -> bool:
+        """Whether planning needs Spark started first (Hudi's planner runs on it)."""
+        return self.executor == HUDI and self.planning is not None and not self.drops
+
+    def with_spark(self, spark: Any) -> Job:
+        return replace(self, spark=spark)
 
     def schedule(self, table: HudiTable) -> str | None:
         """Write the plan of a plan-less operation; its instant, or None when nothing is due."""
-        return self.service.schedule(table, self.planning or {})
+        return self.service.schedule(
+            table, self.planning or {}, executor=self.executor, spark=self.spark
+        )
 
     def unplanned_figures(self) -> dict[str, Any]:
         """The result of an operation whose scheduling wrote no plan."""

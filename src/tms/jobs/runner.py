@@ -124,6 +124,9 @@ class JobRunner:
     # True when run() returned while the work thread was still busy (exit without cleanup).
     abandoned_work: bool = False
     _control: JobControl = field(default_factory=JobControl, repr=False)
+    _decision: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The executor chosen and why native declined (`ExecutorDecision.figures`), reported
+    with any outcome once chosen."""
 
     def run(self) -> int:
         try:
@@ -192,6 +195,7 @@ class JobRunner:
         ):
             report = self._counted_work(spec)
         report.figures["storage_requests"] = requests.as_dict()
+        report.figures.update(self._decision)
         return report
 
     def _counted_work(self, spec: JobSpec) -> Report:
@@ -199,11 +203,19 @@ class JobRunner:
         table: HudiTable | None = None
         instant = spec.instant
         scheduling = False
+        spark: Any = None
         try:
             job = Job.of(spec)
             table = job.open_table()
+            job, decision = job.decide(table)
+            self._decision = decision.figures()
+            if decision.native_declined:
+                log.info("native declined the table: %s", decision.native_declined)
             if instant is None:
                 scheduling = True
+                if job.plans_on_spark:
+                    spark = self._start_spark(spec, "planning")
+                    job = job.with_spark(spark)
                 instant = self._adopt_or_plan(job, table)
                 scheduling = False
                 if instant is None:
@@ -214,9 +226,8 @@ class JobRunner:
             if check is not None:
                 self._control.watch_table(check)
             self._control.check()
-            self._control.progress.enter("starting Spark")
-            spark = self.spark_factory(spec, instant)
-            self._control.attach_spark(spark)
+            if spark is None:
+                spark = self._start_spark(spec, instant)
             result = self.execute(job, table, instant, spark, partial(self._on_stage, job))
             figures = result.to_dict()
             if self._control.cancel_too_late.is_set():
@@ -227,6 +238,12 @@ class JobRunner:
             return Report("SUCCEEDED", figures=figures, spark_app_id=_app_id(spark))
         except Exception as exc:
             return self._failure(exc, spec, job, table, instant, scheduling)
+
+    def _start_spark(self, spec: JobSpec, instant: str) -> Any:
+        self._control.progress.enter("starting Spark")
+        spark = self.spark_factory(spec, instant)
+        self._control.attach_spark(spark)
+        return spark
 
     def _on_stage(self, job: Job, stage: str) -> None:
         """Called by the service in the work thread as it enters `stage`. Entering a stage

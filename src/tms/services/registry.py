@@ -8,7 +8,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tms.executors import HUDI, NATIVE, parse_executor
 from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION, INDEXING, METADATA_COMPACTION
+from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import Action, Instant, State
@@ -22,14 +24,27 @@ from tms.services.compaction import execute as compaction
 from tms.services.compaction import plan as compaction_plan
 from tms.services.execution import ServiceResult
 from tms.services.executor import FunctionExecutor, PlanExecutor, StageHook
+from tms.services.hudi.executor import HudiExecutor, HudiPlanner
 from tms.services.index import indexing as index
 from tms.services.metadata import compaction as metadata_compaction
 from tms.services.rollback import rollback_inflight
 
-__all__ = ["SERVICES", "TMS_EXECUTOR", "TableService", "table_service"]
+__all__ = ["SERVICES", "ExecutorDecision", "TableService", "table_service"]
 
-TMS_EXECUTOR = "tms"
-"""The executor every service has: tms's own Spark tasks."""
+
+@dataclass(frozen=True)
+class ExecutorDecision:
+    """Who runs an operation's plan, and why tms's own executor does not when it declined."""
+
+    executor: str
+    native_declined: str | None = None
+
+    def figures(self) -> dict[str, str]:
+        """What the job reports of the decision, with the operation's result."""
+        figures = {"executor": self.executor}
+        if self.native_declined:
+            figures["native_declined"] = self.native_declined
+        return figures
 
 
 @dataclass(frozen=True)
@@ -40,8 +55,11 @@ class TableService:
     planning_params: tuple[str, ...]
     _schedule: Callable[..., str | None]
     executors: Mapping[str, PlanExecutor]
-    """Who may run its plans, by name; `TMS_EXECUTOR` (tms's own Spark tasks) always."""
+    """Who may run its plans, by name (`tms.executors`); `NATIVE` (tms's own Spark tasks)
+    always, `HUDI` (Hudi's own code) where it has one."""
     _pending: Callable[[HudiTable], list[str]]
+    hudi_planner: HudiPlanner | None = None
+    """Plans with Hudi's own code, for operations its executor runs."""
     checks_data_table: bool = True
     """Whether the data table must be one our data table services may change; the metadata
     table's own compaction refuses by its own rules instead."""
@@ -56,18 +74,54 @@ class TableService:
         if self.checks_data_table:
             table.ensure_supported()
 
-    def schedule(self, table: HudiTable, params: Mapping[str, Any]) -> str | None:
+    def native_refusals(self, table: HudiTable) -> list[str]:
+        """Why tms's own executor cannot keep `table` correct; empty when it can. Decided
+        before anything is planned, so a refusal leaves no plan behind."""
+        return table.unsupported_features() if self.checks_data_table else []
+
+    def decide(self, table: HudiTable, requested: str) -> ExecutorDecision:
+        """The executor of an operation that asked for `requested` (`tms.executors`): `auto`
+        is native where it supports the table, else Hudi's code with the reason native
+        declined. `UnsupportedTableError` when the one asked for, or every one, cannot."""
+        choice = parse_executor(requested)
+        if choice == NATIVE:
+            self.ensure_supported(table)
+            return ExecutorDecision(NATIVE)
+        has_hudi = HUDI in self.executors and self.hudi_planner is not None
+        if choice == HUDI:
+            if not has_hudi:
+                raise UnsupportedTableError(f"{self.action} has no hudi executor: use native")
+            return ExecutorDecision(HUDI)
+        reasons = self.native_refusals(table)
+        if not reasons:
+            return ExecutorDecision(NATIVE)
+        if has_hudi:
+            return ExecutorDecision(HUDI, "; ".join(reasons))
+        raise UnsupportedTableError(
+            f"cannot run {self.action} on {table.storage.base_path}: " + "; ".join(reasons)
+        )
+
+    def schedule(
+        self,
+        table: HudiTable,
+        params: Mapping[str, Any],
+        *,
+        executor: str = NATIVE,
+        spark: Any = None,
+    ) -> str | None:
         """Write a plan; its instant, or None when nothing is due. Parameters this service
         does not plan with are ignored (a request carries every service's). A data table
         service plans under the table lock its writers use, so that no writer starts an
         instant between the timeline the plan was made from and the plan."""
         kwargs = {name: params[name] for name in self.planning_params if name in params}
+        if executor == HUDI and self.hudi_planner is not None:
+            return self.hudi_planner.schedule(spark, table, kwargs)
         if not self.checks_data_table:
             return self._schedule(table, **kwargs)
         with table.lock.hold(table.storage):
             return self._schedule(table, **kwargs)
 
-    def executor(self, name: str = TMS_EXECUTOR) -> PlanExecutor:
+    def executor(self, name: str = NATIVE) -> PlanExecutor:
         """The executor `name` of this service's plans; ValueError for one it has not."""
         try:
             return self.executors[name]
@@ -83,7 +137,7 @@ class TableService:
         heartbeat_interval: float,
         on_stage: StageHook | None = None,
         *,
-        executor: str = TMS_EXECUTOR,
+        executor: str = NATIVE,
     ) -> ServiceResult:
         """Run the pending plan at `instant` on Spark with the executor `executor`;
         `on_stage` hears each stage's name as the execution enters it (executors that name
@@ -135,8 +189,9 @@ SERVICES: Mapping[str, TableService] = {
         COMPACTION,
         ("strategy", "cancellable"),
         compaction_plan.schedule_compaction,
-        {TMS_EXECUTOR: compaction.CompactionExecutor()},
+        {NATIVE: compaction.CompactionExecutor(), HUDI: HudiExecutor(COMPACTION)},
         _pending_on_timeline(Timeline.pending_compactions),
+        HudiPlanner(COMPACTION),
     ),
     CLUSTERING: TableService(
         CLUSTERING,
@@ -148,8 +203,9 @@ SERVICES: Mapping[str, TableService] = {
             "cancellable",
         ),
         clustering_plan.schedule_clustering,
-        {TMS_EXECUTOR: clustering.ClusteringExecutor()},
+        {NATIVE: clustering.ClusteringExecutor(), HUDI: HudiExecutor(CLUSTERING)},
         _pending_on_timeline(Timeline.pending_clusterings),
+        HudiPlanner(CLUSTERING),
     ),
     CLEAN: TableService(
         CLEAN,
@@ -161,8 +217,9 @@ SERVICES: Mapping[str, TableService] = {
             "rollback_failed_writes",
         ),
         clean_plan.schedule_clean,
-        {TMS_EXECUTOR: FunctionExecutor(clean.execute_clean)},
+        {NATIVE: FunctionExecutor(clean.execute_clean), HUDI: HudiExecutor(CLEAN)},
         _pending_on_timeline(_pending_cleans),
+        HudiPlanner(CLEAN),
         # half-deleted files cannot come back: the clean stays inflight, the next one ends it
         _cancelled=_leave_inflight,
     ),
@@ -170,7 +227,7 @@ SERVICES: Mapping[str, TableService] = {
         METADATA_COMPACTION,
         (),
         metadata_compaction.schedule,
-        {TMS_EXECUTOR: metadata_compaction.MetadataCompactionExecutor()},
+        {NATIVE: metadata_compaction.MetadataCompactionExecutor()},
         metadata_compaction.pending_plans,
         checks_data_table=False,
     ),
@@ -178,7 +235,7 @@ SERVICES: Mapping[str, TableService] = {
         INDEXING,
         ("partitions", "drop"),
         index.schedule,
-        {TMS_EXECUTOR: FunctionExecutor(index.execute, names_stages=True)},
+        {NATIVE: FunctionExecutor(index.execute, names_stages=True)},
         index.pending_plans,
         # the data table checks refuse inflight partitions (a crashed build's): it checks itself
         checks_data_table=False,

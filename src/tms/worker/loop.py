@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from tms.jobs.context import ATTEMPT, AttemptLogFilter
 from tms.jobs.control import JobControl
 from tms.jobs.runner import JobRunner
 from tms.spark_runtime import get_spark
+from tms.spark_runtime.hudi_bundle import hudi_jars, hudi_spark_conf
 from tms.spark_runtime.package import package_zip
 from tms.worker.client import ClaimedAttempt, WorkerApiError, WorkerClient
 
@@ -58,14 +60,18 @@ class WorkerOptions:
     no limit)."""
     parent_pid: int | None = None
     """Stop when this process (the `tms serve` that started the worker) is gone."""
+    hudi_jars: str | None = None
+    """`TMS_HUDI_JARS`: Hudi's Spark bundle for the `hudi` executor, found as
+    `tms.spark_runtime.hudi_bundle.hudi_jars` finds it."""
     worker_id: str = field(
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     )
 
 
-def worker_session(master: str, slots: int) -> Any:
-    """The worker's SparkSession: FAIR scheduling between its slots' pools."""
-    conf = {"spark.scheduler.mode": "FAIR"}
+def worker_session(master: str, slots: int, hudi_jars: tuple[str, ...] = ()) -> Any:
+    """The worker's SparkSession: FAIR scheduling between its slots' pools, with Hudi's
+    bundle for the `hudi` executor when there is one."""
+    conf = {"spark.scheduler.mode": "FAIR", **hudi_spark_conf(list(hudi_jars))}
     session = get_spark(master, app_name=f"tms-worker-{slots}-slots", conf=conf)
     if not master.startswith("local"):  # executors elsewhere import the task code from it
         zip_path = package_zip(Path(tempfile.gettempdir()) / "tms-worker")
@@ -78,11 +84,13 @@ class ResidentWorker:
         self,
         options: WorkerOptions,
         *,
-        session_factory: SessionFactory = worker_session,
+        session_factory: SessionFactory | None = None,
         client: WorkerClient | None = None,
     ) -> None:
         self.options = options
-        self._session_factory = session_factory
+        self._session_factory = session_factory or partial(
+            worker_session, hudi_jars=tuple(hudi_jars(options.hudi_jars))
+        )
         self._client = client or WorkerClient(options.api_url, options.worker_id, options.token)
         self._lock = threading.Condition()
         self._running: dict[int, int] = {}

@@ -1,0 +1,94 @@
+"""Calls of Hudi's Spark SQL procedures (`CALL run_compaction(...)`) from PySpark.
+
+Each call runs in a session of its own (`SparkSession.newSession`): the `hoodie.*` configs
+it sets stay with it, so attempts that share a resident worker's SparkContext never see one
+another's, and its Spark jobs are in the attempt's job group like any other work of it."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from tms.hudi.errors import UnsupportedTableError
+
+__all__ = ["HUDI_EXTENSION", "call", "catalog_table", "hadoop_path", "has_hudi", "session"]
+
+HUDI_EXTENSION = "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
+"""The session extension that parses `CALL`: on the session when Hudi's bundle is."""
+
+_SCHEMES = {"s3": "s3a", "gs": "gs", "file": "file"}
+_ARGUMENT = re.compile(r"^[a-z_]+$")
+
+
+def has_hudi(spark: Any) -> bool:
+    """Whether `spark` was started with Hudi's Spark bundle and session extension."""
+    extensions = spark.sparkContext.getConf().get("spark.sql.extensions", "") or ""
+    return HUDI_EXTENSION in extensions.split(",")
+
+
+def ensure_hudi(spark: Any) -> None:
+    """`UnsupportedTableError` when the job's Spark has no Hudi bundle to run."""
+    if not has_hudi(spark):
+        raise UnsupportedTableError(
+            "Hudi's executor needs Hudi's Spark bundle on the job's Spark "
+            f"(spark.jars and spark.sql.extensions={HUDI_EXTENSION}); the service adds them "
+            "when it finds the bundle (TMS_HUDI_JARS)"
+        )
+
+
+def hadoop_path(base_path: str) -> str:
+    """The table's location as Hudi's Hadoop file systems name it (`s3://` is `s3a://`)."""
+    scheme, sep, rest = base_path.partition("://")
+    if not sep:
+        return base_path
+    return f"{_SCHEMES.get(scheme, scheme)}://{rest}"
+
+
+@contextmanager
+def session(spark: Any, configs: Mapping[str, str]) -> Iterator[Any]:
+    """A new session of `spark` with `configs` set, for the calls of one run."""
+    own = spark.newSession()
+    for key, value in configs.items():
+        own.conf.set(key, value)
+    yield own
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    text = str(value)
+    if "'" in text or "\\" in text:
+        raise UnsupportedTableError(f"{text!r} cannot be passed to Hudi's procedures")
+    return f"'{text}'"
+
+
+def call(spark: Any, procedure: str, **arguments: object) -> list[dict[str, Any]]:
+    """`CALL procedure(name => value, …)`: its rows as dicts. Arguments that are None are
+    left out (the procedure's default)."""
+    named = []
+    for name, value in arguments.items():
+        if value is None:
+            continue
+        if not _ARGUMENT.match(name):
+            raise ValueError(f"bad procedure argument name {name!r}")
+        named.append(f"{name} => {_literal(value)}")
+    rows = spark.sql(f"CALL {procedure}({', '.join(named)})").collect()
+    return [row.asDict() for row in rows]
+
+
+@contextmanager
+def catalog_table(spark: Any, path: str) -> Iterator[str]:
+    """The table at `path` under a name of its own in the session's catalog, for procedures
+    that take a table name only (`run_clean`). External: dropping the name keeps the table,
+    and registering it writes nothing to the table."""
+    name = f"tms_{uuid.uuid4().hex}"
+    spark.sql(f"CREATE TABLE {name} USING hudi LOCATION {_literal(path)}")
+    try:
+        yield name
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")

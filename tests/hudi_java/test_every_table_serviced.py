@@ -1,0 +1,259 @@
+"""Every table serviced: with the executor choice `auto`, compaction, clustering and clean
+succeed on tables with the features tms's own executor declines, by Hudi's own code, and on
+every real table of the fixtures. Each attempt runs in tms's job protocol inside Hudi's Spark
+(`tests.hudi_java.hudi_jobs`); after each, Hudi's reader and hudi-rs read the rows the model
+expects, the metadata table agrees with a listing as Hudi's classes see them
+(`tests.hudi_java.metadata_check`), and Hudi's writer writes on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import oracle
+from tests.hudi.test_fixture_views import unzip_fixture
+from tests.hudi_java.support import HUDI_1_2, HudiSpark, keyed_table
+from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action
+
+pytestmark = [pytest.mark.hudi_java, pytest.mark.spark]
+
+Row = tuple[Any, ...]
+DAY = 86_400_000
+"""A day in epoch milliseconds: the timestamp key generator's partitions are days."""
+
+
+@dataclass(frozen=True)
+class Feature:
+    """A table tms's own executor declines: how Hudi's writer makes it, and the words of
+    the refusal."""
+
+    name: str
+    table_version: int
+    table_type: str
+    options: dict[str, str]
+    declined: str
+    hudi_rs_merges: bool = True
+    """Whether hudi-rs reads the table's log files (it does not merge partial updates)."""
+    partition_field: str = "part"
+
+
+FEATURES = [
+    Feature(
+        "bloom_filters_v9",
+        9,
+        "MERGE_ON_READ",
+        {"hoodie.metadata.index.bloom.filter.enable": "true"},
+        "bloom_filters",
+    ),
+    Feature(
+        "bloom_filters_v6",
+        6,
+        "MERGE_ON_READ",
+        {"hoodie.metadata.index.bloom.filter.enable": "true"},
+        "bloom_filters",
+    ),
+    Feature(
+        "partial_update_payload_v6",
+        6,
+        "MERGE_ON_READ",
+        {
+            "hoodie.datasource.write.payload.class": (
+                "org.apache.hudi.common.model.PartialUpdateAvroPayload"
+            )
+        },
+        "payload",
+        hudi_rs_merges=False,
+    ),
+    Feature(
+        "timestamp_keygen_partition_stats_v9",
+        9,
+        "COPY_ON_WRITE",
+        {
+            "hoodie.datasource.write.keygenerator.class": (
+                "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
+            ),
+            "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
+            "hoodie.keygen.timebased.output.dateformat": "yyyyMMdd",
+            "hoodie.metadata.index.column.stats.enable": "true",
+            "hoodie.metadata.index.partition.stats.enable": "true",
+        },
+        "timestamp key generator",
+        partition_field="ts",
+    ),
+]
+
+
+@dataclass
+class Model:
+    """The rows a table must read: key → row."""
+
+    rows: dict[str, Row] = field(default_factory=dict)
+
+    def apply(self, upserts: list[Row]) -> None:
+        for row in upserts:
+            self.rows[row[0]] = row
+
+    def sorted(self) -> list[Row]:
+        return sorted(self.rows.values())
+
+
+def writer_options(feature: Feature, path: Path) -> dict[str, str]:
+    return {
+        **keyed_table(path.name, feature.table_type),
+        **HUDI_1_2.write_options(feature.table_version),
+        "hoodie.datasource.write.partitionpath.field": feature.partition_field,
+        "hoodie.parquet.small.file.limit": "0",  # each insert its own file groups: to cluster
+        **feature.options,
+    }
+
+
+def rows(start: int, count: int, ts: int) -> list[Row]:
+    return [(f"k{i}", ts + (i % 2) * DAY, f"p{i % 2}", float(i)) for i in range(start, count)]
+
+
+def attempt(hudi: HudiSpark, path: Path, action: str, **fields: Any) -> dict[str, Any]:
+    """One attempt with the choice `auto`; the figures of its SUCCEEDED result."""
+    outcome = hudi.run(
+        "tests.hudi_java.hudi_jobs:run_attempt",
+        str(path),
+        action,
+        {"executor": "auto", **fields},
+    )
+    result = outcome["result"]
+    assert outcome["code"] == 0 and result is not None, outcome
+    assert result["outcome"] == "SUCCEEDED", result
+    figures: dict[str, Any] = result["figures"]
+    return figures
+
+
+def numbered(rows: list[Row]) -> list[Row]:
+    """Rows with `ts` as a number: Hudi's reader returns a partition field the timestamp
+    key generator formats as the text of its value."""
+    return sorted((key, int(ts), part, val) for key, ts, part, val in rows)
+
+
+def check_reads(hudi: HudiSpark, path: Path, model: Model, feature: Feature) -> None:
+    assert numbered(hudi.read(path, COLUMNS)) == model.sorted()
+    if feature.hudi_rs_merges or not _has_log_files(path):
+        assert hudi_rs_rows(str(path)) == model.sorted()
+    if HudiTable.open(str(path)).config.metadata_partitions:
+        report = hudi.run("tests.hudi_java.metadata_check:compare", str(path))
+        assert report["problems"] == [], report
+
+
+def _has_log_files(path: Path) -> bool:
+    slices = HudiTable.open(str(path)).file_system_view().latest_file_slices()
+    return any(s.has_log_files for s in slices)
+
+
+def refused_natively(hudi: HudiSpark, path: Path, feature: Feature) -> None:
+    """Asked for `native`, each service refuses before anything is written: no plan left."""
+    before = HudiTable.open(str(path)).timeline().instants
+    for action in ("compaction", "clustering", "clean"):
+        outcome = hudi.run(
+            "tests.hudi_java.hudi_jobs:run_attempt", str(path), action, {"executor": "native"}
+        )
+        result = outcome["result"]
+        assert result["outcome"] == "FAILED" and not result.get("retryable"), result
+        assert feature.declined in result["error"]
+        assert result["figures"].get("executor") is None
+    assert HudiTable.open(str(path)).timeline().instants == before
+
+
+@pytest.mark.parametrize("feature", FEATURES, ids=[f.name for f in FEATURES])
+def test_auto_services_a_table_native_declines_with_hudis_code(
+    hudi_spark: Callable[..., HudiSpark], tmp_path: Path, feature: Feature
+) -> None:
+    hudi = hudi_spark(HUDI_1_2)
+    path = tmp_path / feature.name
+    options = writer_options(feature, path)
+    model = Model()
+    ts = 1_700_000_000_000
+
+    def write(batch: list[Row], operation: str) -> None:
+        hudi.write(path, batch, SCHEMA, {**options, "hoodie.datasource.write.operation": operation})
+        model.apply(batch)
+
+    write(rows(0, 4, ts), "insert")
+    write(rows(4, 8, ts), "insert")
+    write([(k, t + 1, p, v + 0.5) for k, t, p, v in rows(0, 3, ts)], "upsert")
+    refusals = HudiTable.open(str(path)).unsupported_features()
+    assert any(feature.declined in reason for reason in refusals), refusals
+    check_reads(hudi, path, model, feature)
+    refused_natively(hudi, path, feature)
+
+    if feature.table_type == "MERGE_ON_READ":
+        compacted = attempt(hudi, path, "compaction")
+        assert compacted["executor"] == "hudi" and feature.declined in compacted["native_declined"]
+        assert compacted["files_written"] > 0
+        check_reads(hudi, path, model, feature)
+
+    clustered = attempt(hudi, path, "clustering", extra_params={"small_file_limit": 1 << 30})
+    assert clustered["executor"] == "hudi" and feature.declined in clustered["native_declined"]
+    assert 0 < clustered["files_written"] < clustered["file_groups"]
+    check_reads(hudi, path, model, feature)
+
+    cleaned = attempt(
+        hudi, path, "clean", extra_params={"policy": "KEEP_LATEST_FILE_VERSIONS", "retained": 1}
+    )
+    assert cleaned["executor"] == "hudi"
+    check_reads(hudi, path, model, feature)
+
+    write([(k, t + 2, p, v + 0.25) for k, t, p, v in rows(2, 6, ts)], "upsert")
+    check_reads(hudi, path, model, feature)
+    timeline = HudiTable.open(str(path)).timeline()
+    assert not timeline.pending((Action.COMPACTION, Action.CLUSTERING, Action.CLEAN))
+    assert HudiTable.open(str(path)).config.table_version == feature.table_version
+
+
+FIXTURES = [
+    "cow_v8_nonpartitioned",
+    "cow_v9_txns_simple_nometa",
+    "cow_v9_txns_simple_meta",
+    "mor_avro_v9_txns_simple_nometa",
+    "mor_avro_v9_txns_simple_meta",
+]
+
+
+def snapshot_rows(hudi: HudiSpark, path: Path) -> tuple[list[Row], list[dict[str, Any]]]:
+    """The table's rows through Hudi's reader and hudi-rs."""
+    by_hudi_rs = oracle.snapshot(str(path))
+    columns = [c for c in by_hudi_rs.column_names if not c.startswith("_hoodie")]
+    return hudi.read(path, columns), by_hudi_rs.to_pylist()
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_auto_services_every_fixture_table(
+    hudi_spark: Callable[..., HudiSpark], tmp_path: Path, name: str
+) -> None:
+    """A real Hudi table, its rows rewritten by Hudi's writer (new log files or file
+    versions): each service runs with `auto`, and the rows read the same after each."""
+    hudi = hudi_spark(HUDI_1_2)
+    path = unzip_fixture(name, tmp_path)
+    hudi.run("tests.hudi_java.hudi_jobs:rewrite_some", str(path), 3)
+    hudi.run("tests.hudi_java.hudi_jobs:rewrite_some", str(path), 2)
+    rows = snapshot_rows(hudi, path)
+    table = HudiTable.open(str(path))
+    expected = "hudi" if table.unsupported_features() else "native"
+    actions = ["clustering", "clean"]
+    if table.config.is_merge_on_read:
+        actions.insert(0, "compaction")
+    for action in actions:
+        params = {
+            "clustering": {"small_file_limit": 1 << 30},
+            "clean": {"policy": "KEEP_LATEST_FILE_VERSIONS", "retained": 1},
+        }.get(action, {})
+        figures = attempt(hudi, path, action, extra_params=params)
+        assert figures["executor"] == expected, figures
+        assert snapshot_rows(hudi, path) == rows, action
+        if HudiTable.open(str(path)).config.metadata_partitions:
+            report = hudi.run("tests.hudi_java.metadata_check:compare", str(path))
+            assert report["problems"] == [], report
+    hudi.run("tests.hudi_java.hudi_jobs:rewrite_some", str(path), 2)
+    assert snapshot_rows(hudi, path) == rows
