@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import psycopg
@@ -111,6 +112,19 @@ def template_db(pg_server: PgServer) -> Iterator[str]:
     try:
         upgrade(pg_server.url(name))
         yield name
+    finally:
+        pg_server.drop_database(name)
+
+
+@contextmanager
+def database_at(pg_server: PgServer, revision: str, prefix: str) -> Iterator[str]:
+    """A new database migrated up to `revision` only (what an older service left), for a
+    migration's test to fill and upgrade; dropped after."""
+    name = _unique(prefix)
+    pg_server.create_database(name)
+    try:
+        upgrade(pg_server.url(name), revision)
+        yield pg_server.url(name)
     finally:
         pg_server.drop_database(name)
 

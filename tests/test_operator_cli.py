@@ -194,11 +194,11 @@ def test_ops_submit_ls_show_cancel_retry(cli: Cli, trips: str) -> None:
     cid = clean["id"]  # ids come from a sequence: a repeated submit may use one up
 
     rows = ok(cli("ops", "ls")).splitlines()
-    assert rows[0].split() == ["ID", "TABLE", "ACTION", "INSTANT", "STATUS", "RUNS", "UPDATED",
-                               "ERROR"]  # fmt: skip
-    assert [r.split()[:6] for r in rows[1:]] == [
-        [str(cid), "lake.trips", "clean", "-", "SCHEDULED", "0/2"],
-        ["1", "lake.trips", "compaction", "-", "SCHEDULED", "0/4"],
+    assert rows[0].split() == ["ID", "TABLE", "ACTION", "INSTANT", "STATUS", "EXECUTOR", "RUNS",
+                               "UPDATED", "ERROR"]  # fmt: skip
+    assert [r.split()[:7] for r in rows[1:]] == [
+        [str(cid), "lake.trips", "clean", "-", "SCHEDULED", "auto", "0/2"],
+        ["1", "lake.trips", "compaction", "-", "SCHEDULED", "auto", "0/4"],
     ]
     only_clean = json.loads(ok(cli("ops", "ls", "--action", "clean", "--status", "SCHEDULED",
                                    "--table", "lake.trips", "--json")))  # fmt: skip
@@ -222,6 +222,58 @@ def test_ops_submit_ls_show_cancel_retry(cli: Cli, trips: str) -> None:
     assert statuses == ["SCHEDULED", "CANCELLED"]
     cancelled = ok(cli("ops", "ls", "--status", "CANCELLED")).splitlines()[1:]
     assert [row.split()[0] for row in cancelled] == ["1"]
+
+
+def _run_as_worker(service: RunningService, figures: dict[str, Any]) -> None:
+    """What a resident worker's job does: claim the due attempt, report its result."""
+    worker = {
+        "id": "w-1",
+        "host": "h",
+        "pid": 1,
+        "spark_master": "local[1]",
+        "queues": ["default"],
+        "slots": 1,
+    }
+    assert httpx.post(f"{service.url}/v1/workers", json=worker).status_code == 201
+    claim = {"free": 1, "busy": 0, "wait_seconds": 1, "log_dir": str(service.settings.data_dir)}
+    (attempt,) = httpx.post(f"{service.url}/v1/workers/w-1/claim", json=claim).json()["attempts"]
+    result = httpx.post(
+        f"{service.url}/v1/jobs/attempts/{attempt['attempt_id']}/result",
+        json={"outcome": "SUCCEEDED", "figures": figures},
+        headers={"Authorization": f"Bearer {attempt['token']}"},
+    )
+    assert result.status_code == 200, result.text
+
+
+def test_ops_executor_asked_run_and_declined(cli: Cli, service: RunningService, trips: str) -> None:
+    ok(cli("tables", "add", trips, "--name", "lake.trips"))
+    bad = cli("ops", "submit", "clean", "--table", "lake.trips", "--executor", "spark")
+    assert bad.exit_code == 2 and "auto, native, hudi" in bad.output
+    assert json.loads(ok(cli("tables", "set", "lake.trips", "--executor", "Native", "--json")))[
+        "policy"
+    ] == {"executor": "native"}
+    by_policy = json.loads(ok(cli("ops", "submit", "compaction", "--table", "1", "--json")))
+    assert by_policy["executor"] == "native"
+    asked = ok(cli("ops", "submit", "clean", "--table", "1", "--executor", "auto", "--json"))
+    clean = json.loads(asked)
+    assert clean["executor"] == "auto"
+    ok(cli("ops", "cancel", str(by_policy["id"])))
+
+    declined = "CUSTOM merge mode: the native compaction cannot merge its records"
+    _run_as_worker(service, {"executor": "hudi", "native_declined": declined})
+    rows = [r.split()[:6] for r in ok(cli("ops", "ls")).splitlines()[1:]]
+    assert rows[0] == [str(clean["id"]), "lake.trips", "clean", "-", "COMPLETED", "hudi"]
+    assert ok(cli("ops", "ls")).splitlines()[1].split()[6] == "(auto)"
+    assert rows[1][5] == "native"  # asked by the policy, no job reported
+    shown = ok(cli("ops", "show", str(clean["id"])))
+    assert "executor: hudi (auto)" in shown
+    assert f"native declined: {declined}" in shown
+    detail = json.loads(ok(cli("ops", "show", str(clean["id"]), "--json")))["operation"]
+    assert (detail["executor"], detail["executed_by"], detail["native_declined"]) == (
+        "auto",
+        "hudi",
+        declined,
+    )
 
 
 def test_errors_are_one_line_with_exit_codes(cli: Cli, trips: str) -> None:

@@ -57,6 +57,7 @@ def test_happy_path_spec_heartbeat_instant_result(client: TestClient, session: S
         "heartbeat_interval_seconds": 10.0,
         "cancel_requested": False,
         "storage_options": {},
+        "executor": "auto",
     }
     beat = client.post(_url(c, "heartbeat"), json={}, headers=auth)
     assert beat.status_code == 200 and beat.json()["cancel_requested"] is False

@@ -40,6 +40,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
 WORKER_ID = "console-test-worker"
 FAILURE = "java.lang.IllegalStateException: executor lost while compacting file group f-2"
+NATIVE_DECLINED = "the merge mode CUSTOM is not supported by the native compaction"
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -162,7 +163,12 @@ def scenario(console: Service) -> Scenario:
     log.write_text(f"compaction of lake.trips starting\n{FAILURE}\n")
     result = httpx.post(
         f"{console.url}/v1/jobs/attempts/{first['attempt_id']}/result",
-        json={"outcome": "FAILED", "error": FAILURE, "retryable": True},
+        json={
+            "outcome": "FAILED",
+            "error": FAILURE,
+            "retryable": True,
+            "figures": {"executor": "hudi", "native_declined": NATIVE_DECLINED},
+        },
         headers=bearer(first["token"]),
     )
     assert result.status_code == 200, result.text

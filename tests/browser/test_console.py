@@ -16,7 +16,16 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.browser.conftest import ADMIN, FAILURE, SCREENSHOTS, VIEWER, WRITER, Scenario, bearer
+from tests.browser.conftest import (
+    ADMIN,
+    FAILURE,
+    NATIVE_DECLINED,
+    SCREENSHOTS,
+    VIEWER,
+    WRITER,
+    Scenario,
+    bearer,
+)
 from tests.e2e.conftest import Service
 
 pytestmark = pytest.mark.browser
@@ -183,6 +192,8 @@ def test_attempts_show_outcome_error_and_log(
     attempt = driver.find_element(By.CSS_SELECTOR, "#attempts tbody tr")
     assert attempt.get_attribute("data-outcome") == "FAILED"
     assert FAILURE in attempt.find_element(By.CSS_SELECTOR, "pre.attempt-error").text
+    assert driver.find_element(By.ID, "executor").text == "hudi (asked: auto)"
+    assert driver.find_element(By.ID, "native-declined").text == NATIVE_DECLINED
     screenshot(driver, "operation")
     attempt.find_element(By.CSS_SELECTOR, "a.log-link").click()
     log = wait(driver, "the log", lambda d: d.find_element(By.ID, "log"))
@@ -190,6 +201,8 @@ def test_attempts_show_outcome_error_and_log(
     open_view(driver, console, f"/operations/{scenario.running_id}", "#attempts")
     running = driver.find_element(By.CSS_SELECTOR, "#attempts tbody tr")
     assert running.get_attribute("data-outcome") == "RUNNING"
+    assert driver.find_element(By.ID, "executor").text == "auto (no job has reported yet)"
+    assert not css(driver, "#native-declined")
     assert "cleaning\n1/3 file groups" in running.text
     bar = running.find_element(By.CSS_SELECTOR, ".progress > span")
     assert bar.get_attribute("style").startswith("width: 33.3")

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
-from tests.db_fixtures import PgServer, _unique
+from tests.db_fixtures import PgServer, database_at
 from tms.store import current_revision, upgrade
 
 INSERT = text(
@@ -19,13 +19,8 @@ INSERT = text(
 @pytest.fixture
 def at_0001(pg_server: PgServer) -> Iterator[str]:
     """A database migrated to 0001 only: base paths as the service stored them before."""
-    name = _unique("tms_test_0001")
-    pg_server.create_database(name)
-    try:
-        upgrade(pg_server.url(name), "0001")
-        yield pg_server.url(name)
-    finally:
-        pg_server.drop_database(name)
+    with database_at(pg_server, "0001", "tms_test_0001") as url:
+        yield url
 
 
 def _insert(url: str, rows: list[tuple[str, str]]) -> list[int]:

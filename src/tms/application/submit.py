@@ -6,7 +6,8 @@ keys against the instance's allow-list (`tms.config.spark_conf`, checked again a
 every other key as a planning parameter the job knows, with a value the action can use
 (`tms.planning`); an index names partitions and no plan instant. Then the table must have
 something to do (no compaction of a copy-on-write table), and a second index request while
-one waits to plan must be the same request.
+one waits to plan must be the same request. The executor is the request's, else the table
+policy's, else the instance's (`chosen_executor`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms import observe
+from tms.application.executor_choice import chosen_executor
 from tms.application.refusals import NothingToCompact, OwnPlanOnly, UnusableParams
 from tms.config import Settings
 from tms.config.spark_conf import allow_list
+from tms.executors import ExecutorChoice
 from tms.planning import BadJobInput, planning_problems, schedule_kwargs
 from tms.store import (
     Action,
@@ -48,6 +51,8 @@ class SubmitRequest:
     action: Action
     instants: Sequence[str | None] = (None,)
     engine: str = "spark"
+    executor: ExecutorChoice | None = None
+    """None: the table policy's, else the instance's `executor` (`chosen_executor`)."""
     owner: str | None = None
     queue: str | None = None
     priority: int | None = None
@@ -96,6 +101,7 @@ def submit(
     max_retries = (
         request.max_retries if request.max_retries is not None else settings.default_max_retries
     )
+    executor = chosen_executor(request.executor, table.policy, settings)
     submitted: list[Submitted] = []
     for instant in request.instants:
         one = submit_operation(
@@ -104,6 +110,7 @@ def submit(
             action=request.action,
             instant=instant,
             engine=request.engine,
+            executor=executor,
             owner=request.owner,
             queue=request.queue,
             priority=request.priority,

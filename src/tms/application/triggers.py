@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
+from tms.application.executor_choice import chosen_executor
 from tms.config import Settings
 from tms.policies import Thresholds, due_triggers
 from tms.policies.params import policy_params
@@ -35,8 +36,9 @@ def apply_triggers(
     read the counters, so `pending_actions` are still current: the table rows are locked);
     per table id, the operations created.
 
-    Each is plan-less (its job schedules the plan) and due now, with the table's queue and
-    priority; the counters it watches restart at zero and its clock at now.
+    Each is plan-less (its job schedules the plan) and due now, with the table's queue,
+    priority and executor (its policy's, else the setting); the counters it watches
+    restart at zero and its clock at now.
     """
     when = datetime.now(UTC) if now is None else now
     if when.tzinfo is None:  # the store's times are aware; a naive time is taken as UTC
@@ -52,6 +54,7 @@ def apply_triggers(
                 action=trigger.action,
                 instant=None,
                 extra_params=policy_params(table.policy, trigger.action),
+                executor=chosen_executor(None, table.policy, settings),
                 max_retries=settings.default_max_retries,
                 reason=trigger.reason,
             )

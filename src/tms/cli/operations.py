@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from tms.api_client import Json
-from tms.cli.remote import AsJson, Token, Url, connect, qualified, resolve_table
+from tms.cli.remote import AsJson, ExecutorOption, Token, Url, connect, qualified, resolve_table
 from tms.cli.render import echo_json, print_fields, print_rows, short_time
 
 __all__ = ["ops_app"]
@@ -49,6 +49,15 @@ def _first_line(text: Any, width: int = _ERROR_WIDTH) -> str | None:
     return lines[0] if len(lines[0]) <= width else lines[0][: width - 1] + "…"
 
 
+def _executor_cell(operation: Json) -> str | None:
+    """Who ran the operation's plans, with what was asked when that differs: `hudi (auto)`;
+    what was asked alone until a job reported."""
+    asked, ran = operation.get("executor"), operation.get("executed_by")
+    if ran is None:
+        return asked
+    return ran if ran == asked or asked is None else f"{ran} ({asked})"
+
+
 def _operation_rows(operations: list[Json]) -> list[dict[str, Any]]:
     return [
         {
@@ -57,6 +66,7 @@ def _operation_rows(operations: list[Json]) -> list[dict[str, Any]]:
             "action": o["action"],
             "instant": o.get("instant"),
             "status": o["status"] + (" (cancel requested)" if o.get("cancel_requested") else ""),
+            "executor": _executor_cell(o),
             "runs": f"{o['run_times']}/{o['max_retries'] + 1}",
             "updated": short_time(o.get("updated_at")),
             "error": _first_line(o.get("last_error")),
@@ -81,7 +91,9 @@ def ops_ls(
     url: Url = None,
     token: Token = None,
 ) -> None:
-    """List operations, newest first. RUNS is launches so far / launches allowed."""
+    """List operations, newest first. EXECUTOR is who ran the plans, with what was asked
+    in brackets when that differs (`hudi (auto)`); RUNS is launches so far / launches
+    allowed."""
     with connect(url, token) as client:
         table_id = resolve_table(client, table)["id"] if table else None
         operations = client.operations(
@@ -97,7 +109,7 @@ def ops_ls(
     if not operations:
         typer.echo("no operations")
         return
-    columns = ["id", "table", "action", "instant", "status", "runs", "updated", "error"]
+    columns = ["id", "table", "action", "instant", "status", "executor", "runs", "updated", "error"]
     print_rows(_operation_rows(operations), columns)
 
 
@@ -153,6 +165,8 @@ def ops_show(
             ("cancel requested", "yes" if o.get("cancel_requested") else "no"),
             ("queue / priority", f"{o['queue']} / {o['priority']}"),
             ("engine", o["engine"]),
+            ("executor", _executor_cell(o)),
+            ("native declined", o.get("native_declined")),
             ("resource", o.get("resource")),
             ("parallelism", o.get("parallelism")),
             ("extra params", ", ".join(f"{k}={v}" for k, v in o["extra_params"].items()) or None),
@@ -289,6 +303,7 @@ def ops_submit(
         bool,
         typer.Option("--drop", help="index: drop --partitions instead of building them (no plan)."),
     ] = False,
+    executor: ExecutorOption = None,
     max_retries: Annotated[int | None, typer.Option(help="Retries after a failure.", min=0)] = None,
     retry_on_error: Annotated[
         bool, typer.Option(help="Retry failed attempts (with backoff).")
@@ -298,6 +313,7 @@ def ops_submit(
     token: Token = None,
 ) -> None:
     """Submit an operation (RFC-43); submitting the same one again returns it unchanged.
+    Without --executor the table policy's executor runs it, else the service's TMS_EXECUTOR.
 
     index: builds the metadata partitions --partitions names (drops them with --drop)."""
     action = _one_action(action, action_option)
@@ -313,6 +329,7 @@ def ops_submit(
             "priority": priority,
             "resource": resource,
             "parallelism": parallelism,
+            "executor": executor,
             "max_retries": max_retries,
             "retry_on_error": retry_on_error,
             "extra_params": extra,

@@ -11,8 +11,18 @@ import typer
 
 from tms.api_client import ApiClient, Json, ServiceRefused, ServiceUnreachable
 from tms.config import SettingsError, load_settings
+from tms.executors import EXECUTORS, ExecutorChoice, parse_executor
 
-__all__ = ["AsJson", "Token", "Url", "connect", "qualified", "resolve_table", "split_name"]
+__all__ = [
+    "AsJson",
+    "ExecutorOption",
+    "Token",
+    "Url",
+    "connect",
+    "qualified",
+    "resolve_table",
+    "split_name",
+]
 
 DEFAULT_URL = "http://127.0.0.1:9091"
 DEFAULT_DB = "default"
@@ -33,6 +43,28 @@ Token = Annotated[
     ),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def _executor(value: str | None) -> ExecutorChoice | None:
+    if value is None:
+        return None
+    try:
+        return parse_executor(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--executor") from None
+
+
+ExecutorOption = Annotated[
+    str | None,
+    typer.Option(
+        help=f"Who runs the plans: {', '.join(EXECUTORS)} (auto: native where it supports the "
+        "table, else Hudi's own table-service code).",
+        callback=_executor,
+        show_default=False,
+    ),
+]
+"""`tms ops submit`'s choice and `tms tables set`'s policy key, refused (exit 2) unless one
+of `tms.executors`' names."""
 
 
 def service_url(url: str | None) -> str:

@@ -16,7 +16,16 @@ import typer
 
 from tms.api_client import Json
 from tms.cli.registration import differences, refusal
-from tms.cli.remote import AsJson, Token, Url, connect, qualified, resolve_table, split_name
+from tms.cli.remote import (
+    AsJson,
+    ExecutorOption,
+    Token,
+    Url,
+    connect,
+    qualified,
+    resolve_table,
+    split_name,
+)
 from tms.cli.render import echo_json, print_rows
 from tms.hudi.errors import HudiError
 from tms.hudi.table import HudiTable
@@ -225,12 +234,14 @@ def tables_set(
     compaction_delta_commits: CompactionDeltaCommitsOption = None,
     clean_commits: CleanCommitsOption = None,
     clustering_commits: ClusteringCommitsOption = None,
+    executor: ExecutorOption = None,
     as_json: AsJson = False,
     url: Url = None,
     token: Token = None,
 ) -> None:
-    """Change a registered table's owner, queue, priority, actions or policy thresholds
-    (admin); what is not given stays as it is, the table's other policy overrides too."""
+    """Change a registered table's owner, queue, priority, actions, policy thresholds or
+    executor (admin); what is not given stays as it is, the table's other policy overrides
+    too."""
     changes: dict[str, Any] = {
         k: v
         for k, v in {
@@ -241,14 +252,18 @@ def tables_set(
         }.items()
         if v is not None
     }
-    thresholds = _thresholds(compaction_delta_commits, clean_commits, clustering_commits)
-    if not changes and not thresholds:
+    policy: dict[str, Any] = _thresholds(
+        compaction_delta_commits, clean_commits, clustering_commits
+    )
+    if executor is not None:
+        policy["executor"] = executor
+    if not changes and not policy:
         typer.echo("error: nothing to change: give at least one option (see --help)", err=True)
         raise typer.Exit(2)
     with connect(url, token) as client:
         found = resolve_table(client, table)
-        if thresholds:
-            changes["policy"] = {**found["policy"], **thresholds}
+        if policy:
+            changes["policy"] = {**found["policy"], **policy}
         changed = client.update_table(found["id"], changes)
     if as_json:
         echo_json(changed)

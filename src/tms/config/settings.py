@@ -25,6 +25,7 @@ from pydantic_settings import (
 
 from tms.base_path import BasePathError, normalize_base_path
 from tms.config.sources import ENV_PREFIX, current_sources
+from tms.executors import AUTO, ExecutorChoice, parse_executor
 
 __all__ = ["DEFAULT_CALLBACK_KEY", "AuthToken", "CallbackKey", "Role", "Settings"]
 
@@ -219,6 +220,13 @@ class Settings(BaseSettings):
     )
     default_max_retries: int = Field(
         3, ge=0, description="retries per operation unless submitted otherwise"
+    )
+    executor: ExecutorChoice = Field(
+        AUTO,
+        description="who runs table services' plans unless the submit or the table's policy "
+        "says (`executor`): `native` (tms's own Spark tasks), `hudi` (Apache Hudi's "
+        "table-service code in the same Spark job) or `auto` (native where it supports the "
+        "table, else hudi)",
     )
     compaction_delta_commits: int = Field(
         5, ge=0, description="delta commits that trigger a compaction (0 = off)"
@@ -462,6 +470,11 @@ class Settings(BaseSettings):
         if not re.match(r"^https?://[^/\s]+", value):
             raise ValueError("expected an http:// or https:// URL")
         return value
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _executor(cls, value: Any) -> ExecutorChoice:
+        return parse_executor(value)
 
     @field_validator("spark_master")
     @classmethod

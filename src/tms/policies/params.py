@@ -1,18 +1,21 @@
 """The table policy keys that become parameters of the table's operations: planning
-parameters of policy-made operations, lock settings and table-wide defaults of every
-operation."""
+parameters of policy-made operations, lock settings, table-wide defaults of every
+operation, and the executor of its operations that do not name one."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from tms.executors import ExecutorChoice, parse_executor
 from tms.store import Action
 
 __all__ = [
+    "EXECUTOR_KEY",
     "LOCK_PARAMS",
     "POLICY_PARAMS",
     "TABLE_WIDE_PARAMS",
+    "policy_executor",
     "policy_params",
     "table_wide_params",
 ]
@@ -45,6 +48,23 @@ LOCK_PARAMS: dict[str, str] = {
     "lock_expire_minutes": "hoodie.write.lock.filesystem.expire",
 }
 """The table policy keys that say how the table's writers lock it, for every operation."""
+
+
+EXECUTOR_KEY = "executor"
+"""The table policy key naming who runs the plans of the table's operations that do not
+name an executor themselves (`tms.executors`)."""
+
+
+def policy_executor(policy: Mapping[str, Any]) -> ExecutorChoice | None:
+    """The executor the table's policy chooses; None when it chooses none (the API refuses
+    any other value, so one that does not parse was never set through it)."""
+    value = policy.get(EXECUTOR_KEY)
+    if value is None:
+        return None
+    try:
+        return parse_executor(value)
+    except ValueError:
+        return None
 
 
 def table_wide_params(policy: Mapping[str, Any], action: str) -> dict[str, Any]:

@@ -89,6 +89,7 @@ from tms.store.errors import (
     TransitionRefused,
 )
 from tms.store.events import list_events, record_event
+from tms.store.executor_report import record_executor_report
 from tms.store.instances import (
     heartbeat_instance,
     list_instances,
@@ -286,6 +287,7 @@ __all__ = [
     "record_delivery",
     "record_engine",
     "record_event",
+    "record_executor_report",
     "record_first_heartbeat",
     "record_launch",
     "register_instance",

@@ -30,6 +30,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
+from tms.executors import AUTO, EXECUTORS
+
 __all__ = [
     "COMMIT_ORDER",
     "Action",
@@ -119,6 +121,8 @@ NAMING = {
 
 # Partial index predicates and server defaults are SQL text (`text()`): DDL, which the
 # migrations write as SQL and `tests/store/test_schema.py` compares with the database's.
+EXECUTOR_CHECK = "executor IN ({})".format(", ".join(f"'{name}'" for name in EXECUTORS))
+"""An operation's executor is one of `tms.executors`' choices: `ck_operation_executor`."""
 UNPLANNED = "instant IS NULL AND status IN ('SCHEDULED', 'RUNNING') AND NOT is_deleted"
 """Operations without a plan yet that wait or run: `ux_operation_unplanned`'s predicate."""
 
@@ -280,6 +284,7 @@ class Operation(Base):
             "AND current_attempt_id IS NOT NULL)",
             name="running_has_lease",
         ),
+        CheckConstraint(EXECUTOR_CHECK, name="executor"),
     )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
@@ -319,6 +324,13 @@ class Operation(Base):
     commit_seq: Mapped[int] = _commit_order()
     """Place in the store's commit order when created: its table's commits with a greater
     `seq` were stored after it (those are what the counters count after a trigger)."""
+    executor: Mapped[str] = mapped_column(server_default=AUTO)
+    """Who was asked to run its plans (`tms.executors`): the submit's choice, else its
+    table policy's, else the installation's."""
+    executed_by: Mapped[str | None]
+    """The executor its latest job reported having run (`native` or `hudi`)."""
+    native_declined: Mapped[str | None]
+    """Why the native executor declined the table, when `auto` handed it to Hudi's code."""
 
     table: Mapped[Tbl] = relationship(lazy="select")
 

@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from tms.executors import AUTO
 from tms.store.errors import NotFound, OperationConflict, TransitionRefused
 from tms.store.events import record_event
 from tms.store.models import UNPLANNED, Action, Operation, OperationStatus, Tbl
@@ -71,13 +72,15 @@ def submit_operation(
     retry_on_error: bool = True,
     max_retries: int = 3,
     cancellable: bool = True,
+    executor: str = AUTO,
     run_at: datetime | timedelta | None = None,
     reason: str = "submitted",
 ) -> Submitted:
     """Create a SCHEDULED operation, or return the one that already exists for this table,
     action and instant (without an instant: the pending one that will plan itself).
 
-    `queue` and `priority` default to the table's. Raises `NotFound` for an unknown table.
+    `queue` and `priority` default to the table's; `executor` is the choice as resolved by
+    the caller (`tms.application`). Raises `NotFound` for an unknown table.
     A removed operation with the same instant is returned as it is (`is_deleted` set).
     """
     table = session.execute(select(Tbl.queue, Tbl.priority).where(Tbl.id == tbl_id)).one_or_none()
@@ -97,6 +100,7 @@ def submit_operation(
         "retry_on_error": retry_on_error,
         "max_retries": max_retries,
         "cancellable": cancellable,
+        "executor": executor,
     }
     if run_at is not None:
         values["next_run_at"] = func.now() + run_at if isinstance(run_at, timedelta) else run_at
@@ -140,6 +144,7 @@ def resubmit_cancelled(session: Session, cancelled: Operation) -> Submitted:
         retry_on_error=cancelled.retry_on_error,
         max_retries=cancelled.max_retries,
         cancellable=cancelled.cancellable,
+        executor=cancelled.executor,
         reason=f"retry of cancelled operation {cancelled.id}",
     )
 

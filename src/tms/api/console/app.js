@@ -707,6 +707,8 @@
       ...fact("Table", h("a", { href: `#/tables/${op.table_id}` }, op.db_name ? `${op.db_name}.${op.table_name}` : `table ${op.table_id}`)),
       ...fact("Action / instant", `${op.action} / ${op.instant || "(planned by the job)"}`),
       ...fact("Engine / queue / priority", `${op.engine} / ${op.queue} / ${op.priority}`),
+      ...fact("Executor", h("span", { id: "executor" }, executorOf(op))),
+      ...(op.native_declined ? fact("Native declined", h("span", { id: "native-declined" }, op.native_declined)) : []),
       ...fact("Retries", `${op.run_times} run(s), at most ${op.max_retries} retries${op.retry_on_error ? "" : " (not on error)"}`),
       ...fact("Next run", fmtTime(op.next_run_at)),
       ...fact("Created / finished", `${fmtTime(op.created_at)} / ${fmtTime(op.finished_at)}`),
@@ -732,6 +734,12 @@
       h("h2", {}, "History"),
       table(["At", "Status", "Reason"], events, { id: "events" }),
     ];
+  }
+
+  /** Who ran the plans, and what was asked when that differs ("hudi (asked: auto)"). */
+  function executorOf(op) {
+    if (!op.executed_by) return `${op.executor} (no job has reported yet)`;
+    return op.executed_by === op.executor ? op.executed_by : `${op.executed_by} (asked: ${op.executor})`;
   }
 
   function progressOf(attempt) {

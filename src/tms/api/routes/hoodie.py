@@ -116,6 +116,7 @@ def _submit(
         action=action,
         instants=(body.instant,),
         engine=body.execution_engine,
+        executor=body.executor,
         owner=body.owner,
         queue=body.queue,
         priority=body.priority,

@@ -27,6 +27,7 @@ from tms.api.schemas import (
     TableLockOut,
 )
 from tms.api.schemas.jobs import MAX_ERROR_CHARS
+from tms.executors import parse_executor
 from tms.hudi.locks import advisory_key
 from tms.policies.triggers import table_wide_params
 from tms.store import (
@@ -46,6 +47,7 @@ from tms.store import (
     finish_attempt,
     holds_lease,
     lock_attempt_operation,
+    record_executor_report,
     record_first_heartbeat,
     record_launch,
     set_operation_instant,
@@ -110,6 +112,7 @@ def spec(attempt: JobAttemptDep, session: SessionDep, settings: SettingsDep) -> 
         heartbeat_interval_seconds=settings.heartbeat_interval_seconds,
         cancel_requested=operation.cancel_requested,
         storage_options=dict(table.storage_options or {}),
+        executor=parse_executor(operation.executor),
     )
 
 
@@ -209,6 +212,7 @@ def report_result(
 
     error = _scrub(body.error[:MAX_ERROR_CHARS]) if body.error else None
     figures = _scrub(body.figures)
+    record_executor_report(session, operation.id, figures)
     if body.spark_app_id:
         record_launch(session, attempt, spark_app_id=_scrub(body.spark_app_id))
     finished = finish_attempt(

@@ -22,6 +22,7 @@ from pydantic import (
     StrictInt,
 )
 
+from tms.executors import ExecutorChoice, parse_executor
 from tms.http.fields import (
     BasePath,
     Identifier,
@@ -41,6 +42,7 @@ __all__ = [
     "BasePath",
     "Count",
     "Engine",
+    "Executor",
     "ExtraParams",
     "Identifier",
     "Instant",
@@ -184,6 +186,15 @@ Engine = Annotated[
 ]
 """Execution engines (case-insensitive; the document lists them in lower case): `spark`,
 `spark-submit`, `spark-worker`."""
+Executor = Annotated[
+    ExecutorChoice,
+    BeforeValidator(parse_executor),
+    Field(
+        description="who runs the plans: native (tms's own Spark tasks), hudi (Apache Hudi's "
+        "table-service code) or auto (native where it supports the table, else hudi)",
+    ),
+]
+"""Executor choices (`tms.executors`, case-insensitive): `auto`, `native`, `hudi`."""
 Priority = Annotated[StrictInt, Field(ge=-1_000_000, le=1_000_000)]
 Count = Annotated[StrictInt, Field(ge=0, le=1_000_000)]
 """Numbers of request bodies are strict: `true` is not 1 (nor `"5"` 5); a float field takes

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from tms.api.schemas.common import Instant, Text, check_json_text, check_text
+from tms.executors import ExecutorChoice
 from tms.http.fields import strip_text
 from tms.store import Action, AttemptOutcome, OperationStatus
 
@@ -44,6 +45,10 @@ class SpecOut(BaseModel):
     cancel_requested: bool
     storage_options: dict[str, Any] = Field(
         description="the table's storage options, secrets included: only its job sees them"
+    )
+    executor: ExecutorChoice = Field(
+        description="who runs the plans, as the operation asks (auto: the job decides once it "
+        "has read the table)"
     )
 
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from tms.api.schemas.alerts import AlertBrief
 from tms.api.schemas.common import (
     Engine,
+    Executor,
     ExtraParams,
     Identifier,
     Instant,
@@ -19,6 +20,7 @@ from tms.api.schemas.common import (
     Priority,
     Resource,
 )
+from tms.executors import ExecutorChoice
 from tms.store import (
     Action,
     Attempt,
@@ -81,6 +83,11 @@ class SubmitIn(Lenient):
         description="spark (a resident worker when one serves the queue, else spark-submit), "
         "spark-submit or spark-worker",
     )
+    executor: Executor | None = Field(
+        None,
+        description="who runs the plans: native, hudi or auto; default: the table policy's "
+        "`executor`, else the instance's `TMS_EXECUTOR`",
+    )
     extra_params: ExtraParams = Field(
         default_factory=dict, description="Spark settings; values are stored as strings"
     )
@@ -130,6 +137,17 @@ class OperationOut(BaseModel):
         "traceback is in the attempt's log)"
     )
     result: dict[str, Any] | None
+    executor: ExecutorChoice = Field(
+        description="who was asked to run its plans: the submit's choice, else the table "
+        "policy's, else the instance's (auto, native or hudi)"
+    )
+    executed_by: Literal["native", "hudi"] | None = Field(
+        description="the executor its latest job reported having run; null before one did"
+    )
+    native_declined: str | None = Field(
+        description="why the native executor declined the table, when auto handed it to "
+        "Apache Hudi's code"
+    )
 
     @classmethod
     def build(cls, operation: Operation, table: Tbl | None, **extra: Any) -> Any:

@@ -22,6 +22,7 @@ from tms.api.schemas.common import (
     BasePath,
     Count,
     Engine,
+    Executor,
     Identifier,
     Label,
     Priority,
@@ -88,6 +89,9 @@ class PolicyIn(Strict):
     lock_expire_minutes: Annotated[StrictInt, Field(ge=0, le=100_000)] | None = None
     execution_engine: Engine | None = None
     """The engine of the table's operations that leave it to choose (`spark`)."""
+    executor: Executor | None = None
+    """Who runs the plans of the table's operations that do not name an executor (and of
+    those its triggers make); unset: the instance's `TMS_EXECUTOR`."""
     notification_timeout_seconds: Annotated[StrictFloat, Field(ge=0, le=10_000_000)] | None = None
     """After this long without a notification the service pulls the table (0 = never)."""
     max_runs_per_hour: Annotated[StrictInt, Field(ge=0, le=100_000)] | None = None
