@@ -52,13 +52,6 @@ FEATURES = [
         "bloom_filters",
     ),
     Feature(
-        "bloom_filters_v6",
-        6,
-        "MERGE_ON_READ",
-        {"hoodie.metadata.index.bloom.filter.enable": "true"},
-        "bloom_filters",
-    ),
-    Feature(
         "partial_update_payload_v6",
         6,
         "MERGE_ON_READ",

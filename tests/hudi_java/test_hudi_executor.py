@@ -2,12 +2,15 @@
 spark-submit job (the command line the service's engine builds, Hudi's bundle on it) fetches
 its spec from a stub of the job API, plans or runs with the executor the spec names, beats and
 reports. Plans cross over: a plan tms's planner wrote is run by Hudi's code, a plan Hudi's
-procedure scheduled is run by tms's own executor, on table versions 6 and 9. Hudi's reader and
-hudi-rs read the rows the model expects after each."""
+procedure scheduled is run by tms's own executor, on table versions 6 and 9. And the executors
+agree: the same compaction and clustering plan, run by each on a copy of the table, leaves
+the same rows through Hudi's reader and hudi-rs, the same file groups, and metadata tables that
+agree with their listings as Hudi's classes see them (`tests.hudi_java.metadata_check`)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests import oracle
 from tests.hudi_java.support import HUDI_1_2, HudiSpark, fetch, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import (
     COLUMNS,
@@ -29,6 +33,8 @@ from tms.engines.spark_submit import SubmitOptions, build_argv, build_env, spark
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.jobs.runner import EXIT_OK
+from tms.services.clustering.execute import execute_clustering
+from tms.services.clustering.plan import schedule_clustering
 from tms.services.compaction.execute import execute_compaction
 from tms.services.compaction.plan import schedule_compaction
 from tms.spark_runtime import ensure_java
@@ -85,8 +91,38 @@ def schedule_with_hudi(spark: Any, path: str) -> list[str]:
     return [row.timestamp for row in rows]
 
 
+def in_child(hudi: HudiSpark, path: Path, spec: dict[str, Any]) -> dict[str, Any]:
+    """One attempt inside Hudi's Spark (`tests.hudi_java.hudi_jobs`); its result."""
+    fields = {k: v for k, v in spec.items() if k not in ("base_path", "action")}
+    outcome = hudi.run("tests.hudi_java.hudi_jobs:run_attempt", str(path), spec["action"], fields)
+    assert outcome["code"] == EXIT_OK and outcome["result"] is not None, outcome
+    result: dict[str, Any] = outcome["result"]
+    return result
+
+
+def slices(path: Path) -> list[tuple[str, str, str, int]]:
+    """Latest file slices as hudi-rs sees them: partition, file group, base instant, logs."""
+    return [
+        (s["partition"], s["file_id"], s["base_instant"], len(s["log_files"]))
+        for s in oracle.file_slices(str(path))
+    ]
+
+
+def metadata_agrees(hudi: HudiSpark, path: Path) -> None:
+    report = hudi.run("tests.hudi_java.metadata_check:compare", str(path))
+    assert report["problems"] == [], report
+
+
+def agree(hudi: HudiSpark, by_hudi: Path, by_native: Path) -> None:
+    """Two copies of a table, one serviced by each executor, read alike: the same rows
+    through Hudi's reader and hudi-rs, and metadata tables that agree with their listings."""
+    assert reads(hudi, by_hudi) == reads(hudi, by_native)
+    metadata_agrees(hudi, by_hudi)
+    metadata_agrees(hudi, by_native)
+
+
 @pytest.mark.parametrize("table_version", [6, 9])
-def test_plans_cross_over_between_tms_and_hudi_executors(
+def test_plans_cross_over_and_both_executors_agree(
     spark: Any,
     hudi_spark: Callable[..., HudiSpark],
     tmp_path: Path,
@@ -96,26 +132,43 @@ def test_plans_cross_over_between_tms_and_hudi_executors(
     path = tmp_path / f"mor_v{table_version}"
     write_table(hudi, path, table_version)
     model = sorted(expected_rows(late_update_wins=False))
+    twin = tmp_path / f"twin_v{table_version}"
 
-    # tms plans, Hudi's code runs the plan in a tms job
+    # tms plans; Hudi's code runs the plan in a tms job, tms's executor on a copy
     planned = schedule_compaction(HudiTable.open(str(path)))
     assert planned is not None
+    shutil.copytree(path, twin)
     spec = spec_json(action="compaction", instant=planned, base_path=str(path), executor="hudi")
-    result = job(spec, tmp_path / "native-plan.log")
+    if table_version == 9:  # a spark-submit job, as the service launches it
+        result = job(spec, tmp_path / "native-plan.log")
+    else:
+        result = in_child(hudi, path, spec)
     assert result["outcome"] == "SUCCEEDED", result
     figures = result["figures"]
     assert figures["executor"] == "hudi" and "native_declined" not in figures
     assert figures["files_written"] == figures["file_groups"] > 0
+    native = execute_compaction(spark, HudiTable.open(str(twin)), planned)
+    assert (native.file_groups, native.records_written) == (
+        figures["file_groups"],
+        figures["records_written"],
+    )
     table = HudiTable.open(str(path))
-    timeline = table.timeline()
-    completed = timeline.get(planned)
+    completed = table.timeline().get(planned)
     assert completed is not None and completed.is_completed
     assert table.config.table_version == table_version  # never upgraded
+    actions = {i.action for i in table.timeline().instants}
+    assert actions <= {Action.DELTA_COMMIT, Action.COMMIT}  # no clean, no archival
     assert reads(hudi, path) == (model, model)
+    assert [s[:3] for s in slices(path)] == [s[:3] for s in slices(twin)]  # same file groups
+    agree(hudi, path, twin)
 
     # Hudi plans, tms's own executor runs the plan
-    options = {**keyed_table(path.name), **HUDI_1_2.write_options(table_version)}
-    upsert = [("k1", 40, "p1", 11.5), ("k5", 40, "p1", 55.0)]
+    options = {
+        **keyed_table(path.name),
+        **HUDI_1_2.write_options(table_version),
+        "hoodie.parquet.small.file.limit": "0",  # new keys in new file groups: to cluster
+    }
+    upsert = [("k1", 40, "p1", 11.5), ("k5", 40, "p1", 55.0), ("k20", 40, "p0", 20.0)]
     hudi.write(path, upsert, SCHEMA, {**options, "hoodie.datasource.write.operation": "upsert"})
     rows = {row[0]: row for row in model} | {row[0]: row for row in upsert}
     scheduled = hudi.run("tests.hudi_java.test_hudi_executor:schedule_with_hudi", str(path))
@@ -125,36 +178,31 @@ def test_plans_cross_over_between_tms_and_hudi_executors(
     assert HudiTable.open(str(path)).timeline().get(scheduled[0]).is_completed  # type: ignore[union-attr]
     assert reads(hudi, path) == (sorted(rows.values()),) * 2
 
-
-def test_auto_hands_a_table_native_refuses_to_hudi_and_says_why(
-    hudi_spark: Callable[..., HudiSpark], tmp_path: Path
-) -> None:
-    """A partial-update payload: native declines before planning, Hudi's code plans and runs
-    the compaction, and the result names the executor and the reason."""
-    hudi = hudi_spark(HUDI_1_2)
-    path = tmp_path / "partial_v6"
-    options = {
-        **keyed_table(path.name),
-        **HUDI_1_2.write_options(6),
-        "hoodie.datasource.write.payload.class": (
-            "org.apache.hudi.common.model.PartialUpdateAvroPayload"
-        ),
-    }
-    first = [(f"k{i}", 10, f"p{i % 2}", float(i)) for i in range(6)]
-    update = [("k1", 20, "p1", None), ("k2", 20, "p0", 22.0)]
-    hudi.write(path, first, SCHEMA, {**options, "hoodie.datasource.write.operation": "insert"})
-    hudi.write(path, update, SCHEMA, {**options, "hoodie.datasource.write.operation": "upsert"})
-    before = hudi.read(path, COLUMNS)  # hudi-rs does not merge partial updates: Hudi's reader
-    assert ("k1", 20, "p1", 1.0) in before  # the partial update kept k1's val
-
-    spec = spec_json(action="compaction", base_path=str(path), executor="auto")
-    result = job(spec, tmp_path / "auto.log")
-    assert result["outcome"] == "SUCCEEDED", result
-    figures = result["figures"]
-    assert figures["executor"] == "hudi"
-    assert "payload" in figures["native_declined"]
-    timeline = HudiTable.open(str(path)).timeline()
-    compactions = [i for i in timeline.instants if i.action is Action.COMMIT]
-    assert [i.requested_time for i in compactions] == [figures["instant"]]
-    assert compactions[0].is_completed
-    assert reads(hudi, path) == (before, before)  # base files only now: hudi-rs reads them
+    # clustering: the same tms plan on two copies (a clustering plan names its files by
+    # full path: each copy is planned at the same instant), each run by one executor
+    clustered_twin = tmp_path / f"clustered_v{table_version}"
+    shutil.copytree(path, clustered_twin)
+    clustering = schedule_clustering(HudiTable.open(str(path)), small_file_limit=1 << 30)
+    assert clustering is not None
+    twin_plan = schedule_clustering(
+        HudiTable.open(str(clustered_twin)), small_file_limit=1 << 30, instant_time=clustering
+    )
+    assert twin_plan == clustering
+    spec = spec_json(action="clustering", instant=clustering, executor="hudi")
+    by_hudi = in_child(hudi, path, {**spec, "base_path": str(path)})
+    assert by_hudi["outcome"] == "SUCCEEDED", by_hudi
+    by_native = execute_clustering(spark, HudiTable.open(str(clustered_twin)), clustering)
+    assert by_hudi["figures"]["file_groups"] == by_native.file_groups > 0
+    assert reads(hudi, path) == (sorted(rows.values()),) * 2
+    replaced = [
+        HudiTable.open(str(p))
+        .timeline()
+        .commit_metadata(
+            HudiTable.open(str(p)).timeline().get(clustering)  # type: ignore[arg-type]
+        )
+        for p in (path, clustered_twin)
+    ]
+    assert replaced[0].replaced_file_ids() == replaced[1].replaced_file_ids()  # type: ignore[attr-defined]
+    groups = [sorted({(s[0], s[2]) for s in slices(p)}) for p in (path, clustered_twin)]
+    assert len(slices(path)) == len(slices(clustered_twin)) and groups[0] == groups[1]
+    agree(hudi, path, clustered_twin)

@@ -37,11 +37,11 @@ def session_options(table: HudiTable, *, compact_metadata: bool = False) -> dict
         "hoodie.write.auto.upgrade": "false",
         "hoodie.clean.automatic": "false",
         "hoodie.archive.automatic": "false",
-        "hoodie.embed.timeline.server": "false",
         "hoodie.write.markers.type": "DIRECT",
         "hoodie.metadata.enable": "true" if built else "false",
-        # Hudi 1.1+'s streaming writes of the metadata table fail on tables Hudi 1.1 wrote
-        # ("Failed to retrieve files in partition"); the writes after the commit do not
+        # Hudi 1.2's streaming writes of the metadata table fail on tables Hudi 1.1 wrote
+        # ("Failed to retrieve files in partition"), as do its writes after the commit when
+        # its embedded timeline server is off: that server stays on (Hudi's default)
         "hoodie.metadata.streaming.write.enabled": "false",
     }
     for partition, keys in _PARTITION_SWITCHES.items():
