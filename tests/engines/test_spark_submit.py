@@ -26,6 +26,7 @@ from tms.engines.spark_submit import (
     spark_home,
     split_extra_params,
 )
+from tms.spark_runtime.hudi_bundle import hudi_spark_conf
 from tms.spark_runtime.package import package_zip
 
 TOKEN = "s3cret-token"
@@ -281,3 +282,23 @@ def test_tail_log(tmp_path: Path) -> None:
     assert tail_log(log, lines=3) == "line 997\nline 998\nline 999"
     assert tail_log(log, lines=1000, max_bytes=30).splitlines()[0] == "line 997"
     assert tail_log(tmp_path / "missing.log") == "" and tail_log(None) == ""
+
+
+def test_hudis_bundle_and_its_configs_go_on_every_job(
+    tmp_path: Path,
+) -> None:
+    """The `hudi` executor runs in the job's Spark: its bundle must be there from launch."""
+    hudi = SubmitOptions(
+        "/spark/bin/spark-submit",
+        "local[*]",
+        "/tms/jobs/entry.py",
+        hudi_conf=hudi_spark_conf(["/cache/hudi-spark3.5-bundle_2.12-1.2.0.jar"]),
+    )
+    launch = spec(tmp_path, extra_params={"spark.executor.memory": "2g"})
+    confs = pairs(build_argv(launch, hudi), "--conf")
+    assert "spark.jars=/cache/hudi-spark3.5-bundle_2.12-1.2.0.jar" in confs
+    assert "spark.sql.extensions=org.apache.spark.sql.hudi.HoodieSparkSessionExtension" in confs
+    assert "spark.serializer=org.apache.spark.serializer.KryoSerializer" in confs
+    assert "spark.executor.memory=2g" in confs
+    without = pairs(build_argv(launch, options("local")), "--conf")
+    assert not any(c.startswith("spark.jars") for c in without)

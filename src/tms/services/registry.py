@@ -87,19 +87,22 @@ class TableService:
         if choice == NATIVE:
             self.ensure_supported(table)
             return ExecutorDecision(NATIVE)
-        has_hudi = HUDI in self.executors and self.hudi_planner is not None
+        hudi = self.executors.get(HUDI) if self.hudi_planner is not None else None
+        hudi_refusals = [f"{self.action} has no hudi executor"] if hudi is None else []
+        if isinstance(hudi, HudiExecutor):
+            hudi_refusals = hudi.refusals(table)
+        where = f"cannot run {self.action} on {table.storage.base_path}"
         if choice == HUDI:
-            if not has_hudi:
-                raise UnsupportedTableError(f"{self.action} has no hudi executor: use native")
+            if hudi_refusals:
+                raise UnsupportedTableError(f"{where} with Hudi's code: {'; '.join(hudi_refusals)}")
             return ExecutorDecision(HUDI)
         reasons = self.native_refusals(table)
         if not reasons:
             return ExecutorDecision(NATIVE)
-        if has_hudi:
+        if not hudi_refusals:
             return ExecutorDecision(HUDI, "; ".join(reasons))
-        raise UnsupportedTableError(
-            f"cannot run {self.action} on {table.storage.base_path}: " + "; ".join(reasons)
-        )
+        declined, hudi_declined = "; ".join(reasons), "; ".join(hudi_refusals)
+        raise UnsupportedTableError(f"{where}: {declined} (Hudi's code: {hudi_declined})")
 
     def schedule(
         self,

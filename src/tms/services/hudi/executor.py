@@ -14,6 +14,7 @@ from typing import Any
 
 from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION
 from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
+from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import POSTGRES_PROVIDER
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
@@ -26,6 +27,7 @@ from tms.services.hudi.procedures import (
     catalog_table,
     ensure_hudi,
     hadoop_path,
+    location_refusals,
     session,
 )
 
@@ -52,6 +54,9 @@ def _running(
     """A run of Hudi's code on `table`, under tms's hold of a `postgres` lock (Hudi locks
     in-process inside it), after checking the job's Spark carries Hudi."""
     ensure_hudi(spark)
+    refused = location_refusals(table.storage.base_path)
+    if refused:
+        raise UnsupportedTableError("; ".join(refused))
     configs = {**session_options(table), **(extra or {})}
     options = procedure_options(lock_options(table, table.lock))
     held = table.lock.hold(table.storage) if table.lock.provider == POSTGRES_PROVIDER else None
@@ -121,6 +126,10 @@ class HudiExecutor:
     """A `PlanExecutor` that runs the pending plan of `action` with Hudi's procedure."""
 
     action: str
+
+    def refusals(self, table: HudiTable) -> list[str]:
+        """Why Hudi's code cannot serve `table` from a tms job; empty when it can."""
+        return location_refusals(table.storage.base_path)
 
     def execute(
         self,

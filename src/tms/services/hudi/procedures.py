@@ -14,12 +14,21 @@ from typing import Any
 
 from tms.hudi.errors import UnsupportedTableError
 
-__all__ = ["HUDI_EXTENSION", "call", "catalog_table", "hadoop_path", "has_hudi", "session"]
+__all__ = [
+    "HUDI_EXTENSION",
+    "call",
+    "catalog_table",
+    "hadoop_path",
+    "has_hudi",
+    "location_refusals",
+    "session",
+]
 
 HUDI_EXTENSION = "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
 """The session extension that parses `CALL`: on the session when Hudi's bundle is."""
 
 _SCHEMES = {"s3": "s3a", "gs": "gs", "file": "file"}
+_LOCAL_SCHEMES = ("", "file")
 _ARGUMENT = re.compile(r"^[a-z_]+$")
 
 
@@ -45,6 +54,18 @@ def hadoop_path(base_path: str) -> str:
     if not sep:
         return base_path
     return f"{_SCHEMES.get(scheme, scheme)}://{rest}"
+
+
+def location_refusals(base_path: str) -> list[str]:
+    """Why Hudi's code cannot reach the table from the job: it reads through Hadoop's file
+    systems, and the job gives them no object store's jars or credentials."""
+    scheme, sep, _ = base_path.partition("://")
+    if sep and scheme not in _LOCAL_SCHEMES:
+        return [
+            f"Hudi's code reads {scheme}:// tables through Hadoop's file systems, whose jars "
+            "and credentials the job does not give it; tms's own executor serves them"
+        ]
+    return []
 
 
 @contextmanager

@@ -1,0 +1,138 @@
+"""Which executor runs an operation's plan (`TableService.decide`), and the configs Hudi's
+code runs with (`tms.services.hudi.options`): decided from the table before anything is
+written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tms.hudi.actions import INDEXING, METADATA_COMPACTION
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.locks import POSTGRES_PROVIDER, LockSpec
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.table import HudiTable
+from tms.services.hudi.options import (
+    IN_PROCESS_PROVIDER,
+    lock_options,
+    procedure_options,
+    session_options,
+)
+from tms.services.hudi.procedures import hadoop_path, location_refusals
+from tms.services.registry import table_service
+from tms.spark_runtime.hudi_bundle import bundle_in_cache, hudi_jars, hudi_spark_conf
+
+CUSTOM_PAYLOAD = {"hoodie.compaction.payload.class": "com.example.MyPayload"}
+
+
+def table(tmp_path: Path, version: int = 9, **properties: str) -> HudiTable:
+    return create_table(
+        str(tmp_path / "t"),
+        "t",
+        record_key_fields=["id"],
+        ordering_field="ts",
+        partition_fields=["part"],
+        table_version=version,
+        extra_properties=dict(properties),
+    )
+
+
+def test_auto_runs_native_where_it_supports_the_table(tmp_path: Path) -> None:
+    decision = table_service("compaction").decide(table(tmp_path), "auto")
+    assert (decision.executor, decision.native_declined) == ("native", None)
+    assert decision.figures() == {"executor": "native"}
+
+
+def test_auto_hands_a_table_native_declines_to_hudi_with_the_reason(tmp_path: Path) -> None:
+    refused = table(tmp_path, 6, **CUSTOM_PAYLOAD)
+    for action in ("compaction", "clustering", "clean"):
+        decision = table_service(action).decide(refused, "AUTO")
+        assert decision.executor == "hudi"
+        assert decision.native_declined is not None and "MyPayload" in decision.native_declined
+        assert decision.figures()["native_declined"] == decision.native_declined
+
+
+def test_native_asked_for_refuses_the_table_it_would_damage(tmp_path: Path) -> None:
+    with pytest.raises(UnsupportedTableError, match="MyPayload"):
+        table_service("compaction").decide(table(tmp_path, 6, **CUSTOM_PAYLOAD), "native")
+
+
+def test_hudi_asked_for_runs_hudi_even_where_native_would(tmp_path: Path) -> None:
+    assert table_service("clustering").decide(table(tmp_path), "hudi").executor == "hudi"
+
+
+def test_services_without_a_hudi_executor_refuse_hudi_and_keep_native_for_auto(
+    tmp_path: Path,
+) -> None:
+    supported = table(tmp_path)
+    for action in (INDEXING, METADATA_COMPACTION):
+        with pytest.raises(UnsupportedTableError, match="has no hudi executor"):
+            table_service(action).decide(supported, "hudi")
+        assert table_service(action).decide(supported, "auto").executor == "native"
+
+
+def test_an_unknown_choice_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="auto, native, hudi"):
+        table_service("clean").decide(table(tmp_path), "spark")
+
+
+def test_hudi_code_reaches_local_tables_only() -> None:
+    assert location_refusals("/data/t") == [] and location_refusals("file:///data/t") == []
+    (reason,) = location_refusals("s3://bucket/t")
+    assert "s3://" in reason and "Hadoop" in reason
+    assert hadoop_path("s3://bucket/t") == "s3a://bucket/t"
+    assert hadoop_path("/data/t") == "/data/t"
+
+
+def test_hudi_runs_with_the_tables_version_and_only_its_metadata_partitions(
+    tmp_path: Path,
+) -> None:
+    built = {"hoodie.table.metadata.partitions": "files,column_stats"}
+    options = session_options(table(tmp_path, 6, **built))
+    assert options["hoodie.write.table.version"] == "6"
+    assert options["hoodie.write.auto.upgrade"] == "false"
+    assert options["hoodie.clean.automatic"] == options["hoodie.archive.automatic"] == "false"
+    assert options["hoodie.metadata.enable"] == "true"
+    assert options["hoodie.metadata.index.column.stats.enable"] == "true"
+    assert options["hoodie.metadata.index.partition.stats.enable"] == "false"
+    assert options["hoodie.metadata.index.bloom.filter.enable"] == "false"
+    assert options["hoodie.metadata.record.index.enable"] == "false"
+    assert options["hoodie.metadata.compact.max.delta.commits"] == str(2**31 - 1)
+
+
+def test_a_table_without_a_metadata_table_gets_none(tmp_path: Path) -> None:
+    assert session_options(table(tmp_path))["hoodie.metadata.enable"] == "false"
+
+
+def test_the_writers_lock_goes_to_hudi(tmp_path: Path) -> None:
+    t = table(tmp_path)
+    options = lock_options(t, LockSpec.of(expire_minutes=5))
+    assert options["hoodie.write.lock.filesystem.path"] == f"{t.storage.base_path}/.hoodie"
+    assert options["hoodie.write.lock.filesystem.expire"] == "5"
+    assert options["hoodie.write.concurrency.mode"] == "optimistic_concurrency_control"
+    postgres = lock_options(t, LockSpec.of(POSTGRES_PROVIDER))
+    assert postgres == {"hoodie.write.lock.provider": IN_PROCESS_PROVIDER}
+
+
+def test_procedure_options_refuse_what_hudi_would_split_wrongly() -> None:
+    assert procedure_options({"a": "1", "b": "x/y"}) == "a=1,b=x/y"
+    for bad in ("a,b", "a=b", "it's"):
+        with pytest.raises(UnsupportedTableError, match="cannot be passed"):
+            procedure_options({"k": bad})
+
+
+def test_the_bundle_is_the_configured_jars_else_the_cached_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TMS_MAVEN_CACHE", str(tmp_path))
+    assert hudi_jars() == [] and hudi_spark_conf([]) == {}
+    jar = bundle_in_cache()
+    jar.parent.mkdir(parents=True)
+    jar.write_bytes(b"PK")
+    assert hudi_jars() == [str(jar)]
+    assert hudi_jars(" /a.jar, /b.jar ") == ["/a.jar", "/b.jar"]
+    conf = hudi_spark_conf(["/a.jar"])
+    assert conf["spark.jars"] == "/a.jar"
+    assert conf["spark.sql.extensions"] == "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
+    assert conf["spark.serializer"] == "org.apache.spark.serializer.KryoSerializer"
