@@ -58,8 +58,9 @@ OPERATIONS_BY_STATUS = Gauge(
 )
 ATTEMPTS = Counter(
     "tms_attempts_total",
-    "Finished attempts, by action and outcome (SUCCEEDED|FAILED|LOST|CANCELLED).",
-    ["action", "outcome"],
+    "Finished attempts, by action, outcome (SUCCEEDED|FAILED|LOST|CANCELLED) and the executor "
+    "that ran (native|hudi; none when its job reported none).",
+    ["action", "outcome", "executor"],
     registry=REGISTRY,
 )
 OPERATION_DURATION = Histogram(
@@ -71,8 +72,8 @@ OPERATION_DURATION = Histogram(
 )
 ATTEMPT_DURATION = Histogram(
     "tms_attempt_duration_seconds",
-    "Duration of an attempt from launch to its end, by action and outcome.",
-    ["action", "outcome"],
+    "Duration of an attempt from launch to its end, by action, outcome and executor.",
+    ["action", "outcome", "executor"],
     buckets=_JOB_BUCKETS,
     registry=REGISTRY,
 )

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from tms import metrics
+from tms.executors import HUDI, NATIVE
 from tms.store import Operation, OperationStatus, Worker
 
 __all__ = [
@@ -51,13 +52,19 @@ def operation_moved(operation: Operation) -> None:
 
 
 def attempt_ended(
-    action: str, outcome: str, started: datetime | None, ended: datetime | None
+    action: str,
+    outcome: str,
+    started: datetime | None,
+    ended: datetime | None,
+    executor: str | None = None,
 ) -> None:
-    """Count an attempt's outcome and time it from launch to end."""
-    metrics.ATTEMPTS.labels(action, outcome).inc()
+    """Count an attempt's outcome and time it from launch to end, by the executor its job
+    reported having run (`none` when it reported none: lost, or refused before choosing)."""
+    ran = executor if executor in (NATIVE, HUDI) else "none"
+    metrics.ATTEMPTS.labels(action, outcome, ran).inc()
     took = seconds_between(started, ended)
     if took is not None:
-        metrics.ATTEMPT_DURATION.labels(action, outcome).observe(took)
+        metrics.ATTEMPT_DURATION.labels(action, outcome, ran).observe(took)
 
 
 def first_heartbeat(engine: str | None, claimed: datetime | None, now: datetime | None) -> None:

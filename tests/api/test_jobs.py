@@ -32,6 +32,9 @@ def _url(c: Claim, what: str) -> str:
     return f"/v1/jobs/attempts/{c.attempt.id}/{what}"
 
 
+SUCCEEDED_NATIVE = {"action": "compaction", "outcome": "SUCCEEDED", "executor": "native"}
+
+
 def _sample(name: str, labels: dict[str, str]) -> float:
     return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
 
@@ -65,12 +68,12 @@ def test_happy_path_spec_heartbeat_instant_result(client: TestClient, session: S
     at = instant()
     planned = client.post(_url(c, "instant"), json={"instant": at}, headers=auth)
     assert planned.status_code == 200 and planned.json()["instant"] == at
-    before = _sample("tms_attempts_total", {"action": "compaction", "outcome": "SUCCEEDED"})
+    before = _sample("tms_attempts_total", SUCCEEDED_NATIVE)
     result = {
         "outcome": "SUCCEEDED",
         "error": None,
         "retryable": False,
-        "figures": {"files": 3, "bytes": 1024},
+        "figures": {"files": 3, "bytes": 1024, "executor": "native"},
         "spark_app_id": "local-1700000000000",
     }
     done = client.post(_url(c, "result"), json=result, headers=auth)
@@ -78,7 +81,7 @@ def test_happy_path_spec_heartbeat_instant_result(client: TestClient, session: S
     assert (done.json()["operation_status"], done.json()["duplicate"]) == ("COMPLETED", False)
     again = client.post(_url(c, "result"), json=result, headers=auth)
     assert (again.status_code, again.json()["duplicate"]) == (200, True)
-    after = _sample("tms_attempts_total", {"action": "compaction", "outcome": "SUCCEEDED"})
+    after = _sample("tms_attempts_total", SUCCEEDED_NATIVE)
     assert after == before + 1  # the repeat is not counted
     op = client.get(f"/v1/operations/{c.operation.id}").json()
     assert (op["status"], op["instant"], op["result"]) == ("COMPLETED", at, result["figures"])

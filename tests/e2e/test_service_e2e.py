@@ -161,6 +161,40 @@ def test_callbacks_trigger_a_compaction_that_a_spark_job_runs(
         assert worker["alive"] and worker["attempts_run"] == 1
 
 
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_a_submit_for_hudis_executor_is_run_by_hudis_code(
+    services: Services, tmp_path: Path, engine: str
+) -> None:
+    """`executor: hudi`: Apache Hudi's own compaction runs in the service's job (spark-submit
+    with Hudi's bundle, or the resident worker's session that carries it) and the operation
+    says so; the table reads the same, its log files compacted."""
+    service = services.start("a", **ENGINES[engine])
+    writer = new_table(tmp_path, "trips", max_file_rows=10)
+    writer.insert(trips(range(40), ts=1))
+    writer.upsert(trips(range(0, 40, 3), ts=2))
+    base = writer.table.base_path
+    before, to_compact = rows(base), slices_with_logs(base)
+    assert before and to_compact
+    service.post(
+        "/v1/hoodie/service/register",
+        {"db_name": "lake", "table_name": "trips", "base_path": base},
+    )
+    submitted = service.post(
+        "/v1/hoodie/service/compact/submit",
+        {"db_name": "lake", "table_name": "trips", "executor": "hudi"},
+    )
+    operation = service.wait_terminal(submitted["id"], timeout=240)
+    assert operation["status"] == "COMPLETED", operation["last_error"]
+    assert (operation["executor"], operation["executed_by"]) == ("hudi", "hudi")
+    assert operation["native_declined"] is None
+    [attempt] = service.attempts(submitted["id"])
+    assert attempt["figures"]["executor"] == "hudi"
+    assert attempt["figures"]["file_groups"] == len(to_compact)
+    assert (operation["instant"], "commit") in oracle.completed_instants(base)
+    assert rows(base) == before
+    assert slices_with_logs(base) == []
+
+
 def test_a_table_whose_writer_never_notifies_is_compacted_through_the_pull(
     services: Services, tmp_path: Path
 ) -> None:
@@ -380,7 +414,7 @@ def test_two_instances_run_each_operation_exactly_once(
             requests = figures["storage_requests"]
             assert (requests["PUT"], requests["DELETE"]) == (1, 1), figures
             del figures["storage_requests"]
-            assert figures == {"nothing_to_do": True}, figures
+            assert figures == {"nothing_to_do": True, "executor": "native"}, figures
     print(f"attempts per instance: {ran_on}")
     with engine.connect() as connection:
         instances = set(connection.execute(select(Instance.id)).scalars())
