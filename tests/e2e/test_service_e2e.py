@@ -161,14 +161,14 @@ def test_callbacks_trigger_a_compaction_that_a_spark_job_runs(
         assert worker["alive"] and worker["attempts_run"] == 1
 
 
-@pytest.mark.parametrize("engine", list(ENGINES))
 def test_a_submit_for_hudis_executor_is_run_by_hudis_code(
-    services: Services, tmp_path: Path, engine: str
+    services: Services, tmp_path: Path
 ) -> None:
-    """`executor: hudi`: Apache Hudi's own compaction runs in the service's job (spark-submit
-    with Hudi's bundle, or the resident worker's session that carries it) and the operation
-    says so; the table reads the same, its log files compacted."""
-    service = services.start("a", **ENGINES[engine])
+    """`executor: hudi`: Apache Hudi's own compaction runs in the service's resident worker,
+    whose session carries Hudi's bundle (a spark-submit job with it is
+    `tests/hudi_java/test_hudi_executor.py`'s), and the operation says so; the table reads
+    the same, its log files compacted."""
+    service = services.start("a", **ENGINES["spark-worker"])
     writer = new_table(tmp_path, "trips", max_file_rows=10)
     writer.insert(trips(range(40), ts=1))
     writer.upsert(trips(range(0, 40, 3), ts=2))
