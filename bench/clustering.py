@@ -138,7 +138,9 @@ def main() -> None:
         planned = PlannedCopy.of(base, args.small_file_limit, args.target_file_size)
         return planned.instant, planned
 
-    per_table = measure(spark, CLUSTERING, warm, bases, executors, prepare, args.repeat)
+    per_table = measure(
+        spark, CLUSTERING, warm, bases, executors, prepare, args.repeat, args.profile
+    )
     for name, (_, build_seconds) in built.items():
         per_table[name]["table_build_seconds"] = round(build_seconds, 1)
     figures = {

@@ -153,6 +153,7 @@ def main() -> None:
         executors,
         lambda base: (plan(base), shutil.copytree),
         args.repeat,
+        args.profile,
     )
     for name, (_, build) in built.items():
         seconds = build["insert_seconds"] + build["update_seconds"]

@@ -17,17 +17,19 @@ import contextlib
 import json
 import os
 import shutil
+import signal
+import subprocess
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 import psutil
 
-from bench.common import goal, log
+from bench.common import goal, log, profile_summary, py_spy
 from tms.hudi.table import HudiTable
 from tms.services.registry import table_service
 from tms.spark_runtime import get_spark
@@ -92,6 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--json-out", type=Path, default=None)
+    parser.add_argument(
+        "--profile", type=Path, default=None, help="py-spy records each native run into DIR"
+    )
 
 
 def bench_tables(args: argparse.Namespace) -> list[BenchTable]:
@@ -227,12 +232,54 @@ def baseline(spark: Any, files: Sequence[str], out: str, runs: int = 2) -> dict[
     return {"rows": rows, "seconds": round(seconds, 2), "rows_per_second": round(rows / seconds)}
 
 
-def run_one(spark: Any, action: str, base: str, instant: str, executor: str) -> dict[str, Any]:
-    """One execution of the plan at `instant` by `executor`; its figures, or the error."""
+PROFILE_RATE = 100
+"""py-spy samples per second of each process."""
+
+
+@contextlib.contextmanager
+def profiled(out: Path | None) -> Iterator[dict[str, Any]]:
+    """While open, `py-spy record` samples this process and its children (the JVM's Python
+    workers run tms's tasks) into `out`; the summary is put in the yielded dict on exit."""
+    summary: dict[str, Any] = {}
+    if out is None:
+        yield summary
+        return
+    exe = py_spy()
+    if exe is None:
+        raise SystemExit("--profile needs py-spy (pip install py-spy, or set PY_SPY)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = [exe, "record", "--format", "raw", "--rate", str(PROFILE_RATE), "--subprocesses"]
+    command += ["--pid", str(os.getpid()), "--output", str(out)]
+    spy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)  # py-spy attaches before the work starts
+    try:
+        yield summary
+    finally:
+        spy.send_signal(signal.SIGINT)
+        _, err = spy.communicate(timeout=120)
+        if out.exists():
+            summary.update(profile_summary(out, top=30), collapsed_stacks=str(out))
+            summary["sampled_seconds"] = round(summary["samples"] / PROFILE_RATE, 1)
+        else:
+            summary["error"] = err.decode(errors="replace")[-2000:]
+
+
+def run_one(
+    spark: Any,
+    action: str,
+    base: str,
+    instant: str,
+    executor: str,
+    profile: Path | None = None,
+) -> dict[str, Any]:
+    """One execution of the plan at `instant` by `executor`; its figures, or the error.
+    `profile`: where py-spy's samples of the execution go (the native executor's only: Hudi's
+    code runs in the JVM)."""
     table = HudiTable.open(base)
     service = table_service(action)
     log(f"{action} {Path(base).name}: {executor} executor runs {instant}")
-    with MemoryPeak(spark) as memory:
+    spied = profile if executor == "native" else None
+    with MemoryPeak(spark) as memory, profiled(spied) as summary:
         started = time.perf_counter()
         try:
             result = service.execute(spark, table, instant, 60.0, executor=executor)
@@ -253,6 +300,7 @@ def run_one(spark: Any, action: str, base: str, instant: str, executor: str) -> 
         "peak_python_workers_mb": round(memory.workers_mb),
         "peak_other_jvm_children_mb": round(memory.others_mb),
         "other_jvm_children": sorted(memory.others),
+        **({"profile": summary} if summary else {}),
     }
 
 
@@ -280,6 +328,7 @@ def compare(
     repeat: int = 1,
     native_first: bool = True,
     copy: Callable[[str, str], Any] = shutil.copytree,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     """Run the plan at `instant` of the table at `planned` `repeat` times with each executor,
     each time on a fresh copy of the planned table, the order alternating (`native_first`
@@ -293,7 +342,8 @@ def compare(
             target = f"{planned}_{executor}"
             shutil.rmtree(target, ignore_errors=True)
             copy(planned, target)
-            runs[executor].append(run_one(spark, action, target, instant, executor))
+            spied = profile / f"{Path(planned).name}_{attempt}.txt" if profile else None
+            runs[executor].append(run_one(spark, action, target, instant, executor, spied))
             shutil.rmtree(target, ignore_errors=True)
             if "error" in runs[executor][-1]:
                 break
@@ -334,6 +384,7 @@ def measure(
     executors: Sequence[str],
     prepare: Prepare,
     repeat: int = 1,
+    profile: Path | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each table at `bases` (by name) planned by `prepare`, its baseline, and its plan run by
     each executor `repeat` times (the fastest counts), the order alternating; first once on
@@ -359,6 +410,7 @@ def measure(
             repeat=repeat,
             native_first=index % 2 == 0,
             copy=copy,
+            profile=profile,
         )
         lines[name] = {"input_files": len(files), "baseline": base_line, **line}
         log(f"{name}: {json.dumps(lines[name])}")
