@@ -55,7 +55,11 @@ HUDI_THROUGHPUT_GOAL = 1.5
 """native rows/s at least this many times Hudi's."""
 BASELINE_GOAL = 0.9
 """native rows/s at least this share of the raw Parquet rewrite's."""
-SAMPLE_SECONDS = 0.05
+SAMPLE_SECONDS = 0.1
+"""How often the driver's resident memory is read (cheap: `/proc/<pid>/statm`)."""
+CHILDREN_EVERY = 10
+"""The JVM's children are listed and their proportional sizes read (`smaps_rollup`, costly)
+once every this many samples, so that sampling takes little of the CPU it measures."""
 
 _Built = TypeVar("_Built")
 
@@ -166,9 +170,9 @@ def _name(process: psutil.Process) -> str:
 
 @dataclass
 class MemoryPeak:
-    """Samples memory every `SAMPLE_SECONDS` while open: the driver (this process and the
-    JVM), the JVM's Python workers and its other children; peaks and the driver's memory at
-    the start."""
+    """Samples memory while open: the driver (this process and the JVM) every
+    `SAMPLE_SECONDS`, the JVM's Python workers and its other children less often; peaks and
+    the driver's memory at the start."""
 
     spark: Any
     driver_mb: float = 0.0
@@ -194,13 +198,18 @@ class MemoryPeak:
             self._thread.join()
 
     def _run(self, own: psutil.Process, jvm: psutil.Process | None) -> None:
+        count = 0
         while not self._stop.wait(SAMPLE_SECONDS):
-            self._sample(own, jvm)
+            count += 1
+            self._sample(own, jvm, children=count % CHILDREN_EVERY == 0)
 
-    def _sample(self, own: psutil.Process, jvm: psutil.Process | None) -> float:
+    def _sample(
+        self, own: psutil.Process, jvm: psutil.Process | None, *, children: bool = True
+    ) -> float:
         driver = _rss_mb(own) + (_rss_mb(jvm) if jvm else 0.0)
+        self.driver_mb = max(self.driver_mb, driver)
         workers = others = 0.0
-        if jvm is not None:
+        if jvm is not None and children:
             with contextlib.suppress(psutil.NoSuchProcess):
                 for child in jvm.children(recursive=True):
                     name = _name(child)
@@ -209,7 +218,6 @@ class MemoryPeak:
                     else:
                         others += _pss_mb(child)
                         self.others.add(name)
-        self.driver_mb = max(self.driver_mb, driver)
         self.workers_mb = max(self.workers_mb, workers)
         self.others_mb = max(self.others_mb, others)
         return driver
