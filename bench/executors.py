@@ -1,13 +1,13 @@
 """Both executors of a table service on the same plan, in one Spark session, beside the raw
 Parquet rewrite of the same rows: what `compaction.py` and `clustering.py` share.
 
-A plan is written once by the native planner; the planned table is then copied once per
-executor, so tms's own tasks and Hudi's procedure run the same plan on identical tables.
-The session carries Hudi's bundle (Kryo, Hudi's SQL extension), which tms's own tasks run
-under too. Peak memory is sampled during each execution: the driver (this Python process and
-the JVM it started, whose local executors run the tasks; resident sizes) and, apart, the
-Python workers the JVM forks for tms's tasks and its other child processes (proportional set
-sizes; Hudi's bundle starts a JVM of its own to size objects, which is not the driver's).
+Each executor runs the plan on its own copy of the table (`Prepare` says how a copy gets the
+plan: copied after planning, or planned on the copy at one instant time), so tms's own tasks
+and Hudi's procedure run the same plan on identical tables. The session carries Hudi's
+bundle (Kryo, Hudi's SQL extension), which tms's own tasks run under too. Peak memory is
+sampled during each execution: the driver (this Python process and the JVM it started,
+whose local executors run the tasks; resident sizes) and, apart, the Python workers the JVM
+forks for tms's tasks and its other child processes (proportional set sizes).
 """
 
 from __future__ import annotations
