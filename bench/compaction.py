@@ -1,22 +1,27 @@
-"""Compaction throughput against Spark's own Parquet read-and-write of the same rows.
+"""Compaction by tms's own executor and by Hudi's, against Spark's own Parquet read-and-write of
+the same rows.
 
 For each table version of `--table-versions` (default 6 and 9: timeline layouts 1 and 2),
 and for each of `--metadata-versions` (default 6 and 9) once more with a metadata table (`files` and
 `record_index`, kept by the writer on every commit and by the compaction's own metadata delta
-commit), builds a merge-on-read table of `--rows` rows (default 2 million) with `--update-fraction`
-of them (default 20%) updated across `--delta-commits` delta commits, schedules a compaction
-and times `execute_compaction`. The baseline, measured once in the same run on the same Spark
-session, reads the same number of rows from Parquet and writes them back. Prints rows per
-second of each and their ratio to the one baseline (goal: at least 0.5).
+commit), builds a merge-on-read table of `--rows` rows (default 1 million) with `--update-fraction`
+of them (default 20%) updated across `--delta-commits` delta commits and plans its compaction
+with tms's planner. Each executor of `--executors` (default `native,hudi`) runs that plan on its
+own copy of the planned table, in one Spark session carrying Hudi's bundle; the order alternates
+from table to table, after both ran once on a small table to warm the session. The baseline,
+measured per table in the same session, reads the table's base files (the same rows) from
+Parquet and writes them back. Prints rows per second, wall time and peak driver memory of each
+executor, native/hudi, each one's ratio to the baseline, and the goals (native at least 1.5×
+Hudi's throughput and at least 0.9× the baseline). An executor that fails on a table is a
+line with its error.
 
     .venv/bin/python bench/compaction.py [--rows N] [--table-versions 6,9]
-        [--metadata-versions 6,9] [--master local[*]]
+        [--metadata-versions 6,9] [--executors native,hudi] [--master local[*]]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
@@ -29,13 +34,20 @@ import pyarrow as pa
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine
+from bench.common import emit, machine
+from bench.executors import (
+    add_arguments,
+    bench_tables,
+    build_tables,
+    hudi_session,
+    measure,
+    parse_executors,
+)
+from tms.hudi.actions import COMPACTION
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.services.compaction.execute import execute_compaction, schedule_compaction
-from tms.services.execution import ServiceResult
-from tms.spark_runtime import get_spark
+from tms.services.registry import table_service
 
 CITIES = ["amsterdam", "berlin", "chennai", "denver"]
 
@@ -93,95 +105,70 @@ def build_table(
     }
 
 
-def baseline(spark: object, base: str, out: str) -> tuple[int, float]:
-    """Spark reads the table's base files (the same rows) and writes them back as Parquet."""
-    files = [str(p) for p in Path(base).rglob("*.parquet") if ".hoodie" not in p.parts]
-    started = time.perf_counter()
-    frame = spark.read.parquet(*files)
-    frame.write.mode("overwrite").parquet(out)
-    elapsed = time.perf_counter() - started
-    return frame.count(), elapsed
+WARM_UP_ROWS = 20_000
 
 
-def compact(spark: object, base: str) -> tuple[float, ServiceResult]:
-    """Schedule and execute one compaction of the table at `base`; its seconds and result."""
-    table = HudiTable.open(base)
-    instant = schedule_compaction(table)
+def plan(base: str) -> str:
+    """tms's planner plans the compaction of the table at `base`; its instant."""
+    instant = table_service(COMPACTION).schedule(HudiTable.open(base), {})
     assert instant is not None, "nothing to compact"
-    started = time.perf_counter()
-    result = execute_compaction(spark, table, instant)
-    return time.perf_counter() - started, result
+    return instant
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--update-fraction", type=float, default=0.2)
     parser.add_argument("--delta-commits", type=int, default=4)
-    parser.add_argument("--table-versions", default="6,9")
-    parser.add_argument(
-        "--metadata-versions",
-        default="6,9",
-        help="table versions compacted once more with a metadata table; '' for none",
-    )
-    parser.add_argument("--master", default="local[*]")
-    parser.add_argument("--workdir", default=None)
+    add_arguments(parser, "compacted")
     args = parser.parse_args()
-    versions = [int(v) for v in args.table_versions.split(",") if v]
-    with_metadata = [int(v) for v in args.metadata_versions.split(",") if v]
-    # Each table: (name in the figures, table version, with a metadata table)
-    tables = [(f"v{v}", v, False) for v in versions]
-    tables += [(f"v{v}_metadata_table", v, True) for v in with_metadata]
+    executors = parse_executors(args.executors)
+    tables = bench_tables(args)
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="tms-bench-"))
-    bases = {name: str(work / f"bench_trips_{name}") for name, _, _ in tables}
-    builds = {}
-    for name, version, metadata_table in tables:
-        shutil.rmtree(bases[name], ignore_errors=True)
-        builds[name] = build_table(
-            bases[name],
+    built = build_tables(
+        work,
+        tables,
+        lambda base, t: build_table(
+            base,
             args.rows,
             args.update_fraction,
             args.delta_commits,
-            version,
-            metadata_table,
-        )
-    spark = get_spark(args.master, app_name="tms-bench-compaction")
+            t.version,
+            t.metadata_table,
+        ),
+    )
+    spark = hudi_session(args.master, "tms-bench-compaction", executors)
 
-    # Warm the session and Python workers once so neither measurement pays for start-up.
-    spark.sparkContext.parallelize(range(4), 4).map(lambda x: x).collect()
-    # The baseline runs twice and keeps its better time, so JVM warm-up does not count.
-    first = bases[tables[0][0]]
-    runs = [baseline(spark, first, str(work / f"baseline_out_{i}")) for i in range(2)]
-    baseline_rows, baseline_seconds = min(runs, key=lambda run: run[1])
-    theirs = baseline_rows / baseline_seconds
-
-    per_table = {}
-    for name, base in bases.items():
-        seconds, result = compact(spark, base)
-        ours = result.records_written / seconds
-        per_table[name] = {
-            "file_groups": result.file_groups,
-            "log_records_compacted": result.log_records_compacted,
-            "compaction_seconds": round(seconds, 2),
-            "compaction_rows_per_second": round(ours),
-            "ratio": round(ours / theirs, 3),
-            "table_build_seconds": round(
-                builds[name]["insert_seconds"] + builds[name]["update_seconds"], 1
-            ),
-        }
+    # Both executors run once on a small table, so neither measurement pays for warm-up.
+    warm = str(work / "bench_trips_warm_up")
+    shutil.rmtree(warm, ignore_errors=True)
+    build_table(warm, WARM_UP_ROWS, args.update_fraction, args.delta_commits, 9)
+    bases = {name: base for name, (base, _) in built.items()}
+    per_table = measure(
+        spark,
+        COMPACTION,
+        warm,
+        bases,
+        executors,
+        lambda base: (plan(base), shutil.copytree),
+        args.repeat,
+        args.profile,
+    )
+    for name, (_, build) in built.items():
+        seconds = build["insert_seconds"] + build["update_seconds"]
+        per_table[name]["table_build_seconds"] = round(seconds, 1)
     figures = {
         "machine": machine(),
         "master": args.master,
         "rows": args.rows,
-        "updated_rows": int(builds[tables[0][0]]["updated_rows"]),
+        "updated_rows": int(args.rows * args.update_fraction / args.delta_commits)
+        * args.delta_commits,
         "delta_commits": args.delta_commits,
-        "baseline_rows": baseline_rows,
-        "baseline_seconds": round(baseline_seconds, 2),
-        "baseline_rows_per_second": round(theirs),
+        "executors": executors,
         "tables": per_table,
     }
-    print(json.dumps(figures, indent=2))
+    emit(figures, args.json_out)
     spark.stop()
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
