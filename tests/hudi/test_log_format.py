@@ -505,3 +505,49 @@ def test_block_with_a_bad_trailer_is_reported_as_corrupted() -> None:
     (block,) = read_log_blocks(bytes(good))
     assert block.block_type is BlockType.CORRUPTED
     assert io.BytesIO(block.content).read(6) == MAGIC
+
+
+def test_a_records_trailing_bytes_are_read_past_as_hudi_reads_them() -> None:
+    """A data block's records decode as one array when their bodies are exactly one record
+    each; a body with bytes after its record (Hudi's reader reads each body on its own and
+    skips them) is read record by record, with the same records."""
+    rows = [_row("a", 1, "x", C2), _row("b", 2, "y", C2), _row("c", 3, "z", C2)]
+    data = encode_avro_data_block(C2, AVRO, rows)
+    (block,) = read_log_blocks(data)
+    assert block.records == rows
+    # find the content: after magic, length, version, type and the header's entries
+    pos = 22
+    (entries,) = struct.unpack(">i", data[pos : pos + 4])
+    pos += 4
+    for _ in range(entries):
+        pos += 8 + struct.unpack(">i", data[pos + 4 : pos + 8])[0]
+    (content_length,) = struct.unpack(">q", data[pos : pos + 8])
+    content = data[pos + 8 : pos + 8 + content_length]
+    (first_len,) = struct.unpack(">i", content[8:12])
+    start = 12 + first_len
+    (second_len,) = struct.unpack(">i", content[start : start + 4])
+    padded_body = content[start + 4 : start + 4 + second_len] + b"\x02\x7f"
+    padded = b"".join(
+        [
+            content[:start],
+            struct.pack(">i", len(padded_body)),
+            padded_body,
+            content[start + 4 + second_len :],
+        ]
+    )
+    grown = len(padded) - len(content)
+    rest = data[pos + 8 + content_length : -8]
+    (block_length,) = struct.unpack(">q", data[6:14])
+    reframed = b"".join(
+        [
+            data[:6],
+            struct.pack(">q", block_length + grown),
+            data[14:pos],
+            struct.pack(">q", len(padded)),
+            padded,
+            rest,
+            struct.pack(">q", struct.unpack(">q", data[-8:])[0] + grown),
+        ]
+    )
+    (read_back,) = read_log_blocks(reframed)
+    assert read_back.block_type is BlockType.AVRO_DATA and read_back.records == rows

@@ -23,6 +23,7 @@ from tms.hudi.files.log_block import (
     DeleteRecord,
     HeaderKey,
     LogBlock,
+    parsed_block_array_schema,
     parsed_block_schema,
 )
 
@@ -78,16 +79,49 @@ def _decode_avro_records(content: bytes, schema_json: str | None) -> list[dict[s
     version = cur.i32()
     if version != LOG_BLOCK_VERSION:
         raise LogFormatError(f"unsupported Avro data block version {version}")
-    parsed = parsed_block_schema(schema_json)
     count = cur.i32()
-    records: list[dict[str, object]] = []
-    for _ in range(count):
-        body = cur.take(cur.i32())
+    bodies = [cur.take(cur.i32()) for _ in range(count)]
+    records = _decode_as_one_array(bodies, schema_json)
+    if records is not None:
+        return records
+    parsed = parsed_block_schema(schema_json)
+    records = []
+    for body in bodies:
         record = fastavro.schemaless_reader(io.BytesIO(body), parsed, None)
         if not isinstance(record, dict):
             raise LogFormatError("Avro data record is not a record")
         records.append(record)
     return records
+
+
+def _decode_as_one_array(bodies: list[bytes], schema_json: str) -> list[dict[str, object]] | None:
+    """The records of a data block decoded in one call: their bodies framed as one Avro array
+    (a count, the bodies, a zero). None when that does not read back exactly the bodies (a
+    record with bytes after its end): then each body is decoded on its own, as Hudi does."""
+    if not bodies:
+        return []
+    framed = b"".join([_varint_long(len(bodies)), *bodies, b"\x00"])
+    stream = io.BytesIO(framed)
+    try:
+        decoded = fastavro.schemaless_reader(stream, parsed_block_array_schema(schema_json), None)
+    except (ValueError, EOFError, IndexError, TypeError, KeyError, UnicodeDecodeError):
+        return None
+    if stream.tell() != len(framed) or not isinstance(decoded, list):
+        return None
+    if len(decoded) != len(bodies) or not all(isinstance(r, dict) for r in decoded):
+        return None
+    return decoded
+
+
+def _varint_long(value: int) -> bytes:
+    """An Avro `long` (zig-zag, then base-128 varint) of a non-negative `value`."""
+    number = value << 1
+    out = bytearray()
+    while number > 0x7F:
+        out.append((number & 0x7F) | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
 
 
 def decode_delete_content(content: bytes) -> list[DeleteRecord]:
