@@ -14,7 +14,7 @@ from typing import Any
 
 from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION
 from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
-from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
 from tms.hudi.locks import POSTGRES_PROVIDER
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
@@ -94,18 +94,16 @@ def figures_of(table: HudiTable, action: str, instant_time: str, started: float)
     )
 
 
-def _run_compaction(run: _Run, instant_time: str) -> None:
-    call(
-        run.spark, "run_compaction", op="execute", path=run.path, instants=instant_time,
-        options=run.options,
-    )  # fmt: skip
+def _execute_with(procedure: str) -> Callable[[_Run, str], None]:
+    """A run of `procedure` (`run_compaction`, `run_clustering`) on the plan at an instant."""
 
+    def run_plan(run: _Run, instant_time: str) -> None:
+        call(
+            run.spark, procedure, op="execute", path=run.path, instants=instant_time,
+            options=run.options,
+        )  # fmt: skip
 
-def _run_clustering(run: _Run, instant_time: str) -> None:
-    call(
-        run.spark, "run_clustering", op="execute", path=run.path, instants=instant_time,
-        options=run.options,
-    )  # fmt: skip
+    return run_plan
 
 
 def _run_clean(run: _Run, instant_time: str) -> None:
@@ -115,8 +113,8 @@ def _run_clean(run: _Run, instant_time: str) -> None:
 
 
 _PROCEDURES: Mapping[str, tuple[tuple[Action, ...], Callable[[_Run, str], None]]] = {
-    COMPACTION: ((Action.COMPACTION,), _run_compaction),
-    CLUSTERING: ((Action.CLUSTERING, Action.REPLACE_COMMIT), _run_clustering),
+    COMPACTION: ((Action.COMPACTION,), _execute_with("run_compaction")),
+    CLUSTERING: ((Action.CLUSTERING, Action.REPLACE_COMMIT), _execute_with("run_clustering")),
     CLEAN: ((Action.CLEAN,), _run_clean),
 }
 
@@ -142,11 +140,14 @@ class HudiExecutor:
     ) -> ServiceResult:
         started = time.monotonic()
         actions, procedure = _PROCEDURES[self.action]
-        instant = table.timeline().get(instant_time)
-        if self.action == CLEAN and instant is not None and instant.is_completed:
+        try:
+            pending_plan(table, instant_time, actions)
+        except PlanNotFoundError:
             # Hudi's clean plans and runs in one call (`HudiPlanner`): it ran when planned
-            return figures_of(table, self.action, instant_time, started)
-        pending_plan(table, instant_time, actions)
+            completed = table.timeline().get(instant_time)
+            if self.action == CLEAN and completed is not None and completed.is_completed:
+                return figures_of(table, self.action, instant_time, started)
+            raise
         if on_stage is not None:
             on_stage(HUDI_STAGE)
         with _running(spark, table) as run:
