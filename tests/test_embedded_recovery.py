@@ -3,6 +3,7 @@ processes, real postmasters killed and stopped with signals."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -148,6 +149,54 @@ def test_a_killed_postmaster_is_restarted_and_the_service_works_again(
     out = service.process.output()
     assert "is not running; restarting it" in out and "restarted (pid" in out
     assert not _alive(restarted)  # a clean stop stops the restarted server too
+
+
+def test_backends_outliving_a_killed_postmaster_are_ended_and_it_restarts_at_once(
+    start_service: Start, data_dir: Path
+) -> None:
+    service = start_service(data_dir)
+    registered = httpx.post(
+        f"{service.url}/v1/hoodie/service/register?pending=true",
+        json={"db_name": "lake", "table_name": "trips", "base_path": "/data/lake/trips"},
+        timeout=10,
+    )
+    assert registered.status_code == 201, registered.text
+    # Two backends that outlive their postmaster: one in a long query (a backend notices
+    # the postmaster's death only when it waits, not while it computes), one stopped.
+    busy, stopped = service.connect(), service.connect()
+    orphans = [busy.info.backend_pid, stopped.info.backend_pid]
+    try:
+        busy.pgconn.send_query(b"SELECT count(*) FROM generate_series(1, 10000000000)")
+        with service.connect() as conn:
+
+            def querying() -> bool:
+                row = conn.execute(
+                    "SELECT state FROM pg_stat_activity WHERE pid = %s", [orphans[0]]
+                ).fetchone()
+                return row is not None and row[0] == "active"
+
+            wait_for(querying, "the long query runs")
+        os.kill(orphans[1], signal.SIGSTOP)
+        killed = service.postmaster_pid()
+        os.kill(killed, signal.SIGKILL)
+
+        # Their shared memory would keep the server from starting until they end.
+        wait_for(lambda: service.restarts("restarted") == 1, "the restart", timeout=60)
+        wait_for(lambda: service.answers("/readyz", 200), "/readyz answers 200 again")
+        assert service.restarts("failed") == 0  # the first attempt started it
+        assert not [pid for pid in orphans if _alive(pid)]
+        assert service.postmaster_pid() != killed
+        names = [t["table_name"] for t in service.get("/v1/tables").json()["items"]]
+        assert names == ["trips"]  # the data written before the kill is there
+        out = service.process.output()
+        assert "ending 2 orphaned process(es)" in out
+        assert all(f"{pid} " in out for pid in orphans), out
+    finally:
+        for pid in orphans:  # without the fix they would outlive the test
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        busy.close()
+        stopped.close()
 
 
 def test_healthz_fails_while_the_database_cannot_be_restarted(

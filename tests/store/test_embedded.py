@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import psycopg
 
 from tms.store import (
@@ -21,6 +23,7 @@ from tms.store import (
     submit_operation,
     upgrade,
 )
+from tms.store.embedded_orphans import find_orphans
 
 
 def test_embedded_server_starts_creates_database_and_migrates(tmp_path: Path) -> None:
@@ -62,6 +65,46 @@ def test_a_killed_server_is_restarted_on_the_same_socket_with_its_data(tmp_path:
         assert pg.url() == url  # same socket and port: the service's engine stays valid
         with psycopg.connect(pg.libpq_url(), autocommit=True) as conn:
             assert conn.execute("SELECT v FROM kept").fetchall() == [(7,)]
+
+
+def test_a_restart_ends_the_backends_its_dead_postmaster_left_and_no_others(
+    tmp_path: Path,
+) -> None:
+    with (
+        start_embedded(tmp_path / "a", cleanup="delete") as pg,
+        start_embedded(tmp_path / "b", cleanup="delete") as other,
+        psycopg.connect(pg.libpq_url(), autocommit=True) as conn,
+        psycopg.connect(other.libpq_url(), autocommit=True) as other_conn,
+    ):
+        conn.execute("CREATE TABLE kept (v int)")
+        # A stopped backend outlives its postmaster (it cannot notice the death).
+        orphan, bystander = conn.info.backend_pid, other_conn.info.backend_pid
+        os.kill(orphan, signal.SIGSTOP)
+        os.kill(bystander, signal.SIGSTOP)  # the same, in another server that still runs
+        try:
+            assert pg.pid is not None and other.pid is not None
+            other_processes = {other.pid, *(p.pid for p in psutil.Process(other.pid).children())}
+            assert bystander in other_processes
+            assert find_orphans(other.pgdata) == []  # its postmaster lives
+
+            os.kill(pg.pid, signal.SIGKILL)
+            wait_until(lambda: not pg.is_running())
+            found = {p.pid for p in find_orphans(pg.pgdata)}
+            assert orphan in found
+            assert not found & other_processes
+
+            assert pg.restart() is True  # at once: the orphan is ended first
+            assert not psutil.pid_exists(orphan) or (
+                psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE
+            )
+            with psycopg.connect(pg.libpq_url(), autocommit=True) as after:
+                assert after.execute("SELECT count(*) FROM kept").fetchone() == (0,)
+            assert psutil.Process(bystander).status() == psutil.STATUS_STOPPED
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(orphan, signal.SIGKILL)
+            os.kill(bystander, signal.SIGCONT)
+        assert other_conn.execute("SELECT 1").fetchone() == (1,)  # untouched, still serves
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 60.0) -> None:

