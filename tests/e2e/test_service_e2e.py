@@ -28,8 +28,11 @@ from tests.e2e.writer_callbacks import (
     CallbackWriter,
     commit_metadata,
 )
+from tests.services.test_clustering import small_files_table
+from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
+from tms.hudi.table import HudiTable
 from tms.store import Commit, Instance
 
 pytestmark = pytest.mark.spark
@@ -79,6 +82,11 @@ def files_of_instant(base_path: str, instant: str) -> set[str]:
         for path in root.rglob(f"*_{instant}.parquet")
         if ".hoodie" not in path.relative_to(root).parts
     }
+
+
+def pending_clusterings(base_path: str) -> list[str]:
+    """Requested times of the clustering plans pending on the table."""
+    return [i.requested_time for i in HudiTable.open(base_path).timeline().pending_clusterings()]
 
 
 def when(value: str) -> datetime:
@@ -533,3 +541,50 @@ def test_a_worker_the_service_started_ends_when_the_service_is_killed(
             break  # exited; its parent (init) has not reaped it yet
         assert time.monotonic() < deadline, "the worker outlived its service"
         time.sleep(0.5)
+
+
+def test_a_cancel_while_the_job_starts_spark_leaves_no_plan_pending(
+    services: Services, tmp_path: Path
+) -> None:
+    """An operator cancels a clustering whose job has written its plan and is still starting
+    Spark (held there by the fault hook); the job cannot stop in time and the scheduler
+    kills it. The service aborts the plan itself, and the retry clusters the same file
+    groups."""
+    pause = tmp_path / "pause"
+    pause.mkdir()
+    base = small_files_table(tmp_path / "small", COPY_ON_WRITE, rows=240, table_version=9)
+    before = rows(base)
+    service = services.start(
+        "a", heartbeat_interval_seconds=2, fault_pause_at="starting Spark", fault_pause_dir=pause
+    )
+    service.post(
+        "/v1/hoodie/service/register",
+        {"db_name": "lake", "table_name": "small", "base_path": base},
+    )
+    submitted = service.post(
+        "/v1/hoodie/service/cluster/submit", {"db_name": "lake", "table_name": "small"}
+    )
+    service.wait_for("the job to start Spark", lambda: list(pause.glob("starting Spark.*")), 180)
+    running = service.operation(submitted["id"])
+    planned = running["instant"]
+    assert running["status"] == "RUNNING" and planned, running
+    assert pending_clusterings(base) == [planned]
+
+    service.post(f"/v1/operations/{submitted['id']}/cancel")
+    cancelled = service.wait_terminal(submitted["id"], timeout=120)
+    (killed,) = service.attempts(submitted["id"])
+    print(describe([killed]))
+    assert cancelled["status"] == "CANCELLED"
+    assert "killed by the scheduler: cancel requested" in killed["error"], killed
+    service.wait_for("the plan to be aborted", lambda: pending_clusterings(base) == [], timeout=120)
+    assert rows(base) == before
+
+    (pause / "go").touch()
+    again = service.post(f"/v1/operations/{submitted['id']}/retry")
+    assert again["id"] != submitted["id"]
+    done = service.wait_terminal(again["id"], timeout=300)
+    assert done["status"] == "COMPLETED", done["last_error"]
+    (attempt,) = service.attempts(again["id"])
+    assert attempt["figures"]["file_groups"] > 0, "the retry clustered the freed file groups"
+    assert (done["instant"], "replacecommit") in oracle.completed_instants(base)
+    assert rows(base) == before

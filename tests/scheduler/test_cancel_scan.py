@@ -34,7 +34,7 @@ from tms.store import (
 S = OperationStatus
 
 
-def _table_with_plan(
+def table_with_plan(
     session: Session, base: str, name: str, *, cancellable: bool
 ) -> tuple[Tbl, str]:
     planned = schedule_clustering(
@@ -61,7 +61,7 @@ def test_a_waiting_operation_is_cancelled_by_a_writers_request(
     base = small_files_table(tmp_path / "a", COPY_ON_WRITE, rows=240, table_version=9)
     before = oracle.snapshot(base)
     with session_scope(factory) as s:
-        table, planned = _table_with_plan(s, base, "a", cancellable=True)
+        table, planned = table_with_plan(s, base, "a", cancellable=True)
         waiting = make_op(s, table, Action.CLUSTERING, at=planned, run_at=timedelta(hours=1))
     scan = _scan(factory)
     assert scan.run() == [], "no request yet: nothing to cancel"
@@ -90,9 +90,9 @@ def test_plans_that_are_not_cancellable_and_unreadable_tables_are_left_alone(
     gone_base = small_files_table(tmp_path / "gone", COPY_ON_WRITE, rows=240, table_version=9)
     live_base = small_files_table(tmp_path / "live", COPY_ON_WRITE, rows=240, table_version=8)
     with session_scope(factory) as s:
-        kept_table, kept_plan = _table_with_plan(s, kept_base, "kept", cancellable=False)
-        gone_table, gone_plan = _table_with_plan(s, gone_base, "gone", cancellable=True)
-        live_table, live_plan = _table_with_plan(s, live_base, "live", cancellable=True)
+        kept_table, kept_plan = table_with_plan(s, kept_base, "kept", cancellable=False)
+        gone_table, gone_plan = table_with_plan(s, gone_base, "gone", cancellable=True)
+        live_table, live_plan = table_with_plan(s, live_base, "live", cancellable=True)
         kept = make_op(s, kept_table, Action.CLUSTERING, at=kept_plan)
         make_op(s, gone_table, Action.CLUSTERING, at=gone_plan)
         live = make_op(s, live_table, Action.CLUSTERING, at=live_plan)
@@ -110,7 +110,7 @@ def test_the_scheduler_scans_in_the_background_every_interval(
 ) -> None:
     base = small_files_table(tmp_path, COPY_ON_WRITE, rows=240, table_version=9)
     with session_scope(factory) as s:
-        table, planned = _table_with_plan(s, base, "t", cancellable=True)
+        table, planned = table_with_plan(s, base, "t", cancellable=True)
         waiting = make_op(s, table, Action.CLUSTERING, at=planned, run_at=timedelta(hours=1))
     _writer_cancels(base, planned)
     engine = FakeEngine()

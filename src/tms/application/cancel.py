@@ -5,9 +5,11 @@ and its job stops at its next heartbeat (writing RFC-79's cancel request on the 
 itself); cancelling a cancelled operation changes nothing; a finished one is refused.
 
 On the table: a scheduled operation cancelled here whose plan is on the timeline (a planned
-action with an instant) also gets RFC-79's cancel request written, so writers see it and the
-next clean aborts the plan. Unless the request is already there: the scheduler's cancel scan
-cancels operations because writers wrote it. The request is written after the commit, on a
+action with an instant) also gets RFC-79's cancel request written, so writers see it at once.
+Unless the request is already there: the scheduler's cancel scan cancels operations because
+writers wrote it. However it was cancelled, and whenever its job stopped, the plan of a
+cancelled operation is then aborted by the scheduler (`abort_cancelled_plan`, run by
+`tms.scheduler.cancelled_plans`). The request is written after the commit, on a
 storage call bounded in time, under the table lock its writers use; a plan that is not
 cancellable, a lock not taken and storage errors are logged, not refused: the operation is
 cancelled in tms either way.
@@ -25,15 +27,15 @@ from sqlalchemy.orm import Session
 
 from tms import observe
 from tms.hudi.actions import PLANNED_ACTIONS
-from tms.hudi.errors import CancelRefusedError, UnsupportedTableError
+from tms.hudi.errors import CancelRefusedError, TableNotFoundError, UnsupportedTableError
 from tms.hudi.locks import AdvisoryLocks, LockSpec, LockTimeoutError, use_advisory_locks
 from tms.hudi.table import HudiTable
 from tms.planning import BadJobInput, lock_settings
 from tms.policies.params import table_wide_params
-from tms.services.cancel import request_cancel
+from tms.services.cancel import execute_cancel, request_cancel
 from tms.store import Operation, OperationStatus, cancel_operation, get_operation, get_table
 
-__all__ = ["Cancelled", "TableAccess", "cancel", "request_on_table"]
+__all__ = ["Cancelled", "TableAccess", "abort_cancelled_plan", "cancel", "request_on_table"]
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +108,35 @@ def request_on_table(session: Session, cancelled: Iterable[Operation], access: T
             log.warning("cancel of %s on the table: %s", operation.instant, exc)
 
 
+def abort_cancelled_plan(
+    base_path: str,
+    options: dict[str, Any],
+    params: dict[str, Any],
+    instant: str,
+    *,
+    heartbeat_interval: float,
+    wait_seconds: float,
+    locks: AdvisoryLocks,
+) -> str:
+    """On a storage thread: the plan of a cancelled operation aborted (RFC-79: the cancel
+    request written, the plan's partial files rolled back, the plan aborted), under the table
+    lock its writers use; what was found, once nothing is left to do (`aborted`, or why the
+    plan stays: done, gone, not cancellable). Raises what a later try may get past: a job
+    still beating the plan's heartbeat (`InstantInFlightError`), a lock held elsewhere,
+    storage errors."""
+    try:
+        table = _open_locked(base_path, options, params, wait_seconds)
+    except (TableNotFoundError, UnsupportedTableError, BadJobInput) as exc:
+        return f"no plan to abort: {exc}"
+    with use_advisory_locks(locks):
+        try:
+            request_cancel(table, instant)
+            outcome = execute_cancel(table, instant, heartbeat_interval=heartbeat_interval)
+        except CancelRefusedError as exc:  # done, gone, or a plan that runs to completion
+            return f"left as it is: {exc}"
+    return outcome.state.lower()
+
+
 def _request_cancel(
     base_path: str,
     options: dict[str, Any],
@@ -119,9 +150,7 @@ def _request_cancel(
     waiting less than the storage timeout. Refusals (a plan that is not cancellable or no
     longer pending, a lock tms cannot take or did not get) and storage errors are logged."""
     try:
-        wait_ms = int(max(1.0, wait_seconds - 1) * 1000)
-        spec = LockSpec.from_settings({**lock_settings(params), "wait_ms": wait_ms})
-        table = HudiTable.open(base_path, storage_options=options, lock=spec)
+        table = _open_locked(base_path, options, params, wait_seconds)
         with use_advisory_locks(locks):
             written = request_cancel(table, instant)
     except (CancelRefusedError, LockTimeoutError, UnsupportedTableError, BadJobInput) as exc:
@@ -132,3 +161,13 @@ def _request_cancel(
         return
     if written:
         log.info("cancel requested on the table for %s at %s", instant, base_path)
+
+
+def _open_locked(
+    base_path: str, options: dict[str, Any], params: dict[str, Any], wait_seconds: float
+) -> HudiTable:
+    """The table with the lock its writers use (`params`: its lock settings in Hudi's keys),
+    waited for a second less than `wait_seconds`, the storage call's bound."""
+    wait_ms = int(max(1.0, wait_seconds - 1) * 1000)
+    spec = LockSpec.from_settings({**lock_settings(params), "wait_ms": wait_ms})
+    return HudiTable.open(base_path, storage_options=options, lock=spec)

@@ -52,6 +52,8 @@ _MEMORY = re.compile(r"^\d+[kmgtp]?b?$", re.IGNORECASE)
 _ENGINE_NAME = re.compile(r"^[a-z][\w-]*$", re.IGNORECASE)
 # Quieter logs by default, so the tail kept on a failed attempt shows the job's own error.
 _DEFAULT_CONF = {"spark.log.level": "WARN"}
+FAULT_HOOKS = "TMS_FAULT_"
+"""The prefix of the fault tests' hooks (`tms.jobs.fault_pause`), which a job inherits."""
 
 
 class Memory(NamedTuple):
@@ -159,9 +161,12 @@ def build_argv(launch: LaunchSpec, options: SubmitOptions) -> list[str]:
 def build_env(
     launch: LaunchSpec, *, home: Path, environ: Mapping[str, str], python: str = sys.executable
 ) -> dict[str, str]:
-    """The job's environment: ours minus the service's `TMS_*` settings, plus what the job
-    needs (API URL, token, attempt) and the Python that has `tms` installed."""
-    env = {k: v for k, v in environ.items() if not k.startswith("TMS_")}
+    """The job's environment: ours minus the service's `TMS_*` settings (but for the fault
+    tests' hooks, `tms.jobs.fault_pause`), plus what the job needs (API URL, token, attempt)
+    and the Python that has `tms` installed."""
+    env = {
+        k: v for k, v in environ.items() if not k.startswith("TMS_") or k.startswith(FAULT_HOOKS)
+    }
     env["SPARK_HOME"] = str(home)
     env["PYSPARK_DRIVER_PYTHON"] = python
     env.setdefault("PYSPARK_PYTHON", python)  # executors' Python; a cluster may set its own

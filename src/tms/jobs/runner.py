@@ -46,6 +46,7 @@ from tms.jobs.dispatch import (
     spark_session,
     table_cancel_check,
 )
+from tms.jobs.fault_pause import pause_point
 from tms.jobs.job import Job
 from tms.jobs.table_lock import ServiceTableLocks
 from tms.planning import BadJobInput
@@ -241,6 +242,7 @@ class JobRunner:
 
     def _start_spark(self, spec: JobSpec, instant: str) -> Any:
         self._control.progress.enter("starting Spark")
+        pause_point("starting Spark")
         spark = self.spark_factory(spec, instant)
         self._control.attach_spark(spark)
         return spark

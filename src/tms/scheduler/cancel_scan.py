@@ -7,8 +7,8 @@ retrying after a backoff, queued behind others) would notice it only once claime
 plans (one LIST per table, on the scan's storage threads: at most `storage_threads` at once,
 each waited on for the storage timeout) and cancels the operations whose cancellable plans a
 writer asked to cancel, with the reason, as every cancel does (`tms.application.cancel`) but
-for the request on the table, which the writer wrote: the next clean, or the writer, aborts
-the plan, as after an operator's cancel.
+for the request on the table, which the writer wrote. The plan is then aborted as every
+cancelled operation's is (`scheduler.cancelled_plans`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,10 @@ One tick:
    the claim's transaction, committed before any launch; then launch each through its
    engine and record the log path. A launch that fails fails the attempt (retried with
    backoff unless retrying cannot help).
-4. every `cancel_scan_interval_seconds`, in the background: cancel the waiting operations
+4. every `heartbeat_interval_seconds`, in the background: abort the plans that cancelled
+   operations left on their tables (`scheduler.cancelled_plans`: a job stopped before it
+   could cancel its plan itself, as one killed while it still started Spark);
+   every `cancel_scan_interval_seconds`, in the background: cancel the waiting operations
    whose plans a writer asked to cancel on the table (`scheduler.cancel_scan`); and, as the
    listing budget allows, pull the tables whose writers went quiet or whose sweep is due
    (`scheduler.pull`); and raise and deliver alerts (`alerts.delivery`).
@@ -48,6 +51,7 @@ from tms.alerts import AlertDelivery
 from tms.engines.base import LaunchError
 from tms.engines.process import tail_log
 from tms.scheduler.cancel_scan import CancelScan
+from tms.scheduler.cancelled_plans import CancelledPlans
 from tms.scheduler.launcher import ClaimedJob, RunningJob, exit_error, launch_spec
 from tms.scheduler.pull import PullSweep
 from tms.scheduler.wakeup import Wakeup
@@ -59,6 +63,7 @@ from tms.store import (
     Finished,
     LaunchFailed,
     OperationStatus,
+    TableLocks,
     claim_due_operations,
     engine_note,
     finish_attempt,
@@ -79,7 +84,6 @@ from tms.store import (
 if TYPE_CHECKING:
     from tms.config import Settings
     from tms.engines.registry import EngineRegistry
-    from tms.store import TableLocks
 
 __all__ = ["Scheduler", "TickReport"]
 
@@ -115,6 +119,15 @@ class Scheduler:
     ) -> None:
         self.settings = settings
         self._table_locks = table_locks
+        self.cancelled_plans = CancelledPlans(
+            session_factory,
+            locks=table_locks or TableLocks(session_factory.kw["bind"]),
+            interval_seconds=settings.heartbeat_interval_seconds,
+            heartbeat_interval_seconds=settings.heartbeat_interval_seconds,
+            storage_timeout_seconds=settings.storage_timeout_seconds,
+            storage_threads=settings.storage_threads,
+            clock=clock,
+        )
         self.cancel_scan = CancelScan(
             session_factory,
             interval_seconds=settings.cancel_scan_interval_seconds,
@@ -164,6 +177,7 @@ class Scheduler:
         self._wakeup.close()
         self._claiming = False
         self.cancel_scan.join(self.settings.storage_timeout_seconds)
+        self.cancelled_plans.join(self.settings.storage_timeout_seconds)
         self.alert_delivery.join()
         self.pulls.join(self.settings.storage_timeout_seconds)
         log.info(
@@ -181,6 +195,7 @@ class Scheduler:
             if self._claiming:
                 self._claim_and_launch(report)
                 self.cancel_scan.maybe_start()
+                self.cancelled_plans.maybe_start()
                 self.alert_delivery.maybe_start()
                 self.pulls.maybe_start()
             self._observe_queue_depth()

@@ -40,6 +40,7 @@ from tms.store.attempts import (
     record_launch,
     set_exit_code,
 )
+from tms.store.cancelled_plans import plan_settled, plans_to_abort
 from tms.store.claiming import (
     Claim,
     Reaped,
@@ -277,6 +278,8 @@ __all__ = [
     "normalize_base_path",
     "notify_due",
     "operation_states",
+    "plan_settled",
+    "plans_to_abort",
     "probe_engine",
     "prune_instances",
     "queue_depth",

@@ -249,9 +249,11 @@ def _candidates(
     now: ColumnElement[datetime],
 ) -> CTE:
     """Due operations this claimer may run, locked (`SKIP LOCKED`), best first: none of a
-    table with a running operation or paused, of a full queue or owner, or of a capped
+    table with a running operation or paused, none that would plan while a cancelled plan of
+    its table and service is still to abort, none of a full queue or owner, or of a capped
     table."""
     o, ot, pt = Operation.__table__.alias("o"), Tbl.__table__.alias("ot"), Tbl.__table__.alias("t")
+    ab = Operation.__table__.alias("ab")
     r = running
     owner = func.coalesce(o.c.owner, ot.c.owner)
     return (
@@ -264,6 +266,16 @@ def _candidates(
             engine_filter(o, ot, for_worker=for_worker, worker_queues=worker_queues),
             not_(exists().where(r.c.tbl_id == o.c.tbl_id, r.c.status == RUNNING)),
             not_(exists().where(pt.c.id == o.c.tbl_id, pt.c.paused)),
+            # one that would plan while a cancelled plan of its table and service is still to
+            # abort: that plan holds file groups the new one would plan around
+            or_(
+                o.c.instant.is_not(None),
+                not_(
+                    exists().where(
+                        ab.c.tbl_id == o.c.tbl_id, ab.c.action == o.c.action, ab.c.plan_abort_due
+                    )
+                ),
+            ),
             not_(exists().where(room.c.queue == o.c.queue, room.c.free <= 0)),
             not_(exists().where(owner_room.c.owner == owner, owner_room.c.free <= 0)),
             case(
@@ -409,8 +421,10 @@ def claim_due_operations(
 ) -> list[Claim]:
     """Claim up to `limit` due operations for `instance_id`, highest priority then oldest.
 
-    Skips paused tables, tables with a running operation, queues whose running count
-    (over all instances) reached `queue_limits[queue]`, owners whose running count reached
+    Skips paused tables, tables with a running operation, operations that would plan while
+    a cancelled plan of their table and action is still to abort (`store.cancelled_plans`),
+    queues whose running count (over all instances) reached `queue_limits[queue]`, owners
+    whose running count reached
     `owner_limits[owner]` (unlisted queues and owners are unlimited), and tables that
     started their hourly cap of attempts in the hour before `now` (policy
     `max_runs_per_hour`, else `table_runs_per_hour`; 0 = unlimited).

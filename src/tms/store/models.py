@@ -277,6 +277,12 @@ class Operation(Base):
         ),
         Index("ix_operation_tbl_id", "tbl_id", "id"),
         Index("ix_operation_status", "status", "id"),
+        Index(
+            "ix_operation_plan_abort_due",
+            "tbl_id",
+            "action",
+            postgresql_where=text("plan_abort_due"),
+        ),
         CheckConstraint("max_retries >= 0 AND run_times >= 0", name="retries"),
         CheckConstraint("parallelism IS NULL OR parallelism > 0", name="parallelism"),
         CheckConstraint(
@@ -331,6 +337,10 @@ class Operation(Base):
     """The executor its latest job reported having run (`native` or `hudi`)."""
     native_declined: Mapped[str | None]
     """Why the native executor declined the table, when `auto` handed it to Hudi's code."""
+    plan_abort_due: Mapped[bool] = mapped_column(server_default="false")
+    """Cancelled with a plan on the table that the scheduler has yet to see aborted (or
+    settled otherwise): whatever stopped its job, the plan must not stay pending and hold
+    its file groups (`tms.scheduler.cancelled_plans`)."""
 
     table: Mapped[Tbl] = relationship(lazy="select")
 

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from tms.executors import AUTO
+from tms.store.cancelled_plans import abort_due_on_cancel
 from tms.store.errors import NotFound, OperationConflict, TransitionRefused
 from tms.store.events import record_event
 from tms.store.models import UNPLANNED, Action, Operation, OperationStatus, Tbl
@@ -362,7 +363,11 @@ def remove_operation(session: Session, operation_id: int, *, reason: str = "remo
     was = current.status
     values: dict[str, Any] = {"is_deleted": True, "updated_at": func.now()}
     if was == S.SCHEDULED:
-        values |= {"status": S.CANCELLED, "finished_at": func.now()}
+        values |= {
+            "status": S.CANCELLED,
+            "finished_at": func.now(),
+            "plan_abort_due": abort_due_on_cancel(),
+        }
     stmt = (
         update(Operation)
         .where(Operation.id == operation_id)

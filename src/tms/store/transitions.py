@@ -16,6 +16,7 @@ from sqlalchemy import ColumnElement, func, literal, select, update
 from sqlalchemy.orm import Session
 
 from tms.store.alerts import raise_operation_failed
+from tms.store.cancelled_plans import abort_due_on_cancel
 from tms.store.errors import NotFound, TransitionRefused
 from tms.store.events import record_event
 from tms.store.models import Attempt, AttemptOutcome, Operation, OperationStatus
@@ -99,6 +100,8 @@ def transition(
     extra = dict(values or {})
     if to.terminal:
         extra.setdefault("finished_at", clock(now))
+    if to is S.CANCELLED:
+        extra.setdefault("plan_abort_due", abort_due_on_cancel())
     stmt = (
         update(Operation)
         .where(Operation.id == old.c.id)

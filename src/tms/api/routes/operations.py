@@ -121,9 +121,10 @@ def cancel_operation_route(
     next heartbeat). Cancelling a cancelled operation is a no-op; a finished one is 409.
 
     A scheduled operation whose plan is on the table and cancellable (RFC-79) also gets a
-    cancel request written there, so writers see it and the next clean aborts the plan (a
-    running one's job writes it). Cancelled in tms either way: what the table refused or
-    storage failed to do is logged, not answered."""
+    cancel request written there, so writers see it (a running one's job writes it); the
+    scheduler then aborts the plan of every cancelled operation, whenever its job stopped.
+    Cancelled in tms either way: what the table refused or storage failed to do is logged,
+    not answered."""
     (cancelled,) = cancel(session, [operation_id], reason="cancelled by operator", table=table)
     return operation_out(session, cancelled.operation)
 
