@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
 import time
 from pathlib import Path
 
@@ -42,6 +44,36 @@ def test_a_lock_past_its_expiry_is_taken_over(tmp_path: Path) -> None:
     assert expiring.try_acquire()
     note = json.loads((tmp_path / ".hoodie" / "lock").read_text())
     assert note["lockThreadName"].startswith("other@")
+
+
+def test_a_lock_left_by_a_killed_tms_process_of_this_host_is_taken_over(tmp_path: Path) -> None:
+    """Killed while it held the lock (an OOM kill mid-commit), a job never releases it, and
+    with Hudi's default expiry (never) the table would stay locked for good."""
+    storage = Storage(str(tmp_path))
+    lock = tmp_path / ".hoodie" / "lock"
+    dead_pid = _pid_of_ended_process()
+    alive = subprocess.Popen(["sleep", "60"])
+    try:
+        host = socket.gethostname()
+        for holder, taken in [
+            (f"tms@{host}:{dead_pid}:tms-job-work", True),
+            (f"tms@{host}:{alive.pid}:tms-job-work", False),
+            (f"tms@another-host:{dead_pid}:tms-job-work", False),  # cannot tell: it may run
+            ("Thread-12", False),  # a Hudi writer's lock
+        ]:
+            lock.parent.mkdir(exist_ok=True)
+            lock.write_text(json.dumps({"lockThreadName": holder, "lockCreateTime": "x"}))
+            assert FileSystemLock(storage).try_acquire() is taken, holder
+            lock.unlink()
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def _pid_of_ended_process() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
 
 
 def test_the_lock_folder_is_hudis_setting(tmp_path: Path) -> None:

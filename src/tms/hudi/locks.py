@@ -6,7 +6,10 @@ filesystem creates atomically: a hard link on disk, a conditional PUT (`If-None-
 S3, GCS and Azure (`Storage.create_new`). A lock older than the expiry
 (`hoodie.write.lock.filesystem.expire`, minutes; 0, Hudi's default, never expires) is taken
 to belong to a dead holder and deleted, as Hudi's provider does. The file holds a JSON note of
-who took it (Hudi writes `lockCreateTime`, `lockThreadName` and `lockStacksInfo`).
+who took it (Hudi writes `lockCreateTime`, `lockThreadName` and `lockStacksInfo`); `tms` names
+itself `tms@<host>:<pid>:<thread>`, so a lock a `tms` process of this host left when it was
+killed is deleted too, once that process no longer runs, rather than holding the table until
+the expiry (never, by default).
 
 Tables only `tms` services may lock with `postgres` instead: a PostgreSQL advisory lock named
 by the table's base path, which the service takes on its database and a job asks the service
@@ -109,9 +112,10 @@ class FileSystemLock:
         try:
             self.storage.create_new(self.path, self._note())
         except FileExistsError:
-            if not self._expired():
+            stale = self._stale()
+            if stale is None:
                 return False
-            log.warning("deleting the expired table lock %s", self.storage.uri(self.path))
+            log.warning("deleting the table lock %s: %s", self.storage.uri(self.path), stale)
             self.storage.delete(self.path)
             try:
                 self.storage.create_new(self.path, self._note())
@@ -149,21 +153,41 @@ class FileSystemLock:
     ) -> None:
         self.release()
 
-    def _expired(self) -> bool:
-        if self.expire_minutes <= 0:
-            return False
+    def _stale(self) -> str | None:
+        """Why the lock file left by someone else belongs to a dead holder (None: it may
+        not). It expired; or a `tms` process of this host took it and no longer runs (killed
+        while it held the lock: it never expires with Hudi's default expiry)."""
         try:
             modified = self.storage.modified(self.path)
         except FileNotFoundError:
-            return True  # released meanwhile: try again at once
-        return time.time() - modified > self.expire_minutes * 60
+            return "released meanwhile"  # try again at once
+        if self.expire_minutes > 0 and time.time() - modified > self.expire_minutes * 60:
+            return f"older than its expiry ({self.expire_minutes:g} minutes)"
+        pid = self._local_holder_pid()
+        if pid is not None and not _process_runs(pid):
+            return f"its holder, process {pid} of this host, no longer runs"
+        return None
 
-    def _holder(self) -> str:
+    def _local_holder_pid(self) -> int | None:
+        """The process id of the holder when a `tms` process of this host took the lock."""
+        holder = str(self._note_of_holder().get("lockThreadName", ""))
+        owner, _, rest = holder.partition("@")
+        host, _, rest = rest.partition(":")
+        pid, _, _thread = rest.partition(":")
+        if owner != self.owner or host != socket.gethostname() or not pid.isdigit():
+            return None
+        return int(pid)
+
+    def _note_of_holder(self) -> dict[str, object]:
         try:
             note = json.loads(self.storage.read_bytes(self.path) or b"{}")
         except (FileNotFoundError, ValueError):
-            return "holder unknown"
-        if not isinstance(note, dict):
+            return {}
+        return note if isinstance(note, dict) else {}
+
+    def _holder(self) -> str:
+        note = self._note_of_holder()
+        if not note:
             return "holder unknown"
         return ", ".join(
             f"{k} {note[k]}" for k in ("lockThreadName", "lockCreateTime") if k in note
@@ -175,6 +199,21 @@ class FileSystemLock:
         holder = f"{self.owner}@{socket.gethostname()}:{os.getpid()}:{thread}"
         note = {"lockCreateTime": now, "lockThreadName": holder, "lockStacksInfo": []}
         return json.dumps(note).encode()
+
+
+def _process_runs(pid: int) -> bool:
+    """Whether process `pid` of this host runs (a zombie no one reaped does not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except OSError:
+        return True
 
 
 FILESYSTEM_PROVIDER = "org.apache.hudi.client.transaction.lock.FileSystemBasedLockProvider"

@@ -46,13 +46,13 @@ from tms.jobs.dispatch import (
     spark_session,
     table_cancel_check,
 )
-from tms.jobs.fault_pause import pause_point
 from tms.jobs.job import Job
 from tms.jobs.table_lock import ServiceTableLocks
 from tms.planning import BadJobInput
 from tms.services.conflicts import WriteConflictError
 from tms.services.execution import ServiceResult
 from tms.services.executor import StageHook
+from tms.services.fault_pause import pause_point
 from tms.services.progress import tracking
 
 __all__ = [
@@ -230,6 +230,7 @@ class JobRunner:
             if spark is None:
                 spark = self._start_spark(spec, instant)
             result = self.execute(job, table, instant, spark, partial(self._on_stage, job))
+            pause_point("committed")
             figures = result.to_dict()
             if self._control.cancel_too_late.is_set():
                 log.warning(
@@ -242,7 +243,6 @@ class JobRunner:
 
     def _start_spark(self, spec: JobSpec, instant: str) -> Any:
         self._control.progress.enter("starting Spark")
-        pause_point("starting Spark")
         spark = self.spark_factory(spec, instant)
         self._control.attach_spark(spark)
         return spark

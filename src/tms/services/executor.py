@@ -40,6 +40,7 @@ from tms.services.execution import (
     pending_plan,
     resolve_conflicts,
 )
+from tms.services.fault_pause import pause_point
 from tms.services.metadata_sync import MetadataSync, WrittenFile
 from tms.services.spark import TaskInfo, run_tasks
 
@@ -290,6 +291,7 @@ class CommitActionExecutor(ABC, Generic[P, T, O]):
                     sync.write(instant_time, update)
                 else:
                     sync.finish(context.pending, update, self.metadata_logs(outcomes))
+                pause_point("metadata committed")
             transition(table.storage, table.config, inflight, State.COMPLETED, metadata)
         delete_markers(table.storage, instant_time)
         return stats

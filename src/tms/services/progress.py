@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from tms.services.fault_pause import pause_point
+
 __all__ = [
     "Progress",
     "ProgressSnapshot",
@@ -78,6 +80,7 @@ class Progress:
             changed, self._stage = self._stage != stage, stage
         if changed:
             self._changed()
+        pause_point(stage)
 
     def tasks_started(self, planned: int) -> None:
         """A Spark job of `planned` file groups starts (the counts start again)."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from tms.hudi.storage.requests import RequestKind, counting, record
 from tms.services import progress
+from tms.services.fault_pause import pause_point
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -85,4 +86,5 @@ class _TaskCall:
         )
         with counting() as requests:
             result = self.func(pair[1], info)
+        pause_point("tasks writing")
         return pair[0], result, requests.as_dict()

@@ -33,6 +33,7 @@ from tms.hudi.timeline.transitions import transition
 from tms.services import progress
 from tms.services.clean.plan import KEEP_LATEST_COMMITS, schedule_clean
 from tms.services.execution import ServiceResult, committing, pending_plan
+from tms.services.fault_pause import pause_point
 from tms.services.metadata_sync import MetadataSync
 from tms.services.spark import TaskInfo, run_tasks
 
@@ -95,6 +96,7 @@ def execute_clean(
             progress.enter("syncing metadata")
             names = {p: m["deletePathPatterns"] for p, m in partition_metadata.items()}
             sync.write(instant_time, sync.clean_update(instant_time, names))
+            pause_point("metadata committed")
         earliest = plan.get("earliestInstantToRetain") or {}
         metadata = {
             "startCleanTime": instant_time,

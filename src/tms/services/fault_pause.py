@@ -5,8 +5,16 @@ the job, on reaching that step, writes `<dir>/<step>.<pid>` and waits until `<di
 exists; a test meanwhile kills it, cancels it or cuts it off at exactly that step. Without
 them, as in production, a step costs one environment lookup.
 
-Steps: `starting Spark` (the plan is on the table and claimed; the SparkSession that runs
-it is about to start).
+Steps, each where a crash loses the most:
+- every stage the work enters (`tms.services.progress`): `planning`; `starting Spark` (the
+  plan is on the table and claimed; the SparkSession that runs it is about to start); a
+  service's task stage (`compacting`, `clustering`…: its tasks are about to start);
+  `committing` (the tasks are done, the metadata table's delta commit is not written);
+  `syncing metadata` (the same, under the table lock);
+- `tasks writing`: in a Spark task, once it has written its file group's files;
+- `metadata committed`: the metadata table's delta commit is complete, the data table's
+  instant is not;
+- `committed`: the data table's instant is complete, the service has not been told.
 """
 
 from __future__ import annotations

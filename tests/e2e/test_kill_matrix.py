@@ -1,0 +1,54 @@
+"""Jobs SIGKILLed at each step of compaction and clustering recover on their next attempt
+(`tests.e2e.kill_matrix`). The default suite runs the steps that lose the most on tables with
+a metadata table; `bench/kill_matrix.py` runs the whole matrix (`KILL_MATRIX=full`) and
+prints it."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import Services
+from tests.e2e.kill_matrix import NO_KILL, STEPS, Case, run_case
+
+pytestmark = pytest.mark.spark
+
+DEFAULT = [
+    Case("compaction", 9, True, "metadata committed, before the data commit"),
+    Case("clustering", 6, True, "tasks writing"),
+]
+"""The default suite's cases: a kill under the table lock, and one among written files."""
+FULL = [
+    Case(service, version, mdt, step)
+    for service, version, mdt, step in itertools.product(
+        ("compaction", "clustering"), (6, 9), (True, False), [NO_KILL, *STEPS]
+    )
+    if mdt or step != "metadata committed, before the data commit"
+]
+"""The whole matrix, with a baseline case (no kill) for each table."""
+CASES = FULL if os.environ.get("KILL_MATRIX") == "full" else DEFAULT
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
+def test_a_job_killed_at_a_step_recovers(services: Services, tmp_path: Path, case: Case) -> None:
+    try:
+        outcome = run_case(services, tmp_path, case)
+    except AssertionError as exc:
+        _report({**asdict(case), "recovered": False, "error": str(exc).partition("\n")[0]})
+        raise
+    print(f"{case.name}: {' -> '.join(outcome.attempts)} in {outcome.seconds:.1f}s")
+    _report(outcome.row())
+
+
+def _report(row: dict[str, Any]) -> None:
+    """One line of the matrix, for `bench/kill_matrix.py` (`KILL_MATRIX_REPORT`)."""
+    report = os.environ.get("KILL_MATRIX_REPORT")
+    if report:
+        with open(report, "a", encoding="utf-8") as out:
+            out.write(json.dumps(row) + "\n")
