@@ -76,7 +76,8 @@ def print_matrix(rows: list[dict[str, Any]]) -> None:
 
 
 def _table(row: dict[str, Any]) -> str:
-    return f"v{row['table_version']}{' + metadata table' if row['metadata_table'] else ''}"
+    mdt = " + metadata table" if row["metadata_table"] else ""
+    return f"v{row['table_version']}{mdt}, {row.get('engine', 'spark-submit')}"
 
 
 if __name__ == "__main__":

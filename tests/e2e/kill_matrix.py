@@ -12,7 +12,10 @@ complete and no marker is left; the operation's attempts show the one that was l
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from tests import oracle
-from tests.e2e.conftest import Services, kill_job_processes
+from tests.e2e.conftest import Service, Services, kill_job_processes
 from tests.hudi.test_fixture_views import rows_of, without_metadata_table
 from tests.hudi.test_metadata_reader import committed_files_on_storage
 from tms.hudi.metadata.listing import metadata_file_system_view
@@ -45,17 +48,28 @@ SUBMIT = {"compaction": "compact", "clustering": "cluster"}
 METADATA = ("files", "record_index")
 
 
+ENGINES: dict[str, dict[str, Any]] = {
+    "spark-submit": {},
+    # one resident worker runs every attempt; the service launches nothing itself
+    "spark-worker": {"workers": 1, "worker_slots": 1, "max_running_per_instance": 0},
+}
+"""How the service runs its jobs, as `tms serve` settings."""
+
+
 @dataclass(frozen=True)
 class Case:
     service: str
     table_version: int
     metadata_table: bool
     kill_point: str
+    engine: str = "spark-submit"
 
     @property
     def name(self) -> str:
         mdt = "+mdt" if self.metadata_table else ""
-        return f"{self.service}-v{self.table_version}{mdt}-{self.kill_point.split(',')[0]}"
+        worker = "-worker" if self.engine == "spark-worker" else ""
+        step = self.kill_point.split(",")[0]
+        return f"{self.service}-v{self.table_version}{mdt}{worker}-{step}"
 
 
 @dataclass
@@ -111,7 +125,9 @@ def run_case(services: Services, root: Path, case: Case) -> Outcome:
     base = table_for(root, case)
     before = oracle.snapshot(base)
     hold = {} if case.kill_point == NO_KILL else {"fault_pause_at": STEPS[case.kill_point]}
-    service = services.start(case.name, fault_pause_dir=pause, default_max_retries=5, **hold)
+    service = services.start(
+        case.name, fault_pause_dir=pause, default_max_retries=5, **hold, **ENGINES[case.engine]
+    )
     started = time.monotonic()
     service.post(
         "/v1/hoodie/service/register",
@@ -128,7 +144,7 @@ def run_case(services: Services, root: Path, case: Case) -> Outcome:
         running = service.operation(submitted["id"])
         killed = running["current_attempt_id"]
         assert running["status"] == "RUNNING" and running["instant"], running
-        assert kill_job_processes(service.url, killed), "no job process to kill"
+        assert kill_job(service, case.engine, killed), "no job process to kill"
         (pause / "go").touch()
 
     operation = service.wait_terminal(submitted["id"], timeout=300)
@@ -146,6 +162,21 @@ def run_case(services: Services, root: Path, case: Case) -> Outcome:
         assert_metadata_agrees(Path(base), root / f"listed-{case.name}")
     service.stop()
     return outcome
+
+
+def kill_job(service: Service, engine: str, attempt_id: int) -> list[int]:
+    """SIGKILL what runs the attempt: the spark-submit job's process groups, or the resident
+    worker's (its JVM and Python workers with it); the groups killed."""
+    if engine == "spark-submit":
+        return kill_job_processes(service.url, attempt_id)
+    groups = []
+    for worker in service.get("/v1/workers"):
+        with contextlib.suppress(ProcessLookupError):
+            groups.append(os.getpgid(worker["pid"]))
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+    return groups
 
 
 def describe(attempt: dict[str, Any]) -> str:
@@ -181,4 +212,4 @@ def assert_metadata_agrees(root: Path, listed: Path) -> None:
     )
 
 
-__all__ = ["NO_KILL", "STEPS", "Case", "Outcome", "run_case"]
+__all__ = ["ENGINES", "NO_KILL", "STEPS", "Case", "Outcome", "run_case"]

@@ -15,23 +15,25 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Services
-from tests.e2e.kill_matrix import NO_KILL, STEPS, Case, run_case
+from tests.e2e.kill_matrix import ENGINES, NO_KILL, STEPS, Case, run_case
 
 pytestmark = pytest.mark.spark
 
 DEFAULT = [
     Case("compaction", 9, True, "metadata committed, before the data commit"),
     Case("clustering", 6, True, "tasks writing"),
+    Case("compaction", 9, True, "tasks writing", "spark-worker"),
 ]
-"""The default suite's cases: a kill under the table lock, and one among written files."""
+"""The default suite's cases: a kill under the table lock, one among written files, and a
+resident worker killed (the service starts it again)."""
 FULL = [
-    Case(service, version, mdt, step)
-    for service, version, mdt, step in itertools.product(
-        ("compaction", "clustering"), (6, 9), (True, False), [NO_KILL, *STEPS]
+    Case(service, version, mdt, step, engine)
+    for service, version, mdt, engine, step in itertools.product(
+        ("compaction", "clustering"), (6, 9), (True, False), ENGINES, [NO_KILL, *STEPS]
     )
     if mdt or step != "metadata committed, before the data commit"
 ]
-"""The whole matrix, with a baseline case (no kill) for each table."""
+"""The whole matrix, with a baseline case (no kill) for each table and engine."""
 CASES = FULL if os.environ.get("KILL_MATRIX") == "full" else DEFAULT
 
 
