@@ -307,6 +307,9 @@ def test_a_lost_instance_loses_no_callback_runs_nothing_twice_and_hands_over_its
     replacement = held_attempts[-1]
     replaced = when(replacement["started_at"]) + timedelta(seconds=replacement["launch_seconds"])
     assert stopped < replaced, (stopped, replaced)
+    expired = lease_expiry(lost["error"])
+    # a beat already on its retries when the lease runs out delays the stop by them
+    assert stopped <= expired + timedelta(seconds=3), (stopped, expired)
     cut_off = (stopped - killed_wall).total_seconds()
     reaped = (when(lost["finished_at"]) - killed_wall).total_seconds()
     failover = (when(held_attempts[-1]["started_at"]) - killed_wall).total_seconds()
@@ -338,7 +341,8 @@ def test_a_lost_instance_loses_no_callback_runs_nothing_twice_and_hands_over_its
                 f"marker owner: {a.url} -> {new_owner}",
                 f"failover: lease {LEASE_SECONDS:g}s; lost attempt reaped {reaped:.1f}s after the "
                 f"kill, new attempt started {failover:.1f}s after it (its job running "
-                f"{(replaced - killed_wall).total_seconds():.1f}s after it); the cut-off job "
+                f"{(replaced - killed_wall).total_seconds():.1f}s after it); the lease expired "
+                f"{(expired - killed_wall).total_seconds():.1f}s after it and the cut-off job "
                 f"stopped itself {cut_off:.1f}s after it",
                 f"load ran {load_seconds:.0f}s after the kill; test took "
                 f"{time.monotonic() - started:.0f}s",
@@ -356,6 +360,13 @@ def cut_off_stop(log: Path) -> datetime:
     )
     assert found, f"the cut-off job did not stop for its lease:\n{tail(log)}"
     return datetime.strptime(found[1], "%Y-%m-%d %H:%M:%S,%f").astimezone(UTC)
+
+
+def lease_expiry(error: str) -> datetime:
+    """When the lost attempt's lease expired, as its error says."""
+    found = re.search(r"lease expired at (\S+ \S+)", error)
+    assert found, error
+    return datetime.fromisoformat(found[1])
 
 
 def first_name(writing: str) -> str:

@@ -186,6 +186,14 @@ class Heartbeater:
     def _run(self) -> None:
         while not self._stop.is_set():
             self._wake.clear()  # a stage entered from now on beats again
+            if self._lease_ran_out():
+                log.error(
+                    "no heartbeat answered for %.0fs: the lease (%gs) may have run out, stopping",
+                    time.monotonic() - self._answered,
+                    self._lease_seconds,
+                )
+                self._control.lose()
+                return
             progress = self._control.progress_now()
             sending = time.monotonic()
             try:
@@ -195,16 +203,6 @@ class Heartbeater:
                 self._control.lose()
                 return
             except JobApiError as exc:
-                if self._lease_ran_out():
-                    log.error(
-                        "no heartbeat answered for %.0fs, the lease (%gs) may have run out; "
-                        "stopping: %s",
-                        time.monotonic() - self._answered,
-                        self._lease_seconds,
-                        exc,
-                    )
-                    self._control.lose()
-                    return
                 log.warning("heartbeat failed (the lease may still hold): %s", exc)
             else:
                 self._answered = sending
