@@ -58,6 +58,7 @@ def test_happy_path_spec_heartbeat_instant_result(client: TestClient, session: S
         "resource": "8g:8g",
         "extra_params": {"strategy": "all"},
         "heartbeat_interval_seconds": 10.0,
+        "lease_seconds": 60.0,
         "cancel_requested": False,
         "storage_options": {},
         "executor": "auto",

@@ -27,6 +27,7 @@ from tests.e2e.writer_callbacks import (
     CALLBACK_PATH,
     CallbackWriter,
     commit_metadata,
+    synthetic_callback,
 )
 from tests.services.test_clustering import small_files_table
 from tms.hudi.properties import COPY_ON_WRITE
@@ -444,29 +445,7 @@ def test_every_acknowledged_notification_survives_a_server_crash(
     stop = threading.Event()
 
     def payload(instant: str) -> dict[str, Any]:
-        file_id = f"{instant[-6:]}-0"
-        log = f".{file_id}_20260101000000000.log.1_0-1-0"
-        return {
-            "commitTime": instant,
-            "tableName": "stream",
-            "basePath": base,
-            "hoodieWriteStat": [
-                {
-                    "fileId": file_id,
-                    "path": f"sf/{log}",
-                    "partitionPath": "sf",
-                    "prevCommit": "20260101000000000",
-                    "numWrites": 3,
-                    "totalWriteBytes": 1024,
-                    "logVersion": 1,
-                    "logOffset": 0,
-                    "baseFile": f"{file_id}_0-1-0_20260101000000000.parquet",
-                    "logFiles": [log],
-                }
-            ],
-            "commitActionType": {"present": True},
-            "extraMetadata": {"present": True},
-        }
+        return synthetic_callback(base, "stream", instant)
 
     def stream(worker: int) -> None:
         with httpx.Client(base_url=service.url, timeout=10.0) as client:

@@ -25,6 +25,7 @@ __all__ = [
     "CallbackWriter",
     "callback_payload",
     "commit_metadata",
+    "synthetic_callback",
 ]
 
 CALLBACK_PATH = "/v1/hoodie/service/commit"
@@ -49,6 +50,33 @@ def callback_payload(base_path: str, table_name: str, instant: str) -> dict[str,
         "tableName": table_name,
         "basePath": base_path,
         "hoodieWriteStat": [stat.to_json_dict() for stat in metadata.write_stats()],
+        "commitActionType": {"present": True},
+        "extraMetadata": {"present": True},
+    }
+
+
+def synthetic_callback(base_path: str, table_name: str, instant: str) -> dict[str, Any]:
+    """A callback naming one log file of partition `sf` that is not on storage: load for the
+    service's callback path, where nothing reads the files a commit names."""
+    file_id = f"{instant[-6:]}-0"
+    log = f".{file_id}_20260101000000000.log.1_0-1-0"
+    stat = {
+        "fileId": file_id,
+        "path": f"sf/{log}",
+        "partitionPath": "sf",
+        "prevCommit": "20260101000000000",
+        "numWrites": 3,
+        "totalWriteBytes": 1024,
+        "logVersion": 1,
+        "logOffset": 0,
+        "baseFile": f"{file_id}_0-1-0_20260101000000000.parquet",
+        "logFiles": [log],
+    }
+    return {
+        "commitTime": instant,
+        "tableName": table_name,
+        "basePath": base_path,
+        "hoodieWriteStat": [stat],
         "commitActionType": {"present": True},
         "extraMetadata": {"present": True},
     }

@@ -102,6 +102,44 @@ def test_lost_lease_stops_at_once_without_reporting(table: str, blocker: threadi
     assert results(api) == [] and api.calls("POST /instant") == []
 
 
+def test_a_job_cut_off_from_its_service_for_a_lease_stops_without_reporting(
+    table: str, blocker: threading.Event
+) -> None:
+    """Its service died (or the network is cut): nobody can tell it the lease is lost, so
+    once no heartbeat was answered for a lease, it stops as if told; another attempt may
+    run the operation by then."""
+
+    def plan(job: Job, t: HudiTable) -> str | None:
+        blocker.wait(60)  # stuck in the work
+        return None
+
+    beats = [OK_BEAT, (503, {})]  # every beat after the first fails
+    spec = spec_json(base_path=table, heartbeat_interval_seconds=0.2, lease_seconds=1.5)
+    with stub_api(routes(spec, beats)) as api:
+        started = time.monotonic()
+        code, runner = run(api, plan=plan, spark_factory=no_spark)
+        stopped = time.monotonic() - started
+        assert code == EXIT_STOPPED and runner.abandoned_work
+        assert 1.5 <= stopped < 10, stopped
+        assert results(api) == [] and api.calls("POST /instant") == []
+
+
+def test_missed_heartbeats_within_the_lease_do_not_stop_the_job(table: str) -> None:
+    beats = [OK_BEAT, *[(503, {})] * 9, OK_BEAT]  # three beats of three requests fail
+    spec = spec_json(base_path=table, heartbeat_interval_seconds=0.05, lease_seconds=30)
+
+    def plan(job: Job, t: HudiTable) -> str | None:
+        deadline = time.monotonic() + 10
+        while len(api.calls("POST /heartbeat")) < 12 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return None
+
+    with stub_api(routes(spec, beats)) as api:
+        code, _ = run(api, plan=plan, spark_factory=no_spark)
+    assert code == EXIT_OK
+    assert [r["outcome"] for r in results(api)] == ["SUCCEEDED"]
+
+
 def test_scheduled_plan_is_reported_then_executed(table: str) -> None:
     spark = FakeSpark()
     seen: list[str] = []

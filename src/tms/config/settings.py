@@ -158,7 +158,10 @@ class Settings(BaseSettings):
         "unlisted queues are unlimited, 0 pauses a queue",
     )
     lease_seconds: float = Field(
-        60.0, gt=0, description="a job that has not heartbeat for this long is lost and retried"
+        60.0,
+        gt=0,
+        description="a job that has not heartbeat for this long is lost and retried; a job "
+        "none of whose heartbeats was answered for this long stops by itself",
     )
     heartbeat_interval_seconds: float = Field(
         10.0, gt=0, description="how often jobs heartbeat (must be below `lease_seconds`)"

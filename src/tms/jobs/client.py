@@ -83,6 +83,9 @@ class JobSpec:
     resource: str | None = None
     extra_params: dict[str, Any] = field(default_factory=dict)
     heartbeat_interval_seconds: float = 10.0
+    lease_seconds: float | None = None
+    """How long the lease outlives the last answered heartbeat (None: a service that does not
+    say; the job then stops only when told its lease is lost)."""
     cancel_requested: bool = False
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
     """The table's storage options (secrets): passed to fsspec and Spark tasks, never shown."""
@@ -104,6 +107,9 @@ class JobSpec:
                 resource=data.get("resource"),
                 extra_params=dict(data.get("extra_params") or {}),
                 heartbeat_interval_seconds=float(data["heartbeat_interval_seconds"]),
+                lease_seconds=(
+                    None if data.get("lease_seconds") is None else float(data["lease_seconds"])
+                ),
                 cancel_requested=bool(data.get("cancel_requested", False)),
                 storage_options=dict(data.get("storage_options") or {}),
                 executor=parse_executor(data.get("executor", AUTO)),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -144,15 +145,28 @@ class Heartbeater:
     """Beats at once, then every `interval` seconds, each beat with the work's progress. A
     401/404/409 means the lease is lost (stop at once); a reply with `cancel_requested`, or
     a cancel request on the table for a cancellable plan (`JobControl.watch_table`), cancels
-    the work. Transient errors are only logged: the lease outlives a few missed beats. A
+    the work. Transient errors are only logged: the lease outlives a few missed beats. But
+    once no beat was answered for `lease_seconds` (counted from the sending of the last one
+    answered, which the service received later), the lease may have run out and another
+    attempt may be running the operation: the job stops as for a lost lease (a service that
+    died, or a network cut, leaves no one to tell it). A
     new stage or Spark job beats at once, without waiting for the interval; when stopped,
     it beats once more if the progress changed since the last beat, so the attempt keeps
     where the work ended."""
 
-    def __init__(self, client: JobClient, interval: float, control: JobControl) -> None:
+    def __init__(
+        self,
+        client: JobClient,
+        interval: float,
+        control: JobControl,
+        lease_seconds: float | None = None,
+    ) -> None:
         self._client = client
         self._interval = interval
         self._control = control
+        self._lease_seconds = lease_seconds
+        self._answered = time.monotonic()
+        """When the last beat answered was sent (at first: when the spec was fetched)."""
         self._stop = threading.Event()
         self._wake = threading.Event()
         """Set by a stop, a new stage of the work and the start of its Spark job."""
@@ -172,7 +186,16 @@ class Heartbeater:
     def _run(self) -> None:
         while not self._stop.is_set():
             self._wake.clear()  # a stage entered from now on beats again
+            if self._lease_ran_out():
+                log.error(
+                    "no heartbeat answered for %.0fs: the lease (%gs) may have run out, stopping",
+                    time.monotonic() - self._answered,
+                    self._lease_seconds,
+                )
+                self._control.lose()
+                return
             progress = self._control.progress_now()
+            sending = time.monotonic()
             try:
                 reply = self._client.heartbeat(progress=progress, retries=2)
             except AttemptGone as exc:
@@ -182,16 +205,30 @@ class Heartbeater:
             except JobApiError as exc:
                 log.warning("heartbeat failed (the lease may still hold): %s", exc)
             else:
+                self._answered = sending
                 self._sent = progress
                 if reply.cancel_requested and not self._control.cancel_requested:
                     self._control.request_cancel("cancelled by request")
             reason = self._control.table_cancel_reason()
             if reason is not None:
                 self._control.request_cancel(reason)
-            self._wake.wait(self._interval)
+            self._wake.wait(self._wait())
             if self._stop.is_set():
                 self._last_beat()
                 return
+
+    def _lease_ran_out(self) -> bool:
+        return (
+            self._lease_seconds is not None
+            and time.monotonic() - self._answered >= self._lease_seconds
+        )
+
+    def _wait(self) -> float:
+        """Until the next beat: the interval, or less when the lease runs out sooner."""
+        if self._lease_seconds is None:
+            return self._interval
+        left = self._answered + self._lease_seconds - time.monotonic()
+        return max(0.0, min(self._interval, left))
 
     def _last_beat(self) -> None:
         """The progress the work ended with, when the last beat did not carry it."""

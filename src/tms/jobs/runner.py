@@ -150,7 +150,9 @@ class JobRunner:
         )
         if spec.cancel_requested:
             return self._report(Report("CANCELLED", error="cancel requested before the job ran"))
-        beat = Heartbeater(self.client, spec.heartbeat_interval_seconds, self._control)
+        beat = Heartbeater(
+            self.client, spec.heartbeat_interval_seconds, self._control, spec.lease_seconds
+        )
         beat.start()
         try:
             report = self._run_work(spec)

@@ -110,6 +110,7 @@ def spec(attempt: JobAttemptDep, session: SessionDep, settings: SettingsDep) -> 
             **(operation.extra_params or {}),
         },
         heartbeat_interval_seconds=settings.heartbeat_interval_seconds,
+        lease_seconds=settings.lease_seconds,
         cancel_requested=operation.cancel_requested,
         storage_options=dict(table.storage_options or {}),
         executor=parse_executor(operation.executor),

@@ -42,6 +42,10 @@ class SpecOut(BaseModel):
     resource: str | None
     extra_params: dict[str, Any]
     heartbeat_interval_seconds: float
+    lease_seconds: float = Field(
+        description="a job none of whose heartbeats were answered for this long stops: its "
+        "lease may have run out, and another attempt may run the operation"
+    )
     cancel_requested: bool
     storage_options: dict[str, Any] = Field(
         description="the table's storage options, secrets included: only its job sees them"
