@@ -2,7 +2,7 @@
 test (the Spark that PySpark ships), each worker's executors in JVMs of their own, and the
 loss of a worker while its tasks run.
 
-Workers start with `TMS_TASK_PAUSE_DIR` (`tms.services.task_pause`) in their environment,
+Workers start with `TMS_TASK_PAUSE_DIR` (`tms.hudi.task_pause`) in their environment,
 which their executors inherit: every task attempt leaves a file in `pause_dir` once its work
 is written, and a first attempt waits there until `release()`. `kill_worker_of(task)` then
 SIGKILLs the worker that runs that task, with its executor and the executor's Python
@@ -24,8 +24,8 @@ from pathlib import Path
 import httpx
 
 from tms.hudi.table import HudiTable
-from tms.services.task_pause import ENV as PAUSE_ENV
-from tms.services.task_pause import RELEASE
+from tms.hudi.task_pause import ENV as PAUSE_ENV
+from tms.hudi.task_pause import RELEASE
 from tms.spark_runtime import ensure_java
 
 START_TIMEOUT = 120.0
@@ -71,39 +71,43 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def files_of_tokens(base_path: str, tokens: set[str]) -> list[str]:
-    """Files of the table (its metadata table's among them, markers not) that task attempts
-    with these write tokens wrote: Hudi names a base file `<id>_<token>_<instant>.<ext>` and
-    a log file `.<id>_<instant>.log.<n>_<token>`."""
+def table_files(base_path: str) -> set[str]:
+    """Paths (relative to the table) of its files and its metadata table's, markers not."""
     root = Path(base_path)
-    found = []
+    found = set()
     for path in root.rglob("*"):
         relative = path.relative_to(root)
-        if not path.is_file() or ".temp" in relative.parts or ".marker." in path.name:
-            continue
-        if any(f"_{t}_" in path.name or path.name.endswith(f"_{t}") for t in tokens):
-            found.append(str(relative))
-    return sorted(found)
+        if path.is_file() and ".temp" not in relative.parts and ".marker." not in path.name:
+            found.add(str(relative))
+    return found
+
+
+def written_by(path: str, tokens: set[str]) -> bool:
+    """Whether a file's name carries one of these write tokens: Hudi names a base file
+    `<id>_<token>_<instant>.<ext>` and a log file `.<id>_<instant>.log.<n>_<token>`."""
+    name = path.rpartition("/")[2]
+    return any(f"_{t}_" in name or name.endswith(f"_{t}") for t in tokens)
 
 
 def committed_files(base_path: str) -> set[str]:
-    """Paths (relative to their table) every completed write of the table and of its
-    metadata table names in its commit metadata."""
+    """Paths (relative to the table) that the completed writes of the table and of its
+    metadata table name in their commit metadata."""
     paths: set[str] = set()
-    tables = [base_path]
+    tables = {base_path: ""}
     if (Path(base_path) / ".hoodie" / "metadata" / ".hoodie").is_dir():
-        tables.append(f"{base_path}/.hoodie/metadata")
-    for base in tables:
+        tables[f"{base_path}/.hoodie/metadata"] = ".hoodie/metadata/"
+    for base, prefix in tables.items():
         table = HudiTable.open(base)
         timeline = table.timeline()
         for instant in timeline.commits():
-            paths.update(timeline.commit_metadata(instant).file_paths_written())
+            written = timeline.commit_metadata(instant).file_paths_written()
+            paths.update(prefix + path for path in written)
     return paths
 
 
 @dataclass(frozen=True)
 class PausedTask:
-    """A task attempt's file in the pause folder (`tms.services.task_pause`)."""
+    """A task attempt's file in the pause folder (`tms.hudi.task_pause`)."""
 
     stage: int
     partition: int
@@ -232,6 +236,17 @@ class SparkCluster:
                 check()
             time.sleep(0.05)
         raise AssertionError(f"no Spark task reached the pause in {timeout:g}s")
+
+    def reruns(self, task: PausedTask) -> list[PausedTask]:
+        """The later attempts of `task` that reached the pause: the same partition of the
+        same stage, another write token (a task set Spark submits again after a lost
+        shuffle output numbers its attempts from 0 again)."""
+        return [
+            t
+            for t in self.tasks()
+            if (t.stage, t.partition) == (task.stage, task.partition)
+            and t.write_token != task.write_token
+        ]
 
     def release(self) -> None:
         (self.pause_dir / RELEASE).write_text("")

@@ -2,7 +2,7 @@
 
 `tms serve` submits the job to `spark://` (a master and two one-core workers started by the
 test; each executor a JVM of its own); once a task has written its base file and waits
-before reporting (`tms.services.task_pause`), the worker running it is SIGKILLed with its
+before reporting (`tms.hudi.task_pause`), the worker running it is SIGKILLed with its
 executor. Spark runs the task again on the other worker, the attempt completes, the table
 reads the same through hudi-rs, and the killed task's file is neither committed nor left on
 storage. The full matrix (every service, both engines) is `bench/cluster_faults.py`.
@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.conftest import TERMINAL, Services
 from tests.e2e.test_service_e2e import new_table, rows, slices_with_logs, trips
-from tests.spark_cluster import SparkCluster, committed_files, files_of_tokens
+from tests.spark_cluster import SparkCluster, committed_files, table_files, written_by
 from tms.hudi.table import HudiTable
 
 pytestmark = pytest.mark.spark
@@ -42,6 +42,7 @@ def test_a_compaction_survives_the_loss_of_a_spark_worker_mid_task(
     base = writer.table.base_path
     before, to_compact = rows(base), slices_with_logs(base)
     assert len(to_compact) >= 3  # more tasks than the two executors run at once
+    files_before = table_files(base)
     service.post(
         "/v1/hoodie/service/register",
         {"db_name": "lake", "table_name": "trips", "base_path": base},
@@ -58,8 +59,9 @@ def test_a_compaction_survives_the_loss_of_a_spark_worker_mid_task(
     running = service.operation(submitted["id"])
     assert running["status"] == "RUNNING" and running["instant"], running
     instant = running["instant"]
-    killed_files = files_of_tokens(base, {paused.write_token})
-    assert killed_files, "the paused task wrote no file"  # written, not yet reported
+    new_files = table_files(base) - files_before
+    killed_files = {path for path in new_files if written_by(path, {paused.write_token})}
+    assert killed_files, new_files  # the paused task wrote its base file, not yet reported
     cluster.kill_worker_of(paused)
     cluster.release()
 
@@ -68,10 +70,7 @@ def test_a_compaction_survives_the_loss_of_a_spark_worker_mid_task(
     [attempt] = service.attempts(submitted["id"])  # Spark, not tms, ran the task again
     assert attempt["outcome"] == "SUCCEEDED"
     assert attempt["figures"]["file_groups"] == len(to_compact)
-    reruns = [
-        t for t in cluster.tasks() if t.partition == paused.partition and t.attempt_number > 0
-    ]
-    assert reruns and all(t.stage == paused.stage for t in reruns), cluster.tasks()
+    assert cluster.reruns(paused), cluster.tasks()
 
     assert rows(base) == before
     assert slices_with_logs(base) == []
@@ -81,7 +80,7 @@ def test_a_compaction_survives_the_loss_of_a_spark_worker_mid_task(
     assert compacted is not None and compacted.is_completed
     written = timeline.commit_metadata(compacted).file_paths_written()
     assert len(written) == len(to_compact)
-    assert not set(killed_files) & committed_files(base)
-    assert files_of_tokens(base, {paused.write_token}) == []  # reconciled: deleted
+    assert not killed_files & committed_files(base)
+    assert not killed_files & table_files(base)  # reconciled: deleted
     assert all((Path(base) / path).is_file() for path in written)
     assert not (Path(base) / ".hoodie" / ".temp" / instant).exists()
