@@ -3,7 +3,7 @@ and what the next attempt makes of it.
 
 Each case: a fresh table (merge-on-read for a compaction, many small copy-on-write files for
 a clustering; versions 6 and 9, with or without a metadata table) registered with a `tms
-serve` that holds its jobs at one step (`tms.services.fault_pause`); once the job is held
+serve` that holds its jobs at one step (`tms.hudi.fault_pause`); once the job is held
 there, its whole process group is killed, the hold is released, and the operation must
 complete on a later attempt. Then: the rows hudi-rs reads are those before; the metadata
 table (where there is one) agrees with the listing; no data file of an instant that did not
@@ -41,7 +41,7 @@ STEPS: dict[str, str] = {
     "metadata committed, before the data commit": "metadata committed",
     "data committed, before the result": "committed",
 }
-"""Kill point → the job's step (`tms.services.fault_pause`) held there."""
+"""Kill point → the job's step (`tms.hudi.fault_pause`) held there."""
 NO_KILL = "none"
 """The kill point of a baseline case: the job runs through, as a measure of the others."""
 SUBMIT = {"compaction": "compact", "clustering": "cluster"}

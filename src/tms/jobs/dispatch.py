@@ -72,9 +72,12 @@ def table_cancel_check(table: HudiTable, instant: str) -> Callable[[], str | Non
 def spark_session(spec: JobSpec, instant: str) -> Any:
     """The session spark-submit prepared: its conf (master, memory, `--conf`s) is read back
     and handed to `get_spark`, whose defaults only fill what the submit left unset. The
-    table's storage options reach its tasks through `give_tasks_storage_options`."""
-    from pyspark import SparkConf  # pyspark only where a job starts Spark: heavy to import
+    table's storage options reach its tasks through `give_tasks_storage_options`. The conf
+    is read through the JVM spark-submit started (a `SparkConf` made before it is reached
+    holds nothing, and the session would fall back to a local master)."""
+    from pyspark import SparkConf, SparkContext  # pyspark only where a job starts Spark
 
+    SparkContext._ensure_initialized()  # the gateway to spark-submit's JVM
     conf = dict(SparkConf().getAll())
     master = conf.pop("spark.master", None)
     name = conf.pop("spark.app.name", f"tms-{spec.action}-{instant}")

@@ -33,6 +33,7 @@ from functools import partial
 from typing import Any
 
 from tms.hudi.errors import PlanCancelledError, PlanNotFoundError, TableRefusedError
+from tms.hudi.fault_pause import pause_point
 from tms.hudi.locks import use_advisory_locks
 from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
@@ -52,7 +53,6 @@ from tms.planning import BadJobInput
 from tms.services.conflicts import WriteConflictError
 from tms.services.execution import ServiceResult
 from tms.services.executor import StageHook
-from tms.services.fault_pause import pause_point
 from tms.services.progress import tracking
 
 __all__ = [

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.write_stat import WriteStat
+from tms.hudi.fault_pause import pause_point
 from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import delete_markers
 from tms.hudi.files.write_conflicts import FileGroupId
@@ -40,7 +41,6 @@ from tms.services.execution import (
     pending_plan,
     resolve_conflicts,
 )
-from tms.services.fault_pause import pause_point
 from tms.services.metadata_sync import MetadataSync, WrittenFile
 from tms.services.spark import TaskInfo, run_tasks
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tms.hudi.storage.requests import RequestKind, counting, record
+from tms.hudi.task_pause import after_task_work
 from tms.services import progress
-from tms.services.fault_pause import pause_point
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -86,5 +86,5 @@ class _TaskCall:
         )
         with counting() as requests:
             result = self.func(pair[1], info)
-        pause_point("tasks writing")
+        after_task_work()
         return pair[0], result, requests.as_dict()

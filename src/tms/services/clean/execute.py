@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import InstantInFlightError
+from tms.hudi.fault_pause import pause_point
 from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
@@ -33,7 +34,6 @@ from tms.hudi.timeline.transitions import transition
 from tms.services import progress
 from tms.services.clean.plan import KEEP_LATEST_COMMITS, schedule_clean
 from tms.services.execution import ServiceResult, committing, pending_plan
-from tms.services.fault_pause import pause_point
 from tms.services.metadata_sync import MetadataSync
 from tms.services.spark import TaskInfo, run_tasks
 

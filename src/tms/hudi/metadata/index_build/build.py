@@ -59,6 +59,7 @@ from tms.hudi.metadata.records import (
 )
 from tms.hudi.metadata.schema import encode_record, writer_schema
 from tms.hudi.metadata.stats_keys import column_stats_key
+from tms.hudi.task_pause import after_task_work
 from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["build_partitions", "encoded", "location_record", "task_write_token"]
@@ -141,9 +142,11 @@ class _FileGroupTask:
         self, number: int, cells: Iterable[tuple[int, tuple[str, bytes]]]
     ) -> Iterator[FileGroupWrite]:
         partition, index = self.layout.locate(number)
-        yield write_new_file_group(
+        written = write_new_file_group(
             self.target, partition, index, cells_of(cells), task_write_token()
         )
+        after_task_work()
+        yield written
 
 
 def _refusals(reader: MetadataTableReader, spec: IndexSpec, instant_time: str) -> list[str]:
