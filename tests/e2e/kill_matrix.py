@@ -1,13 +1,14 @@
 """A job SIGKILLed at each step of a table service, as the OOM killer or a lost node would,
 and what the next attempt makes of it.
 
-Each case: a fresh table (merge-on-read for a compaction, many small copy-on-write files for
-a clustering; versions 6 and 9, with or without a metadata table) registered with a `tms
-serve` that holds its jobs at one step (`tms.hudi.fault_pause`); once the job is held
-there, its whole process group is killed, the hold is released, and the operation must
-complete on a later attempt. Then: the rows hudi-rs reads are those before; the metadata
-table (where there is one) agrees with the listing; no data file of an instant that did not
-complete and no marker is left; the operation's attempts show the one that was lost.
+Each case: a fresh table with work for its service (`table_for`; versions 6 and 9, with or
+without a metadata table) registered with a `tms serve` that runs its jobs by spark-submit
+or in a resident worker and holds them at one step (`tms.hudi.fault_pause`); once the
+job is held there, its whole process group is killed, the hold is released, and the
+operation must complete on a later attempt. Then: the rows hudi-rs reads are those before;
+the metadata table (where there is one) agrees with the listing; no base file of an instant
+that did not complete and no marker is left; the operation's attempts show the one that was
+lost.
 """
 
 from __future__ import annotations
@@ -41,11 +42,64 @@ STEPS: dict[str, str] = {
     "metadata committed, before the data commit": "metadata committed",
     "data committed, before the result": "committed",
 }
-"""Kill point → the job's step (`tms.hudi.fault_pause`) held there."""
+"""Kill point → the job's step (`tms.hudi.fault_pause`) held there, for a compaction or
+a clustering; `ServiceSpec.steps` says what each point is for the others."""
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """How a case submits its service, and on what table."""
+
+    submit: str
+    """The RFC-43 path word."""
+    merge_on_read: bool = False
+    extra_params: dict[str, Any] | None = None
+    needs_metadata_table: bool = False
+    metadata_partitions: tuple[str, ...] = ("files", "record_index")
+
+    def steps(self, metadata_table: bool) -> dict[str, str]:
+        """Kill point → step, for this service (the points it has)."""
+        if self.submit == "clean":  # its metadata commit comes before "committing"
+            points = dict(STEPS)
+            points["tasks done, before the metadata commit"] = (
+                "syncing metadata" if metadata_table else "committing"
+            )
+        elif self.submit == "metadata-compaction":
+            points = {
+                "plan written": "starting Spark",
+                "tasks writing": "tasks writing",
+                "compaction committed, before the metadata clean": "cleaning",
+                "data committed, before the result": "committed",
+            }
+        elif self.submit == "index":
+            points = {
+                "plan written": "starting Spark",
+                "tasks writing": "tasks writing",
+                "data committed, before the result": "committed",
+            }
+        else:
+            points = dict(STEPS)
+        if not metadata_table:
+            points.pop("metadata committed, before the data commit", None)
+        return points
+
+
+SERVICES: dict[str, ServiceSpec] = {
+    "compaction": ServiceSpec("compact", merge_on_read=True),
+    "clustering": ServiceSpec("cluster"),
+    "clean": ServiceSpec("clean", extra_params={"retained": 1}),
+    "metadata compaction": ServiceSpec(
+        "metadata-compaction", merge_on_read=True, needs_metadata_table=True
+    ),
+    "index build": ServiceSpec(
+        "index",
+        extra_params={"partitions": "record_index"},
+        needs_metadata_table=True,
+        metadata_partitions=("files",),
+    ),
+}
 NO_KILL = "none"
 """The kill point of a baseline case: the job runs through, as a measure of the others."""
-SUBMIT = {"compaction": "compact", "clustering": "cluster"}
-METADATA = ("files", "record_index")
 
 
 ENGINES: dict[str, dict[str, Any]] = {
@@ -69,7 +123,8 @@ class Case:
         mdt = "+mdt" if self.metadata_table else ""
         worker = "-worker" if self.engine == "spark-worker" else ""
         step = self.kill_point.split(",")[0]
-        return f"{self.service}-v{self.table_version}{mdt}{worker}-{step}"
+        service = self.service.replace(" ", "_")
+        return f"{service}-v{self.table_version}{mdt}{worker}-{step}"
 
 
 @dataclass
@@ -99,22 +154,26 @@ def trips(ids: range, ts: int) -> pa.Table:
 
 
 def table_for(root: Path, case: Case) -> str:
-    """A table with work for the case's service: log files to compact, or small files to
-    cluster."""
-    merge_on_read = case.service == "compaction"
+    """A table with work for the case's service: log files to compact (its own, or its
+    metadata table's), small files to cluster, older file versions to clean, a metadata
+    partition to build."""
+    spec = SERVICES[case.service]
     table = create_table(
         str(root / case.name),
         "trips",
-        table_type="MERGE_ON_READ" if merge_on_read else "COPY_ON_WRITE",
+        table_type="MERGE_ON_READ" if spec.merge_on_read else "COPY_ON_WRITE",
         record_key_fields=["id"],
         ordering_field="ts",
         partition_fields=["city"],
         table_version=case.table_version,
-        metadata_partitions=METADATA if case.metadata_table else (),
+        metadata_partitions=spec.metadata_partitions if case.metadata_table else (),
     )
     writer = HudiWriter(table, max_file_rows=10)
     writer.insert(trips(range(80), ts=1))
     writer.upsert(trips(range(0, 80, 3), ts=2))
+    if spec.submit == "clean":
+        writer.upsert(trips(range(80), ts=3))
+        writer.upsert(trips(range(80), ts=4))
     return table.base_path
 
 
@@ -124,7 +183,9 @@ def run_case(services: Services, root: Path, case: Case) -> Outcome:
     pause.mkdir(parents=True)
     base = table_for(root, case)
     before = oracle.snapshot(base)
-    hold = {} if case.kill_point == NO_KILL else {"fault_pause_at": STEPS[case.kill_point]}
+    spec = SERVICES[case.service]
+    step = None if case.kill_point == NO_KILL else spec.steps(case.metadata_table)[case.kill_point]
+    hold = {} if step is None else {"fault_pause_at": step}
     service = services.start(
         case.name, fault_pause_dir=pause, default_max_retries=5, **hold, **ENGINES[case.engine]
     )
@@ -133,13 +194,13 @@ def run_case(services: Services, root: Path, case: Case) -> Outcome:
         "/v1/hoodie/service/register",
         {"db_name": "lake", "table_name": case.name, "base_path": base},
     )
-    submitted = service.post(
-        f"/v1/hoodie/service/{SUBMIT[case.service]}/submit",
-        {"db_name": "lake", "table_name": case.name},
-    )
+    body: dict[str, Any] = {"db_name": "lake", "table_name": case.name}
+    if spec.extra_params:
+        body["extra_params"] = spec.extra_params
+    submitted = service.post(f"/v1/hoodie/service/{spec.submit}/submit", body)
     killed = None
     if hold:
-        held = f"{STEPS[case.kill_point]}.*"
+        held = f"{step}.*"
         service.wait_for(f"the job at {case.kill_point}", lambda: list(pause.glob(held)), 240)
         running = service.operation(submitted["id"])
         killed = running["current_attempt_id"]
@@ -157,7 +218,7 @@ def run_case(services: Services, root: Path, case: Case) -> Outcome:
     assert attempts[-1]["outcome"] == "SUCCEEDED"
     instant = operation["instant"]
     assert oracle.snapshot(base).equals(before), "the rows read differently"
-    assert_nothing_left(base, instant)
+    assert_nothing_left(Path(base), instant)
     if case.metadata_table:
         assert_metadata_agrees(Path(base), root / f"listed-{case.name}")
     service.stop()
@@ -184,18 +245,33 @@ def describe(attempt: dict[str, Any]) -> str:
     return f"{attempt['outcome']}{f' ({error})' if error else ''}"
 
 
-def assert_nothing_left(base: str, instant: str) -> None:
-    """No marker of the instant, and no data file of an instant that did not complete."""
-    root = Path(base)
+def assert_nothing_left(root: Path, instant: str) -> None:
+    """No marker of the instant, and no base file of an instant that did not complete, in
+    the table or in its metadata table."""
     assert not (root / ".hoodie" / ".temp" / instant).exists(), "markers left behind"
-    completed = {i.requested_time for i in HudiTable.open(base).timeline().completed()}
+    metadata = root / ".hoodie" / "metadata"
+    assert not (metadata / ".hoodie" / ".temp" / instant).exists(), "metadata markers left"
+    completed = {i.requested_time for i in HudiTable.open(str(root)).timeline().completed()}
     stray = [
         str(path.relative_to(root))
         for path in root.rglob("*.parquet")
-        if ".hoodie" not in path.relative_to(root).parts
-        and path.stem.rsplit("_", 1)[-1] not in completed
+        if ".hoodie" not in path.relative_to(root).parts and _instant_of(path) not in completed
     ]
     assert stray == [], "data files of instants that never completed"
+    if (metadata / ".hoodie" / "hoodie.properties").exists():
+        reader = MetadataTableReader.open(Storage(str(root)))
+        done = {i.requested_time for i in reader.timeline.completed()}
+        stray = [
+            str(path.relative_to(root))
+            for path in metadata.rglob("*.hfile")
+            if ".hoodie" not in path.relative_to(metadata).parts and _instant_of(path) not in done
+        ]
+        assert stray == [], "metadata table base files of instants that never completed"
+
+
+def _instant_of(base_file: Path) -> str:
+    """The instant a base file (`<file id>_<write token>_<instant>.<ext>`) was written by."""
+    return base_file.stem.rsplit("_", 1)[-1]
 
 
 def assert_metadata_agrees(root: Path, listed: Path) -> None:
@@ -212,4 +288,4 @@ def assert_metadata_agrees(root: Path, listed: Path) -> None:
     )
 
 
-__all__ = ["ENGINES", "NO_KILL", "STEPS", "Case", "Outcome", "run_case"]
+__all__ = ["ENGINES", "NO_KILL", "SERVICES", "STEPS", "Case", "Outcome", "run_case"]

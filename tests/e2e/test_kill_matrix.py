@@ -1,4 +1,4 @@
-"""Jobs SIGKILLed at each step of compaction and clustering recover on their next attempt
+"""Jobs SIGKILLed at each step of a table service recover on their next attempt
 (`tests.e2e.kill_matrix`). The default suite runs the steps that lose the most on tables with
 a metadata table; `bench/kill_matrix.py` runs the whole matrix (`KILL_MATRIX=full`) and
 prints it."""
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Services
-from tests.e2e.kill_matrix import ENGINES, NO_KILL, STEPS, Case, run_case
+from tests.e2e.kill_matrix import ENGINES, NO_KILL, SERVICES, Case, run_case
 
 pytestmark = pytest.mark.spark
 
@@ -28,12 +28,11 @@ DEFAULT = [
 resident worker killed (the service starts it again)."""
 FULL = [
     Case(service, version, mdt, step, engine)
-    for service, version, mdt, engine, step in itertools.product(
-        ("compaction", "clustering"), (6, 9), (True, False), ENGINES, [NO_KILL, *STEPS]
-    )
-    if mdt or step != "metadata committed, before the data commit"
+    for service, version, mdt, engine in itertools.product(SERVICES, (6, 9), (True, False), ENGINES)
+    if mdt or not SERVICES[service].needs_metadata_table
+    for step in [NO_KILL, *SERVICES[service].steps(mdt)]
 ]
-"""The whole matrix, with a baseline case (no kill) for each table and engine."""
+"""The whole matrix, with a baseline case (no kill) for each service, table and engine."""
 CASES = FULL if os.environ.get("KILL_MATRIX") == "full" else DEFAULT
 
 

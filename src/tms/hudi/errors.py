@@ -9,6 +9,7 @@ module so each part of the layer can raise them without importing the part that 
     ├── LogFormatError (ValueError) bytes that are not Hudi log blocks
     ├── HFileError (ValueError)     bytes that are not an HFile we can read, or a refused write
     ├── PlanNotFoundError           no pending plan of that action at that instant
+    │   └── PlanCompletedError      the plan at that instant has completed already
     ├── CompactionConflictError     the timeline does not allow a compaction at that instant
     ├── InstantInFlightError        the instant's heartbeat is alive: another job runs it
     ├── PlanCancelledError          a cancellable plan was cancelled (RFC-79): it is aborted
@@ -29,6 +30,7 @@ __all__ = [
     "LockTimeoutError",
     "LogFormatError",
     "PlanCancelledError",
+    "PlanCompletedError",
     "PlanNotFoundError",
     "TableNotFoundError",
     "TableRefusedError",
@@ -75,6 +77,11 @@ class HFileError(HudiError, ValueError):
 
 class PlanNotFoundError(HudiError):
     """No pending plan of that action at that instant (completed, or never scheduled)."""
+
+
+class PlanCompletedError(PlanNotFoundError):
+    """The plan at that instant has completed already (on whichever timeline holds it: the
+    data table's, or its metadata table's): a retry after a lost result finds its work done."""
 
 
 class CompactionConflictError(HudiError):

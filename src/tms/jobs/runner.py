@@ -7,9 +7,10 @@ figures, among them the storage requests of the work, its Spark tasks' included
 thread so that a lost lease stops the job at once even while the work is blocked inside
 Spark. The job never touches the database.
 
-Outcomes: PlanNotFoundError → INVALID (unless the instant already completed: a retry after
-a lost report, so SUCCEEDED); unsupported table or unusable input → FAILED, not retryable;
-anything else → FAILED, retryable. The error reported is the exception's class and message
+Outcomes: PlanNotFoundError → INVALID (unless the plan already completed, on the data table's
+timeline or, for PlanCompletedError, whichever holds it: a retry after a lost report, so
+SUCCEEDED); unsupported table or unusable input → FAILED, not retryable; anything else →
+FAILED, retryable. The error reported is the exception's class and message
 (`error_text`), which every viewer of the operation reads; its traceback, with the
 installation's paths, goes to the job's log (the attempt's log file) only.
 
@@ -32,7 +33,12 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from tms.hudi.errors import PlanCancelledError, PlanNotFoundError, TableRefusedError
+from tms.hudi.errors import (
+    PlanCancelledError,
+    PlanCompletedError,
+    PlanNotFoundError,
+    TableRefusedError,
+)
 from tms.hudi.fault_pause import pause_point
 from tms.hudi.locks import use_advisory_locks
 from tms.hudi.storage.requests import counting
@@ -296,7 +302,10 @@ class JobRunner:
             # found by the service itself (its tasks or its pre-commit check): aborted already
             return Report("CANCELLED", error=str(exc))
         if isinstance(exc, PlanNotFoundError):
-            if table is not None and instant is not None and _completed(table, instant):
+            done = isinstance(exc, PlanCompletedError) or (
+                table is not None and instant is not None and _completed(table, instant)
+            )
+            if done:
                 figures = {"already_completed": True, "instant": instant}
                 return Report("SUCCEEDED", figures=figures)
             return Report("INVALID", error=str(exc))

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tms.hudi.errors import PlanCancelledError, PlanNotFoundError
+from tms.hudi.errors import PlanCancelledError, PlanCompletedError, PlanNotFoundError
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
@@ -56,7 +56,7 @@ def pending_plan(table: HudiTable, instant_time: str, actions: tuple[Action, ...
     if instant is None:
         raise PlanNotFoundError(f"no {wanted} plan at instant {instant_time} on the timeline")
     if instant.is_completed:
-        raise PlanNotFoundError(f"{wanted} {instant_time} has already completed")
+        raise PlanCompletedError(f"{wanted} {instant_time} has already completed")
     if instant.is_aborted:
         raise PlanCancelledError(instant_time, "the plan was cancelled earlier (it is aborted)")
     if timeline.origin_action(instant) not in actions and instant.action not in actions:

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
-from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
+from tms.hudi.errors import PlanCompletedError, PlanNotFoundError, UnsupportedTableError
 from tms.hudi.files.compaction_operation import CompactionOperation
 from tms.hudi.files.fs_view import FileSystemView
 from tms.hudi.files.marked_files import delete_unreported_files, sort_marked_files
@@ -355,7 +355,7 @@ def _pending_plan(reader: MetadataTableReader, instant_time: str) -> Instant:
     if instant is None or not reader.timeline.is_compaction(instant):
         raise PlanNotFoundError(f"the metadata table has no compaction plan at {instant_time}")
     if instant.is_completed:
-        raise PlanNotFoundError(f"metadata compaction {instant_time} has already completed")
+        raise PlanCompletedError(f"metadata compaction {instant_time} has already completed")
     return instant
 
 
