@@ -64,10 +64,13 @@ MOVED_FILES = [
 
 
 def moved_files() -> list[tuple[str, str, list[str]]]:
-    """The keys spread over the new files, unevenly."""
+    """The keys spread over the new files, unevenly; one new file without keys."""
     return [
-        (partition, file_id, KEYS[n :: len(MOVED_FILES)])
-        for n, (partition, file_id) in enumerate(MOVED_FILES)
+        *(
+            (partition, file_id, KEYS[n :: len(MOVED_FILES)])
+            for n, (partition, file_id) in enumerate(MOVED_FILES)
+        ),
+        ("empty", "0f0e0d0c-0b0a-0908-0706-050403020100-0", []),
     ]
 
 
@@ -178,3 +181,4 @@ def test_bulk_hash_and_routing_match_one_key_at_a_time() -> None:
             for key in keys:
                 expected.setdefault(owner.file_group_of(key, count, version), []).append(key)
             assert routed == expected
+        assert owner.keys_by_file_group([], 3, version) == {}

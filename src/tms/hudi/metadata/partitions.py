@@ -96,6 +96,8 @@ class MetadataPartition:
         self, keys: Sequence[str], count: int, index_version: int = 1
     ) -> dict[int, list[str]]:
         """`file_group_of` of many keys at once: the keys of each file group, in their order."""
+        if not keys:
+            return {}
         hashed = keys
         if self.kind is PartitionKind.SECONDARY_INDEX and index_version >= 2:
             hashed = [escaped_secondary_prefix(key) for key in keys]
