@@ -8,16 +8,24 @@ import struct
 from tms.hudi.errors import HFileError
 from tms.hudi.hfile.format import LATEST_TIMESTAMP, TYPE_PUT
 
-_LATEST_PUT_TAIL = b"\x00" + struct.pack(">qB", LATEST_TIMESTAMP, TYPE_PUT)
+LATEST_PUT_TAIL = b"\x00" + struct.pack(">qB", LATEST_TIMESTAMP, TYPE_PUT)
 """What follows the row in every key the metadata table writes (computed once)."""
+MAX_ROW_LENGTH = 0x7FFF
+"""The longest row a KeyValue key holds (its length is a signed short)."""
+
+
+def row_too_long(row: bytes) -> HFileError:
+    return HFileError(
+        f"key of {len(row)} bytes is longer than a KeyValue row may be ({MAX_ROW_LENGTH})"
+    )
 
 
 def encode_key(row: bytes, timestamp: int = LATEST_TIMESTAMP, key_type: int = TYPE_PUT) -> bytes:
     """row length(2) row, family length(1) = 0, no qualifier, timestamp(8), type(1)."""
-    if len(row) > 0x7FFF:
-        raise HFileError(f"key of {len(row)} bytes is longer than a KeyValue row may be (32767)")
+    if len(row) > MAX_ROW_LENGTH:
+        raise row_too_long(row)
     if timestamp == LATEST_TIMESTAMP and key_type == TYPE_PUT:
-        return len(row).to_bytes(2, "big") + row + _LATEST_PUT_TAIL
+        return len(row).to_bytes(2, "big") + row + LATEST_PUT_TAIL
     return struct.pack(">H", len(row)) + row + b"\x00" + struct.pack(">qB", timestamp, key_type)
 
 

@@ -6,7 +6,7 @@ trailer."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
@@ -36,7 +36,14 @@ from tms.hudi.hfile.index import (
     non_root_size,
     root_size,
 )
-from tms.hudi.hfile.keyvalue import encode_key, key_row, write_vlong
+from tms.hudi.hfile.keyvalue import (
+    LATEST_PUT_TAIL,
+    MAX_ROW_LENGTH,
+    encode_key,
+    key_row,
+    row_too_long,
+    write_vlong,
+)
 from tms.hudi.hfile.trailer import Trailer, encode_trailer
 
 _MVCC_ZERO = write_vlong(0)
@@ -114,29 +121,53 @@ class HFileWriter:
 
     def append(self, key: bytes | str, value: bytes) -> None:
         """Add a cell; `key` must not sort before the previous one."""
+        self.append_cells([(key.encode() if isinstance(key, str) else key, value)])
+
+    def append_cells(self, cells: Iterable[tuple[bytes, bytes]]) -> None:
+        """Add cells (row, value) in order; no row may sort before the one before it. One loop
+        over all of them, each cell framed inline (`encode_key` of a latest put): the metadata
+        table writes up to millions at a time."""
         if self._finished is not None:
             raise HFileError("the HFile is already finished")
-        row = key.encode() if isinstance(key, str) else key
-        last_row = self._last_row
-        if last_row is not None and row < last_row:
-            raise HFileError(f"key {row!r} sorts before the previous key; keys must be sorted")
-        same_key = row == last_row
-        if not same_key and len(self._cells) >= self._block_size:
-            # HBase starts a block only between distinct keys: a key's cells stay together.
-            self._finish_data_block()
-        full_key = encode_key(row)
-        cells = self._cells
-        cells += _CELL_LENGTHS.pack(len(full_key), len(value))
-        cells += full_key
-        cells += value
-        cells += _MVCC_ZERO
-        if self._block_first_key is None:
-            self._block_first_key = full_key
-        self._last_key = full_key
-        self._last_row = row
-        self._entry_count += 1
-        self._key_bytes += len(full_key)
-        self._value_bytes += len(value)
+        block_size, pack, tail, mvcc = (
+            self._block_size,
+            _CELL_LENGTHS.pack,
+            LATEST_PUT_TAIL,
+            _MVCC_ZERO,
+        )
+        key_extra = 2 + len(tail)
+        out, last_row, last_key = self._cells, self._last_row, self._last_key
+        starts_block = self._block_first_key is None
+        count = row_bytes = value_bytes = 0
+        try:
+            for row, value in cells:
+                if last_row is not None and row != last_row:
+                    if row < last_row:
+                        raise HFileError(
+                            f"key {row!r} sorts before the previous key; keys must be sorted"
+                        )
+                    if len(out) >= block_size:
+                        # HBase starts a block only between distinct keys: a key's cells stay
+                        # together.
+                        self._last_key = last_key
+                        self._finish_data_block()
+                        out, starts_block = self._cells, True
+                length = len(row)
+                if length > MAX_ROW_LENGTH:
+                    raise row_too_long(row)
+                full_key = length.to_bytes(2, "big") + row + tail
+                out += pack(length + key_extra, len(value)) + full_key + value + mvcc
+                if starts_block:
+                    self._block_first_key, starts_block = full_key, False
+                last_key, last_row = full_key, row
+                count += 1
+                row_bytes += length
+                value_bytes += len(value)
+        finally:  # what was added counts, even when a row out of order stops the rest
+            self._last_key, self._last_row = last_key, last_row
+            self._entry_count += count
+            self._key_bytes += row_bytes + count * key_extra
+            self._value_bytes += value_bytes
 
     def add_file_info(self, key: bytes, value: bytes) -> None:
         self._user_info[key] = value

@@ -28,7 +28,6 @@ it back first: a rollback instant deletes the files its markers name, and the pl
 from __future__ import annotations
 
 import posixpath
-import struct
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,19 +49,17 @@ from tms.hudi.files.markers import (
     list_markers,
 )
 from tms.hudi.files.names import BaseFileName
-from tms.hudi.hfile import Compression, HFileWriter
-from tms.hudi.hfile.format import FileInfoKey
+from tms.hudi.metadata.cells import cell_value
 from tms.hudi.metadata.partitions import MetadataPartition, file_group_index
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.schema import (
     FIRST_1X_TABLE_VERSION,
-    encode_record,
     layout_mismatch,
     writer_schema,
 )
-from tms.hudi.metadata.slice_reader import SCHEMA_INFO_KEY, read_slice
+from tms.hudi.metadata.slice_reader import read_slice
 from tms.hudi.metadata.valid_instants import BOOTSTRAP_PREFIX
-from tms.hudi.metadata.writer import KV_COMPARATOR, record_schema_without_meta_fields
+from tms.hudi.metadata.writer import hfile_content, record_schema_without_meta_fields
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.rollback_instant import RollbackInstant
@@ -278,18 +275,12 @@ def run_locally(tasks: Sequence[CompactionTask]) -> list[WriteStat]:
 
 def base_hfile_content(schema: str, records: list[tuple[str, bytes]]) -> bytes:
     """A base HFile of encoded records (sorted by key), with the file info Hudi writes."""
-    created = struct.pack(">q", int(time.time() * 1000))
-    writer = HFileWriter(
-        compression=Compression.GZ,
-        comparator_class_name=KV_COMPARATOR,
-        file_info={SCHEMA_INFO_KEY: schema.encode("utf-8"), FileInfoKey.CREATE_TIME_TS: created},
-    )
-    for key, value in records:
-        writer.append(key.encode("utf-8"), value)
-    keys = [key for key, _ in records]
-    writer.add_file_info(MIN_RECORD_KEY, (keys[0] if keys else "").encode("utf-8"))
-    writer.add_file_info(MAX_RECORD_KEY, (keys[-1] if keys else "").encode("utf-8"))
-    return writer.finish()
+    bounds = {
+        MIN_RECORD_KEY: (records[0][0] if records else "").encode("utf-8"),
+        MAX_RECORD_KEY: (records[-1][0] if records else "").encode("utf-8"),
+    }
+    cells = ((key.encode("utf-8"), value) for key, value in records)
+    return hfile_content(schema, cells, bounds)
 
 
 def compact_file_group(task: CompactionTask, write_token: str) -> WriteStat:
@@ -309,7 +300,7 @@ def compact_file_group(task: CompactionTask, write_token: str) -> WriteStat:
     )
     create_marker(storage, cut, marker)
     cells = [
-        (key, encode_record({**merged[key].fields, "key": ""}, task.schema))
+        (key, cell_value(merged[key], task.schema))
         for key in sorted(merged, key=lambda k: k.encode("utf-8"))
     ]
     content = base_hfile_content(task.schema, cells)

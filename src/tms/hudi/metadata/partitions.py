@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tms.hudi.metadata.keys import escaped_secondary_prefix, java_string_hash
+import numpy as np
+
+from tms.hudi.metadata.keys import escaped_secondary_prefix, java_string_hash, java_string_hashes
 from tms.hudi.metadata.records import RecordType
 
 __all__ = [
@@ -24,6 +27,7 @@ __all__ = [
     "file_group_id",
     "file_group_index",
     "map_key_to_file_group",
+    "map_keys_to_file_groups",
 ]
 
 FILES = "files"
@@ -88,6 +92,25 @@ class MetadataPartition:
             return map_key_to_file_group(escaped_secondary_prefix(key), count)
         return map_key_to_file_group(key, count)
 
+    def keys_by_file_group(
+        self, keys: Sequence[str], count: int, index_version: int = 1
+    ) -> dict[int, list[str]]:
+        """`file_group_of` of many keys at once: the keys of each file group, in their order."""
+        if not keys:
+            return {}
+        hashed = keys
+        if self.kind is PartitionKind.SECONDARY_INDEX and index_version >= 2:
+            hashed = [escaped_secondary_prefix(key) for key in keys]
+        groups = map_keys_to_file_groups(hashed, count)
+        order = np.argsort(groups, kind="stable")
+        ordered_groups = groups[order]
+        starts = np.flatnonzero(np.diff(ordered_groups, prepend=-1)).tolist()
+        ordered_keys = np.array(keys, dtype=object)[order]
+        return {
+            int(ordered_groups[start]): ordered_keys[start:end].tolist()
+            for start, end in zip(starts, [*starts[1:], len(keys)], strict=True)
+        }
+
 
 def file_group_id(prefix: str, index: int) -> str:
     return f"{prefix}{index:04d}-0"
@@ -106,3 +129,10 @@ def map_key_to_file_group(key: str, count: int) -> int:
     # Java's |MIN_VALUE| stays negative and its remainder keeps the dividend's sign; the outer
     # abs makes both come out as |hash| % count.
     return abs(java_string_hash(key)) % count
+
+
+def map_keys_to_file_groups(keys: Sequence[str], count: int) -> np.ndarray:
+    """`map_key_to_file_group` of many keys, hashed at once (an int64 array)."""
+    if count <= 0:
+        raise ValueError("a metadata partition has at least one file group")
+    return np.abs(java_string_hashes(keys).astype(np.int64)) % count

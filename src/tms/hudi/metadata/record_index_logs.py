@@ -20,8 +20,9 @@ from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.new_log_file import next_log_file_name
+from tms.hudi.metadata.cells import location_value
 from tms.hudi.metadata.partitions import RECORD_INDEX, MetadataPartition
-from tms.hudi.metadata.records import RecordLocation, instant_millis, record_index_record
+from tms.hudi.metadata.records import RecordLocation, instant_millis
 from tms.hudi.metadata.writer import (
     FileGroupLog,
     PendingDeltaCommit,
@@ -70,24 +71,29 @@ def write_record_index_logs(
     write_token: str,
 ) -> list[WriteStat]:
     """On an executor: the new locations of `moved` records, given as (partition, file id,
-    keys) of each new file, as log files of the record index; their write stats."""
+    keys) of each new file, as log files of the record index; their write stats.
+
+    Every key of one new file gets the same cell value (`location_value`, encoded once), and
+    keys are routed to their file groups in bulk: per key, only its hash, its place in the
+    sorted order and its cell remain."""
     owner = MetadataPartition(RECORD_INDEX)
     millis = instant_millis(target.instant_time)
     count = len(target.slices)
-    routed: dict[int, dict[str, RecordLocation]] = defaultdict(dict)
+    routed: dict[int, dict[str, bytes]] = defaultdict(dict)
     for partition, file_id, keys in moved:
-        location = RecordLocation(partition, file_id, millis)
-        for key in keys:
-            routed[owner.file_group_of(key, count, target.index_version)][key] = location
+        value = location_value(RecordLocation(partition, file_id, millis), target.schema)
+        for index, group in owner.keys_by_file_group(
+            list(keys), count, target.index_version
+        ).items():
+            routed[index].update(dict.fromkeys(group, value))
     storage = Storage(target.metadata_uri)
     stats: list[WriteStat] = []
     for index in sorted(routed):
-        locations = routed[index]
-        records = [
-            record_index_record(key, locations[key])
-            for key in sorted(locations, key=lambda k: k.encode("utf-8"))
-        ]
-        write = FileGroupLog(RECORD_INDEX, target.slices[index], records, [])
+        values = routed[index]
+        # Code point order is UTF-8 byte order, the order of an HFile's rows.
+        ordered = sorted(values)
+        cells = list(zip(map(str.encode, ordered), map(values.__getitem__, ordered), strict=True))
+        write = FileGroupLog(RECORD_INDEX, target.slices[index], cells, [])
         name = next_log_file_name(target.layout, write.file_slice, target.instant_time, write_token)
         marker = Marker(RECORD_INDEX, str(name), MarkerType.APPEND)
         create_marker(storage, target.instant_time, marker)

@@ -26,7 +26,7 @@ import json
 import struct
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
@@ -46,10 +46,11 @@ from tms.hudi.files.names import DEFAULT_WRITE_TOKEN, LogFileName
 from tms.hudi.files.new_log_file import next_log_file_name
 from tms.hudi.hfile import Compression, HFileWriter
 from tms.hudi.hfile.format import FileInfoKey
+from tms.hudi.metadata.cells import Cell, record_cells
 from tms.hudi.metadata.partitions import MetadataPartition, PartitionKind
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.records import META_FIELDS, MetadataRecord, combine
-from tms.hudi.metadata.schema import encode_record, layout_mismatch, writer_schema
+from tms.hudi.metadata.schema import layout_mismatch, writer_schema
 from tms.hudi.metadata.slice_reader import SCHEMA_INFO_KEY
 from tms.hudi.metadata.updates import MetadataUpdate
 from tms.hudi.properties import METADATA_PARTITIONS_INFLIGHT
@@ -86,11 +87,12 @@ class DeltaCommit:
 
 @dataclass(frozen=True)
 class FileGroupLog:
-    """What one file group's log file of a delta commit holds."""
+    """What one file group's log file of a delta commit holds: the cells of its records,
+    sorted by key, and the keys it deletes."""
 
     partition: str
     file_slice: FileSlice
-    records: list[MetadataRecord]
+    cells: Sequence[Cell]
     deletes: list[str]
 
 
@@ -126,7 +128,7 @@ def _refusals(reader: MetadataTableReader, instant_time: str, update: MetadataUp
     return reasons
 
 
-def _plan(reader: MetadataTableReader, update: MetadataUpdate) -> list[FileGroupLog]:
+def _plan(reader: MetadataTableReader, update: MetadataUpdate, schema: str) -> list[FileGroupLog]:
     """Records and deletes routed to their file groups; records of one key combined."""
     writes: list[FileGroupLog] = []
     for partition in update.partitions:
@@ -143,36 +145,38 @@ def _plan(reader: MetadataTableReader, update: MetadataUpdate) -> list[FileGroup
         for key in update.deletes.get(partition, []):
             deletes[owner.file_group_of(key, len(slices), version)].append(key)
         for index in sorted(set(records) | set(deletes)):
-            kept = [r for r in records[index].values() if r is not None]
-            kept.sort(key=lambda r: r.key.encode("utf-8"))
+            kept = record_cells((r for r in records[index].values() if r is not None), schema)
             file_slice = writer_slices[slices[index].file_id]
             writes.append(FileGroupLog(partition, file_slice, kept, deletes[index]))
     return writes
 
 
-def hfile_content(schema: str, records: list[MetadataRecord]) -> bytes:
-    """An HFile of `records` (sorted by key) as the metadata table holds them: in a data
-    block of a log file, or as a base file."""
+def hfile_content(
+    schema: str, cells: Iterable[Cell], file_info: Mapping[bytes, bytes] | None = None
+) -> bytes:
+    """An HFile of `cells` (sorted by key) as the metadata table holds them: in a data block
+    of a log file, or as a base file (whose `file_info` adds its key range)."""
     created = struct.pack(">q", int(time.time() * 1000))
     writer = HFileWriter(
         compression=Compression.GZ,
         comparator_class_name=KV_COMPARATOR,
         file_info={SCHEMA_INFO_KEY: schema.encode("utf-8"), FileInfoKey.CREATE_TIME_TS: created},
     )
-    for record in records:
-        writer.append(record.key.encode("utf-8"), encode_record(record.fields, schema))
+    writer.append_cells(cells)
+    for key, value in (file_info or {}).items():
+        writer.add_file_info(key, value)
     return writer.finish()
 
 
-def _hfile_block(instant_time: str, schema: str, records: list[MetadataRecord]) -> bytes:
+def _hfile_block(instant_time: str, schema: str, cells: Sequence[Cell]) -> bytes:
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema}
-    return encode_log_block(BlockType.HFILE_DATA, header, hfile_content(schema, records))
+    return encode_log_block(BlockType.HFILE_DATA, header, hfile_content(schema, cells))
 
 
 def log_file_content(instant_time: str, schema: str, write: FileGroupLog) -> bytes:
     content = b""
-    if write.records:
-        content += _hfile_block(instant_time, schema, write.records)
+    if write.cells:
+        content += _hfile_block(instant_time, schema, write.cells)
     if write.deletes:
         deletes = [DeleteRecord(key, write.partition) for key in write.deletes]
         content += encode_delete_block(instant_time, json.loads(schema), deletes)
@@ -188,9 +192,9 @@ def log_write_stat(write: FileGroupLog, log_name: LogFileName, size: int) -> Wri
         file_id=write.file_slice.file_id,
         path=f"{write.partition}/{log_name}",
         prev_commit=log_name.base_instant_time,
-        num_writes=len(write.records),
+        num_writes=len(write.cells),
         num_deletes=len(write.deletes),
-        num_update_writes=len(write.records),
+        num_update_writes=len(write.cells),
         total_write_bytes=size,
         partition_path=write.partition,
         file_size_in_bytes=size,
@@ -261,7 +265,7 @@ def finish_delta_commit(
     )
     layout = TimelineLayout.of(config)
     paths: list[str] = []
-    for write in _plan(reader, update):
+    for write in _plan(reader, update, schema):
         name = next_log_file_name(layout, write.file_slice, instant_time, DEFAULT_WRITE_TOKEN)
         marker = Marker(write.partition, str(name), MarkerType.APPEND)
         create_marker(storage, instant_time, marker)

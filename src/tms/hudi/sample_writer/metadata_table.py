@@ -26,6 +26,7 @@ from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.files.data import write_partition_metadata
 from tms.hudi.files.log_writer import encode_empty_delete_block
 from tms.hudi.files.names import LogFileName
+from tms.hudi.metadata.cells import record_cells
 from tms.hudi.metadata.index_defs import INDEX_DEFS_PATH_KEY, IndexVersion, column_stats_columns
 from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, RECORD_INDEX, MetadataPartition
 from tms.hudi.metadata.reader import metadata_storage
@@ -74,7 +75,7 @@ def _bootstrap_partition(
         storage.write_bytes(f"{partition}/{log_name}", encode_empty_delete_block(instant_time))
         if partition == FILES:
             path = f"{partition}/{file_id}_{INIT_WRITE_TOKEN}_{instant_time}.hfile"
-            content = hfile_content(schema, [partition_list_record([])])
+            content = hfile_content(schema, record_cells([partition_list_record([])], schema))
             storage.write_bytes(path, content)
             stat = WriteStat(
                 file_id=file_id,

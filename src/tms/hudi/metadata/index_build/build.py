@@ -25,6 +25,7 @@ from tms.hudi.files.data import write_partition_metadata
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import delete_markers
+from tms.hudi.metadata.cells import cell_value, location_value
 from tms.hudi.metadata.column_stats import ColumnRange
 from tms.hudi.metadata.index_build.files import (
     BULK_INSERT_OPERATION,
@@ -50,34 +51,19 @@ from tms.hudi.metadata.index_build.spec import DataTable, IndexSpec, IndexWrite
 from tms.hudi.metadata.partition_stats import ColumnType, partition_stats_entries
 from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, PARTITION_STATS, RECORD_INDEX
 from tms.hudi.metadata.reader import MetadataTableReader
-from tms.hudi.metadata.records import (
-    MetadataRecord,
-    RecordLocation,
-    instant_millis,
-    record_index_record,
-    stats_record,
-)
-from tms.hudi.metadata.schema import encode_record, writer_schema
+from tms.hudi.metadata.records import RecordLocation, instant_millis, stats_record
+from tms.hudi.metadata.schema import writer_schema
 from tms.hudi.metadata.stats_keys import column_stats_key
 from tms.hudi.task_pause import after_task_work
 from tms.hudi.timeline.timeline import Timeline
 
-__all__ = ["build_partitions", "encoded", "location_record", "task_write_token"]
+__all__ = ["build_partitions", "slice_location", "task_write_token"]
 
 
-def encoded(record: MetadataRecord, schema: str) -> bytes:
-    """A record as a cell value: the `key` field empty (the cell holds the key)."""
-    return encode_record({**record.fields, "key": ""}, schema)
-
-
-def location_record(key: str, file_slice: FileSlice) -> MetadataRecord:
-    """The record index entry of a key in a slice: its file group and base instant."""
+def slice_location(file_slice: FileSlice) -> RecordLocation:
+    """Where the record index puts a key of a slice: its file group and base instant."""
     millis = instant_millis(file_slice.base_instant_time)
-    location = RecordLocation(file_slice.partition_path, file_slice.file_id, millis)
-    try:
-        return record_index_record(key, location)
-    except ValueError:  # a file id that is not a UUID (with index) is stored as the string
-        return record_index_record(key, location, raw_file_id=True)
+    return RecordLocation(file_slice.partition_path, file_slice.file_id, millis)
 
 
 def task_write_token() -> str:
@@ -103,7 +89,7 @@ class _SliceRecords:
             keys = self.reading.record_keys(file_slice)
             if keys:
                 # A cell's value leaves the key out: every key of the slice has the same one.
-                value = encoded(location_record(keys[0], file_slice), self.schema)
+                value = location_value(slice_location(file_slice), self.schema)
                 yield RECORD_INDEX, "", KeyBatch(keys, value)
         if not {COLUMN_STATS, PARTITION_STATS} & set(self.partitions):
             return
@@ -111,7 +97,7 @@ class _SliceRecords:
         if COLUMN_STATS in self.partitions:
             for item in ranges:
                 key = column_stats_key(file_slice.partition_path, item.file_name, item.column_name)
-                yield COLUMN_STATS, key, encoded(stats_record(key, item.payload()), self.schema)
+                yield COLUMN_STATS, key, cell_value(stats_record(key, item.payload()), self.schema)
         if PARTITION_STATS in self.partitions and ranges:
             yield RANGES, file_slice.partition_path, tuple(ranges)
 
@@ -128,7 +114,7 @@ class _PartitionStats:
         partition, ranges = pair
         for key, payload in partition_stats_entries(partition, ranges, self.types, self.columns):
             record = stats_record(key, payload, partition_stats=True)
-            yield PARTITION_STATS, key, encoded(record, self.schema)
+            yield PARTITION_STATS, key, cell_value(record, self.schema)
 
 
 @dataclass(frozen=True)

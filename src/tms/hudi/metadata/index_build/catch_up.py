@@ -43,10 +43,11 @@ from tms.hudi.files.markers import (
     delete_markers,
 )
 from tms.hudi.files.names import LogFileName
+from tms.hudi.metadata.cells import location_record, record_cells
 from tms.hudi.metadata.column_stats import ColumnRange, deletion_entries, file_ranges
 from tms.hudi.metadata.index_build.build import (
-    location_record,
     open_metadata_table,
+    slice_location,
     task_write_token,
 )
 from tms.hudi.metadata.index_build.changes import Changes, changes_of
@@ -125,8 +126,9 @@ class _Work:
         kind = item[0]
         storage = Storage(self.base_path)
         if kind == RECORD_INDEX:
+            location = slice_location(item[1])
             for key in self.after.record_keys(item[1]):
-                yield RECORD_INDEX, key, location_record(key, item[1])
+                yield RECORD_INDEX, key, location_record(key, location)
         elif kind == COLUMN_STATS:
             _, partition, path = item
             if not storage.exists(path):
@@ -214,9 +216,10 @@ class _LogTask:
         if not upserts and not deletes:
             return
         file_id = MetadataPartition(partition).file_group_id(index)
-        records = sorted(upserts, key=lambda r: r.key.encode("utf-8"))
         file_slice = self.slices.get((partition, file_id)) or FileSlice(partition, file_id, "")
-        write = FileGroupLog(partition, file_slice, records, sorted(deletes))
+        write = FileGroupLog(
+            partition, file_slice, record_cells(upserts, self.schema), sorted(deletes)
+        )
         storage = Storage(self.metadata_path)
         # The catch-up's changes come before every log a writer wrote after the mark: on
         # layout 1, where a slice's log files sort by version, then write token, it takes

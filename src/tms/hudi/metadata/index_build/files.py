@@ -56,14 +56,25 @@ class FileGroupLayout:
     def count(self, partition: str) -> int:
         return dict(self.counts)[partition]
 
-    def route(self, partition: str, key: str) -> int:
-        """The file group (numbered end to end) a key of `partition` is written to."""
+    def _offset(self, partition: str) -> tuple[int, int]:
+        """(number of `partition`'s first file group, its file group count)."""
         offset = 0
         for name, count in self.counts:
             if name == partition:
-                return offset + MetadataPartition(name).file_group_of(key, count)
+                return offset, count
             offset += count
         raise KeyError(partition)
+
+    def route(self, partition: str, key: str) -> int:
+        """The file group (numbered end to end) a key of `partition` is written to."""
+        offset, count = self._offset(partition)
+        return offset + MetadataPartition(partition).file_group_of(key, count)
+
+    def route_keys(self, partition: str, keys: Sequence[str]) -> dict[int, list[str]]:
+        """`route` of many keys at once: the keys of each file group (numbered end to end)."""
+        offset, count = self._offset(partition)
+        groups = MetadataPartition(partition).keys_by_file_group(keys, count)
+        return {offset + index: group for index, group in groups.items()}
 
     def locate(self, number: int) -> tuple[str, int]:
         """(metadata partition, file group index) of a file group numbered end to end."""

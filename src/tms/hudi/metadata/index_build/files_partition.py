@@ -27,6 +27,7 @@ from tms.hudi.files.fs_view import list_partitions
 from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import delete_markers
 from tms.hudi.files.names import DEFAULT_WRITE_TOKEN, BaseFileName, LogFileName
+from tms.hudi.metadata.cells import cell_value
 from tms.hudi.metadata.index_build.files import (
     BULK_INSERT_OPERATION,
     NewFileGroup,
@@ -37,8 +38,7 @@ from tms.hudi.metadata.index_build.files import (
 from tms.hudi.metadata.index_build.spec import DataTable, IndexWrite
 from tms.hudi.metadata.partitions import FILES
 from tms.hudi.metadata.reader import MetadataTableReader, metadata_storage
-from tms.hudi.metadata.records import MetadataRecord
-from tms.hudi.metadata.schema import encode_record, writer_schema
+from tms.hudi.metadata.schema import writer_schema
 from tms.hudi.metadata.table_config import create_metadata_table
 from tms.hudi.metadata.updates import MetadataUpdate, commit_files_records, files_records
 from tms.hudi.metadata.writer import write_delta_commit
@@ -75,10 +75,6 @@ def committed_files(table: DataTable, timeline: Timeline, as_of: str) -> dict[st
     return found
 
 
-def _encoded(record: MetadataRecord, schema: str) -> bytes:
-    return encode_record({**record.fields, "key": ""}, schema)
-
-
 def build_files_partition(
     table: DataTable, timeline: Timeline, as_of: str, instant_time: str
 ) -> IndexWrite:
@@ -95,7 +91,7 @@ def build_files_partition(
     write_partition_metadata(md_storage, FILES, instant_time)
     inflight = start_delta_commit(md_storage, md_config, instant_time, BULK_INSERT_OPERATION)
     target = NewFileGroup(md_storage.base_path, instant_time, schema)
-    cells = [(record.key, _encoded(record, schema)) for record in records]
+    cells = [(record.key, cell_value(record, schema)) for record in records]
     written = write_new_file_group(target, FILES, 0, cells, DEFAULT_WRITE_TOKEN)
     stats = [written.stat] if written.stat is not None else []
     delete_unreported_files(md_storage, instant_time, {s.path for s in stats if s.path})

@@ -8,7 +8,6 @@ key: the shuffle then moves lists of keys, which costs a fraction of a tuple per
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -47,10 +46,7 @@ class _Router:
         if not isinstance(value, KeyBatch):
             yield self.layout.route(partition, key), (key, value)
             return
-        buckets: dict[int, list[str]] = defaultdict(list)
-        for one in value.keys:
-            buckets[self.layout.route(partition, one)].append(one)
-        for number, keys in buckets.items():
+        for number, keys in self.layout.route_keys(partition, value.keys).items():
             yield number, ("", KeyBatch(keys, value.value))
 
 
