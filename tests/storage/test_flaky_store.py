@@ -9,15 +9,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from bench.fault_proxy import FaultProxy
 from botocore.exceptions import ClientError, ReadTimeoutError
 
+from tests.api.conftest import CALLBACK_KEY, client, make_client
 from tests.storage.conftest import S3Endpoint, spark_environment
+from tests.storage.test_table_options import add
 from tests.storage.test_tables_on_s3 import oracle_rows
 from tests.storage.test_write_and_compact_on_s3 import written_table
+from tests.view.java_client import HEADERS, client_hash
 from tms.blocking_calls import BlockingCalls
 from tms.hudi.files import timeline_markers
 from tms.hudi.storage import Storage
@@ -28,6 +31,11 @@ from tms.ingest.probe import TableProbe
 from tms.markers.state import MarkerDirState
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
 from tms.view.listing import list_table
+
+if TYPE_CHECKING:
+    from starlette.testclient import TestClient
+
+__all__ = ["client", "make_client"]  # the API's fixtures, here next to the S3 server's
 
 RETRY_ENVIRONMENT = {
     "TMS_STORAGE_RETRIES": "8",
@@ -169,6 +177,67 @@ def test_markers_created_through_a_flaky_store_are_all_on_it(flaky: Flaky) -> No
     direct = Storage(storage.base_path, storage_options=flaky.s3.storage_options)
     on_store = timeline_markers.read_marker_files(direct, instant)
     assert sorted(n for found in on_store.values() for n in found) == sorted(names)
+
+
+def test_callbacks_and_view_requests_answer_right_through_a_flaky_store(
+    client: TestClient, flaky: Flaky
+) -> None:
+    """A table registered with options that reach the store through the proxy: every commit
+    callback that must read the timeline is acknowledged with the right action, and the
+    timeline server's view answers as it does with no faults."""
+    base = flaky.s3.base_path("flaky-api")
+    flaky.proxy.set_rate(0.0)
+    written_table(base, table_version=9)
+    assert add(client, flaky.options, base_path=base).status_code == 201
+    instants = HudiTable.open(base, flaky.options).timeline().completed()
+    known = [(i.requested_time, str(i.action), "COMPLETED") for i in instants]
+    view = {
+        "basepath": base,
+        "partition": "sf",
+        "lastinstantts": instants[-1].requested_time,
+        "timelinehash": client_hash(known),
+    }
+    expected = client.get("/v1/hoodie/view/slices/partition/latest/", params=view, headers=HEADERS)
+    assert expected.status_code == 200, expected.text
+    flaky.proxy.set_rate(0.2)
+    for instant in instants * 3:
+        answer = client.post(
+            "/v1/hoodie/service/commit",
+            json={"basePath": base, "tableName": "trips", "commitTime": instant.requested_time},
+            headers={"HUDI-CALLBACK-KEY": CALLBACK_KEY},
+        )
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["action"] == instant.action
+        slices = client.get(
+            "/v1/hoodie/view/slices/partition/latest/", params=view, headers=HEADERS
+        )
+        assert slices.status_code == 200, slices.text
+        assert slices.json() == expected.json()
+    assert sum(flaky.proxy.faults().values()) > 0
+
+
+def test_a_callback_whose_action_storage_cannot_give_is_refused_not_acknowledged(
+    client: TestClient, flaky: Flaky, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every try failing: 503 `storage_unavailable` and nothing stored, so the writer's retry
+    (or the pull) brings the commit in with its action; never acknowledged without it."""
+    base = flaky.s3.base_path("flaky-refused")
+    flaky.proxy.set_rate(0.0)
+    written_table(base, table_version=9)
+    assert add(client, flaky.options, base_path=base).status_code == 201
+    latest = HudiTable.open(base, flaky.options).timeline().completed()[-1]
+    body = {"basePath": base, "tableName": "trips", "commitTime": latest.requested_time}
+    headers = {"HUDI-CALLBACK-KEY": CALLBACK_KEY}
+    monkeypatch.setenv("TMS_STORAGE_RETRIES", "1")
+    flaky.proxy.kinds = ("500",)
+    flaky.proxy.set_rate(1.0)
+    refused = client.post("/v1/hoodie/service/commit", json=body, headers=headers)
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "storage_unavailable"
+    flaky.proxy.set_rate(0.0)
+    answer = client.post("/v1/hoodie/service/commit", json=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["action"], answer.json()["new"]) == ("deltacommit", True)
 
 
 @pytest.mark.spark
