@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
 import threading
@@ -317,6 +318,7 @@ def _serve(
     log_level: str,
     access_log: bool,
 ) -> None:
+    os.environ.update(settings.storage_retry_environment())
     database = open_database(settings)
     try:
         app = build_app(settings, database)

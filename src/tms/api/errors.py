@@ -72,7 +72,8 @@ _DESCRIPTIONS = {
     413: "the body is over the size limit",
     422: "the request is wrong (a body that is not JSON too); `field` names where",
     502: "the table's storage could not be read",
-    503: "the database is unavailable, or every storage thread is busy; retry later",
+    503: "the database is unavailable, every storage thread is busy, or storage kept "
+    "failing; retry later",
     504: "the table's storage did not answer in time; retry later",
 }
 _STATUS_CODES = {

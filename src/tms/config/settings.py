@@ -72,6 +72,16 @@ class CallbackKey(NamedTuple):
         return self.key.get_secret_value() == DEFAULT_CALLBACK_KEY
 
 
+STORAGE_RETRY_SETTINGS = (
+    "storage_retries",
+    "storage_retry_base_seconds",
+    "storage_retry_max_seconds",
+    "storage_connect_timeout_seconds",
+    "storage_read_timeout_seconds",
+)
+"""Settings `tms.hudi.storage` reads from the environment, in every process that opens a table."""
+
+
 class Settings(BaseSettings):
     """Everything the service reads from its environment; build with `load_settings`."""
 
@@ -313,6 +323,30 @@ class Settings(BaseSettings):
         10.0,
         gt=0,
         description="longest a request waits for storage (register, timeline, commit callback)",
+    )
+    storage_retries: int = Field(
+        4,
+        ge=0,
+        description="retries of one object-store call that is safe to repeat (reads, "
+        "listings, whole-object writes, deletes) after a 5xx, throttling, reset, timeout or "
+        "cut-short answer; jobs and Spark tasks read the same variable",
+    )
+    storage_retry_base_seconds: float = Field(
+        0.2,
+        ge=0,
+        description="object-store retry backoff: retry n waits a random time up to "
+        "base·2^(n-1) (full jitter), at most `storage_retry_max_seconds`",
+    )
+    storage_retry_max_seconds: float = Field(
+        5.0, ge=0, description="longest wait before one object-store retry"
+    )
+    storage_connect_timeout_seconds: float = Field(
+        5.0, gt=0, description="longest an object-store connection takes to open (then retried)"
+    )
+    storage_read_timeout_seconds: float = Field(
+        20.0,
+        gt=0,
+        description="longest an object-store answer may stall (then the call is retried)",
     )
     storage_threads: int = Field(
         8,
@@ -622,6 +656,15 @@ class Settings(BaseSettings):
         """`log_dir`, always set once loaded (typed as `Path` for callers)."""
         assert self.log_dir is not None
         return self.log_dir
+
+    def storage_retry_environment(self) -> dict[str, str]:
+        """The object-store retry settings as the variables `tms.hudi.storage` reads, for
+        the service's process and the jobs and workers it starts (a value from
+        `conf/tms.toml` reaches them this way)."""
+        return {
+            f"{ENV_PREFIX}{name.upper()}": str(getattr(self, name))
+            for name in STORAGE_RETRY_SETTINGS
+        }
 
     @property
     def auth_enabled(self) -> bool:

@@ -33,7 +33,7 @@ from tms.ingest.callback_body import decode_body, parse_callback
 from tms.ingest.commit_action import action_from_payload, action_from_stats
 from tms.ingest.commit_batch import Notification, Outcome
 from tms.ingest.group_commit import GroupCommit
-from tms.ingest.probe import StorageInfo, TableProbe
+from tms.ingest.probe import StorageInfo, StorageUnavailable, TableProbe
 from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, is_local
 from tms.ingest.schema import CallbackIn, CallbackOut
 from tms.store import find_table_by_base_path
@@ -83,7 +83,14 @@ async def handle_callback(request: Request, authorize: Authorize) -> Response:
     if action is None:  # storage may be slow or hung: bounded, off the event loop
         options = await asyncio.to_thread(_storage_options, state.session_factory, base_path)
         probe = TableProbe(base_path, options)
-        action = await call_storage_async(calls, partial(probe.action_of, body.commit_time))
+        try:
+            action = await call_storage_async(calls, partial(probe.action_of, body.commit_time))
+        except StorageUnavailable:
+            raise ApiError(
+                503,
+                "storage_unavailable",
+                "the table's storage failed while reading the commit's action; retry later",
+            ) from None
         source = "timeline"
     note = Notification(base_path, body.commit_time, action, source, summary)
     commits: GroupCommit[Notification, Outcome] = state.commits

@@ -17,11 +17,12 @@ from typing import Any
 
 from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.storage import Storage
+from tms.hudi.storage.retry import is_transient
 from tms.hudi.table import HudiTable
 from tms.ingest.commit_action import timeline_action
 from tms.store import TableType
 
-__all__ = ["Seen", "StorageInfo", "TableProbe", "TableState"]
+__all__ = ["Seen", "StorageInfo", "StorageUnavailable", "TableProbe", "TableState"]
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +66,15 @@ class Seen:
         )
 
 
+class StorageUnavailable(Exception):
+    """The table's storage kept failing in a passing way (5xx, throttling, resets, stalls)
+    through every retry: an answer read now would be a guess, so the caller refuses and the
+    writer or the next pull round tries again."""
+
+    def __init__(self, base_path: str) -> None:
+        super().__init__(f"the storage of {base_path} failed after its retries")
+
+
 class TableProbe:
     """Reads the table at `base_path` (with its `storage_options`, if any) at most once and
     answers from what it read. Its methods do storage I/O: call them through `BlockingCalls`."""
@@ -73,6 +83,7 @@ class TableProbe:
         self.base_path = base_path
         self._options = storage_options
         self._seen: Seen | None = None
+        self._failure: Exception | None = None
 
     def look(self) -> Seen:
         if self._seen is None:
@@ -85,18 +96,23 @@ class TableProbe:
                 return Seen(TableState.ABSENT)
         except Exception as exc:  # any scheme, any failure: the caller decides
             log.warning("cannot read storage at %s: %s", self.base_path, exc)
+            self._failure = exc
             return Seen(TableState.UNREADABLE)
         try:
             return Seen(TableState.TABLE, HudiTable.open(self.base_path, self._options))
         except Exception as exc:
             log.warning("cannot load the Hudi table at %s: %s", self.base_path, exc)
+            self._failure = exc
             return Seen(TableState.TABLE)
 
     def action_of(self, instant_time: str) -> str | None:
         """The action of `instant_time` on the timeline; a completed compaction or
-        clustering is named by what it was requested as, not by its commit action."""
+        clustering is named by what it was requested as, not by its commit action.
+        `StorageUnavailable` when storage failed in a passing way after its retries."""
         table = self.look().table
         if table is None:
+            if self._failure is not None and is_transient(self._failure):
+                raise StorageUnavailable(self.base_path) from self._failure
             return None
         try:
             timeline = table.timeline()
@@ -105,5 +121,7 @@ class TableProbe:
                 return None
             return timeline_action(timeline, instant)
         except Exception as exc:
+            if is_transient(exc):
+                raise StorageUnavailable(self.base_path) from exc
             log.warning("cannot read the timeline of %s: %s", self.base_path, exc)
             return None

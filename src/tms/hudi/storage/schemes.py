@@ -17,6 +17,7 @@ import fsspec
 from fsspec.core import split_protocol
 
 from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.storage.retry import client_options, policy
 
 __all__ = ["LOCAL_PROTOCOLS", "filesystem", "is_local", "is_s3"]
 
@@ -30,6 +31,7 @@ EXTRAS = {
     "adl": "azure",
 }
 """Schemes whose filesystem comes with an extra of this package."""
+S3_SCHEMES = frozenset({"s3", "s3a"})
 OBJECT_STORE_DEFAULTS: dict[str, Any] = {"use_listings_cache": False}
 """Listings are never cached: writers and Spark tasks change the timeline behind our back."""
 
@@ -47,7 +49,7 @@ def is_local(fs: Any) -> bool:
 
 def is_s3(fs: Any) -> bool:
     """s3fs, whose calls some methods of `Storage` shape to send fewer requests."""
-    return any(p in ("s3", "s3a") for p in _protocols(fs))
+    return any(p in S3_SCHEMES for p in _protocols(fs))
 
 
 def filesystem(base_path: str, options: Mapping[str, Any] | None = None) -> tuple[Any, str]:
@@ -56,7 +58,8 @@ def filesystem(base_path: str, options: Mapping[str, Any] | None = None) -> tupl
     scheme = (split_protocol(base_path)[0] or "file").lower()
     kwargs: dict[str, Any] = {}
     if scheme not in LOCAL_PROTOCOLS:
-        kwargs = {**OBJECT_STORE_DEFAULTS, **(options or {})}
+        retry = client_options(policy()) if scheme in S3_SCHEMES else {}
+        kwargs = {**OBJECT_STORE_DEFAULTS, **retry, **(options or {})}
     try:
         fs, root = fsspec.core.url_to_fs(base_path, **kwargs)
     except ImportError:
@@ -73,6 +76,8 @@ def filesystem(base_path: str, options: Mapping[str, Any] | None = None) -> tupl
             raise
         reason = _first_reasons.setdefault(scheme, _first_line(exc))
         raise UnsupportedTableError(f"{base_path}: {_missing_library(scheme)} ({reason})") from None
+    if is_s3(fs):
+        fs.retries = 1  # s3fs's own loop off too: `Storage` retries, with jitter, and counts
     return fs, str(root)
 
 

@@ -26,9 +26,9 @@ import os
 import posixpath
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from tms.hudi.storage.requests import (
     RequestKind,
@@ -37,7 +37,14 @@ from tms.hudi.storage.requests import (
     put_requests,
     record,
 )
+from tms.hudi.storage.retry import RetryPolicy, call_with_retries, policy
 from tms.hudi.storage.schemes import filesystem, is_local, is_s3
+
+WRITE_ID = "tms-write-id"
+"""User metadata of an object written by `create_new`: the write's own id, to tell after a
+lost answer whether the object that is there is the one this call wrote."""
+
+T = TypeVar("T")
 
 
 def _drop_hadoop_checksum(full: str) -> None:
@@ -88,6 +95,7 @@ class Storage:
         self.base_path = base_path.rstrip("/")
         self._local = is_local(fs)
         self._s3 = is_s3(fs)
+        self._retry = RetryPolicy(attempts=1) if self._local else policy()
 
     def __repr__(self) -> str:
         return f"Storage({self.base_path!r})"
@@ -112,14 +120,16 @@ class Storage:
         alone, so what S3 bills is what is counted here."""
         record(RequestKind.GET)
         options = {"max_concurrency": 1} if self._s3 else {}
-        data: bytes = self.fs.cat_file(self.full_path(path), **options)
+        full = self.full_path(path)
+        data: bytes = self._retried(RequestKind.GET, lambda: self.fs.cat_file(full, **options))
         return data
 
     def read_tail(self, path: str, length: int) -> bytes:
         """The last `length` bytes of a file (all of it when shorter): one GET of a suffix
         range, with no HEAD for the size first."""
         record(RequestKind.GET)
-        data: bytes = self.fs.cat_file(self.full_path(path), start=-length)
+        full = self.full_path(path)
+        data: bytes = self._retried(RequestKind.GET, lambda: self.fs.cat_file(full, start=-length))
         return data
 
     def open_input(self, path: str) -> io.BytesIO:
@@ -139,7 +149,7 @@ class Storage:
         record(RequestKind.PUT, put_requests(len(data)))
         full = self.full_path(path)
         if not self._local:
-            self.fs.pipe_file(full, data)
+            self._retried(RequestKind.PUT, lambda: self.fs.pipe_file(full, data))
             return
         self.fs.makedirs(posixpath.dirname(full), exist_ok=True)
         if atomic:
@@ -179,11 +189,15 @@ class Storage:
         when the key exists, atomically. A store without conditional writes (some
         S3-compatible ones) ignores the header: there a writer needs the table lock, as
         Hudi requires a lock provider for concurrent writers.
+
+        A conditional PUT is not blindly repeated: when a try got no answer and a repeat
+        finds the name taken, the object is this call's own only if it carries the call's
+        write id (`WRITE_ID`); otherwise another writer holds the name.
         """
         record(RequestKind.PUT, put_requests(len(data)))
         full = self.full_path(path)
         if not self._local:
-            self.fs.pipe_file(full, data, mode="create")
+            self._create_object(full, data)
             return
         self.fs.makedirs(posixpath.dirname(full), exist_ok=True)
         tmp = self._temporary(full)
@@ -202,7 +216,7 @@ class Storage:
         record(RequestKind.PUT)
         full = self.full_path(path)
         if not self._local:
-            self.fs.pipe_file(full, b"")
+            self._retried(RequestKind.PUT, lambda: self.fs.pipe_file(full, b""))
             return
         self.fs.makedirs(posixpath.dirname(full), exist_ok=True)
         self.fs.touch(full, truncate=False)
@@ -219,7 +233,7 @@ class Storage:
         record(RequestKind.DELETE)
         full = self.full_path(path)
         try:
-            self.fs.rm_file(full)
+            self._retried(RequestKind.DELETE, lambda: self.fs.rm_file(full))
         except FileNotFoundError:
             return False
         finally:
@@ -237,7 +251,7 @@ class Storage:
         if self._local:
             self.fs.rm(full, recursive=True)
         else:
-            self.fs.rm(list(files))
+            self._retried(RequestKind.DELETE, lambda: self.fs.rm(list(files)))
 
     def list_dir(self, path: str) -> list[FileInfo]:
         """Direct children of a directory; empty when it does not exist."""
@@ -247,7 +261,12 @@ class Storage:
             # One delimited listing of the keys below `full/`: s3fs's `ls(full)` follows an
             # empty listing with a listing of the whole parent, to find a file named `full`.
             parent, name = posixpath.split(full)
-            found = self.fs.find(parent, prefix=f"{name}/", maxdepth=1, withdirs=True, detail=True)
+            found = self._retried(
+                RequestKind.LIST,
+                lambda: self.fs.find(
+                    parent, prefix=f"{name}/", maxdepth=1, withdirs=True, detail=True
+                ),
+            )
             entries = [entry for key, entry in found.items() if key.rstrip("/") != full]
         else:
             try:
@@ -278,7 +297,8 @@ class Storage:
         answers it: HEAD, and a LIST of the prefix unless an object has that name."""
         record(RequestKind.HEAD)
         try:
-            entry: dict[str, Any] = self.fs.info(self.full_path(path))
+            full = self.full_path(path)
+            entry: dict[str, Any] = self._retried(RequestKind.HEAD, lambda: self.fs.info(full))
         except (FileNotFoundError, NotADirectoryError):  # on disk, a file may stand above it
             entry = {}
         if entry.get("type") != "file":
@@ -293,7 +313,9 @@ class Storage:
             # A listing of the keys below `full/`: s3fs's `find(full)` follows an empty
             # listing with a HEAD and another LIST, to tell a file named `full` apart.
             parent, name = posixpath.split(full)
-            found = self.fs.find(parent, prefix=f"{name}/", detail=True)
+            found = self._retried(
+                RequestKind.LIST, lambda: self.fs.find(parent, prefix=f"{name}/", detail=True)
+            )
         else:
             found = self.fs.find(full, detail=True)
         record(RequestKind.LIST, list_requests(len(found)))
@@ -302,6 +324,30 @@ class Storage:
             for name, entry in found.items()
             if entry.get("type") == "file" and name != full and not name.endswith("/")
         }
+
+    def _retried(self, kind: RequestKind, call: Callable[[], T]) -> T:
+        """A call safe to repeat, retried on a transient failure of the object store."""
+        return call_with_retries(kind, call, self._retry)
+
+    def _create_object(self, full: str, data: bytes) -> None:
+        """One conditional PUT, repeated after a try with no answer; a refusal because the
+        name is taken is a success if the object there is this call's: a try whose answer
+        was lost may have written it (and the HTTP client itself resends a PUT, an
+        idempotent method to HTTP, once when a kept-alive connection drops)."""
+        write_id = uuid.uuid4().hex
+        try:
+            self._retried(
+                RequestKind.PUT,
+                lambda: self.fs.pipe_file(full, data, mode="create", Metadata={WRITE_ID: write_id}),
+            )
+        except FileExistsError:
+            if self._write_id(full) != write_id:
+                raise
+
+    def _write_id(self, full: str) -> str | None:
+        record(RequestKind.HEAD)
+        metadata: dict[str, str] = self._retried(RequestKind.HEAD, lambda: self.fs.metadata(full))
+        return {k.lower(): v for k, v in metadata.items()}.get(WRITE_ID)
 
     @staticmethod
     def _temporary(full: str) -> str:

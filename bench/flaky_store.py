@@ -1,0 +1,364 @@
+"""The services on a flaky object store: moto's S3 server behind `bench.fault_proxy`, failing
+1 %, 5 % and 20 % of requests (500, 503 SlowDown, resets, stalls past the read timeout,
+cut-short bodies), every request of the driver and of the Spark tasks going through it.
+
+Per rate, on a fresh merge-on-read table with a metadata table (written with no faults):
+the pull (open + timeline), the callback's probe (`TableProbe.action_of`), the view's
+listing (`tms.view.listing.list_table`), timeline-server markers (`MarkerDirState`, one
+operation per batch), then compaction, clustering, metadata-table compaction (when one is
+due) and clean on Spark, as `table_service(action)` schedules and executes them. An
+operation that fails is run again (a job's retry: the pending plan is executed again), at
+most `--attempts` times. Afterwards, with faults off, the table must read the same rows
+through hudi-rs, every pending plan must be gone, and every marker must be on storage.
+
+Per operation kind: operations completed, operations that met a fault (and got through),
+attempts failed (run again), operations failed for good, the requests the proxy received
+and the faults it injected; storage retries of the driver (`RETRIED`; those of Spark tasks
+happen in their worker processes and show as requests).
+
+    .venv/bin/python bench/flaky_store.py [--rates 0.01,0.05,0.2] [--rounds 20]
+        [--markers 200] [--file-groups 12] [--retries N] [--master local[2]] [--json-out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import emit, free_port, log, machine
+from bench.fault_proxy import FAULT_KINDS, FaultProxy
+from bench.storage import CITIES, ENVIRONMENT, CountingMotoServer, WireLog, rows
+from tms.blocking_calls import BlockingCalls
+from tms.hudi.files import timeline_markers
+from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
+from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
+from tms.hudi.storage import Storage
+from tms.hudi.storage.retry import RETRIED
+from tms.hudi.table import HudiTable
+from tms.ingest.probe import TableProbe
+from tms.markers.state import MarkerDirState
+from tms.services.registry import table_service
+from tms.services.runner import ServiceRequest
+from tms.spark_runtime import get_spark
+from tms.view.listing import list_table
+
+BUCKET = "flaky"
+RETRY_ENVIRONMENT = {
+    "TMS_STORAGE_RETRIES": "6",
+    "TMS_STORAGE_RETRY_BASE_SECONDS": "0.05",
+    "TMS_STORAGE_RETRY_MAX_SECONDS": "1.0",
+    "TMS_STORAGE_READ_TIMEOUT_SECONDS": "2.0",
+}
+"""The retry settings of the run (shorter waits than the defaults, so a run takes minutes);
+stalls last `STALL_SECONDS`, past the read timeout."""
+STALL_SECONDS = 3.0
+SERVICES = ("compaction", "clustering", "metadata-compaction", "clean")
+INSTANT = "20260101120000000"
+MARKER_BATCH = 20
+
+
+@dataclass
+class Tally:
+    """One kind of operation at one rate."""
+
+    completed: int = 0
+    met_faults: int = 0
+    attempts_failed: int = 0
+    failed: int = 0
+    nothing_to_do: int = 0
+    requests: int = 0
+    storage_retries: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "completed": self.completed,
+            "met_faults": self.met_faults,
+            "attempts_failed": self.attempts_failed,
+            "failed": self.failed,
+            "nothing_to_do": self.nothing_to_do,
+            "requests": self.requests,
+            "storage_retries_driver": self.storage_retries,
+            "faults": dict(self.faults),
+            "errors": self.errors[:5],
+        }
+
+
+class Run:
+    """The operations of one rate, each measured at the proxy."""
+
+    def __init__(self, proxy: FaultProxy, attempts: int) -> None:
+        self.proxy = proxy
+        self.attempts = attempts
+        self.tallies: dict[str, Tally] = {}
+
+    def operation(self, kind: str, work: Callable[[], bool]) -> None:
+        """`work` run until it returns (at most `attempts` tries); it returns False when
+        there was nothing to do."""
+        tally = self.tallies.setdefault(kind, Tally())
+        requests, faults, retried = self.proxy.requests(), self.proxy.faults(), RETRIED.total
+        done: bool | None = None
+        for _ in range(self.attempts):
+            try:
+                done = work()
+                break
+            except Exception as exc:  # every failure is a figure here
+                tally.attempts_failed += 1
+                tally.errors.append(f"{type(exc).__name__}: {str(exc)[:200]}")
+        met = self.proxy.faults() - faults
+        tally.requests += self.proxy.requests() - requests
+        tally.storage_retries += RETRIED.total - retried
+        tally.faults += met
+        if done is None:
+            tally.failed += 1
+        elif not done:
+            tally.nothing_to_do += 1
+        else:
+            tally.completed += 1
+            tally.met_faults += bool(met)
+
+
+def build_table(base: str, file_groups: int, rows_per_file: int) -> None:
+    table = create_table(
+        base,
+        "flaky",
+        record_key_fields=["id"],
+        ordering_field="ts",
+        partition_fields=["city"],
+        table_version=8,
+        metadata_partitions=["files"],
+    )
+    writer = HudiWriter(table, max_file_rows=rows_per_file)
+    ids = list(range(file_groups * rows_per_file))
+    writer.insert(rows(ids, 1))
+    writer.upsert(rows(ids, 2))
+    writer.upsert(rows(ids[: len(ids) // 2], 3))
+
+
+def snapshot_rows(base: str, endpoint: str) -> pa.Table:
+    """hudi-rs's snapshot (the independent reader), straight from the S3 server."""
+    from hudi import HudiTable as OracleTable
+
+    options = {
+        "aws_endpoint_url": endpoint,
+        "aws_allow_http": "true",
+        "aws_access_key_id": ENVIRONMENT["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
+        "aws_region": ENVIRONMENT["AWS_REGION"],
+    }
+    read = pa.Table.from_batches(OracleTable(base, options).read())
+    keep = [RECORD_KEY] + [c for c in read.column_names if c not in META_FIELDS]
+    return read.select(keep).sort_by(RECORD_KEY)
+
+
+def reads(run: Run, base: str, rounds: int) -> None:
+    last = HudiTable.open(base).timeline().instants[-1]
+
+    def pull() -> bool:
+        HudiTable.open(base).timeline()
+        return True
+
+    def probe() -> bool:
+        if TableProbe(base).action_of(last.requested_time) != last.action:
+            raise AssertionError("the probe read another action")
+        return True
+
+    def view() -> bool:
+        list_table(Storage(base))
+        return True
+
+    for _ in range(rounds):
+        run.operation("pull", pull)
+        run.operation("callback probe", probe)
+        run.operation("view listing", view)
+
+
+def markers(run: Run, base: str, count: int) -> list[str]:
+    """Markers created in batches; a batch whose storage write failed is sent again, as a
+    writer's marker request that got an error is."""
+    calls = BlockingCalls("flaky-markers", threads=2, timeout=120.0)
+    names = [
+        f"{CITIES[i % 4]}/{i:08d}-0_0-1-0_{INSTANT}.parquet.marker.CREATE" for i in range(count)
+    ]
+    state: MarkerDirState | None = None
+
+    def batch(chunk: list[str]) -> bool:
+        nonlocal state
+        if state is None:
+            fresh = MarkerDirState(
+                Storage(base), INSTANT, files=2, interval_seconds=0, storage_calls=calls
+            )
+            fresh.load()
+            state = fresh
+        current = state
+
+        async def create() -> list[bool]:
+            return list(await asyncio.gather(*(current.create(n) for n in chunk)))
+
+        try:
+            asyncio.run(create())
+        except Exception:
+            state = None  # a new state reads back what storage holds, as a restart does
+            raise
+        return True
+
+    for start in range(0, count, MARKER_BATCH):
+        run.operation(
+            "markers (batch of 20)", lambda c=names[start : start + MARKER_BATCH]: batch(c)
+        )
+    return names
+
+
+def service(run: Run, spark: Any, base: str, action: str, retain: int = 1) -> None:
+    entry = table_service(action)
+    params = ServiceRequest(service=action, retain=retain).planning_params()
+
+    def work() -> bool:
+        table = HudiTable.open(base)
+        pending = entry.pending_plans(table)
+        instant = pending[0] if pending else entry.schedule(table, params)
+        if instant is None:
+            return False
+        entry.execute(spark, HudiTable.open(base), instant, 30.0)
+        return True
+
+    run.operation(action, work)
+
+
+def one_rate(
+    proxy: FaultProxy, spark: Any, direct: str, rate: float, args: argparse.Namespace
+) -> dict[str, Any]:
+    base = f"s3://{BUCKET}/trips-{uuid.uuid4().hex[:8]}"
+    proxy.set_rate(0.0)
+    build_table(base, args.file_groups, args.rows_per_file)
+    before = snapshot_rows(base, direct)
+    run = Run(proxy, args.attempts)
+    started = time.monotonic()
+    proxy.set_rate(rate)
+    log(f"rate {rate:.0%}: reads")
+    reads(run, base, args.rounds)
+    log(f"rate {rate:.0%}: markers")
+    names = markers(run, base, args.markers)
+    unchanged = True
+    for action in SERVICES:
+        log(f"rate {rate:.0%}: {action}")
+        if action == "clean":
+            proxy.set_rate(0.0)  # a writer's commit, so the clean has slices to delete
+            unchanged = snapshot_rows(base, direct).equals(before)
+            HudiWriter.open(base).upsert(rows([0], 4))
+            before = snapshot_rows(base, direct)
+            proxy.set_rate(rate)
+        service(run, spark, base, action)
+    proxy.set_rate(0.0)
+    seconds = time.monotonic() - started
+    unchanged = unchanged and snapshot_rows(base, direct).equals(before)
+    table = HudiTable.open(base)
+    pending = {a: table_service(a).pending_plans(table) for a in SERVICES}
+    on_store = timeline_markers.read_marker_files(Storage(base), INSTANT)
+    stored = {n for found in on_store.values() for n in found}
+    return {
+        "rate": rate,
+        "seconds": round(seconds, 1),
+        "rows_unchanged": unchanged,
+        "pending_plans_left": {a: p for a, p in pending.items() if p},
+        "markers_on_storage": f"{len(stored & set(names))}/{len(names)}",
+        "operations": {kind: tally.as_dict() for kind, tally in run.tallies.items()},
+    }
+
+
+def table_text(results: list[dict[str, Any]]) -> str:
+    head = (
+        "| rate | operation | completed | met a fault | attempts failed (run again) | "
+        "failed | requests | faults injected | driver retries |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
+    for result in results:
+        for kind, t in result["operations"].items():
+            faults = sum(t["faults"].values())
+            completed = str(t["completed"]) + (
+                f" (+{t['nothing_to_do']} nothing to do)" if t["nothing_to_do"] else ""
+            )
+            lines.append(
+                f"| {result['rate']:.0%} | {kind} | {completed} | {t['met_faults']} | "
+                f"{t['attempts_failed']} | {t['failed']} | {t['requests']} | {faults} | "
+                f"{t['storage_retries_driver']} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rates", default="0.01,0.05,0.2")
+    parser.add_argument("--rounds", type=int, default=20, help="pulls, probes, view listings")
+    parser.add_argument("--markers", type=int, default=200)
+    parser.add_argument("--file-groups", type=int, default=12)
+    parser.add_argument("--rows-per-file", type=int, default=20)
+    parser.add_argument("--attempts", type=int, default=3, help="tries of one operation")
+    parser.add_argument("--master", default="local[2]")
+    parser.add_argument("--seed", type=int, default=32)
+    parser.add_argument(
+        "--retries", type=int, default=None, help="TMS_STORAGE_RETRIES (0: no retries at all)"
+    )
+    parser.add_argument("--json-out", type=Path, default=None)
+    args = parser.parse_args()
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = CountingMotoServer(free_port(), WireLog())
+    server.start()
+    host, port = server.get_host_and_port()
+    direct = f"http://{host}:{port}"
+    proxy = FaultProxy(direct, stall_seconds=STALL_SECONDS, seed=args.seed).start()
+    if args.retries is not None:
+        RETRY_ENVIRONMENT["TMS_STORAGE_RETRIES"] = str(args.retries)
+    os.environ.update({**ENVIRONMENT, **RETRY_ENVIRONMENT, "AWS_ENDPOINT_URL": proxy.url})
+    Storage(f"s3://{BUCKET}").fs.mkdir(BUCKET)
+
+    spark = get_spark(args.master, app_name="tms-bench-flaky-store")
+    shipped = {n: v for n, v in os.environ.items() if n.startswith(("AWS_", "TMS_STORAGE_"))}
+    spark.sparkContext.environment.update(shipped)  # Spark tasks open the table by URI
+    spark.sparkContext.parallelize(range(2), 2).map(lambda x: x).collect()
+
+    results = [one_rate(proxy, spark, direct, float(rate), args) for rate in args.rates.split(",")]
+    spark.stop()
+    proxy.stop()
+    server.stop()
+
+    print(table_text(results))
+    for result in results:
+        print(
+            f"- {result['rate']:.0%}: {result['seconds']} s; rows unchanged: "
+            f"{result['rows_unchanged']}; pending plans left: "
+            f"{result['pending_plans_left'] or 'none'}; markers on storage: "
+            f"{result['markers_on_storage']}"
+        )
+    figures = {
+        "machine": machine(),
+        "master": args.master,
+        "retry_settings": RETRY_ENVIRONMENT,
+        "stall_seconds": STALL_SECONDS,
+        "fault_kinds": FAULT_KINDS,
+        "results": results,
+    }
+    if args.json_out:
+        emit(figures, args.json_out)
+
+
+if __name__ == "__main__":
+    main()
