@@ -7,7 +7,7 @@ the database and the services, and prints per case: recovered or not, the attemp
 seconds from the submit to the end against the same table's run without a kill (the
 baseline, measured in the same run).
 
-    python bench/kill_matrix.py [--select EXPR] [--json-out FILE]
+    python bench/kill_matrix.py [--select EXPR] [--json-out FILE] [--rows FILE]
 """
 
 from __future__ import annotations
@@ -29,9 +29,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n\n")[0])
     parser.add_argument("--select", default="", help="pytest -k expression (a part)")
     parser.add_argument("--json-out", type=Path, help="write the rows as JSON")
+    parser.add_argument(
+        "--rows", type=Path, help="append each case's row here as it ends (JSON lines)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="tms-kill-matrix-") as scratch:
-        report = Path(scratch) / "rows.jsonl"
+        report = args.rows or Path(scratch) / "rows.jsonl"
         command = [sys.executable, "-m", "pytest", TEST, "-q", "-p", "no:cacheprovider"]
         command += ["--basetemp", str(Path(scratch) / "pt")]
         if args.select:

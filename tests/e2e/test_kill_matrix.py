@@ -21,11 +21,10 @@ pytestmark = pytest.mark.spark
 
 DEFAULT = [
     Case("compaction", 9, True, "metadata committed, before the data commit"),
-    Case("clustering", 6, True, "tasks writing"),
-    Case("compaction", 9, True, "tasks writing", "spark-worker"),
+    Case("clustering", 6, True, "tasks writing", "spark-worker"),
 ]
-"""The default suite's cases: a kill under the table lock, one among written files, and a
-resident worker killed (the service starts it again)."""
+"""The default suite's cases: a job killed under the table lock, and a resident worker
+killed among written files (the service starts it again)."""
 FULL = [
     Case(service, version, mdt, step, engine)
     for service, version, mdt, engine in itertools.product(SERVICES, (6, 9), (True, False), ENGINES)
