@@ -26,7 +26,9 @@ __all__ = [
     "strip_text",
 ]
 
-_INSTANT = re.compile(r"^[0-9]{14}([0-9]{3})?$")
+_INSTANT = re.compile(r"^[0-9]{14}([0-9]{3}([0-9]{3})?)?$")
+"""A Hudi instant time: 17 digits (14 before Hudi 0.10), or, on a version 6 table's
+metadata table, 17 and Hudi's 3-digit suffix (a compaction there is `<delta commit>001`)."""
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
 _PRINTABLE = r"[^\u0000-\u001F\u007F]"
 
@@ -79,7 +81,10 @@ def strip_text(value: Any) -> Any:
 
 def check_instant(value: str) -> str:
     if not _INSTANT.match(value):
-        raise ValueError("expected a Hudi instant time: 17 digits yyyyMMddHHmmssSSS (or 14)")
+        raise ValueError(
+            "expected a Hudi instant time: 17 digits yyyyMMddHHmmssSSS (or 14; 20 for a "
+            "metadata table's instant with its suffix)"
+        )
     return value
 
 
@@ -113,7 +118,8 @@ Instant = Annotated[
         {
             "type": "string",
             "pattern": _INSTANT.pattern,
-            "description": "a Hudi instant time: 17 digits yyyyMMddHHmmssSSS (or 14)",
+            "description": "a Hudi instant time: 17 digits yyyyMMddHHmmssSSS (or 14; 20 for a "
+            "metadata table's instant with its suffix)",
         }
     ),
 ]
