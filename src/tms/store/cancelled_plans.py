@@ -10,12 +10,14 @@ behind.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import ColumnElement, and_, select, update
 from sqlalchemy.orm import Session
 
 from tms.store.models import Action, Operation, OperationStatus, Tbl
 
-__all__ = ["PLANNED", "abort_due_on_cancel", "plan_settled", "plans_to_abort"]
+__all__ = ["PLANNED", "abort_due_on_cancel", "plan_settled", "plans_to_abort", "still_to_abort"]
 
 PLANNED = (Action.COMPACTION, Action.CLUSTERING)
 """The actions whose operations run a plan that is an instant on the timeline."""
@@ -27,13 +29,20 @@ def abort_due_on_cancel() -> ColumnElement[bool]:
     return and_(Operation.instant.is_not(None), Operation.action.in_(PLANNED))
 
 
+def still_to_abort(operation: Any = Operation) -> ColumnElement[bool]:
+    """Whether `operation` (the mapped class, or an alias of its table) is a cancelled
+    operation whose plan is still to abort: the one test of the sweep and the claim gate."""
+    columns = getattr(operation, "c", operation)
+    return and_(columns.plan_abort_due, columns.status == OperationStatus.CANCELLED)
+
+
 def plans_to_abort(session: Session, *, limit: int) -> list[tuple[Operation, Tbl]]:
     """Cancelled operations whose plans are still to be aborted, with their tables, oldest
     first."""
     stmt = (
         select(Operation, Tbl)
         .join(Tbl, Tbl.id == Operation.tbl_id)
-        .where(Operation.plan_abort_due, Operation.status == OperationStatus.CANCELLED)
+        .where(still_to_abort())
         .order_by(Operation.id)
         .limit(limit)
     )

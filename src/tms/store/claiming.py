@@ -57,6 +57,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Session
 
 from tms.store.attempt_outcome import Lost, finish_attempt
+from tms.store.cancelled_plans import still_to_abort
 from tms.store.models import (
     ATTEMPT_OUTCOME,
     OPERATION_STATUS,
@@ -272,7 +273,7 @@ def _candidates(
                 o.c.instant.is_not(None),
                 not_(
                     exists().where(
-                        ab.c.tbl_id == o.c.tbl_id, ab.c.action == o.c.action, ab.c.plan_abort_due
+                        ab.c.tbl_id == o.c.tbl_id, ab.c.action == o.c.action, still_to_abort(ab)
                     )
                 ),
             ),
