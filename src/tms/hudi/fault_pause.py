@@ -24,7 +24,7 @@ import os
 import time
 from pathlib import Path
 
-__all__ = ["PAUSE_AT", "PAUSE_DIR", "pause_point"]
+__all__ = ["PAUSE_AT", "PAUSE_DIR", "hold", "pause_point"]
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,13 @@ def pause_point(step: str) -> None:
     go = directory / "go"
     if go.exists():
         return
-    (directory / f"{step}.{os.getpid()}").write_text(str(os.getpid()))
     log.warning("paused at %s until %s exists", step, go)
-    while not go.exists():
+    hold(directory / f"{step}.{os.getpid()}", go)
+
+
+def hold(announce: Path, release: Path) -> None:
+    """Write `announce` (this process's id), then wait until `release` exists: how every
+    test hold tells the test where it is and lets it go on."""
+    announce.write_text(str(os.getpid()))
+    while not release.exists():
         time.sleep(_POLL_SECONDS)

@@ -14,16 +14,14 @@ the job's own tasks for tests that kill the job.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
-from tms.hudi.fault_pause import pause_point
+from tms.hudi.fault_pause import hold, pause_point
 
 __all__ = ["ENV", "RELEASE", "after_task_work"]
 
 ENV = "TMS_TASK_PAUSE_DIR"
 RELEASE = "release"
-_POLL_SECONDS = 0.05
 
 
 def after_task_work() -> None:
@@ -41,6 +39,8 @@ def after_task_work() -> None:
     stage, partition, number = context.stageId(), context.partitionId(), context.attemptNumber()
     token = f"{partition}-{stage}-{context.taskAttemptId()}"  # Hudi's write token
     root = Path(folder)
-    (root / f"{stage}-{partition}-{number}-{token}-{os.getpid()}.task").write_text("")
-    while number == 0 and not (root / RELEASE).exists():
-        time.sleep(_POLL_SECONDS)
+    announce = root / f"{stage}-{partition}-{number}-{token}-{os.getpid()}.task"
+    if number == 0:
+        hold(announce, root / RELEASE)
+    else:
+        announce.write_text(str(os.getpid()))
