@@ -250,3 +250,54 @@ def test_auto_services_every_fixture_table(
             assert report["problems"] == [], report
     hudi.run("tests.hudi_java.hudi_jobs:rewrite_some", str(path), 2)
     assert snapshot_rows(hudi, path) == rows
+
+
+def test_auto_builds_a_version_6_files_partition_with_hudis_indexer(
+    hudi_spark: Callable[..., HudiSpark], tmp_path: Path
+) -> None:
+    """A version 6 table written without a metadata table: tms's own build declines its
+    `files` partition, so `auto` plans and runs it with Hudi's async indexer. The table then
+    reads the same through Hudi's reader, hudi-rs and its new metadata table, which Hudi's
+    writer keeps writing."""
+    hudi = hudi_spark(HUDI_1_2)
+    path = tmp_path / "no_metadata_v6"
+    options = {
+        **keyed_table(path.name, "MERGE_ON_READ"),
+        **HUDI_1_2.write_options(6),
+        "hoodie.metadata.enable": "false",
+    }
+    model = Model()
+    ts = 1_700_000_000_000
+
+    def write(batch: list[Row], operation: str, **extra: str) -> None:
+        configs = {**options, "hoodie.datasource.write.operation": operation, **extra}
+        hudi.write(path, batch, SCHEMA, configs)
+        model.apply(batch)
+
+    write(rows(0, 6, ts), "insert")
+    write([(k, t + 1, p, v + 0.5) for k, t, p, v in rows(0, 3, ts)], "upsert")
+    assert HudiTable.open(str(path)).config.metadata_partitions == []
+
+    native = hudi.run(
+        "tests.hudi_java.hudi_jobs:run_attempt",
+        str(path),
+        "indexing",
+        {"executor": "native", "extra_params": {"partitions": "files"}},
+    )["result"]
+    assert native["outcome"] == "FAILED" and "table version 6" in native["error"], native
+    assert not HudiTable.open(str(path)).timeline().pending((Action.INDEXING,))
+
+    built = attempt(hudi, path, "indexing", extra_params={"partitions": "files"})
+    assert built["executor"] == "hudi" and "table version 6" in built["native_declined"]
+    assert built["file_groups"] >= 1
+    table = HudiTable.open(str(path))
+    assert table.config.metadata_partitions == ["files"]
+    assert table.config.table_version == 6
+    assert len(table.timeline().completed((Action.INDEXING,))) == 1
+    check_reads(hudi, path, model, Feature("files_v6", 6, "MERGE_ON_READ", {}, ""))
+
+    write([(k, t + 2, p, v + 0.25) for k, t, p, v in rows(2, 5, ts)], "upsert", **{
+        "hoodie.metadata.enable": "true"
+    })  # fmt: skip
+    check_reads(hudi, path, model, Feature("files_v6", 6, "MERGE_ON_READ", {}, ""))
+    assert HudiTable.open(str(path)).config.table_version == 6

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from tms.hudi.actions import INDEXING, METADATA_COMPACTION
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import POSTGRES_PROVIDER, LockSpec
+from tms.hudi.metadata.indexing import schedule_indexing
 from tms.hudi.sample_writer.new_table import create_table
+from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.services.hudi.options import (
     IN_PROCESS_PROVIDER,
@@ -20,16 +23,19 @@ from tms.services.hudi.options import (
     session_options,
 )
 from tms.services.hudi.procedures import hadoop_path, location_refusals
-from tms.services.registry import table_service
+from tms.services.registry import Work, table_service
 from tms.spark_runtime.hudi_bundle import bundle_in_cache, hudi_jars, hudi_spark_conf
 
 CUSTOM_PAYLOAD = {"hoodie.compaction.payload.class": "com.example.MyPayload"}
 
 
-def table(tmp_path: Path, version: int = 9, **properties: str) -> HudiTable:
+def table(
+    tmp_path: Path, version: int = 9, table_type: str = "MERGE_ON_READ", **properties: str
+) -> HudiTable:
     return create_table(
-        str(tmp_path / "t"),
+        str(tmp_path / f"t{version}{table_type}"),
         "t",
+        table_type=table_type,
         record_key_fields=["id"],
         ordering_field="ts",
         partition_fields=["part"],
@@ -62,14 +68,62 @@ def test_hudi_asked_for_runs_hudi_even_where_native_would(tmp_path: Path) -> Non
     assert table_service("clustering").decide(table(tmp_path), "hudi").executor == "hudi"
 
 
-def test_services_without_a_hudi_executor_refuse_hudi_and_keep_native_for_auto(
+def test_metadata_compaction_has_no_hudi_executor_and_keeps_native_for_auto(
     tmp_path: Path,
 ) -> None:
     supported = table(tmp_path)
-    for action in (INDEXING, METADATA_COMPACTION):
-        with pytest.raises(UnsupportedTableError, match="has no hudi executor"):
-            table_service(action).decide(supported, "hudi")
-        assert table_service(action).decide(supported, "auto").executor == "native"
+    service = table_service(METADATA_COMPACTION)
+    with pytest.raises(UnsupportedTableError, match="has no hudi executor"):
+        service.decide(supported, "hudi")
+    assert service.decide(supported, "auto").executor == "native"
+
+
+def build(*partitions: str, drop: bool = False) -> Work:
+    return Work({"partitions": list(partitions), "drop": drop})
+
+
+def test_auto_builds_what_native_builds_natively(tmp_path: Path) -> None:
+    service = table_service(INDEXING)
+    built = {"hoodie.table.metadata.partitions": "files"}
+    assert service.decide(table(tmp_path), "auto", build("files")).executor == "native"
+    cow = table(tmp_path, 9, "COPY_ON_WRITE", **built)
+    assert service.decide(cow, "auto", build("column_stats")).executor == "native"
+
+
+def test_auto_hands_a_version_6_files_build_to_hudi_with_the_reason(tmp_path: Path) -> None:
+    decision = table_service(INDEXING).decide(table(tmp_path, 6), "auto", build("files"))
+    assert decision.executor == "hudi"
+    assert decision.native_declined is not None and "table version 6" in decision.native_declined
+
+
+def test_stats_of_a_merge_on_read_table_are_built_by_neither(tmp_path: Path) -> None:
+    """tms does not compute log files' stats, and Hudi 1.2's next write rolls back its own
+    build's metadata delta commit: refused before anything is written, naming both reasons."""
+    mor = table(tmp_path, 9, **{"hoodie.table.metadata.partitions": "files"})
+    assert mor.config.is_merge_on_read
+    service = table_service(INDEXING)
+    with pytest.raises(UnsupportedTableError) as refused:
+        service.decide(mor, "auto", build("column_stats"))
+    assert "log files are not computed" in str(refused.value)
+    assert "Hudi's writer rolls back" in str(refused.value)
+    with pytest.raises(UnsupportedTableError, match="Hudi's writer rolls back"):
+        service.decide(mor, "hudi", build("column_stats"))
+
+
+def test_a_drop_is_tms_own_whatever_the_table(tmp_path: Path) -> None:
+    service = table_service(INDEXING)
+    mor = table(tmp_path, 6, **{"hoodie.table.metadata.partitions": "files"})
+    assert service.decide(mor, "auto", build("files", drop=True)).executor == "native"
+
+
+def test_a_pending_plans_partitions_decide_for_a_planned_build(tmp_path: Path) -> None:
+    """An operation that runs a plan (a writer's, or one planned before) is decided by the
+    partitions of that plan."""
+    t = table(tmp_path, 6)
+    HudiWriter(t).insert(pa.table({"id": ["a"], "ts": [1], "part": ["p"]}))
+    instant = schedule_indexing(t.storage, ["files"], {})
+    decision = table_service(INDEXING).decide(t, "auto", Work(None, instant))
+    assert decision.executor == "hudi" and "table version 6" in (decision.native_declined or "")
 
 
 def test_an_unknown_choice_is_refused(tmp_path: Path) -> None:

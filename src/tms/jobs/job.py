@@ -16,7 +16,7 @@ from tms.jobs.client import JobSpec
 from tms.planning import BadJobInput, lock_settings, schedule_kwargs
 from tms.services.execution import ServiceResult
 from tms.services.executor import StageHook
-from tms.services.registry import ExecutorDecision, TableService, table_service
+from tms.services.registry import ExecutorDecision, TableService, Work, table_service
 
 __all__ = ["Job"]
 
@@ -84,7 +84,9 @@ class Job:
     def decide(self, table: HudiTable) -> tuple[Job, ExecutorDecision]:
         """This job with the executor that runs it (`TableService.decide`), before anything
         is written: a table no executor asked for can keep correct is refused here."""
-        decision = self.service.decide(table, self.spec.executor)
+        decision = self.service.decide(
+            table, self.spec.executor, Work(self.planning, self.spec.instant)
+        )
         return replace(self, executor=decision.executor), decision
 
     @property
@@ -97,8 +99,9 @@ class Job:
 
     def schedule(self, table: HudiTable) -> str | None:
         """Write the plan of a plan-less operation; its instant, or None when nothing is due."""
+        executor = NATIVE if self.drops else self.executor  # tms drops partitions itself
         return self.service.schedule(
-            table, self.planning or {}, executor=self.executor, spark=self.spark
+            table, self.planning or {}, executor=executor, spark=self.spark
         )
 
     def unplanned_figures(self) -> dict[str, Any]:

@@ -25,11 +25,12 @@ from tms.services.compaction import plan as compaction_plan
 from tms.services.execution import ServiceResult
 from tms.services.executor import FunctionExecutor, PlanExecutor, StageHook
 from tms.services.hudi.executor import HudiExecutor, HudiPlanner
+from tms.services.hudi.indexing import HudiIndexExecutor, HudiIndexPlanner
 from tms.services.index import indexing as index
 from tms.services.metadata import compaction as metadata_compaction
 from tms.services.rollback import rollback_inflight
 
-__all__ = ["SERVICES", "ExecutorDecision", "TableService", "table_service"]
+__all__ = ["SERVICES", "ExecutorDecision", "TableService", "Work", "table_service"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,18 @@ class ExecutorDecision:
 
 
 @dataclass(frozen=True)
+class Work:
+    """What an operation asks of its service, as far as the executors' choice goes: its
+    planning parameters (a plan-less operation) or the plan it runs (`instant`)."""
+
+    planning: Mapping[str, Any] | None = None
+    instant: str | None = None
+
+
+Declines = tuple[list[str], list[str]]
+
+
+@dataclass(frozen=True)
 class TableService:
     """One table service: `planning_params` names the keyword arguments its planner takes."""
 
@@ -58,7 +71,7 @@ class TableService:
     """Who may run its plans, by name (`tms.executors`); `NATIVE` (tms's own Spark tasks)
     always, `HUDI` (Hudi's own code) where it has one."""
     _pending: Callable[[HudiTable], list[str]]
-    hudi_planner: HudiPlanner | None = None
+    hudi_planner: HudiPlanner | HudiIndexPlanner | None = None
     """Plans with Hudi's own code, for operations its executor runs."""
     checks_data_table: bool = True
     """Whether the data table must be one our data table services may change; the metadata
@@ -68,35 +81,51 @@ class TableService:
     _cancelled: Callable[[HudiTable, str, float], None] | None = None
     """What a cancelled execution leaves (`cancelled`); None: its inflight instant is rolled
     back to requested, as after a crash."""
+    _declines: Callable[[HudiTable, Work], Declines] | None = None
+    """Why each executor declines the operation's work itself, beyond the table (an index
+    build's partitions): (native's reasons, Hudi's reasons)."""
 
     def ensure_supported(self, table: HudiTable) -> None:
         """Refuse, before anything is written, a table this service would damage."""
         if self.checks_data_table:
             table.ensure_supported()
 
-    def native_refusals(self, table: HudiTable) -> list[str]:
-        """Why tms's own executor cannot keep `table` correct; empty when it can. Decided
-        before anything is planned, so a refusal leaves no plan behind."""
-        return table.unsupported_features() if self.checks_data_table else []
+    def native_refusals(self, table: HudiTable, work: Work | None = None) -> list[str]:
+        """Why tms's own executor cannot keep `table` correct, or do `work`; empty when it
+        can. Decided before anything is planned, so a refusal leaves no plan behind."""
+        reasons = table.unsupported_features() if self.checks_data_table else []
+        if self._declines is not None:
+            reasons += self._declines(table, work or Work())[0]
+        return reasons
 
-    def decide(self, table: HudiTable, requested: str) -> ExecutorDecision:
+    def hudi_refusals(self, table: HudiTable, work: Work | None = None) -> list[str]:
+        """Why Hudi's code cannot serve `table`, or do `work`, from a tms job."""
+        hudi = self.executors.get(HUDI) if self.hudi_planner is not None else None
+        if hudi is None:
+            return [f"{self.action} has no hudi executor"]
+        reasons = hudi.refusals(table) if isinstance(hudi, HudiExecutor | HudiIndexExecutor) else []
+        if self._declines is not None:
+            reasons += self._declines(table, work or Work())[1]
+        return reasons
+
+    def decide(
+        self, table: HudiTable, requested: str, work: Work | None = None
+    ) -> ExecutorDecision:
         """The executor of an operation that asked for `requested` (`tms.executors`): `auto`
-        is native where it supports the table, else Hudi's code with the reason native
-        declined. `UnsupportedTableError` when the one asked for, or every one, cannot."""
+        is native where it supports the table and the `work`, else Hudi's code with the
+        reason native declined. `UnsupportedTableError` when the one asked for, or every
+        one, cannot."""
         choice = parse_executor(requested)
         if choice == NATIVE:
             self.ensure_supported(table)
             return ExecutorDecision(NATIVE)
-        hudi = self.executors.get(HUDI) if self.hudi_planner is not None else None
-        hudi_refusals = [f"{self.action} has no hudi executor"] if hudi is None else []
-        if isinstance(hudi, HudiExecutor):
-            hudi_refusals = hudi.refusals(table)
+        hudi_refusals = self.hudi_refusals(table, work)
         where = f"cannot run {self.action} on {table.storage.base_path}"
         if choice == HUDI:
             if hudi_refusals:
                 raise UnsupportedTableError(f"{where} with Hudi's code: {'; '.join(hudi_refusals)}")
             return ExecutorDecision(HUDI)
-        reasons = self.native_refusals(table)
+        reasons = self.native_refusals(table, work)
         if not reasons:
             return ExecutorDecision(NATIVE)
         if not hudi_refusals:
@@ -238,12 +267,14 @@ SERVICES: Mapping[str, TableService] = {
         INDEXING,
         ("partitions", "drop"),
         index.schedule,
-        {NATIVE: FunctionExecutor(index.execute, names_stages=True)},
+        {NATIVE: FunctionExecutor(index.execute, names_stages=True), HUDI: HudiIndexExecutor()},
         index.pending_plans,
+        HudiIndexPlanner(),
         # the data table checks refuse inflight partitions (a crashed build's): it checks itself
         checks_data_table=False,
         hold_stages=index.HOLD_STAGES,
         _cancelled=index.discard,
+        _declines=lambda table, work: index.declines(table, work.planning, work.instant),
     ),
 }
 """Every table service by action, in `TABLE_SERVICE_ACTIONS` order (a test checks it)."""

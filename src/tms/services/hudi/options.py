@@ -8,13 +8,19 @@ from tms.hudi.locks import FILESYSTEM_PROVIDER, POSTGRES_PROVIDER, LockSpec
 from tms.hudi.table import HudiTable
 from tms.services.hudi.procedures import hadoop_path
 
-__all__ = ["IN_PROCESS_PROVIDER", "lock_options", "procedure_options", "session_options"]
+__all__ = [
+    "IN_PROCESS_PROVIDER",
+    "PARTITION_SWITCHES",
+    "lock_options",
+    "procedure_options",
+    "session_options",
+]
 
 IN_PROCESS_PROVIDER = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
 NEVER = str(2**31 - 1)
 """A count of delta commits the metadata table never reaches: no inline compaction of it."""
 
-_PARTITION_SWITCHES = {
+PARTITION_SWITCHES = {
     "column_stats": ("hoodie.metadata.index.column.stats.enable",),
     "partition_stats": ("hoodie.metadata.index.partition.stats.enable",),
     "bloom_filters": ("hoodie.metadata.index.bloom.filter.enable",),
@@ -44,7 +50,7 @@ def session_options(table: HudiTable, *, compact_metadata: bool = False) -> dict
         # its embedded timeline server is off: that server stays on (Hudi's default)
         "hoodie.metadata.streaming.write.enabled": "false",
     }
-    for partition, keys in _PARTITION_SWITCHES.items():
+    for partition, keys in PARTITION_SWITCHES.items():
         for key in keys:
             options[key] = "true" if partition in built else "false"
     if not compact_metadata:

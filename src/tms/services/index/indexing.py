@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tms.hudi.actions import INDEXING
@@ -38,6 +38,7 @@ from tms.hudi.metadata.index_build import (
     catch_up,
     index_definitions,
     index_spec,
+    native_refusals,
 )
 from tms.hudi.metadata.index_build.files_partition import build_files_partition, catch_up_files
 from tms.hudi.metadata.indexing import (
@@ -64,10 +65,12 @@ from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.hudi.timeline.transitions import transition
 from tms.services.execution import ServiceResult, pending_plan
+from tms.services.hudi.indexing import hudi_refusals
 
 __all__ = [
     "CatchUpTimeoutError",
     "IndexAbortedError",
+    "declines",
     "discard",
     "execute",
     "pending_plans",
@@ -135,6 +138,25 @@ def discard(table: HudiTable, instant_time: str, heartbeat_interval: float = 0.0
         return
     plan = read_plan(table.timeline(), instant)
     abort_indexing(table.storage, instant_time, plan.partitions)
+
+
+def declines(
+    table: HudiTable, planning: Mapping[str, Any] | None, instant_time: str | None
+) -> tuple[list[str], list[str]]:
+    """Why tms's own build and Hudi's decline the partitions an operation builds (those its
+    planning names, else those of its pending plan): (native's reasons, Hudi's reasons). A
+    drop, and a plan no longer pending, are declined by neither: tms's own code runs them."""
+    partitions: list[str] = []
+    if planning is not None and not planning.get("drop"):
+        partitions = _names(planning.get("partitions") or ())
+    elif planning is None and instant_time is not None:
+        timeline = table.timeline()
+        instant = timeline.get(instant_time)
+        if instant is not None and instant.is_pending and instant.action is Action.INDEXING:
+            partitions = list(read_plan(timeline, instant).partitions)
+    if not partitions:
+        return [], []
+    return native_refusals(table, partitions), hudi_refusals(table, partitions)
 
 
 def pending_plans(table: HudiTable) -> list[str]:

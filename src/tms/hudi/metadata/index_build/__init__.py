@@ -16,6 +16,8 @@ from tms.hudi.metadata.index_build.spec import (
     IndexWrite,
     index_definitions,
     index_spec,
+    native_refusals,
+    request_refusals,
 )
 
 __all__ = [
@@ -28,4 +30,6 @@ __all__ = [
     "estimate_file_group_count",
     "index_definitions",
     "index_spec",
+    "native_refusals",
+    "request_refusals",
 ]

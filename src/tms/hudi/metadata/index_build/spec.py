@@ -32,7 +32,16 @@ from tms.hudi.record_keys import key_generation_refusals
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.timeline import Timeline
 
-__all__ = ["BUILDABLE", "DataTable", "IndexSpec", "IndexWrite", "index_definitions", "index_spec"]
+__all__ = [
+    "BUILDABLE",
+    "DataTable",
+    "IndexSpec",
+    "IndexWrite",
+    "index_definitions",
+    "index_spec",
+    "native_refusals",
+    "request_refusals",
+]
 
 BUILDABLE: tuple[str, ...] = (FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
 """Metadata partitions an index operation builds, in the order it builds them."""
@@ -95,7 +104,8 @@ def table_schema(table: DataTable, timeline: Timeline) -> dict[str, Any]:
     return parsed
 
 
-def _refusals(table: DataTable, requested: Sequence[str]) -> list[str]:
+def request_refusals(table: DataTable, requested: Sequence[str]) -> list[str]:
+    """Why no index build, by tms's code or Hudi's, can build `requested` on this table."""
     config = table.config
     reasons: list[str] = []
     unknown = [p for p in requested if p not in BUILDABLE]
@@ -110,12 +120,6 @@ def _refusals(table: DataTable, requested: Sequence[str]) -> list[str]:
         reasons.append("a metadata partition is named twice")
     if FILES in requested and len(requested) > 1:
         reasons.append("files is built alone: the other partitions are built once it is")
-    if FILES in requested and config.table_version < FIRST_1X_TABLE_VERSION:
-        reasons.append(
-            f"table version {config.table_version}: its files partition is not built here (log "
-            "files sort by version there, so a catch-up would apply older changes last); a "
-            "Hudi writer with the metadata table on initialises it"
-        )
     if config.table_version < FIRST_1X_TABLE_VERSION and PARTITION_STATS in requested:
         reasons.append(
             f"table version {config.table_version} has no partition_stats (Hudi "
@@ -127,6 +131,19 @@ def _refusals(table: DataTable, requested: Sequence[str]) -> list[str]:
             "partition_stats needs column_stats (built, or built by the same operation): "
             "partition stats merge the file-level ranges column stats hold"
         )
+    return reasons
+
+
+def native_refusals(table: DataTable, requested: Sequence[str]) -> list[str]:
+    """Why tms's own build declines `requested` on this table, where Hudi's code may not."""
+    config = table.config
+    reasons: list[str] = []
+    if FILES in requested and config.table_version < FIRST_1X_TABLE_VERSION:
+        reasons.append(
+            f"table version {config.table_version}: its files partition is not built here (log "
+            "files sort by version there, so a catch-up would apply older changes last); a "
+            "Hudi writer with the metadata table on initialises it"
+        )
     stats = [p for p in requested if p in (COLUMN_STATS, PARTITION_STATS)]
     if stats and config.is_merge_on_read:
         reasons.append(
@@ -136,6 +153,10 @@ def _refusals(table: DataTable, requested: Sequence[str]) -> list[str]:
     if RECORD_INDEX in requested and not config.populate_meta_fields:
         reasons += [f"record_index: {reason}" for reason in key_generation_refusals(config)]
     return reasons
+
+
+def _refusals(table: DataTable, requested: Sequence[str]) -> list[str]:
+    return request_refusals(table, requested) + native_refusals(table, requested)
 
 
 def index_spec(table: DataTable, timeline: Timeline, partitions: Sequence[str]) -> IndexSpec:

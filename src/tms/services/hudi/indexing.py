@@ -1,0 +1,234 @@
+"""Hudi's own async indexer (RFC-45) as the planner and executor of index builds: its write
+client's `scheduleIndexing` writes the `indexing` plan and `index` builds it, catches up with
+the writes that completed meanwhile and completes the instant, as Hudi's `HoodieIndexer` does.
+
+The plan is Hudi's `HoodieIndexPlan`, which tms's own index build writes too: a plan either
+planned is a pending `indexing` instant like any other. Hudi's code builds what tms's declines
+(a version 6 table's `files` partition, column stats of a merge-on-read table, a record index
+over a key generator tms cannot reproduce)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from tms.hudi.actions import INDEXING
+from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.files.fs_view import FileSystemView
+from tms.hudi.locks import POSTGRES_PROVIDER
+from tms.hudi.metadata.index_build import request_refusals
+from tms.hudi.metadata.indexing import (
+    IndexPlan,
+    abort_indexing,
+    complete_indexing,
+    ensure_schedulable,
+    read_plan,
+)
+from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
+from tms.hudi.metadata.reader import MetadataTableReader
+from tms.hudi.properties import CREATE_SCHEMA, TableConfig
+from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action, Instant, State
+from tms.services.execution import ServiceResult, pending_plan
+from tms.services.executor import StageHook
+from tms.services.hudi.executor import HUDI_STAGE
+from tms.services.hudi.options import PARTITION_SWITCHES, lock_options, session_options
+from tms.services.hudi.procedures import ensure_hudi, hadoop_path, location_refusals
+
+__all__ = [
+    "CATCH_UP_TIMEOUT_SECONDS",
+    "HudiIndexExecutor",
+    "HudiIndexPlanner",
+    "hudi_refusals",
+    "index_configs",
+    "names",
+]
+
+CATCH_UP_TIMEOUT_SECONDS = 600
+"""How long Hudi's catch-up waits for writes pending when the build ends (its
+`hoodie.metadata.index.check.timeout.seconds`), as tms's own build waits."""
+
+_OCC = "optimistic_concurrency_control"
+
+
+def index_configs(table: HudiTable, partitions: Sequence[str]) -> dict[str, str]:
+    """The write configs of an index build of `partitions` on `table`: the table's own
+    properties, the switches of the partitions it has and of those to build on (Hudi builds
+    only what is switched on), the async indexer's, and the writers' lock under optimistic
+    concurrency (Hudi's indexer refuses to run without)."""
+    config = table.config
+    options = {**config.props, **session_options(table)}
+    options["hoodie.metadata.enable"] = "true"
+    for partition in partitions:
+        for key in PARTITION_SWITCHES.get(partition, ()):
+            options[key] = "true"
+    options["hoodie.metadata.index.async"] = "true"
+    options["hoodie.metadata.index.check.timeout.seconds"] = str(CATCH_UP_TIMEOUT_SECONDS)
+    options.update(lock_options(table, table.lock))
+    options["hoodie.write.concurrency.mode"] = _OCC
+    options["hoodie.table.name"] = config.table_name
+    schema = table.timeline().latest_schema() or config.get(CREATE_SCHEMA)
+    if schema:  # Hudi reads the files it indexes with the writer's schema
+        options["hoodie.avro.schema"] = schema
+    return options
+
+
+@contextmanager
+def _write_client(spark: Any, table: HudiTable, partitions: Sequence[str]) -> Iterator[Any]:
+    """Hudi's `SparkRDDWriteClient` for `table` with `index_configs`, closed after use, under
+    tms's hold of a `postgres` lock (Hudi locks in-process inside it)."""
+    ensure_hudi(spark)
+    refused = location_refusals(table.storage.base_path)
+    if refused:
+        raise UnsupportedTableError("; ".join(refused))
+    jvm = spark._jvm
+    properties = jvm.java.util.Properties()
+    for key, value in index_configs(table, partitions).items():
+        properties.setProperty(key, value)
+    path = hadoop_path(table.storage.base_path)
+    config = (
+        jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder()
+        .withPath(path)
+        .withProperties(properties)
+        .build()
+    )
+    context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(spark._jsc)
+    held = table.lock.hold(table.storage) if table.lock.provider == POSTGRES_PROVIDER else None
+    with held or nullcontext():
+        client = jvm.org.apache.hudi.client.SparkRDDWriteClient(context, config)
+        try:
+            yield client
+        finally:
+            client.close()
+
+
+def _partition_types(spark: Any, partitions: Sequence[str]) -> Any:
+    """Hudi's `MetadataPartitionType`s of metadata partition names, as a Java list."""
+    kinds = spark._jvm.org.apache.hudi.metadata.MetadataPartitionType
+    listed = spark._jvm.java.util.ArrayList()
+    for partition in partitions:
+        listed.add(kinds.valueOf(partition.upper()))
+    return listed
+
+
+@dataclass(frozen=True)
+class HudiIndexPlanner:
+    """Plans an index build with Hudi's write client (`scheduleIndexing`). A drop is not
+    planned: tms drops partitions itself whichever executor was asked."""
+
+    action: str = INDEXING
+
+    def schedule(self, spark: Any, table: HudiTable, params: Mapping[str, Any]) -> str | None:
+        """Write Hudi's plan of the build of `params["partitions"]`; its instant. Refusals
+        (of the request, of the timeline's state, of Hudi's code) come before anything is
+        written."""
+        partitions = names(params.get("partitions") or ())
+        timeline = table.timeline()
+        ensure_schedulable(table.storage, table.config, timeline, partitions)
+        reasons = request_refusals(table, partitions) + hudi_refusals(table, partitions)
+        if reasons:
+            raise UnsupportedTableError(
+                f"cannot build {', '.join(partitions)} with Hudi's code: {'; '.join(reasons)}"
+            )
+        with _write_client(spark, table, partitions) as client:
+            planned = client.scheduleIndexing(_partition_types(spark, partitions), _no_paths(spark))
+            return str(planned.get()) if planned.isPresent() else None
+
+
+def names(partitions: str | Sequence[str]) -> list[str]:
+    """Metadata partition names from a request's `partitions` (a list, or comma-separated)."""
+    items = partitions.split(",") if isinstance(partitions, str) else list(partitions)
+    return [str(p).strip() for p in items if str(p).strip()]
+
+
+def _no_paths(spark: Any) -> Any:
+    return spark._jvm.java.util.ArrayList()
+
+
+def hudi_refusals(table: HudiTable, partitions: Sequence[str]) -> list[str]:
+    """Why Hudi's code is not given an index build of `partitions` on `table`: a table it
+    cannot reach from the job, and stats partitions of a merge-on-read table (the next write
+    of Hudi 1.2's writer rolls back the metadata table's delta commit of such a build, and
+    the stats of the files it indexed are lost; its record index builds keep)."""
+    reasons = location_refusals(table.storage.base_path)
+    stats = [p for p in partitions if p in (COLUMN_STATS, PARTITION_STATS)]
+    if stats and table.config.is_merge_on_read:
+        reasons.append(
+            f"{', '.join(stats)} on a merge-on-read table: Hudi's writer rolls back the "
+            "metadata table's delta commit of Hudi's own stats build at its next write"
+        )
+    return reasons
+
+
+@dataclass(frozen=True)
+class HudiIndexExecutor:
+    """Runs a pending index plan with Hudi's write client (`index`): the build, the
+    catch-up and the completion. A run that fails, or one a crash left inflight, is undone
+    back to its plan, which stays for the retry."""
+
+    action: str = INDEXING
+
+    def refusals(self, table: HudiTable) -> list[str]:
+        """Why Hudi's code cannot serve `table` from a tms job; empty when it can."""
+        return location_refusals(table.storage.base_path)
+
+    def execute(
+        self,
+        spark: Any,
+        table: HudiTable,
+        instant_time: str,
+        *,
+        heartbeat_interval: float = 60.0,
+        on_stage: StageHook | None = None,
+    ) -> ServiceResult:
+        started = time.monotonic()
+        instant = pending_plan(table, instant_time, (Action.INDEXING,))
+        plan = read_plan(table.timeline(), instant)
+        result = ServiceResult(INDEXING, instant_time)
+        if instant.state is State.INFLIGHT and _recovered(table, instant, plan):
+            result.duration_seconds = time.monotonic() - started
+            return result
+        if instant.state is State.INFLIGHT:
+            abort_indexing(table.storage, instant_time, plan.partitions, keep_plan=True)
+            result.rolled_back.append(instant_time)
+        reasons = hudi_refusals(table, plan.partitions)
+        if reasons:
+            raise UnsupportedTableError(
+                f"cannot build {', '.join(plan.partitions)} with Hudi's code: {'; '.join(reasons)}"
+            )
+        if on_stage is not None:
+            on_stage(HUDI_STAGE)
+        with _write_client(spark, table, plan.partitions) as client:
+            try:
+                client.index(instant_time)
+            except BaseException:
+                # Hudi aborts only on I/O errors: whatever it left goes, its plan stays
+                abort_indexing(table.storage, instant_time, plan.partitions, keep_plan=True)
+                raise
+        built = table.timeline().get(instant_time)
+        if built is None or not built.is_completed:
+            result.state = "MISSING" if built is None else built.state.name
+        result.file_groups = _file_groups(table, plan.partitions)
+        result.duration_seconds = time.monotonic() - started
+        return result
+
+
+def _recovered(table: HudiTable, instant: Instant, plan: IndexPlan) -> bool:
+    """A crashed run that had listed its partitions built (Hudi does that just before it
+    completes the instant): the instant is completed, as Hudi would have. False otherwise."""
+    config = TableConfig.load(table.storage)
+    if not all(p in config.metadata_partitions for p in plan.partitions):
+        return False
+    complete_indexing(table.storage, instant, plan, plan.up_to, {})
+    return True
+
+
+def _file_groups(table: HudiTable, partitions: Sequence[str]) -> int:
+    """File groups of the built partitions in the metadata table."""
+    reader = MetadataTableReader.open(table.storage)
+    built = [p for p in partitions if p in reader.partitions]
+    view = FileSystemView.build(reader.storage, reader.timeline, partitions=built)
+    return sum(len(view.latest_file_slices(partition)) for partition in built)
