@@ -6,10 +6,11 @@ Per rate, on a fresh merge-on-read table with a metadata table (written with no 
 the pull (open + timeline), the callback's probe (`TableProbe.action_of`), the view's
 listing (`tms.view.listing.list_table`), timeline-server markers (`MarkerDirState`, one
 operation per batch), then compaction, clustering, metadata-table compaction (when one is
-due) and clean on Spark, as `table_service(action)` schedules and executes them. An
-operation that fails is run again (a job's retry: the pending plan is executed again), at
-most `--attempts` times. Afterwards, with faults off, the table must read the same rows
-through hudi-rs, every pending plan must be gone, and every marker must be on storage.
+due), an index build (the record index) and clean on Spark, as `table_service(action)`
+schedules and executes them. An operation that fails is run again (a job's retry: the
+pending plan is executed again), at most `--attempts` times. Afterwards, with faults off,
+the table must read the same rows through hudi-rs, every pending plan must be gone, every
+marker must be on storage, and every key's record index entry must name its file group.
 
 Per operation kind: operations completed, operations that met a fault (and got through),
 attempts failed (run again), operations failed for good, the requests the proxy received
@@ -46,6 +47,7 @@ from bench.storage import CITIES, ENVIRONMENT, CountingMotoServer, WireLog, rows
 from tms.blocking_calls import BlockingCalls
 from tms.hudi.files import timeline_markers
 from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
+from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
@@ -68,7 +70,9 @@ RETRY_ENVIRONMENT = {
 """The retry settings of the run (shorter waits than the defaults, so a run takes minutes);
 stalls last `STALL_SECONDS`, past the read timeout."""
 STALL_SECONDS = 3.0
-SERVICES = ("compaction", "clustering", "metadata-compaction", "clean")
+SERVICES = ("compaction", "clustering", "metadata-compaction", "indexing", "clean")
+PLANNING = {"indexing": {"partitions": "record_index"}}
+"""What a service plans beyond the defaults: the index build builds the record index."""
 INSTANT = "20260101120000000"
 MARKER_BATCH = 20
 
@@ -154,6 +158,13 @@ def build_table(base: str, file_groups: int, rows_per_file: int) -> None:
 
 def snapshot_rows(base: str, endpoint: str) -> pa.Table:
     """hudi-rs's snapshot (the independent reader), straight from the S3 server."""
+    read = hudi_rs_read(base, endpoint)
+    keep = [RECORD_KEY] + [c for c in read.column_names if c not in META_FIELDS]
+    return read.select(keep).sort_by(RECORD_KEY)
+
+
+def hudi_rs_read(base: str, endpoint: str) -> pa.Table:
+    """Every row with its meta fields, as hudi-rs reads it straight from the S3 server."""
     from hudi import HudiTable as OracleTable
 
     options = {
@@ -163,9 +174,7 @@ def snapshot_rows(base: str, endpoint: str) -> pa.Table:
         "aws_secret_access_key": ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
         "aws_region": ENVIRONMENT["AWS_REGION"],
     }
-    read = pa.Table.from_batches(OracleTable(base, options).read())
-    keep = [RECORD_KEY] + [c for c in read.column_names if c not in META_FIELDS]
-    return read.select(keep).sort_by(RECORD_KEY)
+    return pa.Table.from_batches(OracleTable(base, options).read())
 
 
 def reads(run: Run, base: str, rounds: int) -> None:
@@ -228,7 +237,10 @@ def markers(run: Run, base: str, count: int) -> list[str]:
 
 def service(run: Run, spark: Any, base: str, action: str, retain: int = 1) -> None:
     entry = table_service(action)
-    params = ServiceRequest(service=action, retain=retain).planning_params()
+    params = {
+        **ServiceRequest(service=action, retain=retain).planning_params(),
+        **PLANNING.get(action, {}),
+    }
 
     def work() -> bool:
         table = HudiTable.open(base)
@@ -271,6 +283,7 @@ def one_rate(
     unchanged = unchanged and snapshot_rows(base, direct).equals(before)
     table = HudiTable.open(base)
     pending = {a: table_service(a).pending_plans(table) for a in SERVICES}
+    indexed = record_index_matches(table, base, direct)
     on_store = timeline_markers.read_marker_files(Storage(base), INSTANT)
     stored = {n for found in on_store.values() for n in found}
     return {
@@ -279,8 +292,29 @@ def one_rate(
         "rows_unchanged": unchanged,
         "pending_plans_left": {a: p for a, p in pending.items() if p},
         "markers_on_storage": f"{len(stored & set(names))}/{len(names)}",
+        "record_index": indexed,
         "operations": {kind: tally.as_dict() for kind, tally in run.tallies.items()},
     }
+
+
+def record_index_matches(table: HudiTable, base: str, endpoint: str) -> str:
+    """The record index's entries against the table's rows read by hudi-rs: `n/n` when
+    every key's entry names the file group that holds it."""
+    if "record_index" not in table.config.metadata_partitions:
+        return "not built"
+    read = hudi_rs_read(base, endpoint)
+    keys = read.column(RECORD_KEY).to_pylist()
+    names = read.column("_hoodie_file_name").to_pylist()
+    groups = [name.lstrip(".").split("_", 1)[0] for name in names]
+    found = MetadataTableReader.open(table.storage).record_locations(keys)
+    right = sum(
+        1 for key, group in zip(keys, groups, strict=True) if _group(found.get(key)) == group
+    )
+    return f"{right}/{len(keys)}"
+
+
+def _group(location: Any) -> str | None:
+    return None if location is None else str(location.file_id)
 
 
 def table_text(results: list[dict[str, Any]]) -> str:
@@ -346,7 +380,8 @@ def main() -> None:
             f"- {result['rate']:.0%}: {result['seconds']} s; rows unchanged: "
             f"{result['rows_unchanged']}; pending plans left: "
             f"{result['pending_plans_left'] or 'none'}; markers on storage: "
-            f"{result['markers_on_storage']}"
+            f"{result['markers_on_storage']}; record index entries right: "
+            f"{result['record_index']}"
         )
     figures = {
         "machine": machine(),
