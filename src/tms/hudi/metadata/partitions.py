@@ -92,16 +92,20 @@ class MetadataPartition:
             return map_key_to_file_group(escaped_secondary_prefix(key), count)
         return map_key_to_file_group(key, count)
 
+    def file_groups_of(self, keys: Sequence[str], count: int, index_version: int = 1) -> np.ndarray:
+        """`file_group_of` of many keys at once, hashed in bulk (an int64 array)."""
+        hashed = keys
+        if self.kind is PartitionKind.SECONDARY_INDEX and index_version >= 2:
+            hashed = [escaped_secondary_prefix(key) for key in keys]
+        return map_keys_to_file_groups(hashed, count)
+
     def keys_by_file_group(
         self, keys: Sequence[str], count: int, index_version: int = 1
     ) -> dict[int, list[str]]:
         """`file_group_of` of many keys at once: the keys of each file group, in their order."""
         if not keys:
             return {}
-        hashed = keys
-        if self.kind is PartitionKind.SECONDARY_INDEX and index_version >= 2:
-            hashed = [escaped_secondary_prefix(key) for key in keys]
-        groups = map_keys_to_file_groups(hashed, count)
+        groups = self.file_groups_of(keys, count, index_version)
         order = np.argsort(groups, kind="stable")
         ordered_groups = groups[order]
         starts = np.flatnonzero(np.diff(ordered_groups, prepend=-1)).tolist()
