@@ -8,9 +8,11 @@ from __future__ import annotations
 import io
 import struct
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import fastavro
+import pyarrow as pa
 import pytest
 
 from tms.hudi.avro.write_stat import WriteStat
@@ -167,6 +169,28 @@ def test_many_keys_and_keys_moved_twice_are_the_bytes_of_one_record_at_a_time(
     assert sum(stat.num_writes for stat in stats) == len(many) + 2
 
 
+def test_keys_given_as_arrow_columns_are_the_bytes_of_keys_given_as_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tms.hudi.metadata.writer.time.time", lambda: CREATED)
+    forms: list[Callable[[list[str]], pa.Array | pa.ChunkedArray]] = [
+        pa.array,
+        lambda keys: pa.chunked_array([keys[:3], keys[3:]], pa.string()),
+        lambda keys: pa.array(keys, pa.large_string()),
+        lambda keys: pa.array(["skipped", *keys])[1:],
+    ]
+    moved = [
+        (partition, file_id, forms[n % len(forms)](keys))
+        for n, (partition, file_id, keys) in enumerate(moved_files())
+    ]
+    stats = write_record_index_logs(target(tmp_path, METADATA_RECORD_1X, 2), moved, "1-2-3")
+    assert_bytes_of_one_record_at_a_time(tmp_path, stats, reference_log_files(METADATA_RECORD_1X))
+    with pytest.raises(ValueError, match="null"):
+        write_record_index_logs(
+            target(tmp_path, METADATA_RECORD_1X, 2), [("p", "f-0", pa.array(["a", None]))], "1"
+        )
+
+
 def test_log_files_read_back_as_every_keys_new_location(tmp_path: Path) -> None:
     stats = write_record_index_logs(target(tmp_path, METADATA_RECORD_1X, 2), moved_files(), "0-1-2")
     storage = Storage(str(tmp_path))
@@ -200,10 +224,23 @@ def test_log_files_read_back_as_every_keys_new_location(tmp_path: Path) -> None:
     assert found == expected
 
 
-def test_bulk_hash_and_routing_match_one_key_at_a_time() -> None:
+def test_bulk_hash_and_routing_match_one_key_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     values = [*KEYS, "\ud800", "x" * 5000, "\x00", "$", "🙂" * 3]
     assert java_string_hashes(values).tolist() == [java_string_hash(v) for v in values]
     assert java_string_hashes([]).tolist() == []
+    ascii_values = [v for v in values if v.isascii()]
+    arrow_values = [v for v in values if v != "\ud800"]  # Arrow holds UTF-8 only
+    for column in (
+        pa.array(arrow_values),
+        pa.array(ascii_values),
+        pa.array(["skipped", *ascii_values])[1:],
+    ):
+        expected = [java_string_hash(v) for v in column.to_pylist()]
+        assert java_string_hashes(column).tolist() == expected
+        with monkeypatch.context() as patch:
+            patch.setattr("tms.hudi.metadata.keys._HASH_CHUNK", 3)
+            assert java_string_hashes(column).tolist() == expected
+    assert java_string_hashes(pa.array(["", ""])).tolist() == [0, 0]
     for name, version in [(RECORD_INDEX, 1), ("secondary_index_idx", 2)]:
         owner = MetadataPartition(name)
         keys = [f"{v}$rk{n}" for n, v in enumerate(KEYS)] if version == 2 else KEYS

@@ -12,7 +12,7 @@ each key once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,32 +70,32 @@ def record_index_logs(pending: PendingDeltaCommit) -> RecordIndexLogs:
 
 def write_record_index_logs(
     target: RecordIndexLogs,
-    moved: Iterable[tuple[str, str, Iterable[str]]],
+    moved: Iterable[tuple[str, str, Iterable[str] | pa.Array | pa.ChunkedArray]],
     write_token: str,
 ) -> list[WriteStat]:
     """On an executor: the new locations of `moved` records, given as (partition, file id,
-    keys) of each new file, as log files of the record index; their write stats.
+    keys) of each new file, as log files of the record index; their write stats. A file's
+    keys may be an Arrow column (of strings, no nulls), read with no Python string made.
 
     Every key of one new file gets the same cell value (`location_value`, encoded once), and
-    the keys are hashed, routed, sorted and framed as HFile cells in bulk (numpy and Arrow):
-    per key, Python only gathers it into one list."""
+    the keys are hashed, routed, sorted and framed as HFile cells in bulk (numpy and Arrow)."""
     millis = instant_millis(target.instant_time)
-    keys: list[str] = []
+    columns: list[pa.StringArray] = []
     values: list[bytes] = []
-    counts: list[int] = []
     for partition, file_id, file_keys in moved:
-        before = len(keys)
-        keys.extend(file_keys)
-        if len(keys) > before:
+        column = _key_column(file_keys)
+        if len(column):
             location = RecordLocation(partition, file_id, millis)
             values.append(location_value(location, target.schema))
-            counts.append(len(keys) - before)
-    if not keys:
+            columns.append(column)
+    if not columns:
         return []
+    keys = pa.concat_arrays(columns)
+    counts = [len(column) for column in columns]
     owner = MetadataPartition(RECORD_INDEX)
     groups = owner.file_groups_of(keys, len(target.slices), target.index_version)
     value_of_key = np.repeat(np.arange(len(values)), counts)
-    rows, order = _sorted_rows(pa.array(keys, pa.string()), groups)
+    rows, order = _sorted_rows(keys, groups)
     groups, value_of_key = groups[order], value_of_key[order]
     starts = np.flatnonzero(np.diff(groups, prepend=-1)).tolist()
     storage = Storage(target.metadata_uri)
@@ -127,3 +127,17 @@ def _sorted_rows(keys: pa.StringArray, groups: np.ndarray) -> tuple[pa.StringArr
             order = order[np.append(~repeated, True)]
             rows = keys.take(order)
     return rows, order
+
+
+def _key_column(keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> pa.StringArray:
+    """A new file's keys as one Arrow column of strings."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks()
+    column = (
+        keys.cast(pa.string())
+        if isinstance(keys, pa.Array)
+        else pa.array(keys if isinstance(keys, Sequence) else list(keys), pa.string())
+    )
+    if column.null_count:
+        raise ValueError("a record key is null")
+    return column
