@@ -241,6 +241,10 @@ def test_bulk_hash_and_routing_match_one_key_at_a_time(monkeypatch: pytest.Monke
             patch.setattr("tms.hudi.metadata.keys._HASH_CHUNK", 3)
             assert java_string_hashes(column).tolist() == expected
     assert java_string_hashes(pa.array(["", ""])).tolist() == [0, 0]
+    for one_length in ([str(uuid.UUID(int=i * 7919)) for i in range(50)], ["ü𝄞", "日本語", "abc"]):
+        expected = [java_string_hash(v) for v in one_length]
+        assert java_string_hashes(one_length).tolist() == expected
+        assert java_string_hashes(pa.array(one_length)).tolist() == expected
     for name, version in [(RECORD_INDEX, 1), ("secondary_index_idx", 2)]:
         owner = MetadataPartition(name)
         keys = [f"{v}$rk{n}" for n, v in enumerate(KEYS)] if version == 2 else KEYS
