@@ -2,14 +2,15 @@
 record keys (default 1 million, `key-000000000` on, as `bench/clustering.py` writes them) moved
 to `--files` new files (default 40) in 4 data partitions, routed to `--file-groups` record index
 file groups (default 10), written to a temporary folder. Prints seconds and keys per second,
-the best of `--repeat` runs.
+the best of `--repeat` runs. With `--arrow` each new file's keys are an Arrow column, as a
+clustering task hands them (code that takes only lists of strings fails with it).
 
 With `--src DIR` (repeatable) each run imports `tms` from DIR in a process of its own, the
 sources taking turns run by run, so two versions of the code are measured in one run on one
 machine (for instance an exported earlier commit's `src` against the checkout's).
 
     .venv/bin/python bench/record_index_logs.py [--keys N] [--files N] [--file-groups N]
-        [--repeat N] [--src DIR ...]
+        [--repeat N] [--arrow] [--src DIR ...]
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ BASE_INSTANT = "20261127000000000"
 PARTITIONS = 4
 
 
-def measure_once(keys: int, files: int, file_groups: int) -> float:
+def measure_once(keys: int, files: int, file_groups: int, arrow: bool = False) -> float:
     """Seconds of one `write_record_index_logs` call, in this process's `tms`."""
+    import pyarrow as pa
+
     from tms.hudi.files.fs_view import FileSlice
     from tms.hudi.metadata.record_index_logs import RecordIndexLogs, write_record_index_logs
     from tms.hudi.metadata.schema import METADATA_RECORD_1X
@@ -46,7 +49,9 @@ def measure_once(keys: int, files: int, file_groups: int) -> float:
         (
             f"city=c{n % PARTITIONS}",
             f"{n:08x}-1f2d-4e6a-9b0c-1d2e3f4a5b6c-0",
-            names[n * per_file : (n + 1) * per_file],
+            pa.array(names[n * per_file : (n + 1) * per_file], pa.string())
+            if arrow
+            else names[n * per_file : (n + 1) * per_file],
         )
         for n in range(files)
     ]
@@ -69,10 +74,11 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=40)
     parser.add_argument("--file-groups", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--arrow", action="store_true", help="keys as Arrow columns")
     parser.add_argument("--src", action="append", default=[], help="a `src` folder to import")
     parser.add_argument("--once", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sizes = (args.keys, args.files, args.file_groups)
+    sizes = (args.keys, args.files, args.file_groups, args.arrow)
     if args.once:
         print(json.dumps(measure_once(*sizes)))
         return
@@ -92,6 +98,7 @@ def main() -> None:
         "keys": args.keys,
         "files": args.files,
         "file_groups": args.file_groups,
+        "arrow": args.arrow,
         "runs": {
             source or "this checkout": {
                 "seconds": [round(s, 3) for s in runs],
@@ -112,7 +119,8 @@ def main() -> None:
 
 def _sizes_args(args: argparse.Namespace) -> list[str]:
     sizes = {"--keys": args.keys, "--files": args.files, "--file-groups": args.file_groups}
-    return [part for name, value in sizes.items() for part in (name, str(value))]
+    listed = [part for name, value in sizes.items() for part in (name, str(value))]
+    return [*listed, "--arrow"] if args.arrow else listed
 
 
 if __name__ == "__main__":

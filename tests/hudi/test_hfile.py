@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from tests.fixture_paths import HFILES
 
@@ -313,3 +315,72 @@ def test_the_crc32c_of_blocks_is_castagnolis() -> None:
     data = bytes(range(256)) * 80
     for size in (0, 1, 7, 16383, 16384, 16385, len(data)):
         assert crc32c(data[:size]) == crc32c_python(data[:size])
+
+
+def _bulk_cases() -> list[tuple[list[bytes], list[bytes], list[int]]]:
+    """Sorted rows (some repeated, some empty, bytes above 0x7F) with values from small tables."""
+    rng = random.Random(11)
+    cases = []
+    for count in (1, 2, 7, 300, 2500):
+        rows = sorted(
+            bytes(rng.randrange(256) for _ in range(rng.randrange(6))) for _ in range(count)
+        )
+        values = [bytes([n]) * rng.randrange(200) for n in range(rng.randrange(1, 5))]
+        cases.append((rows, values, [rng.randrange(len(values)) for _ in rows]))
+    # cells of 30 bytes: a block of 90 reaches its size exactly
+    cases.append(([b"r%03d" % n for n in range(200)], [b"value"], [0] * 200))
+    return cases
+
+
+@pytest.mark.parametrize("compression", [Compression.NONE, Compression.GZ])
+@pytest.mark.parametrize(
+    ("block_size", "index_block_size"), [(1, 64), (90, 128), (150, 128), (65536, 131072)]
+)
+def test_rows_appended_in_bulk_are_the_bytes_of_cells_appended_one_by_one(
+    monkeypatch: pytest.MonkeyPatch,
+    compression: Compression,
+    block_size: int,
+    index_block_size: int,
+) -> None:
+    monkeypatch.setattr("tms.hudi.hfile.writer._FRAMED_ROWS", 97)  # several framing steps
+    options = {"block_size": block_size, "index_block_size": index_block_size}
+    for rows, values, value_of_row in _bulk_cases():
+        one_by_one = HFileWriter(compression=compression, **options)
+        one_by_one.append_cells(
+            [(row, values[v]) for row, v in zip(rows, value_of_row, strict=True)]
+        )
+        bulk = HFileWriter(compression=compression, **options)
+        split = len(rows) // 3
+        bulk.append_cells(
+            [(row, values[v]) for row, v in zip(rows[:split], value_of_row[:split], strict=True)]
+        )
+        column = pa.array(rows[split:], pa.binary())
+        at = len(column) // 2
+        indexes = np.array(value_of_row[split:], dtype=np.int64)
+        bulk.append_rows(column.slice(0, at), values, indexes[:at])
+        bulk.append_rows(column.slice(at, 0), values, indexes[at:at])
+        bulk.append_rows(column.slice(at), values, indexes[at:])
+        assert bulk.finish() == one_by_one.finish()
+
+
+def test_rows_appended_in_bulk_from_strings_are_their_utf8_bytes() -> None:
+    keys = sorted(["a", "ü", "z", "日本", "𝄞"], key=lambda k: k.encode())
+    one_by_one = HFileWriter()
+    for key in keys:
+        one_by_one.append(key, b"v")
+    bulk = HFileWriter()
+    bulk.append_rows(pa.array(keys), [b"v"], np.zeros(len(keys), dtype=np.int64))
+    assert bulk.finish() == one_by_one.finish()
+
+
+def test_rows_appended_in_bulk_out_of_order_or_too_long_are_refused_whole() -> None:
+    zeros = np.zeros(3, dtype=np.int64)
+    writer = HFileWriter()
+    writer.append(b"b", b"1")
+    with pytest.raises(HFileError, match="sorted"):
+        writer.append_rows(pa.array([b"a", b"c", b"d"]), [b"v"], zeros)
+    with pytest.raises(HFileError, match="sorted"):
+        writer.append_rows(pa.array([b"c", b"e", b"d"]), [b"v"], zeros)
+    with pytest.raises(HFileError, match="longer"):
+        writer.append_rows(pa.array([b"c", b"d" * 0x8000, b"e"]), [b"v"], zeros)
+    assert HFileReader(writer.finish()).num_entries == 1

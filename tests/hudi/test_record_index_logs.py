@@ -8,11 +8,14 @@ from __future__ import annotations
 import io
 import struct
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import fastavro
+import pyarrow as pa
 import pytest
 
+from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.log_block import BlockType, HeaderKey
 from tms.hudi.files.log_reader import read_log_blocks
@@ -85,13 +88,16 @@ def target(root: Path, schema: str, layout_version: int) -> RecordIndexLogs:
     return RecordIndexLogs(str(root), INSTANT, schema, layout, slices, 1)
 
 
-def reference_log_files(schema: str) -> dict[int, bytes]:
+def reference_log_files(
+    schema: str, moved: list[tuple[str, str, list[str]]] | None = None
+) -> dict[int, bytes]:
     """Each file group's log file content as written one record at a time: a record per key,
-    routed by the per-key hash, sorted by UTF-8 key, encoded and appended one by one."""
+    routed by the per-key hash, sorted by UTF-8 key, encoded and appended one by one (of a
+    key moved twice, the later location)."""
     owner = MetadataPartition(RECORD_INDEX)
     millis = instant_millis(INSTANT)
     groups: dict[int, dict[str, dict[str, object]]] = {}
-    for partition, file_id, keys in moved_files():
+    for partition, file_id, keys in moved_files() if moved is None else moved:
         location = RecordLocation(partition, file_id, millis)
         for key in keys:
             record = location_record(key, location)
@@ -113,6 +119,24 @@ def reference_log_files(schema: str) -> dict[int, bytes]:
     return contents
 
 
+def assert_bytes_of_one_record_at_a_time(
+    root: Path, stats: list[WriteStat], expected: dict[int, bytes]
+) -> list[HFileReader]:
+    """The log files of `stats` are the `expected` bytes, their stats true; their HFiles."""
+    written = {file_group_index(str(stat.file_id)): stat for stat in stats}
+    assert sorted(written) == sorted(expected)
+    storage = Storage(str(root))
+    readers = []
+    for index, stat in written.items():
+        content = storage.read_bytes(str(stat.path))
+        assert content == expected[index]
+        assert stat.file_size_in_bytes == len(content)
+        (block,) = read_log_blocks(content)
+        readers.append(HFileReader(block.content))
+        assert stat.num_writes == readers[-1].num_entries
+    return readers
+
+
 @pytest.mark.parametrize(
     ("schema", "layout_version"), [(METADATA_RECORD_1X, 2), (METADATA_RECORD_0X, 1)]
 )
@@ -123,16 +147,48 @@ def test_log_files_are_the_bytes_of_one_record_at_a_time(
     stats = write_record_index_logs(
         target(tmp_path, schema, layout_version), moved_files(), "1-2-3"
     )
-    expected = reference_log_files(schema)
-    written = {file_group_index(str(stat.file_id)): stat for stat in stats}
-    assert sorted(written) == sorted(expected)
-    storage = Storage(str(tmp_path))
-    for index, stat in written.items():
-        content = storage.read_bytes(str(stat.path))
-        assert content == expected[index]
-        assert stat.file_size_in_bytes == len(content)
-        (block,) = read_log_blocks(content)
-        assert stat.num_writes == HFileReader(block.content).num_entries
+    assert_bytes_of_one_record_at_a_time(tmp_path, stats, reference_log_files(schema))
+
+
+def test_many_keys_and_keys_moved_twice_are_the_bytes_of_one_record_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Log files of several data blocks each, and keys that two new files (or one twice) hold."""
+    monkeypatch.setattr("tms.hudi.metadata.writer.time.time", lambda: CREATED)
+    many = [f"key-{i:09d}" for i in range(12_000)]
+    moved = [
+        ("p1", "3b7c8e5a-1f2d-4e6a-9b0c-1d2e3f4a5b6c-0", many[::2]),
+        ("p2", "not-a-uuid-0", [*many[1::2], "twice", "twice"]),
+        ("p3", "9f8e7d6c-5b4a-3928-1706-f5e4d3c2b1a0", [*many[100:300], "twice", "Ключ-7"]),
+        ("p1", "custom-file-group", ["Ключ-7", *many[:50]]),
+    ]
+    stats = write_record_index_logs(target(tmp_path, METADATA_RECORD_1X, 2), moved, "1-2-3")
+    expected = reference_log_files(METADATA_RECORD_1X, moved)
+    for reader in assert_bytes_of_one_record_at_a_time(tmp_path, stats, expected):
+        assert reader.trailer.data_index_count > 1
+    assert sum(stat.num_writes for stat in stats) == len(many) + 2
+
+
+def test_keys_given_as_arrow_columns_are_the_bytes_of_keys_given_as_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tms.hudi.metadata.writer.time.time", lambda: CREATED)
+    forms: list[Callable[[list[str]], pa.Array | pa.ChunkedArray]] = [
+        pa.array,
+        lambda keys: pa.chunked_array([keys[:3], keys[3:]], pa.string()),
+        lambda keys: pa.array(keys, pa.large_string()),
+        lambda keys: pa.array(["skipped", *keys])[1:],
+    ]
+    moved = [
+        (partition, file_id, forms[n % len(forms)](keys))
+        for n, (partition, file_id, keys) in enumerate(moved_files())
+    ]
+    stats = write_record_index_logs(target(tmp_path, METADATA_RECORD_1X, 2), moved, "1-2-3")
+    assert_bytes_of_one_record_at_a_time(tmp_path, stats, reference_log_files(METADATA_RECORD_1X))
+    with pytest.raises(ValueError, match="null"):
+        write_record_index_logs(
+            target(tmp_path, METADATA_RECORD_1X, 2), [("p", "f-0", pa.array(["a", None]))], "1"
+        )
 
 
 def test_log_files_read_back_as_every_keys_new_location(tmp_path: Path) -> None:
@@ -168,10 +224,27 @@ def test_log_files_read_back_as_every_keys_new_location(tmp_path: Path) -> None:
     assert found == expected
 
 
-def test_bulk_hash_and_routing_match_one_key_at_a_time() -> None:
+def test_bulk_hash_and_routing_match_one_key_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     values = [*KEYS, "\ud800", "x" * 5000, "\x00", "$", "🙂" * 3]
     assert java_string_hashes(values).tolist() == [java_string_hash(v) for v in values]
     assert java_string_hashes([]).tolist() == []
+    ascii_values = [v for v in values if v.isascii()]
+    arrow_values = [v for v in values if v != "\ud800"]  # Arrow holds UTF-8 only
+    for column in (
+        pa.array(arrow_values),
+        pa.array(ascii_values),
+        pa.array(["skipped", *ascii_values])[1:],
+    ):
+        expected = [java_string_hash(v) for v in column.to_pylist()]
+        assert java_string_hashes(column).tolist() == expected
+        with monkeypatch.context() as patch:
+            patch.setattr("tms.hudi.metadata.keys._HASH_CHUNK", 3)
+            assert java_string_hashes(column).tolist() == expected
+    assert java_string_hashes(pa.array(["", ""])).tolist() == [0, 0]
+    for one_length in ([str(uuid.UUID(int=i * 7919)) for i in range(50)], ["ü𝄞", "日本語", "abc"]):
+        expected = [java_string_hash(v) for v in one_length]
+        assert java_string_hashes(one_length).tolist() == expected
+        assert java_string_hashes(pa.array(one_length)).tolist() == expected
     for name, version in [(RECORD_INDEX, 1), ("secondary_index_idx", 2)]:
         owner = MetadataPartition(name)
         keys = [f"{v}$rk{n}" for n, v in enumerate(KEYS)] if version == 2 else KEYS

@@ -6,10 +6,14 @@ trailer."""
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from tms.hudi.errors import HFileError
 from tms.hudi.hfile.block import encode_block
@@ -29,6 +33,7 @@ from tms.hudi.hfile.format import (
     Compression,
     FileInfoKey,
 )
+from tms.hudi.hfile.framing import KEY_EXTRA, frame_cells
 from tms.hudi.hfile.index import (
     IndexEntry,
     encode_non_root,
@@ -48,6 +53,8 @@ from tms.hudi.hfile.trailer import Trailer, encode_trailer
 
 _MVCC_ZERO = write_vlong(0)
 _CELL_LENGTHS = struct.Struct(">ii")
+_FRAMED_ROWS = 1 << 16
+"""Rows framed per bulk step of `append_rows` (bounds its working buffers to a few MB)."""
 
 
 def _separator_row(left: bytes, right: bytes) -> bytes:
@@ -168,6 +175,80 @@ class HFileWriter:
             self._entry_count += count
             self._key_bytes += row_bytes + count * key_extra
             self._value_bytes += value_bytes
+
+    def append_rows(
+        self, rows: pa.Array, values: Sequence[bytes], value_of_row: np.ndarray
+    ) -> None:
+        """Add cells in bulk, the same bytes as `append_cells`: row `i` of `rows` (binary or
+        UTF-8 strings, in order, no nulls) with value `values[value_of_row[i]]`. Arrow frames
+        the cells and numpy finds the block boundaries; nothing is added if a row is too long
+        or out of order."""
+        if self._finished is not None:
+            raise HFileError("the HFile is already finished")
+        count = len(rows)
+        if count == 0:
+            return
+        rows = rows.cast(pa.binary())
+        if rows.null_count:
+            raise HFileError("rows must not be null")
+        lengths = pc.binary_length(rows).to_numpy(zero_copy_only=False)
+        too_long = np.flatnonzero(lengths > MAX_ROW_LENGTH)
+        if too_long.size:
+            raise row_too_long(rows[int(too_long[0])].as_py())
+        distinct = np.ones(count, dtype=bool)
+        if count > 1:
+            later, earlier = rows[1:], rows[:-1]
+            backwards = np.flatnonzero(pc.less(later, earlier).to_numpy(zero_copy_only=False))
+            if backwards.size:
+                row = rows[int(backwards[0]) + 1].as_py()
+                raise HFileError(f"key {row!r} sorts before the previous key; keys must be sorted")
+            distinct[1:] = pc.not_equal(later, earlier).to_numpy(zero_copy_only=False)
+        first = rows[0].as_py()
+        if self._last_row is not None:
+            if first < self._last_row:
+                raise HFileError(
+                    f"key {first!r} sorts before the previous key; keys must be sorted"
+                )
+            distinct[0] = first != self._last_row
+        value_lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+        for start in range(0, count, _FRAMED_ROWS):
+            stop = min(start + _FRAMED_ROWS, count)
+            cells = frame_cells(rows.slice(start, stop - start), values, value_of_row[start:stop])
+            self._append_framed(cells, distinct[start:stop])
+        self._last_row = rows[count - 1].as_py()
+        self._entry_count += count
+        self._key_bytes += int(lengths.sum()) + count * KEY_EXTRA
+        self._value_bytes += int(value_lengths[value_of_row].sum())
+
+    def _append_framed(self, cells: pa.BinaryArray, distinct: np.ndarray) -> None:
+        """Append framed cells, a data block finished before each distinct row that finds the
+        block at or over the block size (as `append_cells` does, one cell at a time)."""
+        _, offsets_buffer, data_buffer = cells.buffers()
+        bounds = np.frombuffer(offsets_buffer, dtype=np.int32)[
+            cells.offset : cells.offset + len(cells) + 1
+        ].astype(np.int64)
+        data = memoryview(data_buffer)
+        cut_points = np.flatnonzero(distinct)
+
+        def full_key(cell: int) -> bytes:
+            at = int(bounds[cell]) + 8
+            row_length = int.from_bytes(data[at : at + 2], "big")
+            return bytes(data[at : at + row_length + KEY_EXTRA])
+
+        count, at = len(cells), 0
+        while at < count:
+            need = self._block_size - len(self._cells) + bounds[at]
+            earliest = max(int(np.searchsorted(bounds[:-1], need, side="left")), at)
+            place = int(np.searchsorted(cut_points, earliest, side="left"))
+            cut = int(cut_points[place]) if place < len(cut_points) else count
+            if cut > at:
+                if self._block_first_key is None:
+                    self._block_first_key = full_key(at)
+                self._cells += data[bounds[at] : bounds[cut]]
+                self._last_key = full_key(cut - 1)
+                at = cut
+            if cut < count:
+                self._finish_data_block()
 
     def add_file_info(self, key: bytes, value: bytes) -> None:
         self._user_info[key] = value

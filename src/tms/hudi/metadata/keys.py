@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from tms.hudi.metadata.stats_keys import (
     NON_PARTITIONED_NAME,
@@ -149,6 +150,9 @@ def _powers_of_31(count: int) -> np.ndarray:
 def _hash_units(units: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Unsigned hashes of strings given as their code units end to end and their lengths:
     the sum of unit × 31^(units after it), in wrapping 32-bit arithmetic."""
+    width = int(lengths[0]) if len(lengths) else 0
+    if width and (lengths == width).all():  # keys of one length (UUIDs, padded numbers)
+        return _hash_rows(units.reshape(-1, width))
     ends = np.cumsum(lengths)
     after = np.repeat(ends, lengths) - 1 - np.arange(len(units))
     terms = units.astype(np.uint32) * _powers_of_31(int(lengths.max(initial=0)))[after]
@@ -160,22 +164,46 @@ def _hash_units(units: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return hashes
 
 
-def java_string_hashes(values: Sequence[str]) -> np.ndarray:
+def _hash_rows(units: np.ndarray) -> np.ndarray:
+    """`_hash_units` of strings of one length, a row each: Horner's rule, a column a step."""
+    hashes = np.zeros(len(units), dtype=np.uint32)
+    for column in units.T:
+        hashes *= np.uint32(31)
+        hashes += column
+    return hashes
+
+
+def java_string_hashes(values: Sequence[str] | pa.StringArray) -> np.ndarray:
     """`java_string_hash` of many strings at once (int32): the record index routes every key
-    of a write by it, and hashing in Python costs a microsecond a character."""
+    of a write by it, and hashing in Python costs a microsecond a character. An Arrow column
+    of ASCII strings is hashed from its buffers, with no Python string made."""
     out = np.empty(len(values), dtype=np.int32)
     for at in range(0, len(values), _HASH_CHUNK):
         chunk = values[at : at + _HASH_CHUNK]
-        joined = "".join(chunk)
-        if joined.isascii():  # one code unit a character: its byte
-            units = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-            lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
-        else:
-            units = np.frombuffer(joined.encode("utf-16-be", "surrogatepass"), dtype=">u2")
-            lengths = np.fromiter(
-                (len(v.encode("utf-16-be", "surrogatepass")) // 2 for v in chunk),
-                dtype=np.int64,
-                count=len(chunk),
-            )
+        units, lengths = _code_units(chunk)
         out[at : at + len(chunk)] = _hash_units(units, lengths).view(np.int32)
     return out
+
+
+def _code_units(chunk: Sequence[str] | pa.StringArray) -> tuple[np.ndarray, np.ndarray]:
+    """The UTF-16 code units of strings end to end, and each string's count of them."""
+    if isinstance(chunk, pa.Array):
+        _, offsets_buffer, data_buffer = chunk.buffers()
+        offsets = np.frombuffer(offsets_buffer, dtype=np.int32)[
+            chunk.offset : chunk.offset + len(chunk) + 1
+        ]
+        data = np.frombuffer(data_buffer or b"", dtype=np.uint8)[offsets[0] : offsets[-1]]
+        if data.max(initial=0) < 0x80:  # ASCII: one code unit a byte
+            return data, np.diff(offsets).astype(np.int64)
+        chunk = chunk.to_pylist()
+    joined = "".join(chunk)
+    if joined.isascii():  # one code unit a character: its byte
+        units = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+        return units, np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
+    units = np.frombuffer(joined.encode("utf-16-be", "surrogatepass"), dtype=">u2")
+    lengths = np.fromiter(
+        (len(v.encode("utf-16-be", "surrogatepass")) // 2 for v in chunk),
+        dtype=np.int64,
+        count=len(chunk),
+    )
+    return units, lengths

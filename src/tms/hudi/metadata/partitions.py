@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 
 from tms.hudi.metadata.keys import escaped_secondary_prefix, java_string_hash, java_string_hashes
 from tms.hudi.metadata.records import RecordType
@@ -92,16 +93,23 @@ class MetadataPartition:
             return map_key_to_file_group(escaped_secondary_prefix(key), count)
         return map_key_to_file_group(key, count)
 
+    def file_groups_of(
+        self, keys: Sequence[str] | pa.StringArray, count: int, index_version: int = 1
+    ) -> np.ndarray:
+        """`file_group_of` of many keys at once, hashed in bulk (an int64 array)."""
+        hashed = keys
+        if self.kind is PartitionKind.SECONDARY_INDEX and index_version >= 2:
+            listed = keys.to_pylist() if isinstance(keys, pa.Array) else keys
+            hashed = [escaped_secondary_prefix(key) for key in listed]
+        return map_keys_to_file_groups(hashed, count)
+
     def keys_by_file_group(
         self, keys: Sequence[str], count: int, index_version: int = 1
     ) -> dict[int, list[str]]:
         """`file_group_of` of many keys at once: the keys of each file group, in their order."""
         if not keys:
             return {}
-        hashed = keys
-        if self.kind is PartitionKind.SECONDARY_INDEX and index_version >= 2:
-            hashed = [escaped_secondary_prefix(key) for key in keys]
-        groups = map_keys_to_file_groups(hashed, count)
+        groups = self.file_groups_of(keys, count, index_version)
         order = np.argsort(groups, kind="stable")
         ordered_groups = groups[order]
         starts = np.flatnonzero(np.diff(ordered_groups, prepend=-1)).tolist()
@@ -131,7 +139,7 @@ def map_key_to_file_group(key: str, count: int) -> int:
     return abs(java_string_hash(key)) % count
 
 
-def map_keys_to_file_groups(keys: Sequence[str], count: int) -> np.ndarray:
+def map_keys_to_file_groups(keys: Sequence[str] | pa.StringArray, count: int) -> np.ndarray:
     """`map_key_to_file_group` of many keys, hashed at once (an int64 array)."""
     if count <= 0:
         raise ValueError("a metadata partition has at least one file group")

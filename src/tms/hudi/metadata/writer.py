@@ -64,8 +64,11 @@ __all__ = [
     "FileGroupLog",
     "PendingDeltaCommit",
     "begin_delta_commit",
+    "delta_write_stat",
     "finish_delta_commit",
     "hfile_content",
+    "hfile_log_block",
+    "hfile_writer",
     "log_file_content",
     "log_write_stat",
     "write_delta_commit",
@@ -156,27 +159,34 @@ def hfile_content(
 ) -> bytes:
     """An HFile of `cells` (sorted by key) as the metadata table holds them: in a data block
     of a log file, or as a base file (whose `file_info` adds its key range)."""
-    created = struct.pack(">q", int(time.time() * 1000))
-    writer = HFileWriter(
-        compression=Compression.GZ,
-        comparator_class_name=KV_COMPARATOR,
-        file_info={SCHEMA_INFO_KEY: schema.encode("utf-8"), FileInfoKey.CREATE_TIME_TS: created},
-    )
+    writer = hfile_writer(schema)
     writer.append_cells(cells)
     for key, value in (file_info or {}).items():
         writer.add_file_info(key, value)
     return writer.finish()
 
 
-def _hfile_block(instant_time: str, schema: str, cells: Sequence[Cell]) -> bytes:
+def hfile_writer(schema: str) -> HFileWriter:
+    """An HFile writer set up as the metadata table writes its files: gzip, HBase's KeyValue
+    comparator, the schema and the time of writing in the file info."""
+    created = struct.pack(">q", int(time.time() * 1000))
+    return HFileWriter(
+        compression=Compression.GZ,
+        comparator_class_name=KV_COMPARATOR,
+        file_info={SCHEMA_INFO_KEY: schema.encode("utf-8"), FileInfoKey.CREATE_TIME_TS: created},
+    )
+
+
+def hfile_log_block(instant_time: str, schema: str, hfile: bytes) -> bytes:
+    """A log file's HFile data block holding `hfile`."""
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema}
-    return encode_log_block(BlockType.HFILE_DATA, header, hfile_content(schema, cells))
+    return encode_log_block(BlockType.HFILE_DATA, header, hfile)
 
 
 def log_file_content(instant_time: str, schema: str, write: FileGroupLog) -> bytes:
     content = b""
     if write.cells:
-        content += _hfile_block(instant_time, schema, write.cells)
+        content += hfile_log_block(instant_time, schema, hfile_content(schema, write.cells))
     if write.deletes:
         deletes = [DeleteRecord(key, write.partition) for key in write.deletes]
         content += encode_delete_block(instant_time, json.loads(schema), deletes)
@@ -186,17 +196,31 @@ def log_file_content(instant_time: str, schema: str, write: FileGroupLog) -> byt
 def log_write_stat(write: FileGroupLog, log_name: LogFileName, size: int) -> WriteStat:
     """The delta write stat of one log file, as Hudi's append handle records it: the previous
     commit is the instant the log file is named by; base file and log files are the slice's."""
-    base_file = write.file_slice.base_file
-    earlier = [log.file_name for log in write.file_slice.log_files if log.name != log_name]
+    return delta_write_stat(
+        write.partition, write.file_slice, log_name, size, len(write.cells), len(write.deletes)
+    )
+
+
+def delta_write_stat(
+    partition: str,
+    file_slice: FileSlice,
+    log_name: LogFileName,
+    size: int,
+    writes: int,
+    deletes: int,
+) -> WriteStat:
+    """`log_write_stat` of a log file of `writes` records and `deletes` deletes."""
+    base_file = file_slice.base_file
+    earlier = [log.file_name for log in file_slice.log_files if log.name != log_name]
     return WriteStat(
-        file_id=write.file_slice.file_id,
-        path=f"{write.partition}/{log_name}",
+        file_id=file_slice.file_id,
+        path=f"{partition}/{log_name}",
         prev_commit=log_name.base_instant_time,
-        num_writes=len(write.cells),
-        num_deletes=len(write.deletes),
-        num_update_writes=len(write.cells),
+        num_writes=writes,
+        num_deletes=deletes,
+        num_update_writes=writes,
         total_write_bytes=size,
-        partition_path=write.partition,
+        partition_path=partition,
         file_size_in_bytes=size,
         log_version=log_name.version,
         log_offset=0,

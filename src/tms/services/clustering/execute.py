@@ -301,7 +301,7 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
     )
     rows_per_file = max(1, int(task.target_file_size // max(bytes_per_row, 1.0)))
     avro_schema = with_meta_fields(json.loads(task.schema_json)) if task.schema_json else None
-    moved: list[tuple[str, str, list[str]]] = []
+    moved: list[tuple[str, str, pa.ChunkedArray]] = []
     for partition, tables in parts.items():
         data = pa.concat_tables(tables, promote_options="default")
         keys = [*task.sort_columns, RECORD_KEY]
@@ -353,10 +353,10 @@ def _write_file(
     index: int,
     rows: pa.Table,
     avro_schema: dict[str, Any] | None,
-) -> tuple[WrittenFile, list[str]]:
-    """One new file group and the record keys it holds; commit time and seqno are kept, so
-    incremental reads still work. Its footer's column ranges go back with the write stat when
-    the metadata table keeps them."""
+) -> tuple[WrittenFile, pa.ChunkedArray]:
+    """One new file group and the record keys it holds (an Arrow column); commit time and
+    seqno are kept, so incremental reads still work. Its footer's column ranges go back with
+    the write stat when the metadata table keeps them."""
     file_id = new_file_id(index)
     name = BaseFileName(file_id, info.write_token, task.instant_time)
     path = posixpath.join(partition, str(name)) if partition else str(name)
@@ -382,5 +382,4 @@ def _write_file(
         total_write_bytes=size,
         file_size_in_bytes=size,
     )
-    keys = [str(k) for k in record_keys.to_pylist()] if task.record_index else []
-    return WrittenFile(stat, file_stats(storage, path, task.stats)), keys
+    return WrittenFile(stat, file_stats(storage, path, task.stats)), record_keys
