@@ -90,23 +90,22 @@ class TableService:
         if self.checks_data_table:
             table.ensure_supported()
 
-    def native_refusals(self, table: HudiTable, work: Work | None = None) -> list[str]:
-        """Why tms's own executor cannot keep `table` correct, or do `work`; empty when it
-        can. Decided before anything is planned, so a refusal leaves no plan behind."""
-        reasons = table.unsupported_features() if self.checks_data_table else []
-        if self._declines is not None:
-            reasons += self._declines(table, work or Work())[0]
-        return reasons
-
-    def hudi_refusals(self, table: HudiTable, work: Work | None = None) -> list[str]:
-        """Why Hudi's code cannot serve `table`, or do `work`, from a tms job."""
+    def declines(self, table: HudiTable, work: Work | None = None) -> Declines:
+        """Why tms's own executor and Hudi's code cannot serve `table`, or do `work`:
+        (native's reasons, Hudi's reasons), each empty when it can. Decided before anything
+        is planned, so a refusal leaves no plan behind."""
+        native = table.unsupported_features() if self.checks_data_table else []
         hudi = self.executors.get(HUDI) if self.hudi_planner is not None else None
         if hudi is None:
-            return [f"{self.action} has no hudi executor"]
-        reasons = hudi.refusals(table) if isinstance(hudi, HudiExecutor | HudiIndexExecutor) else []
+            hudi_reasons = [f"{self.action} has no hudi executor"]
+        elif isinstance(hudi, HudiExecutor | HudiIndexExecutor):
+            hudi_reasons = hudi.refusals(table)
+        else:
+            hudi_reasons = []
         if self._declines is not None:
-            reasons += self._declines(table, work or Work())[1]
-        return reasons
+            native_work, hudi_work = self._declines(table, work or Work())
+            native, hudi_reasons = native + native_work, hudi_reasons + hudi_work
+        return native, hudi_reasons
 
     def decide(
         self, table: HudiTable, requested: str, work: Work | None = None
@@ -119,13 +118,12 @@ class TableService:
         if choice == NATIVE:
             self.ensure_supported(table)
             return ExecutorDecision(NATIVE)
-        hudi_refusals = self.hudi_refusals(table, work)
+        reasons, hudi_refusals = self.declines(table, work)
         where = f"cannot run {self.action} on {table.storage.base_path}"
         if choice == HUDI:
             if hudi_refusals:
                 raise UnsupportedTableError(f"{where} with Hudi's code: {'; '.join(hudi_refusals)}")
             return ExecutorDecision(HUDI)
-        reasons = self.native_refusals(table, work)
         if not reasons:
             return ExecutorDecision(NATIVE)
         if not hudi_refusals:

@@ -51,6 +51,7 @@ __all__ = [
     "index_up_to",
     "inflight_partitions",
     "mark_inflight",
+    "partition_names",
     "pending_indexing",
     "read_plan",
     "schedule_indexing",
@@ -168,6 +169,12 @@ class IndexCommitMetadata:
             IndexPartitionInfo.from_avro(i) for i in record.get("indexPartitionInfos") or []
         )
         return cls(infos, record.get("operationType"), int(record.get("version") or LATEST_VERSION))
+
+
+def partition_names(partitions: str | Sequence[str]) -> list[str]:
+    """Metadata partition names from a request's `partitions` (a list, or comma-separated)."""
+    items = partitions.split(",") if isinstance(partitions, str) else list(partitions)
+    return [str(p).strip() for p in items if str(p).strip()]
 
 
 def read_plan(timeline: Timeline, instant: Instant) -> IndexPlan:

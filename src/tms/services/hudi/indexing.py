@@ -25,6 +25,7 @@ from tms.hudi.metadata.indexing import (
     abort_indexing,
     complete_indexing,
     ensure_schedulable,
+    partition_names,
     read_plan,
 )
 from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
@@ -44,7 +45,6 @@ __all__ = [
     "HudiIndexPlanner",
     "hudi_refusals",
     "index_configs",
-    "names",
 ]
 
 CATCH_UP_TIMEOUT_SECONDS = 600
@@ -125,7 +125,7 @@ class HudiIndexPlanner:
         """Write Hudi's plan of the build of `params["partitions"]`; its instant. Refusals
         (of the request, of the timeline's state, of Hudi's code) come before anything is
         written."""
-        partitions = names(params.get("partitions") or ())
+        partitions = partition_names(params.get("partitions") or ())
         timeline = table.timeline()
         ensure_schedulable(table.storage, table.config, timeline, partitions)
         reasons = request_refusals(table, partitions) + hudi_refusals(table, partitions)
@@ -134,26 +134,19 @@ class HudiIndexPlanner:
                 f"cannot build {', '.join(partitions)} with Hudi's code: {'; '.join(reasons)}"
             )
         with _write_client(spark, table, partitions) as client:
-            planned = client.scheduleIndexing(_partition_types(spark, partitions), _no_paths(spark))
+            planned = client.scheduleIndexing(
+                _partition_types(spark, partitions), spark._jvm.java.util.ArrayList()
+            )
             return str(planned.get()) if planned.isPresent() else None
 
 
-def names(partitions: str | Sequence[str]) -> list[str]:
-    """Metadata partition names from a request's `partitions` (a list, or comma-separated)."""
-    items = partitions.split(",") if isinstance(partitions, str) else list(partitions)
-    return [str(p).strip() for p in items if str(p).strip()]
-
-
-def _no_paths(spark: Any) -> Any:
-    return spark._jvm.java.util.ArrayList()
-
-
 def hudi_refusals(table: HudiTable, partitions: Sequence[str]) -> list[str]:
-    """Why Hudi's code is not given an index build of `partitions` on `table`: a table it
-    cannot reach from the job, and stats partitions of a merge-on-read table (the next write
-    of Hudi 1.2's writer rolls back the metadata table's delta commit of such a build, and
-    the stats of the files it indexed are lost; its record index builds keep)."""
-    reasons = location_refusals(table.storage.base_path)
+    """Why Hudi's code is not given an index build of `partitions` on `table`, beyond the
+    table's location (`HudiIndexExecutor.refusals`): stats partitions of a merge-on-read
+    table (the next write of Hudi 1.2's writer rolls back the metadata table's delta commit
+    of such a build, and the stats of the files it indexed are lost; its record index builds
+    keep)."""
+    reasons: list[str] = []
     stats = [p for p in partitions if p in (COLUMN_STATS, PARTITION_STATS)]
     if stats and table.config.is_merge_on_read:
         reasons.append(
@@ -188,10 +181,10 @@ class HudiIndexExecutor:
         instant = pending_plan(table, instant_time, (Action.INDEXING,))
         plan = read_plan(table.timeline(), instant)
         result = ServiceResult(INDEXING, instant_time)
-        if instant.state is State.INFLIGHT and _recovered(table, instant, plan):
-            result.duration_seconds = time.monotonic() - started
-            return result
         if instant.state is State.INFLIGHT:
+            if _recovered(table, instant, plan):
+                result.duration_seconds = time.monotonic() - started
+                return result
             abort_indexing(table.storage, instant_time, plan.partitions, keep_plan=True)
             result.rolled_back.append(instant_time)
         reasons = hudi_refusals(table, plan.partitions)

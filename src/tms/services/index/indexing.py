@@ -51,6 +51,7 @@ from tms.hudi.metadata.indexing import (
     drop_partitions,
     ensure_schedulable,
     mark_inflight,
+    partition_names,
     pending_indexing,
     read_plan,
     schedule_indexing,
@@ -104,17 +105,12 @@ class CatchUpTimeoutError(RuntimeError):
     but its plan stays, so a retry runs it again once those writers are done."""
 
 
-def _names(partitions: str | Sequence[str]) -> list[str]:
-    items = partitions.split(",") if isinstance(partitions, str) else list(partitions)
-    return [p.strip() for p in items if p.strip()]
-
-
 def schedule(
     table: HudiTable, partitions: str | Sequence[str] = (), drop: bool = False
 ) -> str | None:
     """Write the plan building `partitions` and return its instant; with `drop`, drop them at
     once (no plan: None). Refusals raise `UnsupportedTableError` before anything is written."""
-    names = _names(partitions)
+    names = partition_names(partitions)
     if drop:
         drop_partitions(table.storage, names)
         return None
@@ -148,7 +144,7 @@ def declines(
     drop, and a plan no longer pending, are declined by neither: tms's own code runs them."""
     partitions: list[str] = []
     if planning is not None and not planning.get("drop"):
-        partitions = _names(planning.get("partitions") or ())
+        partitions = partition_names(planning.get("partitions") or ())
     elif planning is None and instant_time is not None:
         timeline = table.timeline()
         instant = timeline.get(instant_time)
