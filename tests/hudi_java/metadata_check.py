@@ -12,7 +12,8 @@ reach, with Hudi's code reading both sides:
   metadata table against one built from a listing (`FileSystemViewManager
   .createInMemoryFileSystemView`, metadata on and off, as the validator builds its two
   contexts), each slice's base file and log files;
-- record index: every record key a snapshot read returns maps to its partition and file group,
+- record index: every record key a snapshot read returns maps to its partition and file group
+  (looked up in its own data partition when the record index is partitioned),
   and keys the caller knows were deleted map nowhere;
 - column stats: each latest base file's min, max, null count and value count of the asked
   columns against those computed by reading the file itself.
@@ -25,6 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from tms.hudi.metadata.index_defs import read_index_definitions
+from tms.hudi.table import HudiTable
 
 __all__ = ["compare"]
 
@@ -140,11 +144,19 @@ def _base_files(view: Any, partition: str) -> list[tuple[str, int]]:
     )
 
 
-def _record_index_lookup(spark: Any, metadata: Any, keys: list[str]) -> dict[str, Location]:
+def _record_index_lookup(
+    spark: Any, metadata: Any, keys: list[str], partition: str | None = None
+) -> dict[str, Location]:
     """Key → (partition, file id) from the record index: `readRecordIndex` before Hudi 1.1,
-    `readRecordIndexLocationsWithKeys` from 1.1 on."""
+    `readRecordIndexLocationsWithKeys` from 1.1 on; in `partition` of a partitioned record
+    index (Hudi 1.1 looks those up one data partition at a time)."""
     hudi = spark._jvm.org.apache.hudi
     java_keys = _java_list(spark, keys)
+    if partition is not None:
+        data = hudi.common.data.HoodieListData.eager(java_keys)
+        within = hudi.common.util.Option.of(partition)
+        pairs = metadata.readRecordIndexLocationsWithKeys(data, within).collectAsList()
+        return {str(pair.getKey()): _location(pair.getValue()) for pair in pairs}
     try:
         found = metadata.readRecordIndex(java_keys)
     except Exception as exc:  # py4j's answer when the release has no such method
@@ -187,7 +199,15 @@ def _check_record_index(
     fs_utils = spark._jvm.org.apache.hudi.common.fs.FSUtils
     expected = {str(row[0]): (str(row[1]), str(fs_utils.getFileId(str(row[2])))) for row in rows}
     asked = sorted(expected) + sorted(set(deleted_keys) - set(expected))
-    found = _record_index_lookup(spark, metadata, asked)
+    table = HudiTable.open(base_path)
+    definition = read_index_definitions(table.storage, table.config).get("record_index")
+    if definition is not None and definition.is_partitioned:
+        found = {}
+        for partition in sorted({where for where, _ in expected.values()}):
+            keys = [key for key in asked if expected.get(key, (partition,))[0] == partition]
+            found.update(_record_index_lookup(spark, metadata, keys, partition))
+    else:
+        found = _record_index_lookup(spark, metadata, asked)
     for key in sorted(expected):
         if found.get(key) != expected[key]:
             problems.append(f"record index of {key!r}: {found.get(key)}, table {expected[key]}")

@@ -39,8 +39,14 @@ class Feature:
     options: dict[str, str]
     declined: str
     hudi_rs_merges: bool = True
-    """Whether hudi-rs reads the table's log files (it does not merge partial updates)."""
+    """Whether hudi-rs reads the table's log files (it merges neither partial updates nor by a
+    payload class)."""
     partition_field: str = "part"
+    hudi_declines_clean: str | None = None
+    """The words of Hudi's executor's refusal to clean the table, where it declines it too."""
+    setup: str | None = None
+    """A function of `tests.hudi_java.table_features` that gives the table its feature after
+    the writes, called in Hudi's Spark with the table's path and the writer's options."""
 
 
 FEATURES = [
@@ -78,6 +84,45 @@ FEATURES = [
         },
         "timestamp key generator",
         partition_field="ts",
+    ),
+    Feature(
+        "custom_merge_mode_v8",
+        8,
+        "MERGE_ON_READ",
+        {
+            "hoodie.datasource.write.payload.class": (
+                "org.apache.hudi.common.model.OverwriteNonDefaultsWithLatestAvroPayload"
+            )
+        },
+        "record merge mode CUSTOM",
+        hudi_rs_merges=False,
+    ),
+    Feature(
+        "expression_index_v9",
+        9,
+        "MERGE_ON_READ",
+        {"hoodie.metadata.index.column.stats.enable": "true"},
+        "expr_index_",
+        hudi_declines_clean="Hudi 1.2's clean breaks a table with expression indexes",
+        setup="create_expression_index",
+    ),
+    Feature(
+        "partitioned_record_index_v9",
+        9,
+        "MERGE_ON_READ",
+        {
+            "hoodie.metadata.record.level.index.enable": "true",
+            "hoodie.index.type": "RECORD_LEVEL_INDEX",
+        },
+        "a partitioned record index",
+    ),
+    Feature(
+        "log_compaction_v9",
+        9,
+        "MERGE_ON_READ",
+        {},
+        "log compaction",
+        setup="log_compact",
     ),
 ]
 
@@ -176,6 +221,8 @@ def test_auto_services_a_table_native_declines_with_hudis_code(
     write(rows(0, 4, ts), "insert")
     write(rows(4, 8, ts), "insert")
     write([(k, t + 1, p, v + 0.5) for k, t, p, v in rows(0, 3, ts)], "upsert")
+    if feature.setup:
+        hudi.run(f"tests.hudi_java.table_features:{feature.setup}", str(path), options)
     refusals = HudiTable.open(str(path)).unsupported_features()
     assert any(feature.declined in reason for reason in refusals), refusals
     check_reads(hudi, path, model, feature)
@@ -192,11 +239,24 @@ def test_auto_services_a_table_native_declines_with_hudis_code(
     assert 0 < clustered["files_written"] < clustered["file_groups"]
     check_reads(hudi, path, model, feature)
 
-    cleaned = attempt(
-        hudi, path, "clean", extra_params={"policy": "KEEP_LATEST_FILE_VERSIONS", "retained": 1}
-    )
-    assert cleaned["executor"] == "hudi"
-    check_reads(hudi, path, model, feature)
+    clean = {"policy": "KEEP_LATEST_FILE_VERSIONS", "retained": 1}
+    if feature.hudi_declines_clean:
+        before = HudiTable.open(str(path)).timeline().instants
+        outcome = hudi.run(
+            "tests.hudi_java.hudi_jobs:run_attempt",
+            str(path),
+            "clean",
+            {"executor": "auto", "extra_params": clean},
+        )
+        result = outcome["result"]
+        assert result["outcome"] == "FAILED" and not result.get("retryable"), result
+        assert feature.declined in result["error"], result
+        assert feature.hudi_declines_clean in result["error"], result
+        assert HudiTable.open(str(path)).timeline().instants == before
+    else:
+        cleaned = attempt(hudi, path, "clean", extra_params=clean)
+        assert cleaned["executor"] == "hudi"
+        check_reads(hudi, path, model, feature)
 
     write([(k, t + 2, p, v + 0.25) for k, t, p, v in rows(2, 6, ts)], "upsert")
     check_reads(hudi, path, model, feature)

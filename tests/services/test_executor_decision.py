@@ -9,6 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from tests.hudi.test_fixture_views import unzip_fixture
+from tests.hudi.test_metadata_refusals import PARTITIONS, partitioned_record_index, set_property
 from tms.hudi.actions import INDEXING, METADATA_COMPACTION
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import POSTGRES_PROVIDER, LockSpec
@@ -16,8 +18,10 @@ from tms.hudi.metadata.indexing import schedule_indexing
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
+from tms.services.hudi.indexing import index_configs
 from tms.services.hudi.options import (
     IN_PROCESS_PROVIDER,
+    PARTITIONED_RECORD_INDEX,
     lock_options,
     procedure_options,
     session_options,
@@ -110,6 +114,28 @@ def test_stats_of_a_merge_on_read_table_are_built_by_neither(tmp_path: Path) -> 
         service.decide(mor, "hudi", build("column_stats"))
 
 
+def test_a_record_index_over_ambiguous_virtual_keys_is_built_by_neither(tmp_path: Path) -> None:
+    """A single key field under the complex key generator: tms cannot tell the keys' form,
+    and Hudi's indexer keys the bare value where Hudi's key generator keys `field:value`."""
+    virtual = table(
+        tmp_path,
+        6,
+        **{
+            "hoodie.populate.meta.fields": "false",
+            "hoodie.table.keygenerator.class": "org.apache.hudi.keygen.ComplexKeyGenerator",
+        },
+    )
+    with pytest.raises(UnsupportedTableError) as refused:
+        table_service(INDEXING).decide(virtual, "auto", build("record_index"))
+    assert "HUDI-7001" in str(refused.value) and "Hudi's indexer keys the bare value" in str(
+        refused.value
+    )
+    configs = index_configs(virtual, ["record_index"])
+    assert configs["hoodie.datasource.write.keygenerator.class"].endswith("ComplexKeyGenerator")
+    assert configs["hoodie.datasource.write.recordkey.field"] == "id"
+    assert configs["hoodie.datasource.write.partitionpath.field"] == "part"
+
+
 def test_a_drop_is_tms_own_whatever_the_table(tmp_path: Path) -> None:
     service = table_service(INDEXING)
     mor = table(tmp_path, 6, **{"hoodie.table.metadata.partitions": "files"})
@@ -153,6 +179,30 @@ def test_hudi_runs_with_the_tables_version_and_only_its_metadata_partitions(
     assert options["hoodie.metadata.index.bloom.filter.enable"] == "false"
     assert options["hoodie.metadata.record.index.enable"] == "false"
     assert options["hoodie.metadata.compact.max.delta.commits"] == str(2**31 - 1)
+
+
+def test_a_partitioned_record_index_is_kept_under_hudis_partitioned_switch(
+    tmp_path: Path,
+) -> None:
+    root = unzip_fixture("cow_v9_txns_simple_meta", tmp_path)
+    global_index = session_options(HudiTable.open(str(root)))
+    assert global_index["hoodie.metadata.global.record.level.index.enable"] == "true"
+    assert global_index[PARTITIONED_RECORD_INDEX] == "false"
+    partitioned_record_index(root)
+    options = session_options(HudiTable.open(str(root)))
+    assert options[PARTITIONED_RECORD_INDEX] == "true"
+    assert options["hoodie.metadata.record.index.enable"] == "false"
+    assert options["hoodie.metadata.global.record.level.index.enable"] == "false"
+
+
+def test_hudis_clean_is_refused_on_a_table_with_an_expression_index(tmp_path: Path) -> None:
+    root = unzip_fixture("cow_v9_txns_simple_meta", tmp_path)
+    set_property(root, "hoodie.table.metadata.partitions", PARTITIONS + ",expr_index_ts_day")
+    indexed = HudiTable.open(str(root))
+    assert table_service("clustering").decide(indexed, "auto").executor == "hudi"
+    for choice in ("auto", "hudi"):
+        with pytest.raises(UnsupportedTableError, match=r"clean breaks .* \(expr_index_ts_day\)"):
+            table_service("clean").decide(indexed, choice)
 
 
 def test_a_table_without_a_metadata_table_gets_none(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from tms.hudi.record_keys.timestamps import TimestampPartitioning, timestamp_par
 
 __all__ = [
     "URL_ENCODE_PARTITIONING",
+    "ambiguous_complex_keys",
     "key_generation",
     "key_generation_refusals",
     "timestamp_partition_fields",
@@ -102,6 +103,19 @@ def key_generation_refusals(config: TableConfig) -> list[str]:
     except UnsupportedTableError as refusal:
         return [str(refusal)]
     return []
+
+
+def ambiguous_complex_keys(config: TableConfig) -> bool:
+    """Whether the table's record keys are a single field's under the complex key generator
+    on a table not created at version 9: keyed `field:value` or the bare value by release
+    (HUDI-7001), which the table does not record."""
+    if _kind(config) is not KeyGeneratorKind.COMPLEX or len(config.record_key_fields) != 1:
+        return False
+    try:
+        _check_single_complex_key(config)
+    except UnsupportedTableError:
+        return True
+    return False
 
 
 def virtual_key_generation(config: TableConfig) -> KeyGeneration | None:

@@ -16,6 +16,7 @@ from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION
 from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
 from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
 from tms.hudi.locks import POSTGRES_PROVIDER
+from tms.hudi.metadata.partitions import EXPRESSION_INDEX_PREFIX
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
@@ -31,7 +32,7 @@ from tms.services.hudi.procedures import (
     session,
 )
 
-__all__ = ["HUDI_STAGE", "HudiExecutor", "HudiPlanner", "figures_of"]
+__all__ = ["HUDI_STAGE", "HudiExecutor", "HudiPlanner", "clean_refusals", "figures_of"]
 
 HUDI_STAGE = "running Hudi's table service"
 """The progress stage of a run of Hudi's code (its Spark jobs are the attempt's)."""
@@ -62,6 +63,19 @@ def _running(
     held = table.lock.hold(table.storage) if table.lock.provider == POSTGRES_PROVIDER else None
     with held or nullcontext(), session(spark, configs) as own:
         yield _Run(own, hadoop_path(table.storage.base_path), options)
+
+
+def clean_refusals(table: HudiTable) -> list[str]:
+    """Tables Hudi's clean damages. Hudi 1.2's clean keys the entries it writes to an
+    expression index's partition as `column_stats` ones, and every write after it fails
+    ("mismatched partition path"): seen with its writer's own inline clean too."""
+    indexes = [p for p in table.config.metadata_partitions if p.startswith(EXPRESSION_INDEX_PREFIX)]
+    if not indexes:
+        return []
+    return [
+        f"Hudi 1.2's clean breaks a table with expression indexes ({', '.join(indexes)}): it "
+        "writes their entries as column_stats ones, and the table's next write fails"
+    ]
 
 
 def figures_of(table: HudiTable, action: str, instant_time: str, started: float) -> ServiceResult:
@@ -127,7 +141,10 @@ class HudiExecutor:
 
     def refusals(self, table: HudiTable) -> list[str]:
         """Why Hudi's code cannot serve `table` from a tms job; empty when it can."""
-        return location_refusals(table.storage.base_path)
+        reasons = location_refusals(table.storage.base_path)
+        if self.action == CLEAN:
+            reasons += clean_refusals(table)
+        return reasons
 
     def execute(
         self,

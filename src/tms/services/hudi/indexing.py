@@ -28,15 +28,21 @@ from tms.hudi.metadata.indexing import (
     partition_names,
     read_plan,
 )
-from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS
+from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS, RECORD_INDEX
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.properties import CREATE_SCHEMA, TableConfig
+from tms.hudi.record_keys.table_keys import ambiguous_complex_keys
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.services.execution import ServiceResult, pending_plan
 from tms.services.executor import StageHook
 from tms.services.hudi.executor import HUDI_STAGE
-from tms.services.hudi.options import PARTITION_SWITCHES, lock_options, session_options
+from tms.services.hudi.options import (
+    PARTITION_SWITCHES,
+    key_generator_options,
+    lock_options,
+    session_options,
+)
 from tms.services.hudi.procedures import ensure_hudi, hadoop_path, location_refusals
 
 __all__ = [
@@ -56,11 +62,11 @@ _OCC = "optimistic_concurrency_control"
 
 def index_configs(table: HudiTable, partitions: Sequence[str]) -> dict[str, str]:
     """The write configs of an index build of `partitions` on `table`: the table's own
-    properties, the switches of the partitions it has and of those to build on (Hudi builds
-    only what is switched on), the async indexer's, and the writers' lock under optimistic
-    concurrency (Hudi's indexer refuses to run without)."""
+    properties and key generator, the switches of the partitions it has and of those to
+    build on (Hudi builds only what is switched on), the async indexer's, and the writers'
+    lock under optimistic concurrency (Hudi's indexer refuses to run without)."""
     config = table.config
-    options = {**config.props, **session_options(table)}
+    options = {**config.props, **key_generator_options(table), **session_options(table)}
     options["hoodie.metadata.enable"] = "true"
     for partition in partitions:
         for key in PARTITION_SWITCHES.get(partition, ()):
@@ -145,13 +151,22 @@ def hudi_refusals(table: HudiTable, partitions: Sequence[str]) -> list[str]:
     table's location (`HudiIndexExecutor.refusals`): stats partitions of a merge-on-read
     table (the next write of Hudi 1.2's writer rolls back the metadata table's delta commit
     of such a build, and the stats of the files it indexed are lost; its record index builds
-    keep)."""
+    keep); a record index over virtual keys a single field keys under the complex key
+    generator (Hudi's indexer keys the bare value, its writer's key generator `field:value`)."""
     reasons: list[str] = []
+    config = table.config
     stats = [p for p in partitions if p in (COLUMN_STATS, PARTITION_STATS)]
-    if stats and table.config.is_merge_on_read:
+    if stats and config.is_merge_on_read:
         reasons.append(
             f"{', '.join(stats)} on a merge-on-read table: Hudi's writer rolls back the "
             "metadata table's delta commit of Hudi's own stats build at its next write"
+        )
+    virtual = not config.populate_meta_fields
+    if RECORD_INDEX in partitions and virtual and ambiguous_complex_keys(config):
+        reasons.append(
+            "record_index over virtual keys of a single field under the complex key "
+            "generator: Hudi's indexer keys the bare value where its writer's key "
+            "generator keys `field:value` (HUDI-7001), so the index would not match"
         )
     return reasons
 

@@ -5,18 +5,23 @@ from __future__ import annotations
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import FILESYSTEM_PROVIDER, POSTGRES_PROVIDER, LockSpec
+from tms.hudi.metadata.index_defs import read_index_definitions
+from tms.hudi.properties import KEY_GENERATOR_CLASS, KEY_GENERATOR_TYPE, PARTITION_FIELDS
 from tms.hudi.table import HudiTable
 from tms.services.hudi.procedures import hadoop_path
 
 __all__ = [
     "IN_PROCESS_PROVIDER",
+    "PARTITIONED_RECORD_INDEX",
     "PARTITION_SWITCHES",
+    "key_generator_options",
     "lock_options",
     "procedure_options",
     "session_options",
 ]
 
 IN_PROCESS_PROVIDER = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
+RECORD_INDEX = "record_index"
 NEVER = str(2**31 - 1)
 """A count of delta commits the metadata table never reaches: no inline compaction of it."""
 
@@ -24,13 +29,17 @@ PARTITION_SWITCHES = {
     "column_stats": ("hoodie.metadata.index.column.stats.enable",),
     "partition_stats": ("hoodie.metadata.index.partition.stats.enable",),
     "bloom_filters": ("hoodie.metadata.index.bloom.filter.enable",),
-    "record_index": (
+    RECORD_INDEX: (
         "hoodie.metadata.record.index.enable",
         "hoodie.metadata.global.record.level.index.enable",
     ),
 }
 """Hudi's switch of each metadata partition it builds from write configs: on where the table
 has the partition (a switch left off drops it), off elsewhere (one left on builds it)."""
+PARTITIONED_RECORD_INDEX = "hoodie.metadata.record.level.index.enable"
+"""Hudi 1.1's switch of a partitioned record index. Hudi keys the record index entries a run
+writes by the write config's switch, not the table's definition: a partitioned index updated
+under the global switch maps its keys wrong."""
 
 
 def session_options(table: HudiTable, *, compact_metadata: bool = False) -> dict[str, str]:
@@ -53,9 +62,34 @@ def session_options(table: HudiTable, *, compact_metadata: bool = False) -> dict
     for partition, keys in PARTITION_SWITCHES.items():
         for key in keys:
             options[key] = "true" if partition in built else "false"
+    partitioned = RECORD_INDEX in built and _partitioned_record_index(table)
+    if partitioned:
+        options.update(dict.fromkeys(PARTITION_SWITCHES[RECORD_INDEX], "false"))
+    options[PARTITIONED_RECORD_INDEX] = "true" if partitioned else "false"
     if not compact_metadata:
         options["hoodie.metadata.compact.max.delta.commits"] = NEVER
     return options
+
+
+def key_generator_options(table: HudiTable) -> dict[str, str]:
+    """The writer's key generator configs, from the table's own: Hudi's write client computes
+    the record keys of a table with virtual keys from these, not from `hoodie.properties`
+    (without them it infers a simple key generator and fails to make one)."""
+    config = table.config
+    options = {
+        "hoodie.datasource.write.recordkey.field": ",".join(config.record_key_fields),
+        "hoodie.datasource.write.partitionpath.field": config.get(PARTITION_FIELDS),
+    }
+    if config.get(KEY_GENERATOR_CLASS):
+        options["hoodie.datasource.write.keygenerator.class"] = config.get(KEY_GENERATOR_CLASS)
+    elif config.get(KEY_GENERATOR_TYPE):
+        options["hoodie.datasource.write.keygenerator.type"] = config.get(KEY_GENERATOR_TYPE)
+    return options
+
+
+def _partitioned_record_index(table: HudiTable) -> bool:
+    definition = read_index_definitions(table.storage, table.config).get(RECORD_INDEX)
+    return definition is not None and definition.is_partitioned
 
 
 def lock_options(table: HudiTable, lock: LockSpec) -> dict[str, str]:
