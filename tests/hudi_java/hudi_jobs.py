@@ -10,6 +10,7 @@ from tests.jobs.stub_api import OK_BEAT, spec_json, stub_api
 from tms.hudi.table import HudiTable
 from tms.jobs.client import JobClient
 from tms.jobs.runner import JobRunner
+from tms.services.hudi.executor import HUDI_STAGE
 from tms.services.hudi.options import session_options
 
 META_COLUMNS = (
@@ -24,9 +25,32 @@ META_COLUMNS = (
 def run_attempt(spark: Any, base_path: str, action: str, fields: dict[str, Any]) -> dict[str, Any]:
     """One attempt of `action` on the table; the exit code and the result it reported."""
     spec = spec_json(base_path=base_path, action=action, **fields)
+    return _attempt(spark, spec, [OK_BEAT])
+
+
+def run_cancelled_attempt(
+    spark: Any, base_path: str, action: str, fields: dict[str, Any]
+) -> dict[str, Any]:
+    """One attempt whose operation is cancelled once Hudi's code runs: every heartbeat from
+    the stage of Hudi's table service on answers `cancel_requested`. The exit code, the
+    result it reported, and whether a beat carried the cancel."""
+    spec = spec_json(base_path=base_path, action=action, heartbeat_interval_seconds=0.2, **fields)
+    cancels: list[Any] = []
+
+    def beat(body: Any) -> Any:
+        if ((body or {}).get("progress") or {}).get("stage") == HUDI_STAGE:
+            cancels.append(body)
+            return 200, {**OK_BEAT[1], "cancel_requested": True}
+        return OK_BEAT
+
+    return {**_attempt(spark, spec, beat), "cancelled": bool(cancels)}
+
+
+def _attempt(spark: Any, spec: dict[str, Any], beats: Any) -> dict[str, Any]:
+    """The job runner against a stub of the job API whose heartbeats answer `beats`."""
     routes = {
         "GET /spec": [(200, spec)],
-        "POST /heartbeat": [OK_BEAT],
+        "POST /heartbeat": beats,
         "POST /instant": [(200, {})],
         "POST /result": [(200, {})],
     }

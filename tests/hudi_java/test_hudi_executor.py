@@ -5,7 +5,8 @@ reports. Plans cross over: a plan tms's planner wrote is run by Hudi's code, a p
 procedure scheduled is run by tms's own executor, on table versions 6 and 9. And the executors
 agree: the same compaction and clustering plan, run by each on a copy of the table, leaves
 the same rows through Hudi's reader and hudi-rs, the same file groups, and metadata tables that
-agree with their listings as Hudi's classes see them (`tests.hudi_java.metadata_check`)."""
+agree with their listings as Hudi's classes see them (`tests.hudi_java.metadata_check`). A
+cancel while Hudi's code compacts stops it, and its plan runs again."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from tests.jobs.stub_api import OK_BEAT, StubApi, spec_json, stub_api
 from tms.engines.base import LaunchSpec
 from tms.engines.spark_submit import SubmitOptions, build_argv, build_env, spark_home
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline.instant import Action
+from tms.hudi.timeline.instant import Action, State
 from tms.jobs.runner import EXIT_OK
 from tms.services.clustering.execute import execute_clustering
 from tms.services.clustering.plan import schedule_clustering
@@ -206,3 +207,39 @@ def test_plans_cross_over_and_both_executors_agree(
     groups = [sorted({(s[0], s[2]) for s in slices(p)}) for p in (path, clustered_twin)]
     assert len(slices(path)) == len(slices(clustered_twin)) and groups[0] == groups[1]
     agree(hudi, path, clustered_twin)
+
+
+def test_a_cancel_stops_hudis_compaction_and_its_plan_runs_again(
+    hudi_spark: Callable[..., HudiSpark], tmp_path: Path
+) -> None:
+    """The operation is cancelled while Hudi's code compacts (every heartbeat from its stage
+    on answers the cancel): its Spark jobs are cancelled, the instant goes back to requested
+    with no file of it left, and the plan runs to completion on the next attempt."""
+    hudi = hudi_spark(HUDI_1_2)
+    path = tmp_path / "cancelled_v9"
+    write_table(hudi, path, 9)
+    model = sorted(expected_rows(late_update_wins=False))
+    planned = schedule_compaction(HudiTable.open(str(path)))
+    assert planned is not None
+    fields = {"executor": "hudi", "instant": planned}
+    stopped = hudi.run(
+        "tests.hudi_java.hudi_jobs:run_cancelled_attempt", str(path), "compaction", fields
+    )
+    result = stopped["result"]
+    assert stopped["code"] == EXIT_OK and stopped["cancelled"], stopped
+    instant = HudiTable.open(str(path)).timeline().get(planned)
+    assert instant is not None
+    if result["outcome"] == "SUCCEEDED":  # Hudi finished before a Spark job of it was cancelled
+        assert result["figures"]["cancel_too_late"] and instant.is_completed, result
+    else:
+        assert result["outcome"] == "CANCELLED", result
+        assert instant.state is State.REQUESTED, instant
+        written = [p.name for p in path.rglob(f"*{planned}*") if ".hoodie" not in p.parts]
+        assert written == [], written
+        assert reads(hudi, path) == (model, model)
+        metadata_agrees(hudi, path)
+        rerun = in_child(hudi, path, spec_json(action="compaction", base_path=str(path), **fields))
+        assert rerun["outcome"] == "SUCCEEDED", rerun
+    assert HudiTable.open(str(path)).timeline().get(planned).is_completed  # type: ignore[union-attr]
+    assert reads(hudi, path) == (model, model)
+    metadata_agrees(hudi, path)

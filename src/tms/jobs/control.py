@@ -129,6 +129,13 @@ class JobControl:
             if first:
                 self._cancel_spark_jobs()
 
+    def cancel_spark_jobs(self) -> None:
+        """Cancel the work's running Spark jobs again (after `request_cancel`), for work that
+        starts more of them after the first cancel."""
+        with self._lock:
+            if self.cancelled.is_set() or self.lost.is_set():
+                self._cancel_spark_jobs()
+
     def _cancel_spark_jobs(self) -> None:
         if self._spark is None:
             return

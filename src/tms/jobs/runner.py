@@ -74,6 +74,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+RECANCEL_SECONDS = 1.0
+"""How often the Spark jobs of a cancelled work still running are cancelled again."""
 EXIT_OK = 0  # a result was reported (succeeded, cancelled, invalid)
 EXIT_FAILED = 1  # FAILED was reported
 EXIT_USAGE = 2  # bad command line or environment
@@ -177,6 +179,7 @@ class JobRunner:
         worker = attempt_thread(lambda: box.append(self._work(spec)), "tms-job-work")
         worker.start()
         cancel_seen: float | None = None
+        recancelled = 0.0
         while worker.is_alive():
             worker.join(0.2)
             if self._control.lost.is_set():
@@ -184,6 +187,11 @@ class JobRunner:
                 return None
             if self._control.cancelled.is_set() and worker.is_alive():
                 cancel_seen = cancel_seen or time.monotonic()
+                if time.monotonic() - recancelled >= RECANCEL_SECONDS:
+                    # Spark cancels only the jobs running when asked: code that goes on to
+                    # start others (Hudi's) has those cancelled too
+                    self._control.cancel_spark_jobs()
+                    recancelled = time.monotonic()
                 if time.monotonic() - cancel_seen > self.stop_grace_seconds:
                     self.abandoned_work = True
                     return Report(
@@ -240,7 +248,8 @@ class JobRunner:
             result = self.execute(job, table, instant, spark, partial(self._on_stage, job))
             pause_point("committed")
             figures = result.to_dict()
-            if self._control.cancel_too_late.is_set():
+            if self._control.cancel_too_late.is_set() or self._control.cancelled.is_set():
+                # held past the cancel, or finished before a Spark job it ran was cancelled
                 log.warning(
                     "the cancel request came too late: %s %s finished", spec.action, instant
                 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
 from tms.hudi.locks import POSTGRES_PROVIDER
 from tms.hudi.metadata.partitions import EXPRESSION_INDEX_PREFIX
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.heartbeat import stop_heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.services.execution import ServiceResult, pending_plan
@@ -168,7 +169,15 @@ class HudiExecutor:
         if on_stage is not None:
             on_stage(HUDI_STAGE)
         with _running(spark, table) as run:
-            procedure(run, instant_time)
+            try:
+                procedure(run, instant_time)
+            except BaseException:
+                # Hudi's client closes with the failed call and beats no more, but its
+                # heartbeat file of the instant stays fresh for minutes, holding off the
+                # rollback a cancel or retry makes: the run that wrote it has ended
+                with suppress(OSError):  # then it expires, as after a crash
+                    stop_heartbeat(table.storage, instant_time)
+                raise
         return figures_of(table, self.action, instant_time, started)
 
 
