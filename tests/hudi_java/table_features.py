@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tms.hudi.table import HudiTable
+from tms.services.hudi.procedures import write_client
 
 EXPRESSION_INDEX = "ts_day"
 """The expression index `create_expression_index` makes: `expr_index_ts_day` in the metadata
@@ -33,20 +34,9 @@ def create_expression_index(spark: Any, base_path: str, options: dict[str, str])
 def log_compact(spark: Any, base_path: str, options: dict[str, str]) -> str:
     """Schedule and run a log compaction of the table with Hudi's write client and the
     writer's `options` (every file slice with a log file is due); the instant it completed."""
-    jvm = spark._jvm
-    properties = jvm.java.util.Properties()
-    for key, value in {**options, "hoodie.log.compaction.blocks.threshold": "1"}.items():
-        properties.setProperty(key, value)
-    config = (
-        jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder()
-        .withPath(base_path)
-        .withProperties(properties)
-        .build()
-    )
-    context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(spark._jsc)
-    client = jvm.org.apache.hudi.client.SparkRDDWriteClient(context, config)
-    empty = jvm.org.apache.hudi.common.util.Option.empty()
-    try:
+    configs = {**options, "hoodie.log.compaction.blocks.threshold": "1"}
+    empty = spark._jvm.org.apache.hudi.common.util.Option.empty()
+    with write_client(spark, base_path, configs) as client:
         scheduled = client.scheduleLogCompaction(empty)
         if not scheduled.isPresent():
             raise AssertionError("Hudi scheduled no log compaction")
@@ -56,5 +46,3 @@ def log_compact(spark: Any, base_path: str, options: dict[str, str]) -> str:
         if not any(done.requested_time == instant for done in completed):
             raise AssertionError(f"Hudi left log compaction {instant} pending")
         return instant
-    finally:
-        client.close()

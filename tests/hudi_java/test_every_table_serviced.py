@@ -186,18 +186,27 @@ def _has_log_files(path: Path) -> bool:
     return any(s.has_log_files for s in slices)
 
 
+def refused(
+    hudi: HudiSpark, path: Path, action: str, executor: str, *words: str, **fields: Any
+) -> dict[str, Any]:
+    """An attempt that fails, not to be retried, naming each of `words`, before anything is
+    written: the timeline as it was. Its result."""
+    before = HudiTable.open(str(path)).timeline().instants
+    outcome = hudi.run(
+        "tests.hudi_java.hudi_jobs:run_attempt", str(path), action, {"executor": executor, **fields}
+    )
+    result: dict[str, Any] = outcome["result"]
+    assert result["outcome"] == "FAILED" and not result.get("retryable"), result
+    assert all(word in result["error"] for word in words), result
+    assert HudiTable.open(str(path)).timeline().instants == before
+    return result
+
+
 def refused_natively(hudi: HudiSpark, path: Path, feature: Feature) -> None:
     """Asked for `native`, each service refuses before anything is written: no plan left."""
-    before = HudiTable.open(str(path)).timeline().instants
     for action in ("compaction", "clustering", "clean"):
-        outcome = hudi.run(
-            "tests.hudi_java.hudi_jobs:run_attempt", str(path), action, {"executor": "native"}
-        )
-        result = outcome["result"]
-        assert result["outcome"] == "FAILED" and not result.get("retryable"), result
-        assert feature.declined in result["error"]
+        result = refused(hudi, path, action, "native", feature.declined)
         assert result["figures"].get("executor") is None
-    assert HudiTable.open(str(path)).timeline().instants == before
 
 
 @pytest.mark.parametrize("feature", FEATURES, ids=[f.name for f in FEATURES])
@@ -238,18 +247,8 @@ def test_auto_services_a_table_native_declines_with_hudis_code(
 
     clean = {"policy": "KEEP_LATEST_FILE_VERSIONS", "retained": 1}
     if feature.hudi_declines_clean:
-        before = HudiTable.open(str(path)).timeline().instants
-        outcome = hudi.run(
-            "tests.hudi_java.hudi_jobs:run_attempt",
-            str(path),
-            "clean",
-            {"executor": "auto", "extra_params": clean},
-        )
-        result = outcome["result"]
-        assert result["outcome"] == "FAILED" and not result.get("retryable"), result
-        assert feature.declined in result["error"], result
-        assert feature.hudi_declines_clean in result["error"], result
-        assert HudiTable.open(str(path)).timeline().instants == before
+        words = (feature.declined, feature.hudi_declines_clean)
+        refused(hudi, path, "clean", "auto", *words, extra_params=clean)
     else:
         cleaned = attempt(hudi, path, "clean", extra_params=clean)
         assert cleaned["executor"] == "hudi"

@@ -133,7 +133,7 @@ class JobControl:
         """Cancel the work's running Spark jobs again (after `request_cancel`), for work that
         starts more of them after the first cancel."""
         with self._lock:
-            if self.cancelled.is_set() or self.lost.is_set():
+            if self.cancelled.is_set():
                 self._cancel_spark_jobs()
 
     def _cancel_spark_jobs(self) -> None:

@@ -43,7 +43,12 @@ from tms.services.hudi.options import (
     lock_options,
     session_options,
 )
-from tms.services.hudi.procedures import ensure_hudi, hadoop_path, location_refusals
+from tms.services.hudi.procedures import (
+    ensure_hudi,
+    hadoop_path,
+    location_refusals,
+    write_client,
+)
 
 __all__ = [
     "CATCH_UP_TIMEOUT_SECONDS",
@@ -90,25 +95,10 @@ def _write_client(spark: Any, table: HudiTable, partitions: Sequence[str]) -> It
     refused = location_refusals(table.storage.base_path)
     if refused:
         raise UnsupportedTableError("; ".join(refused))
-    jvm = spark._jvm
-    properties = jvm.java.util.Properties()
-    for key, value in index_configs(table, partitions).items():
-        properties.setProperty(key, value)
-    path = hadoop_path(table.storage.base_path)
-    config = (
-        jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder()
-        .withPath(path)
-        .withProperties(properties)
-        .build()
-    )
-    context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(spark._jsc)
+    path, configs = hadoop_path(table.storage.base_path), index_configs(table, partitions)
     held = table.lock.hold(table.storage) if table.lock.provider == POSTGRES_PROVIDER else None
-    with held or nullcontext():
-        client = jvm.org.apache.hudi.client.SparkRDDWriteClient(context, config)
-        try:
-            yield client
-        finally:
-            client.close()
+    with held or nullcontext(), write_client(spark, path, configs) as client:
+        yield client
 
 
 def _partition_types(spark: Any, partitions: Sequence[str]) -> Any:

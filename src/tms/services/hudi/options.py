@@ -6,6 +6,7 @@ from __future__ import annotations
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import FILESYSTEM_PROVIDER, POSTGRES_PROVIDER, LockSpec
 from tms.hudi.metadata.index_defs import read_index_definitions
+from tms.hudi.metadata.partitions import RECORD_INDEX
 from tms.hudi.properties import KEY_GENERATOR_CLASS, KEY_GENERATOR_TYPE, PARTITION_FIELDS
 from tms.hudi.table import HudiTable
 from tms.services.hudi.procedures import hadoop_path
@@ -21,7 +22,6 @@ __all__ = [
 ]
 
 IN_PROCESS_PROVIDER = "org.apache.hudi.client.transaction.lock.InProcessLockProvider"
-RECORD_INDEX = "record_index"
 NEVER = str(2**31 - 1)
 """A count of delta commits the metadata table never reaches: no inline compaction of it."""
 
@@ -59,12 +59,10 @@ def session_options(table: HudiTable, *, compact_metadata: bool = False) -> dict
         # its embedded timeline server is off: that server stays on (Hudi's default)
         "hoodie.metadata.streaming.write.enabled": "false",
     }
-    for partition, keys in PARTITION_SWITCHES.items():
-        for key in keys:
-            options[key] = "true" if partition in built else "false"
     partitioned = RECORD_INDEX in built and _partitioned_record_index(table)
-    if partitioned:
-        options.update(dict.fromkeys(PARTITION_SWITCHES[RECORD_INDEX], "false"))
+    for partition, keys in PARTITION_SWITCHES.items():
+        on = partition in built and not (partition == RECORD_INDEX and partitioned)
+        options.update(dict.fromkeys(keys, "true" if on else "false"))
     options[PARTITIONED_RECORD_INDEX] = "true" if partitioned else "false"
     if not compact_metadata:
         options["hoodie.metadata.compact.max.delta.commits"] = NEVER

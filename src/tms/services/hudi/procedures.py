@@ -2,7 +2,8 @@
 
 Each call runs in a session of its own (`SparkSession.newSession`): the `hoodie.*` configs
 it sets stay with it, so attempts that share a resident worker's SparkContext never see one
-another's, and its Spark jobs are in the attempt's job group like any other work of it."""
+another's, and its Spark jobs are in the attempt's job group like any other work of it. Where
+no procedure serves, Hudi's write client does (`write_client`)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ __all__ = [
     "has_hudi",
     "location_refusals",
     "session",
+    "write_client",
 ]
 
 HUDI_EXTENSION = "org.apache.spark.sql.hudi.HoodieSparkSessionExtension"
@@ -113,3 +115,25 @@ def catalog_table(spark: Any, path: str) -> Iterator[str]:
         yield name
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+@contextmanager
+def write_client(spark: Any, base_path: str, configs: Mapping[str, str]) -> Iterator[Any]:
+    """Hudi's `SparkRDDWriteClient` for the table at `base_path` (as Hudi names it, see
+    `hadoop_path`) with the write `configs`, closed after use."""
+    jvm = spark._jvm
+    properties = jvm.java.util.Properties()
+    for key, value in configs.items():
+        properties.setProperty(key, value)
+    config = (
+        jvm.org.apache.hudi.config.HoodieWriteConfig.newBuilder()
+        .withPath(base_path)
+        .withProperties(properties)
+        .build()
+    )
+    context = jvm.org.apache.hudi.client.common.HoodieSparkEngineContext(spark._jsc)
+    client = jvm.org.apache.hudi.client.SparkRDDWriteClient(context, config)
+    try:
+        yield client
+    finally:
+        client.close()
