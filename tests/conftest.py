@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.hudi_java.support import HudiRelease, HudiSpark
 
 pytest_plugins = ["tests.db_fixtures"]
 
@@ -21,3 +24,26 @@ def spark() -> Iterator[Any]:
     session = get_spark("local[2]", app_name="tms-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def hudi_spark(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[[HudiRelease], HudiSpark]]:
+    """Hudi's Spark for a release: its bundle fetched (once, into the Maven cache) and a
+    SparkSession with it in a child process, started on first use and kept for the run (the
+    project's own `spark` session lives on in this process beside it). Shared by the tests
+    that run Hudi's code and those that judge a table by Hudi's reader."""
+    from tests.hudi_java.support import HudiSpark, fetch
+
+    started: dict[HudiRelease, HudiSpark] = {}
+
+    def session(release: HudiRelease) -> HudiSpark:
+        if release not in started:
+            workdir = tmp_path_factory.mktemp(f"hudi-{release.version}")
+            started[release] = HudiSpark.start(release, fetch(release), workdir)
+        return started[release]
+
+    yield session
+    for running in started.values():
+        running.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,9 @@ import pytest
 
 from tests.e2e.conftest import Services
 from tests.e2e.kill_matrix import ENGINES, NO_KILL, SERVICES, Case, run_case
+from tests.hudi_java.support import HUDI_1_2, HudiRelease, HudiSpark
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.hudi_java]
 
 DEFAULT = [
     Case("compaction", 9, True, "metadata committed, before the data commit"),
@@ -36,9 +38,14 @@ CASES = FULL if os.environ.get("KILL_MATRIX") == "full" else DEFAULT
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
-def test_a_job_killed_at_a_step_recovers(services: Services, tmp_path: Path, case: Case) -> None:
+def test_a_job_killed_at_a_step_recovers(
+    services: Services,
+    tmp_path: Path,
+    case: Case,
+    hudi_spark: Callable[[HudiRelease], HudiSpark],
+) -> None:
     try:
-        outcome = run_case(services, tmp_path, case)
+        outcome = run_case(services, tmp_path, case, hudi_spark(HUDI_1_2))
     except AssertionError as exc:
         _report({**asdict(case), "recovered": False, "error": str(exc).partition("\n")[0]})
         raise

@@ -16,6 +16,8 @@ from bench.fault_proxy import FaultProxy
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from tests.api.conftest import CALLBACK_KEY, client, make_client
+from tests.markers.conftest import BASE as MARKER_ROUTES
+from tests.markers.conftest import Serve, serve
 from tests.storage.conftest import S3Endpoint, spark_environment
 from tests.storage.test_table_options import add
 from tests.storage.test_tables_on_s3 import oracle_rows
@@ -23,10 +25,19 @@ from tests.storage.test_write_and_compact_on_s3 import written_table
 from tests.view.java_client import HEADERS, client_hash
 from tms.blocking_calls import BlockingCalls
 from tms.hudi.files import timeline_markers
+from tms.hudi.files.markers import list_markers
 from tms.hudi.storage import Storage
 from tms.hudi.storage.requests import RequestKind
-from tms.hudi.storage.retry import RETRIED, RetryPolicy, call_with_retries, is_transient
+from tms.hudi.storage.retry import (
+    RETRIED,
+    RetryPolicy,
+    StorageUnavailableError,
+    call_with_retries,
+    is_transient,
+)
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.transitions import request, transition
 from tms.ingest.probe import TableProbe
 from tms.markers.state import MarkerDirState
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
@@ -35,7 +46,7 @@ from tms.view.listing import list_table
 if TYPE_CHECKING:
     from starlette.testclient import TestClient
 
-__all__ = ["client", "make_client"]  # the API's fixtures, here next to the S3 server's
+__all__ = ["client", "make_client", "serve"]  # the API's fixtures, next to the S3 server's
 
 RETRY_ENVIRONMENT = {
     "TMS_STORAGE_RETRIES": "8",
@@ -97,8 +108,10 @@ def test_retries_wait_with_full_jitter_and_stop_after_the_last_try() -> None:
         raise client_error(503, "SlowDown")
 
     before = RETRIED[RequestKind.GET]
-    with pytest.raises(ClientError):
+    with pytest.raises(StorageUnavailableError) as given_up:
         call_with_retries(RequestKind.GET, failing, retry, sleep=waits.append)
+    assert isinstance(given_up.value, OSError), "callers that catch OSError see it"
+    assert isinstance(given_up.value.__cause__, ClientError)
     assert calls == 4 and len(waits) == 3
     assert all(0 <= w <= c for w, c in zip(waits, (1.0, 2.0, 3.0), strict=True))
     assert RETRIED[RequestKind.GET] == before + 3
@@ -177,6 +190,64 @@ def test_markers_created_through_a_flaky_store_are_all_on_it(flaky: Flaky) -> No
     direct = Storage(storage.base_path, storage_options=flaky.s3.storage_options)
     on_store = timeline_markers.read_marker_files(direct, instant)
     assert sorted(n for found in on_store.values() for n in found) == sorted(names)
+
+
+@pytest.mark.parametrize("retries", [8, 1])
+def test_markers_created_over_the_routes_through_a_flaky_store_are_all_on_it(
+    serve: Serve, flaky: Flaky, monkeypatch: pytest.MonkeyPatch, retries: int
+) -> None:
+    """Hudi's writer calls `/v1/hoodie/marker/create` for a registered table on S3, a fifth of
+    the store's requests failing: every answer is the marker's (true) or a clean 5xx naming
+    no storage detail, which the writer sends again; once each marker got an answer, the
+    server and storage (read past the proxy) hold every one. With one try per
+    storage call, failures reach the writer; with eight, the retries absorb them."""
+    monkeypatch.setenv("TMS_STORAGE_RETRIES", str(retries))
+    instant = "20260101120000000"
+    base = flaky.s3.base_path("flaky-marker-routes")
+    flaky.proxy.set_rate(0.0)
+    written_table(base, table_version=9)
+    hudi = HudiTable.open(base, flaky.s3.storage_options)
+    transition(
+        hudi.storage,
+        hudi.config,
+        request(hudi.storage, hudi.config, instant, Action.DELTA_COMMIT),
+        State.INFLIGHT,
+    )
+    marker_dir = f"{base}/.hoodie/.temp/{instant}"
+    names = [f"sf/{i:08d}-0_0-1-0_{instant}.parquet.marker.CREATE" for i in range(40)]
+    refused: dict[int, int] = {}
+    with serve() as client:
+        assert add(client, flaky.options, base_path=base).status_code == 201
+        flaky.proxy.set_rate(0.2)
+        for name in names:
+            answers = []
+            while not answers or answers[-1].status_code != 200:
+                assert len(answers) < 20, [a.text for a in answers]
+                answers.append(
+                    client.post(
+                        f"{MARKER_ROUTES}/create",
+                        params={"markerdirpath": marker_dir, "markername": name},
+                    )
+                )
+            for failed in answers[:-1]:
+                refused[failed.status_code] = refused.get(failed.status_code, 0) + 1
+                assert failed.json()["error"]["code"].startswith("storage_"), failed.text
+                assert "SlowDown" not in failed.text and "InternalError" not in failed.text
+            # a try the store took before its answer was lost reads as "exists" when sent again
+            assert answers[-1].json() is True or len(answers) > 1, answers[-1].text
+        listed = client.get(f"{MARKER_ROUTES}/all", params={"markerdirpath": marker_dir})
+        flaky.proxy.set_rate(0.0)
+        assert listed.status_code == 200, listed.text
+        assert sorted(listed.json()) == sorted(names)
+    direct = Storage(base, storage_options=flaky.s3.storage_options)
+    on_store = timeline_markers.read_marker_files(direct, instant)
+    # as Hudi's `MarkerUtils` reads them: the lines of every file, as one set
+    assert {n for found in on_store.values() for n in found} == set(names)
+    listed = [m.name for m in list_markers(direct, instant)]
+    assert sorted(listed) == sorted(names), "a rollback sees each marker once"
+    assert sum(flaky.proxy.faults().values()) > 0
+    print(f"refused and sent again: {refused}; faults: {flaky.proxy.faults()}")
+    assert bool(refused) == (retries == 1), refused
 
 
 def test_callbacks_and_view_requests_answer_right_through_a_flaky_store(

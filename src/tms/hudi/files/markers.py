@@ -96,8 +96,14 @@ def list_markers(storage: Storage, instant_time: str) -> list[Marker]:
             continue
         paths.relative(marker.data_file_path)
         markers.append(marker)
+    # A name may stand in two `MARKERS<n>` files: a write whose answer was lost may have
+    # landed while the server, not knowing, wrote the writer's retry of it into another.
+    listed: set[str] = set()
     for names in read_marker_files(storage, instant_time).values():
         for line in names:
+            if line in listed:
+                continue
+            listed.add(line)
             marker = parse_marker_name(line, f"markers of instant {instant_time}")
             paths.relative(marker.data_file_path)
             markers.append(marker)

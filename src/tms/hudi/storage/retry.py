@@ -28,6 +28,7 @@ from tms.hudi.storage.requests import RequestCounts, RequestKind, record
 __all__ = [
     "RETRIED",
     "RetryPolicy",
+    "StorageUnavailableError",
     "call_with_retries",
     "client_options",
     "is_transient",
@@ -68,6 +69,13 @@ TRANSIENT_NAMES = frozenset(
 )
 """Exception classes (by name, to need no store library here) of a request that got no
 whole answer."""
+
+
+class StorageUnavailableError(ConnectionError):
+    """A call that met only passing failures until its last try. An `OSError`, as every other
+    storage failure, whatever the store library raised (botocore's and aiohttp's connection
+    errors are not): the callers that answer a request with a clean 502 or fail a job's
+    attempt as retryable catch `OSError`. The library's exception is its `__cause__`."""
 
 
 @dataclass(frozen=True)
@@ -161,14 +169,21 @@ def call_with_retries(
 ) -> T:
     """`call()`, repeated after a transient failure up to `retry.attempts` tries in all;
     each repeat is counted as a request of `kind` and in `RETRIED`. Only for calls that
-    are safe to repeat whatever the first try did."""
+    are safe to repeat whatever the first try did. A transient failure of the last try is
+    raised as a `StorageUnavailableError` unless it is an `OSError` already."""
     attempt = 1
     while True:
         try:
             return call()
         except Exception as exc:
-            if attempt >= retry.attempts or not is_transient(exc):
+            if not is_transient(exc):
                 raise
+            if attempt >= retry.attempts:
+                if isinstance(exc, OSError):
+                    raise
+                raise StorageUnavailableError(
+                    f"storage did not answer after {attempt} tries: {type(exc).__name__}: {exc}"
+                ) from exc
         sleep(retry.delay(attempt))
         attempt += 1
         record(kind)
