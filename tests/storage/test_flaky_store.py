@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from bench.fault_proxy import FaultProxy
+from bench.fault_proxy import FAULT_KINDS, FaultProxy
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from tests.api.conftest import CALLBACK_KEY, client, make_client
@@ -248,6 +248,63 @@ def test_markers_created_over_the_routes_through_a_flaky_store_are_all_on_it(
     assert sum(flaky.proxy.faults().values()) > 0
     print(f"refused and sent again: {refused}; faults: {flaky.proxy.faults()}")
     assert bool(refused) == (retries == 1), refused
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+def test_a_store_failing_every_request_gets_clean_answers_on_the_open_routes(
+    serve: Serve, flaky: Flaky, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Every request failing one way, one try per call: the commit callback, a marker create
+    and the view answer a 5xx naming the storage problem by code, no 500 and no text of the
+    store's or its library's; with the store back, the same requests are served."""
+    instant = "20260101120000000"
+    base = flaky.s3.base_path(f"flaky-always-{kind}")
+    flaky.proxy.set_rate(0.0)
+    written_table(base, table_version=9)
+    hudi = HudiTable.open(base, flaky.s3.storage_options)
+    requested = request(hudi.storage, hudi.config, instant, Action.DELTA_COMMIT)
+    transition(hudi.storage, hudi.config, requested, State.INFLIGHT)
+    latest = hudi.timeline().completed()[-1]
+    monkeypatch.setenv("TMS_STORAGE_RETRIES", "0")
+    marker = {
+        "markerdirpath": f"{base}/.hoodie/.temp/{instant}",
+        "markername": f"sf/00000001-0_0-1-0_{instant}.parquet.marker.CREATE",
+    }
+    callback = {"basePath": base, "tableName": "trips", "commitTime": latest.requested_time}
+    known = [(i.requested_time, str(i.action), "COMPLETED") for i in hudi.timeline().completed()]
+    view = {
+        "basepath": base,
+        "partition": "sf",
+        "lastinstantts": latest.requested_time,
+        "timelinehash": client_hash(known),
+    }
+
+    def ask(client: TestClient) -> list[Any]:
+        return [
+            client.post(
+                "/v1/hoodie/service/commit",
+                json=callback,
+                headers={"HUDI-CALLBACK-KEY": CALLBACK_KEY},
+            ),
+            client.post(f"{MARKER_ROUTES}/create", params=marker),
+            client.get("/v1/hoodie/view/slices/partition/latest/", params=view, headers=HEADERS),
+        ]
+
+    with serve(storage_timeout_seconds=10) as client:
+        assert add(client, flaky.options, base_path=base).status_code == 201
+        flaky.proxy.kinds = (kind,)
+        flaky.proxy.set_rate(1.0)
+        for answer in ask(client):
+            assert answer.status_code in (502, 503, 504), answer.text
+            assert answer.json()["error"]["code"].startswith("storage_"), answer.text
+            for detail in ("SlowDown", "InternalError", "Errno", "Error:", "127.0.0.1", "lake/"):
+                assert detail not in answer.text, answer.text
+        flaky.proxy.set_rate(0.0)
+        callback_answer, created, slices = ask(client)
+    assert callback_answer.status_code == 200, callback_answer.text
+    assert callback_answer.json()["action"] == latest.action
+    assert (created.status_code, created.json()) == (200, True), created.text
+    assert slices.status_code == 200 and slices.json(), slices.text
 
 
 def test_callbacks_and_view_requests_answer_right_through_a_flaky_store(
