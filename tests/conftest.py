@@ -33,15 +33,19 @@ def hudi_spark(
     """Hudi's Spark for a release: its bundle fetched (once, into the Maven cache) and a
     SparkSession with it in a child process, started on first use and kept for the run (the
     project's own `spark` session lives on in this process beside it). Shared by the tests
-    that run Hudi's code and those that judge a table by Hudi's reader."""
-    from tests.hudi_java.support import HudiSpark, fetch
+    that run Hudi's code and those that judge a table by Hudi's reader. The newest release's
+    session carries a user's own classes too (`tests.hudi_java.user_classes`)."""
+    from tests.hudi_java.support import HUDI_1_2, HudiSpark, fetch
+    from tests.hudi_java.user_classes import user_classes_jar
 
     started: dict[HudiRelease, HudiSpark] = {}
 
     def session(release: HudiRelease) -> HudiSpark:
         if release not in started:
             workdir = tmp_path_factory.mktemp(f"hudi-{release.version}")
-            started[release] = HudiSpark.start(release, fetch(release), workdir)
+            bundle = fetch(release)
+            extra = [user_classes_jar(bundle, workdir)] if release == HUDI_1_2 else []
+            started[release] = HudiSpark.start(release, bundle, workdir, extra)
         return started[release]
 
     yield session

@@ -122,10 +122,11 @@ def check_pyspark() -> None:
         )
 
 
-def session_conf(jar: Path, workdir: Path) -> dict[str, str]:
-    """The settings Hudi's Spark quick start gives, and the bundle on the classpath."""
+def session_conf(jar: Path, workdir: Path, extra_jars: Sequence[Path] = ()) -> dict[str, str]:
+    """The settings Hudi's Spark quick start gives, and the bundle (and `extra_jars`, a
+    user's own classes) on the classpath."""
     return {
-        "spark.jars": str(jar),
+        "spark.jars": ",".join(str(j) for j in (jar, *extra_jars)),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
@@ -152,15 +153,18 @@ class HudiSpark:
         self.spark_version = ""
 
     @classmethod
-    def start(cls, release: HudiRelease, jar: Path, workdir: Path) -> HudiSpark:
-        """A child process with a SparkSession that has `jar`; its files go to `workdir`."""
+    def start(
+        cls, release: HudiRelease, jar: Path, workdir: Path, extra_jars: Sequence[Path] = ()
+    ) -> HudiSpark:
+        """A child process with a SparkSession that has `jar` and `extra_jars`; its files go
+        to `workdir`."""
         check_pyspark()
         workdir.mkdir(parents=True, exist_ok=True)
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe()
         process = context.Process(
             target=_serve,
-            args=(theirs, str(jar), str(workdir)),
+            args=(theirs, str(jar), str(workdir), [str(j) for j in extra_jars]),
             name=f"hudi-spark-{release.version}",
             daemon=True,
         )
@@ -231,7 +235,7 @@ class HudiSpark:
         return value
 
 
-def _serve(connection: Connection, jar: str, workdir: str) -> None:
+def _serve(connection: Connection, jar: str, workdir: str, extra_jars: list[str]) -> None:
     """The child process: a SparkSession with the bundle, answering until told to stop."""
     folder = Path(workdir)
     log = os.open(folder / "spark.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -242,7 +246,8 @@ def _serve(connection: Connection, jar: str, workdir: str) -> None:
     from tms.spark_runtime import get_spark
 
     try:
-        spark = get_spark("local[2]", "tms-tests-hudi", session_conf(Path(jar), folder))
+        conf = session_conf(Path(jar), folder, [Path(j) for j in extra_jars])
+        spark = get_spark("local[2]", "tms-tests-hudi", conf)
     except Exception as exc:
         connection.send(("error", _describe(exc)))
         return

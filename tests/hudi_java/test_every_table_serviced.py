@@ -18,6 +18,7 @@ from tests import oracle
 from tests.hudi.test_fixture_views import unzip_fixture
 from tests.hudi_java.support import HUDI_1_2, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
+from tests.hudi_java.user_classes import LARGEST_VALUE_PAYLOAD
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
 
@@ -49,6 +50,14 @@ class Feature:
     setup: str | None = None
     """A function of `tests.hudi_java.table_features` that gives the table its feature after
     the writes, called in Hudi's Spark with the table's path and the writer's options."""
+    keeps: Callable[[Row, Row], Row] | None = None
+    """Of a stored row and a new version of it, the one the table keeps (by its payload
+    class); None: the new one."""
+
+
+def larger_value(stored: Row, new: Row) -> Row:
+    """`LARGEST_VALUE_PAYLOAD`: the version with the larger `val` (the last column)."""
+    return stored if stored[-1] > new[-1] else new
 
 
 FEATURES = [
@@ -108,6 +117,15 @@ FEATURES = [
         hudi_declines_clean="Hudi 1.2's clean breaks a table with expression indexes",
         setup="create_expression_index",
     ),
+    Feature(  # a class of the user's own: Hudi's code must merge by it, in every service
+        "user_payload_class_v6",
+        6,
+        "MERGE_ON_READ",
+        {"hoodie.datasource.write.payload.class": LARGEST_VALUE_PAYLOAD},
+        LARGEST_VALUE_PAYLOAD,
+        hudi_rs_merges=False,
+        keeps=larger_value,
+    ),
     Feature(  # two features on one table: each is declined, Hudi's code serves both
         "partitioned_record_index_and_log_compaction_v9",
         9,
@@ -128,10 +146,13 @@ class Model:
     """The rows a table must read: key → row."""
 
     rows: dict[str, Row] = field(default_factory=dict)
+    keeps: Callable[[Row, Row], Row] | None = None
 
     def apply(self, upserts: list[Row]) -> None:
         for row in upserts:
-            self.rows[row[0]] = row
+            stored = self.rows.get(row[0])
+            keep = self.keeps if stored is not None else None
+            self.rows[row[0]] = row if keep is None or stored is None else keep(stored, row)
 
     def sorted(self) -> list[Row]:
         return sorted(self.rows.values())
@@ -216,7 +237,7 @@ def test_auto_services_a_table_native_declines_with_hudis_code(
     hudi = hudi_spark(HUDI_1_2)
     path = tmp_path / feature.name
     options = writer_options(feature, path)
-    model = Model()
+    model = Model(keeps=feature.keeps)
     ts = 1_700_000_000_000
 
     def write(batch: list[Row], operation: str) -> None:
