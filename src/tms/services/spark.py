@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tms.hudi.storage.requests import RequestKind, counting, record
 from tms.hudi.task_pause import after_task_work
 from tms.services import progress
+from tms.spark_runtime.zip_directories import read_zip_directories_once
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -78,6 +79,7 @@ class _TaskCall:
     def __call__(self, pair: tuple[int, Any]) -> tuple[int, Any, dict[str, int]]:
         from pyspark import TaskContext  # on the executor's Python worker, which has Spark
 
+        read_zip_directories_once()  # the worker's next tasks start without reading them
         context = TaskContext.get()
         info = (
             TaskInfo(context.partitionId(), context.stageId(), context.taskAttemptId())
