@@ -1,11 +1,11 @@
 """Zip archives on a Python worker's `sys.path` read once, not before every task.
 
-PySpark's worker calls `importlib.invalidate_caches()` at the start of every task, and on
-Python 3.11 each `zipimporter` then reads its archive's whole central directory again, in
-Python: `pyspark.zip` once per package imported from it, and `spark-core`'s jar, which PySpark
-puts on the workers' path. That is about 60 ms per task, whatever the task does, and a tenth
+PySpark's worker calls `importlib.invalidate_caches()` at the start of every task, and up to
+Python 3.12 each `zipimporter` then reads its archive's whole central directory again, in
+Python: `pyspark.zip` once per package imported from it, and spark-core's jar, which PySpark
+puts on the workers' path. That is 60 to 80 ms per task, whatever the task does, and a tenth
 of a compaction of eight file groups. Here an archive is read again only when it changed (its
-size or modification time), as the call means it to be. Python 3.12 reads archives lazily
+size or modification time), as the call means it to be. Python 3.13 reads archives lazily
 after the call, so nothing is changed there.
 """
 
@@ -25,7 +25,7 @@ def read_zip_directories_once() -> None:
     """From now on in this process, `zipimporter.invalidate_caches` re-reads an archive only
     when its size or modification time changed since the last read (idempotent)."""
     global _installed
-    if _installed or sys.version_info >= (3, 12):
+    if _installed or sys.version_info >= (3, 13):
         return
     original = zipimport.zipimporter.invalidate_caches
     read_at: dict[str, tuple[int, int]] = {}
