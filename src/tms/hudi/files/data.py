@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tms.hudi.avro.schema import arrow_schema_from_avro, avro_records_to_table
+from tms.hudi.files.avro_columns import ArrowRecords
 from tms.hudi.files.log_block import DeleteRecord, LogBlock
 from tms.hudi.files.log_reader import read_log_blocks
 from tms.hudi.files.log_writer import encode_avro_data_block, encode_delete_block
@@ -110,6 +111,8 @@ def block_records(block: LogBlock, schema: pa.Schema | None = None) -> pa.Table:
         if block_schema is None:
             raise ValueError(f"data block of {block.instant_time} has no schema")
         schema = arrow_schema_from_avro(block_schema)
+    if isinstance(block.records, ArrowRecords):  # decoded into columns already
+        return block.records.as_table(schema)
     return avro_records_to_table(block.records, schema)
 
 

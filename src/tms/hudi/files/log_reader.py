@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Sequence
 from typing import BinaryIO
 
 import fastavro
 
 from tms.hudi.avro.delete_records import PARSED_DELETE_SCHEMA, unwrap_ordering_value
 from tms.hudi.errors import LogFormatError
+from tms.hudi.files.avro_columns import ArrowRecords, decode_columns
 from tms.hudi.files.log_block import (
     LOG_BLOCK_VERSION,
     LOG_FORMAT_VERSION,
@@ -72,7 +74,7 @@ def _read_metadata(cur: _Cursor) -> dict[HeaderKey, str]:
     return out
 
 
-def _decode_avro_records(content: bytes, schema_json: str | None) -> list[dict[str, object]]:
+def _decode_avro_records(content: bytes, schema_json: str | None) -> Sequence[dict[str, object]]:
     if schema_json is None:
         raise LogFormatError("AVRO_DATA block has no SCHEMA header")
     cur = _Cursor(content)
@@ -81,6 +83,9 @@ def _decode_avro_records(content: bytes, schema_json: str | None) -> list[dict[s
         raise LogFormatError(f"unsupported Avro data block version {version}")
     count = cur.i32()
     bodies = [cur.take(cur.i32()) for _ in range(count)]
+    columns = decode_columns(bodies, schema_json)
+    if columns is not None:
+        return ArrowRecords(columns)
     records = _decode_as_one_array(bodies, schema_json)
     if records is not None:
         return records
