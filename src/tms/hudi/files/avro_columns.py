@@ -27,6 +27,8 @@ from typing import Any, overload
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tms.hudi.avro.binary import encode_long
+
 __all__ = ["ArrowRecords", "decode_columns", "reads_in_columns"]
 
 log = logging.getLogger(__name__)
@@ -94,15 +96,15 @@ def decode_columns(bodies: Sequence[bytes], schema_json: str) -> pa.Table | None
     container = b"".join(
         [
             b"Obj\x01",
-            _long(2),
+            encode_long(2),
             _bytes(b"avro.schema"),
             _bytes(container_schema.encode("utf-8")),
             _bytes(b"avro.codec"),
             _bytes(b"null"),
-            _long(0),
+            encode_long(0),
             _SYNC,
-            _long(len(bodies)),
-            _long(len(data)),
+            encode_long(len(bodies)),
+            encode_long(len(data)),
             data,
             _SYNC,
         ]
@@ -163,19 +165,8 @@ def _varint_sizes(values: pa.ChunkedArray) -> pa.ChunkedArray:
     return size
 
 
-def _long(value: int) -> bytes:
-    """An Avro `long` (zig-zag, then base-128 varint) of a non-negative `value`."""
-    number = value << 1
-    out = bytearray()
-    while number > 0x7F:
-        out.append((number & 0x7F) | 0x80)
-        number >>= 7
-    out.append(number)
-    return bytes(out)
-
-
 def _bytes(value: bytes) -> bytes:
-    return _long(len(value)) + value
+    return encode_long(len(value)) + value
 
 
 class ArrowRecords(Sequence[dict[str, object]]):

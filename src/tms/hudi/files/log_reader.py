@@ -14,6 +14,7 @@ from typing import BinaryIO
 
 import fastavro
 
+from tms.hudi.avro.binary import encode_long
 from tms.hudi.avro.delete_records import PARSED_DELETE_SCHEMA, unwrap_ordering_value
 from tms.hudi.errors import LogFormatError
 from tms.hudi.files.avro_columns import ArrowRecords, decode_columns
@@ -105,7 +106,7 @@ def _decode_as_one_array(bodies: list[bytes], schema_json: str) -> list[dict[str
     record with bytes after its end): then each body is decoded on its own, as Hudi does."""
     if not bodies:
         return []
-    framed = b"".join([_varint_long(len(bodies)), *bodies, b"\x00"])
+    framed = b"".join([encode_long(len(bodies)), *bodies, b"\x00"])
     stream = io.BytesIO(framed)
     try:
         decoded = fastavro.schemaless_reader(stream, parsed_block_array_schema(schema_json), None)
@@ -116,17 +117,6 @@ def _decode_as_one_array(bodies: list[bytes], schema_json: str) -> list[dict[str
     if len(decoded) != len(bodies) or not all(isinstance(r, dict) for r in decoded):
         return None
     return decoded
-
-
-def _varint_long(value: int) -> bytes:
-    """An Avro `long` (zig-zag, then base-128 varint) of a non-negative `value`."""
-    number = value << 1
-    out = bytearray()
-    while number > 0x7F:
-        out.append((number & 0x7F) | 0x80)
-        number >>= 7
-    out.append(number)
-    return bytes(out)
 
 
 def decode_delete_content(content: bytes) -> list[DeleteRecord]:
