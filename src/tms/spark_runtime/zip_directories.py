@@ -19,16 +19,19 @@ from typing import Any
 __all__ = ["read_zip_directories_once"]
 
 _installed = False
+_STAMP = "_tms_read_stamp"
+"""The attribute of an importer holding its archive's (size, mtime) when it last read it."""
 
 
 def read_zip_directories_once() -> None:
     """From now on in this process, `zipimporter.invalidate_caches` re-reads an archive only
-    when its size or modification time changed since the last read (idempotent)."""
+    when its size or modification time changed since that importer last read it (idempotent).
+    The stamp is kept per importer: several importers read one archive (one per package
+    imported from it), and each must see a changed archive."""
     global _installed
     if _installed or sys.version_info >= (3, 13):
         return
     original = zipimport.zipimporter.invalidate_caches
-    read_at: dict[str, tuple[int, int]] = {}
 
     def invalidate_caches(self: Any) -> None:
         try:
@@ -37,10 +40,10 @@ def read_zip_directories_once() -> None:
             original(self)
             return
         stamp = (status.st_size, status.st_mtime_ns)
-        if read_at.get(self.archive) == stamp:
+        if getattr(self, _STAMP, None) == stamp:
             return
         original(self)
-        read_at[self.archive] = stamp
+        setattr(self, _STAMP, stamp)
 
     zipimport.zipimporter.invalidate_caches = invalidate_caches  # type: ignore[method-assign]
     _installed = True

@@ -4,8 +4,8 @@ fastavro decodes each record of an Avro data block into a Python dict, and a com
 turns those dicts into Arrow columns: per record and field, Python work that made up a third
 of a compaction's time. polars' Avro reader decodes the same bytes into Arrow columns in
 compiled code (about ten times faster on the records of a usual table). It is given the block's
-records as one Avro object container file: the block's SCHEMA header as the file's schema, the
-records' bytes as one data block.
+records as one Avro object container file: the block's SCHEMA header (each field's name and
+type) as the file's schema, the records' bytes as one data block.
 
 Only schemas whose every field is a plain value (`boolean`, `int`, `long`, `float`,
 `double`, `string`, `bytes`, each alone or in a union with `null`) and that carry no logical
@@ -38,16 +38,21 @@ _SYNC = b"tms-avro-column!"
 """The 16-byte sync marker of the container file built in memory."""
 
 
+PlainField = tuple[str, str, bool]
+"""A field read into a column: its name, its plain type, and whether it is nullable."""
+
+
 def reads_in_columns(schema_json: str) -> bool:
     """Whether a SCHEMA header's records are read into columns here (see the module)."""
     return _container_schema(schema_json) is not None
 
 
 @functools.lru_cache(maxsize=64)
-def _container_schema(schema_json: str) -> str | None:
-    """The schema the container file is given: the header's record with each field's name
-    and type alone. Defaults, docs and aliases only matter when one schema reads data another
-    wrote, and here the writer's schema reads its own data (polars refuses some defaults)."""
+def _container_schema(schema_json: str) -> tuple[str, tuple[PlainField, ...]] | None:
+    """The schema the container file is given, and its fields: the header's record with each
+    field's name and type alone. Defaults, docs and aliases only matter when one schema reads
+    data another wrote, and here the writer's schema reads its own data (polars refuses some
+    defaults)."""
     try:
         schema = json.loads(schema_json)
     except ValueError:
@@ -64,7 +69,11 @@ def _container_schema(schema_json: str) -> str | None:
     if None in types:
         return None
     plain = [{"name": n, "type": t} for n, t in zip(names, types, strict=True)]
-    return json.dumps({"type": "record", "name": "block", "fields": plain})
+    fields = tuple(
+        (n, next(b for b in t if b != "null"), True) if isinstance(t, list) else (n, t, False)
+        for n, t in zip(names, types, strict=True)
+    )
+    return json.dumps({"type": "record", "name": "block", "fields": plain}), fields
 
 
 def _plain(node: Any) -> Any | None:
@@ -85,15 +94,14 @@ def _plain(node: Any) -> Any | None:
 def decode_columns(bodies: Sequence[bytes], schema_json: str) -> pa.Table | None:
     """The records (each its Avro bytes) as a table, one column per field of the schema, or
     None when they are not read here (the caller decodes them with fastavro)."""
-    container_schema = _container_schema(schema_json)
-    if not bodies or container_schema is None:
+    container = _container_schema(schema_json)
+    if not bodies or container is None:
         return None
-    try:
-        import polars
-    except ImportError:  # pragma: no cover - a dependency of the package
-        return None
+    import polars  # here, not at start-up: only Spark tasks that read log blocks need it
+
+    container_schema, fields = container
     data = b"".join(bodies)
-    container = b"".join(
+    container_file = b"".join(
         [
             b"Obj\x01",
             encode_long(2),
@@ -110,12 +118,11 @@ def decode_columns(bodies: Sequence[bytes], schema_json: str) -> pa.Table | None
         ]
     )
     try:
-        table = polars.read_avro(io.BytesIO(container)).to_arrow()
+        table = polars.read_avro(io.BytesIO(container_file)).to_arrow()
     except Exception as exc:  # polars' own errors have no common base class to name
         log.debug("Avro block not read into columns (%s); decoding it record by record", exc)
         return None
-    fields = json.loads(container_schema)["fields"]
-    if table.num_rows != len(bodies) or table.column_names != [f["name"] for f in fields]:
+    if table.num_rows != len(bodies) or table.column_names != [name for name, _, _ in fields]:
         return None
     sizes = pa.array([len(body) for body in bodies], pa.int64())
     if not pc.all(pc.equal(encoded_sizes(table, fields), sizes)).as_py():
@@ -125,16 +132,13 @@ def decode_columns(bodies: Sequence[bytes], schema_json: str) -> pa.Table | None
     return table
 
 
-def encoded_sizes(table: pa.Table, fields: list[dict[str, Any]]) -> pa.Array:
+def encoded_sizes(table: pa.Table, fields: Sequence[PlainField]) -> pa.Array:
     """The bytes each row takes in Avro's binary encoding of `fields` (plain types, shortest
     varints, as every Avro writer writes them): a record decoded from a body of just that
     many bytes began and ended where its body does."""
-    total = pa.array([0] * table.num_rows, pa.int64())
-    for field, column in zip(fields, table.columns, strict=True):
-        avro_type = field["type"]
-        nullable = isinstance(avro_type, list)
-        plain = next(t for t in avro_type if t != "null") if nullable else avro_type
-        size = _value_sizes(column, plain)
+    total = pa.repeat(pa.scalar(0, pa.int64()), table.num_rows)
+    for (_, avro_type, nullable), column in zip(fields, table.columns, strict=True):
+        size = _value_sizes(column, avro_type)
         if nullable:  # the branch's index (one byte), then the value unless it is null
             size = pc.add(pc.if_else(pc.is_null(column), 0, size), 1)
         total = pc.add(total, size)
