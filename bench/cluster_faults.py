@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 import tempfile
 import time
@@ -45,9 +44,8 @@ from tests.spark_cluster import (
     written_by,
 )
 
-from bench.common import ADMIN_URL_ENV, emit, fresh_database, log, machine
+from bench.common import emit, fresh_database, log, machine, postgres_server
 from tms.hudi.sample_writer.writer import HudiWriter
-from tms.store import start_embedded
 
 ENGINES: dict[str, dict[str, str]] = {
     "spark-submit": {},
@@ -214,12 +212,7 @@ def main() -> int:
     services = [s for s in args.services.split(",") if s]
     rows: list[Row] = []
     facts = machine()
-    with contextlib.ExitStack() as stack:
-        if not os.environ.get(ADMIN_URL_ENV):  # no server named: an embedded one
-            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tms-pg-")))
-            server = start_embedded(folder, cleanup="delete")
-            stack.callback(server.stop)
-            os.environ[ADMIN_URL_ENV] = server.url("postgres")
+    with postgres_server():
         run_engines(engines, services, rows)
     print(table(rows), file=sys.stderr)
     emit({"machine": facts, "rows": [asdict(r) for r in rows], "table": table(rows)}, args.json_out)

@@ -54,6 +54,7 @@ __all__ = [
     "log",
     "machine",
     "percentiles",
+    "postgres_server",
     "profile_breakdown",
     "profile_summary",
     "py_spy",
@@ -120,6 +121,26 @@ class BenchDatabase:
         with self.connect() as conn:
             row = conn.execute("SHOW server_version").fetchone()
         return str(row[0]) if row else "?"
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[str]:
+    """The admin URL of the server the run's databases go on: `TMS_BENCH_DATABASE_URL` when
+    set, else an embedded PostgreSQL started for the run (and named there for
+    `fresh_database`), stopped and deleted at exit."""
+    if os.environ.get(ADMIN_URL_ENV):
+        yield admin_url()
+        return
+    from tms.store import start_embedded
+
+    with tempfile.TemporaryDirectory(prefix="tms-pg-") as folder:
+        server = start_embedded(Path(folder), cleanup="delete")
+        try:
+            os.environ[ADMIN_URL_ENV] = server.url("postgres")
+            yield admin_url()
+        finally:
+            os.environ.pop(ADMIN_URL_ENV, None)
+            server.stop()
 
 
 @contextlib.contextmanager

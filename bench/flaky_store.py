@@ -4,13 +4,15 @@ cut-short bodies), every request of the driver and of the Spark tasks going thro
 
 Per rate, on a fresh merge-on-read table with a metadata table (written with no faults):
 the pull (open + timeline), the callback's probe (`TableProbe.action_of`), the view's
-listing (`tms.view.listing.list_table`), timeline-server markers (`MarkerDirState`, one
-operation per batch), then compaction, clustering, metadata-table compaction (when one is
-due), an index build (the record index) and clean on Spark, as `table_service(action)`
-schedules and executes them. An operation that fails is run again (a job's retry: the
-pending plan is executed again), at most `--attempts` times. Afterwards, with faults off,
-the table must read the same rows through hudi-rs, every pending plan must be gone, every
-marker must be on storage, and every key's record index entry must name its file group.
+listing (`tms.view.listing.list_table`), timeline-server markers (created over HTTP on a
+`tms` API process whose storage calls go through the proxy, `MARKER_BATCH` concurrent
+creates per operation, a create refused with a 5xx sent again as Hudi's writer does), then
+compaction, clustering, metadata-table compaction (when one is due), an index build (the
+record index) and clean on Spark, as `table_service(action)` schedules and executes them.
+An operation that fails is run again (a job's retry: the pending plan is executed again),
+at most `--attempts` times. Afterwards, with faults off, the table must read the same rows
+through hudi-rs, every pending plan must be gone, every marker must be on storage, and
+every key's record index entry must name its file group.
 
 Per operation kind: operations completed, operations that met a fault (and got through),
 attempts failed (run again), operations failed for good, the requests the proxy received
@@ -24,7 +26,6 @@ happen in their worker processes and show as requests).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
@@ -32,19 +33,28 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pyarrow as pa
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import emit, free_port, log, machine
+from bench.common import (
+    api_server,
+    emit,
+    free_port,
+    fresh_database,
+    log,
+    machine,
+    postgres_server,
+)
 from bench.fault_proxy import FAULT_KINDS, FaultProxy
 from bench.storage import CITIES, ENVIRONMENT, CountingMotoServer, WireLog, rows
-from tms.blocking_calls import BlockingCalls
 from tms.hudi.files import timeline_markers
 from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
 from tms.hudi.metadata.reader import MetadataTableReader
@@ -53,8 +63,9 @@ from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.storage.retry import RETRIED
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.transitions import request, transition
 from tms.ingest.probe import TableProbe
-from tms.markers.state import MarkerDirState
 from tms.services.registry import table_service
 from tms.services.runner import ServiceRequest
 from tms.spark_runtime import get_spark
@@ -74,7 +85,12 @@ SERVICES = ("compaction", "clustering", "metadata-compaction", "indexing", "clea
 PLANNING = {"indexing": {"partitions": "record_index"}}
 """What a service plans beyond the defaults: the index build builds the record index."""
 INSTANT = "20260101120000000"
+"""The write instant the markers are created for (made pending, and removed after)."""
 MARKER_BATCH = 20
+MARKER_SENDS = 10
+"""How often a marker create refused with a 5xx is sent before the batch counts as failed."""
+MARKER_ROUTES = "/v1/hoodie/marker"
+MARKER_CREATE = f"{MARKER_ROUTES}/create"
 
 
 @dataclass
@@ -178,7 +194,10 @@ def hudi_rs_read(base: str, endpoint: str) -> pa.Table:
 
 
 def reads(run: Run, base: str, rounds: int) -> None:
+    fault_rate = run.proxy.rate
+    run.proxy.set_rate(0.0)  # what the probe must find, read with no faults
     last = HudiTable.open(base).timeline().instants[-1]
+    run.proxy.set_rate(fault_rate)
 
     def pull() -> bool:
         HudiTable.open(base).timeline()
@@ -199,40 +218,62 @@ def reads(run: Run, base: str, rounds: int) -> None:
         run.operation("view listing", view)
 
 
-def markers(run: Run, base: str, count: int) -> list[str]:
-    """Markers created in batches; a batch whose storage write failed is sent again, as a
-    writer's marker request that got an error is."""
-    calls = BlockingCalls("flaky-markers", threads=2, timeout=120.0)
+def markers(run: Run, base: str, count: int, api: str) -> tuple[list[str], Counter[int]]:
+    """Markers created over the timeline server's routes (`POST /v1/hoodie/marker/create`,
+    as `TimelineServerBasedWriteMarkers` sends it), `MARKER_BATCH` at a time from as many
+    threads as an executor's tasks, for a write instant made pending first (with no
+    faults). A create answered with a 5xx is sent again, as Hudi's writer retries it;
+    returns the names and the statuses of the refusals sent again."""
+    fault_rate = run.proxy.rate
+    run.proxy.set_rate(0.0)  # the writer's instant, written with no faults
+    storage = Storage(base)
+    table = HudiTable.open(base)
+    pending = transition(
+        storage,
+        table.config,
+        request(storage, table.config, INSTANT, Action.DELTA_COMMIT),
+        State.INFLIGHT,
+    )
+    marker_dir = f"{base}/.hoodie/.temp/{INSTANT}"
     names = [
         f"{CITIES[i % 4]}/{i:08d}-0_0-1-0_{INSTANT}.parquet.marker.CREATE" for i in range(count)
     ]
-    state: MarkerDirState | None = None
+    refused: Counter[int] = Counter()
+    http = httpx.Client(base_url=api, timeout=60.0)
+    run.proxy.set_rate(fault_rate)
+
+    def create(name: str) -> None:
+        params = {"markerdirpath": marker_dir, "markername": name}
+        for _ in range(MARKER_SENDS):
+            answer = http.post(MARKER_CREATE, params=params)
+            if answer.status_code == 200:
+                return
+            if answer.status_code < 500:
+                raise AssertionError(f"{answer.status_code}: {answer.text[:200]}")
+            refused[answer.status_code] += 1
+        raise AssertionError(f"{name}: refused {MARKER_SENDS} times")
 
     def batch(chunk: list[str]) -> bool:
-        nonlocal state
-        if state is None:
-            fresh = MarkerDirState(
-                Storage(base), INSTANT, files=2, interval_seconds=0, storage_calls=calls
-            )
-            fresh.load()
-            state = fresh
-        current = state
-
-        async def create() -> list[bool]:
-            return list(await asyncio.gather(*(current.create(n) for n in chunk)))
-
-        try:
-            asyncio.run(create())
-        except Exception:
-            state = None  # a new state reads back what storage holds, as a restart does
-            raise
+        with ThreadPoolExecutor(MARKER_BATCH) as pool:
+            list(pool.map(create, chunk))
         return True
 
     for start in range(0, count, MARKER_BATCH):
         run.operation(
-            "markers (batch of 20)", lambda c=names[start : start + MARKER_BATCH]: batch(c)
+            "markers over HTTP (batch of 20)",
+            lambda c=names[start : start + MARKER_BATCH]: batch(c),
         )
-    return names
+    run.proxy.set_rate(0.0)
+    listed = http.get(f"{MARKER_ROUTES}/all", params={"markerdirpath": marker_dir})
+    http.close()
+    served = set(listed.json()) if listed.status_code == 200 else set()
+    if served != set(names):
+        log(f"the server lists {len(served & set(names))} of {len(names)} markers")
+    # the write ends without a commit, as an aborted writer's would; the services run next
+    for state in (State.INFLIGHT, State.REQUESTED):
+        storage.delete(table.timeline().instant_path(pending, state))
+    run.proxy.set_rate(fault_rate)
+    return names, refused
 
 
 def service(run: Run, spark: Any, base: str, action: str, retain: int = 1) -> None:
@@ -255,11 +296,18 @@ def service(run: Run, spark: Any, base: str, action: str, retain: int = 1) -> No
 
 
 def one_rate(
-    proxy: FaultProxy, spark: Any, direct: str, rate: float, args: argparse.Namespace
+    proxy: FaultProxy, spark: Any, direct: str, api: str, rate: float, args: argparse.Namespace
 ) -> dict[str, Any]:
-    base = f"s3://{BUCKET}/trips-{uuid.uuid4().hex[:8]}"
+    name = f"trips-{uuid.uuid4().hex[:8]}"
+    base = f"s3://{BUCKET}/{name}"
     proxy.set_rate(0.0)
     build_table(base, args.file_groups, args.rows_per_file)
+    registered = httpx.post(
+        f"{api}/v1/hoodie/service/register",
+        json={"db_name": "bench", "table_name": name, "base_path": base},
+        timeout=60.0,
+    )
+    registered.raise_for_status()
     before = snapshot_rows(base, direct)
     run = Run(proxy, args.attempts)
     started = time.monotonic()
@@ -267,7 +315,7 @@ def one_rate(
     log(f"rate {rate:.0%}: reads")
     reads(run, base, args.rounds)
     log(f"rate {rate:.0%}: markers")
-    names = markers(run, base, args.markers)
+    names, refused = markers(run, base, args.markers, api)
     unchanged = True
     for action in SERVICES:
         log(f"rate {rate:.0%}: {action}")
@@ -292,6 +340,7 @@ def one_rate(
         "rows_unchanged": unchanged,
         "pending_plans_left": {a: p for a, p in pending.items() if p},
         "markers_on_storage": f"{len(stored & set(names))}/{len(names)}",
+        "marker_creates_refused_and_sent_again": dict(refused),
         "record_index": indexed,
         "operations": {kind: tally.as_dict() for kind, tally in run.tallies.items()},
     }
@@ -369,7 +418,16 @@ def main() -> None:
     spark.sparkContext.environment.update(shipped)  # Spark tasks open the table by URI
     spark.sparkContext.parallelize(range(2), 2).map(lambda x: x).collect()
 
-    results = [one_rate(proxy, spark, direct, float(rate), args) for rate in args.rates.split(",")]
+    with (
+        postgres_server(),
+        fresh_database("tms_bench_flaky") as db,
+        # the timeline server's process: its storage calls go through the proxy too
+        api_server(db.url, settings=RETRY_ENVIRONMENT) as timeline_server,
+    ):
+        api = timeline_server.url
+        results = [
+            one_rate(proxy, spark, direct, api, float(rate), args) for rate in args.rates.split(",")
+        ]
     spark.stop()
     proxy.stop()
     server.stop()
@@ -381,7 +439,8 @@ def main() -> None:
             f"{result['rows_unchanged']}; pending plans left: "
             f"{result['pending_plans_left'] or 'none'}; markers on storage: "
             f"{result['markers_on_storage']}; record index entries right: "
-            f"{result['record_index']}"
+            f"{result['record_index']}; marker creates refused and sent again: "
+            f"{result['marker_creates_refused_and_sent_again'] or 'none'}"
         )
     figures = {
         "machine": machine(),

@@ -30,12 +30,20 @@ from tests.e2e.conftest import Service, Services, kill_job_processes
 from tests.hudi.test_fixture_views import rows_of, without_metadata_table
 from tests.hudi.test_metadata_reader import committed_files_on_storage
 from tests.hudi_java.support import HudiSpark
+from tms.hudi.metadata.compaction import (
+    execute_metadata_compaction,
+    schedule_metadata_compaction,
+)
 from tms.hudi.metadata.listing import metadata_file_system_view
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.hudi.task_pause import TASKS_WRITING
+from tms.hudi.timeline.instant import Action
+from tms.services.metadata.clean import METADATA_CLEANER_COMMITS_RETAINED
+from tms.services.metadata.clean import STAGE_PREFIX as METADATA_STAGES
 
 STEPS: dict[str, str] = {
     "plan written": "starting Spark",
@@ -58,10 +66,20 @@ class ServiceSpec:
     extra_params: dict[str, Any] | None = None
     needs_metadata_table: bool = False
     metadata_partitions: tuple[str, ...] = ("files", "record_index")
+    cleans_metadata_table: bool = False
+    """The case is the metadata table's clean, which follows its compaction in one job: the
+    table has slices of an older metadata compaction old enough to go."""
 
     def steps(self, metadata_table: bool) -> dict[str, str]:
         """Kill point → step, for this service (the points it has)."""
-        if self.submit == "clean":  # its metadata commit comes before "committing"
+        if self.cleans_metadata_table:  # the metadata table has no metadata table of its own
+            points = {
+                "plan written": f"{METADATA_STAGES}cleaning",
+                "tasks writing": f"{METADATA_STAGES}{TASKS_WRITING}",
+                "tasks done, before the commit": f"{METADATA_STAGES}committing",
+                "data committed, before the result": "committed",
+            }
+        elif self.submit == "clean":  # its metadata commit comes before "committing"
             points = dict(STEPS)
             points["tasks done, before the metadata commit"] = (
                 "syncing metadata" if metadata_table else "committing"
@@ -92,6 +110,12 @@ SERVICES: dict[str, ServiceSpec] = {
     "clean": ServiceSpec("clean", extra_params={"retained": 1}),
     "metadata compaction": ServiceSpec(
         "metadata-compaction", merge_on_read=True, needs_metadata_table=True
+    ),
+    "metadata clean": ServiceSpec(
+        "metadata-compaction",
+        merge_on_read=True,
+        needs_metadata_table=True,
+        cleans_metadata_table=True,
     ),
     "index build": ServiceSpec(
         "index",
@@ -176,7 +200,22 @@ def table_for(root: Path, case: Case) -> str:
     if spec.submit == "clean":
         writer.upsert(trips(range(80), ts=3))
         writer.upsert(trips(range(80), ts=4))
+    if spec.cleans_metadata_table:
+        age_metadata_slices(table.base_path)
     return table.base_path
+
+
+def age_metadata_slices(base_path: str) -> None:
+    """Compact the metadata table (in this process), then write more commits than its
+    clean retains (Hudi's 20): the compaction the case submits is followed by a clean that
+    deletes the slices this one left behind."""
+    storage = Storage(base_path)
+    instant = schedule_metadata_compaction(storage)
+    assert instant is not None, "the metadata table has nothing to compact"
+    execute_metadata_compaction(storage, instant)
+    for n in range(METADATA_CLEANER_COMMITS_RETAINED + 1):
+        writer = HudiWriter(HudiTable.open(base_path), max_file_rows=10)
+        writer.upsert(trips(range(n % 7, 80, 7), ts=5 + n))
 
 
 COLUMNS = ["id", "ts", "city", "fare"]
@@ -235,8 +274,20 @@ def run_case(services: Services, root: Path, case: Case, hudi: HudiSpark) -> Out
         report = hudi.run("tests.hudi_java.metadata_check:compare", base)
         assert report["problems"] == [], f"Hudi's metadata check: {report['problems']}"
         assert report["files"] > 0, report
+    if spec.cleans_metadata_table:
+        assert_metadata_cleaned(base)
     service.stop()
     return outcome
+
+
+def assert_metadata_cleaned(base_path: str) -> None:
+    """The metadata table's clean completed, deleting files, and none is left pending."""
+    timeline = MetadataTableReader.open(Storage(base_path)).timeline
+    assert timeline.pending([Action.CLEAN]) == [], "a metadata table clean left pending"
+    cleans = timeline.completed([Action.CLEAN])
+    assert cleans, "the metadata table was not cleaned"
+    deleted = timeline.clean_metadata(cleans[-1])["totalFilesDeleted"]
+    assert deleted > 0, "the metadata table's clean deleted nothing"
 
 
 def kill_job(service: Service, engine: str, attempt_id: int) -> list[int]:

@@ -24,9 +24,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.hudi_java]
 DEFAULT = [
     Case("compaction", 9, True, "metadata committed, before the data commit"),
     Case("clustering", 6, True, "tasks writing", "spark-worker"),
+    Case("metadata clean", 9, True, "tasks writing"),
 ]
-"""The default suite's cases: a job killed under the table lock, and a resident worker
-killed among written files (the service starts it again)."""
+"""The default suite's cases: a job killed under the table lock, a resident worker killed
+among written files (the service starts it again), and a job killed while the metadata
+table's clean deletes files, after its compaction committed (the retry finishes it)."""
 FULL = [
     Case(service, version, mdt, step, engine)
     for service, version, mdt, engine in itertools.product(SERVICES, (6, 9), (True, False), ENGINES)

@@ -14,7 +14,10 @@ Steps, each where a crash loses the most:
 - `tasks writing`: in a Spark task, once it has written its file group's files;
 - `metadata committed`: the metadata table's delta commit is complete, the data table's
   instant is not;
-- `committed`: the data table's instant is complete, the service has not been told.
+- `committed`: the data table's instant is complete, the service has not been told;
+- the metadata table's clean after its compaction, in the same job, has steps of its own:
+  `metadata table cleaning` (its plan is inflight, no file deleted), `metadata table tasks
+  writing` (a task deleted its files), `metadata table committing`.
 """
 
 from __future__ import annotations

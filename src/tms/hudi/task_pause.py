@@ -18,16 +18,19 @@ from pathlib import Path
 
 from tms.hudi.fault_pause import hold, pause_point
 
-__all__ = ["ENV", "RELEASE", "after_task_work"]
+__all__ = ["ENV", "RELEASE", "TASKS_WRITING", "after_task_work"]
 
 ENV = "TMS_TASK_PAUSE_DIR"
 RELEASE = "release"
+TASKS_WRITING = "tasks writing"
+"""The fault pause step of a task whose work is done, unless its job names another."""
 
 
-def after_task_work() -> None:
-    """In a Spark task whose files are written: leave this attempt's file and, for a first
-    attempt, wait for the release (when the pause is on)."""
-    pause_point("tasks writing")
+def after_task_work(step: str = TASKS_WRITING) -> None:
+    """In a Spark task whose files are written: hold at the fault pause `step`, then leave
+    this attempt's file and, for a first attempt, wait for the release (when the pause is
+    on)."""
+    pause_point(step)
     folder = os.environ.get(ENV)
     if not folder:
         return

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tms.hudi.storage.requests import RequestKind, counting, record
-from tms.hudi.task_pause import after_task_work
+from tms.hudi.task_pause import TASKS_WRITING, after_task_work
 from tms.services import progress
 from tms.spark_runtime.zip_directories import read_zip_directories_once
 
@@ -46,12 +46,14 @@ def run_tasks(
     description: str = "tms",
     *,
     file_groups: bool = True,
+    pause_step: str = TASKS_WRITING,
 ) -> list[R]:
     """Run `func` on each item in its own Spark task; returns the results in item order.
 
     Items and results must be small and picklable (plans in, figures out): data never passes
     through the driver. `file_groups`: the items are file groups (or clustering groups),
-    counted in the work's progress.
+    counted in the work's progress. `pause_step`: the fault tests' name for the moment each
+    task's work is done (`tms.hudi.task_pause`), where one job runs two services' tasks.
     """
     if not items:
         return []
@@ -61,7 +63,7 @@ def run_tasks(
     rdd = sc.parallelize(indexed, len(indexed))
     if file_groups:
         progress.tasks_started(len(indexed))
-    results: list[tuple[int, R, dict[str, int]]] = rdd.map(_TaskCall(func)).collect()
+    results: list[tuple[int, R, dict[str, int]]] = rdd.map(_TaskCall(func, pause_step)).collect()
     if file_groups:
         progress.tasks_done(len(indexed))
     for _, _, requests in results:
@@ -73,8 +75,9 @@ def run_tasks(
 class _TaskCall:
     """Picklable wrapper that hands the task its TaskInfo and counts its storage requests."""
 
-    def __init__(self, func: Callable[[Any, TaskInfo], Any]) -> None:
+    def __init__(self, func: Callable[[Any, TaskInfo], Any], pause_step: str) -> None:
         self.func = func
+        self.pause_step = pause_step
 
     def __call__(self, pair: tuple[int, Any]) -> tuple[int, Any, dict[str, int]]:
         from pyspark import TaskContext  # on the executor's Python worker, which has Spark
@@ -88,5 +91,5 @@ class _TaskCall:
         )
         with counting() as requests:
             result = self.func(pair[1], info)
-        after_task_work()
+        after_task_work(self.pause_step)
         return pair[0], result, requests.as_dict()

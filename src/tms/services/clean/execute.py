@@ -28,6 +28,7 @@ from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
+from tms.hudi.task_pause import TASKS_WRITING
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
@@ -53,6 +54,7 @@ def execute_clean(
     instant_time: str,
     *,
     heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
+    stage_prefix: str = "",
 ) -> ServiceResult:
     """Delete the files of a pending clean plan on Spark and complete `<ts>.clean`.
 
@@ -62,7 +64,9 @@ def execute_clean(
     run again; a live heartbeat means another job is running it. A Hudi plan's
     `partitionsToBeDeleted` is left alone (a folder without file groups reads as empty, and
     our plans never list any). A plan naming a path outside the table is refused with
-    `UnsafePathError` before the instant moves or any file is deleted.
+    `UnsafePathError` before the instant moves or any file is deleted. `stage_prefix` names
+    its stages apart from those of a job's other service (the metadata table's clean after
+    its compaction), in the work's progress and for the fault tests.
     """
     started = time.monotonic()
     storage, config = table.storage, table.config
@@ -86,9 +90,14 @@ def execute_clean(
             for partition, paths in sorted(files.items())
             for chunk in _chunks(paths, FILES_PER_TASK)
         ]
-        progress.enter("cleaning")  # its tasks are chunks of files, not file groups
+        progress.enter(f"{stage_prefix}cleaning")  # its tasks are chunks of files
         outcomes = run_tasks(
-            spark, _delete_files, items, f"tms clean {instant_time}", file_groups=False
+            spark,
+            _delete_files,
+            items,
+            f"tms clean {instant_time}",
+            file_groups=False,
+            pause_step=f"{stage_prefix}{TASKS_WRITING}",
         )
         partition_metadata = _partition_metadata(plan, files, outcomes)
         deleted = sum(len(p["successDeleteFiles"]) for p in partition_metadata.values())
@@ -109,7 +118,7 @@ def execute_clean(
             "bootstrapPartitionMetadata": {},
             "extraMetadata": plan.get("extraMetadata") or {},
         }
-        progress.enter("committing")
+        progress.enter(f"{stage_prefix}committing")
         with committing(table, instant_time, cancellable=False):
             transition(
                 storage,

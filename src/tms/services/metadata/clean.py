@@ -25,10 +25,18 @@ from tms.services.clean.execute import execute_clean
 from tms.services.clean.plan import KEEP_LATEST_COMMITS, schedule_clean
 from tms.services.execution import ServiceResult
 
-__all__ = ["METADATA_CLEANER_COMMITS_RETAINED", "MetadataTable", "clean_metadata_table"]
+__all__ = [
+    "METADATA_CLEANER_COMMITS_RETAINED",
+    "STAGE_PREFIX",
+    "MetadataTable",
+    "clean_metadata_table",
+]
 
 METADATA_CLEANER_COMMITS_RETAINED = 20
 """Hudi's `DEFAULT_METADATA_CLEANER_COMMITS_RETAINED`."""
+STAGE_PREFIX = "metadata table "
+"""Its stages (`metadata table cleaning`, `metadata table tasks writing`, `metadata table
+committing`), apart from the compaction's that runs before it in the same job."""
 
 
 class MetadataTable(HudiTable):
@@ -62,4 +70,6 @@ def clean_metadata_table(
     instant = schedule_clean(table, policy=KEEP_LATEST_COMMITS, retained=retained)
     if instant is None:
         return None
-    return execute_clean(spark, table, instant, heartbeat_interval=heartbeat_interval)
+    return execute_clean(
+        spark, table, instant, heartbeat_interval=heartbeat_interval, stage_prefix=STAGE_PREFIX
+    )

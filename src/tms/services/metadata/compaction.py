@@ -12,7 +12,7 @@ from typing import Any
 
 from tms.hudi.actions import METADATA_COMPACTION
 from tms.hudi.avro.write_stat import WriteStat
-from tms.hudi.errors import InstantInFlightError
+from tms.hudi.errors import InstantInFlightError, PlanCompletedError
 from tms.hudi.metadata.compaction import (
     CompactionTask,
     compact_file_group,
@@ -63,7 +63,9 @@ class MetadataCompactionExecutor:
     clean (its figure is `files_deleted`). The plan's pending instant, rollback of a crashed
     attempt, inflight and completion are the metadata table's own
     (`tms.hudi.metadata.compaction`): no refusals of the data table, no table lock, conflicts,
-    cancel or metadata sync, which a data table's `CommitActionExecutor` has."""
+    cancel or metadata sync, which a data table's `CommitActionExecutor` has. A retry that finds
+    the compaction completed still runs the clean (a job killed during it leaves its plan
+    pending), then reports the compaction done."""
 
     def execute(
         self,
@@ -86,8 +88,15 @@ class MetadataCompactionExecutor:
             progress.enter("compacting")
             return run_tasks(spark, _task, tasks, description=description)
 
-        with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
-            done = execute_metadata_compaction(table.storage, instant_time, run=on_spark)
+        try:
+            with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
+                done = execute_metadata_compaction(table.storage, instant_time, run=on_spark)
+        except PlanCompletedError:
+            # a retry of a job lost after the compaction committed: its clean, perhaps left
+            # pending on the metadata table, is still this operation's to finish
+            progress.enter("cleaning")
+            clean_metadata_table(spark, table, heartbeat_interval=heartbeat_interval)
+            raise
         progress.enter("cleaning")
         cleaned = clean_metadata_table(spark, table, heartbeat_interval=heartbeat_interval)
         return ServiceResult(
