@@ -26,7 +26,7 @@ import struct
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -108,6 +108,17 @@ class FaultProxy:
     def set_rate(self, rate: float) -> None:
         with self._lock:
             self.rate = rate
+
+    @contextlib.contextmanager
+    def no_faults(self) -> Iterator[None]:
+        """Faults off for the block (a writer's own work beside the measured one), then back
+        at the rate of before."""
+        rate = self.rate
+        self.set_rate(0.0)
+        try:
+            yield
+        finally:
+            self.set_rate(rate)
 
     def snapshot(self) -> Counter[tuple[str, str]]:
         with self._lock:

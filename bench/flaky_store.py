@@ -194,10 +194,8 @@ def hudi_rs_read(base: str, endpoint: str) -> pa.Table:
 
 
 def reads(run: Run, base: str, rounds: int) -> None:
-    fault_rate = run.proxy.rate
-    run.proxy.set_rate(0.0)  # what the probe must find, read with no faults
-    last = HudiTable.open(base).timeline().instants[-1]
-    run.proxy.set_rate(fault_rate)
+    with run.proxy.no_faults():  # what the probe must find
+        last = HudiTable.open(base).timeline().instants[-1]
 
     def pull() -> bool:
         HudiTable.open(base).timeline()
@@ -224,55 +222,52 @@ def markers(run: Run, base: str, count: int, api: str) -> tuple[list[str], Count
     threads as an executor's tasks, for a write instant made pending first (with no
     faults). A create answered with a 5xx is sent again, as Hudi's writer retries it;
     returns the names and the statuses of the refusals sent again."""
-    fault_rate = run.proxy.rate
-    run.proxy.set_rate(0.0)  # the writer's instant, written with no faults
     storage = Storage(base)
-    table = HudiTable.open(base)
-    pending = transition(
-        storage,
-        table.config,
-        request(storage, table.config, INSTANT, Action.DELTA_COMMIT),
-        State.INFLIGHT,
-    )
+    with run.proxy.no_faults():  # the writer's instant
+        table = HudiTable.open(base)
+        pending = transition(
+            storage,
+            table.config,
+            request(storage, table.config, INSTANT, Action.DELTA_COMMIT),
+            State.INFLIGHT,
+        )
     marker_dir = f"{base}/.hoodie/.temp/{INSTANT}"
     names = [
         f"{CITIES[i % 4]}/{i:08d}-0_0-1-0_{INSTANT}.parquet.marker.CREATE" for i in range(count)
     ]
     refused: Counter[int] = Counter()
-    http = httpx.Client(base_url=api, timeout=60.0)
-    run.proxy.set_rate(fault_rate)
+    with httpx.Client(base_url=api, timeout=60.0) as http:
 
-    def create(name: str) -> None:
-        params = {"markerdirpath": marker_dir, "markername": name}
-        for _ in range(MARKER_SENDS):
-            answer = http.post(MARKER_CREATE, params=params)
-            if answer.status_code == 200:
-                return
-            if answer.status_code < 500:
-                raise AssertionError(f"{answer.status_code}: {answer.text[:200]}")
-            refused[answer.status_code] += 1
-        raise AssertionError(f"{name}: refused {MARKER_SENDS} times")
+        def create(name: str) -> None:
+            params = {"markerdirpath": marker_dir, "markername": name}
+            for _ in range(MARKER_SENDS):
+                answer = http.post(MARKER_CREATE, params=params)
+                if answer.status_code == 200:
+                    return
+                if answer.status_code < 500:
+                    raise AssertionError(f"{answer.status_code}: {answer.text[:200]}")
+                refused[answer.status_code] += 1
+            raise AssertionError(f"{name}: refused {MARKER_SENDS} times")
 
-    def batch(chunk: list[str]) -> bool:
-        with ThreadPoolExecutor(MARKER_BATCH) as pool:
-            list(pool.map(create, chunk))
-        return True
+        def batch(chunk: list[str]) -> bool:
+            with ThreadPoolExecutor(MARKER_BATCH) as pool:
+                list(pool.map(create, chunk))
+            return True
 
-    for start in range(0, count, MARKER_BATCH):
-        run.operation(
-            "markers over HTTP (batch of 20)",
-            lambda c=names[start : start + MARKER_BATCH]: batch(c),
-        )
-    run.proxy.set_rate(0.0)
-    listed = http.get(f"{MARKER_ROUTES}/all", params={"markerdirpath": marker_dir})
-    http.close()
+        for start in range(0, count, MARKER_BATCH):
+            run.operation(
+                "markers over HTTP (batch of 20)",
+                lambda c=names[start : start + MARKER_BATCH]: batch(c),
+            )
+        with run.proxy.no_faults():
+            listed = http.get(f"{MARKER_ROUTES}/all", params={"markerdirpath": marker_dir})
     served = set(listed.json()) if listed.status_code == 200 else set()
     if served != set(names):
         log(f"the server lists {len(served & set(names))} of {len(names)} markers")
     # the write ends without a commit, as an aborted writer's would; the services run next
-    for state in (State.INFLIGHT, State.REQUESTED):
-        storage.delete(table.timeline().instant_path(pending, state))
-    run.proxy.set_rate(fault_rate)
+    with run.proxy.no_faults():
+        for state in (State.INFLIGHT, State.REQUESTED):
+            storage.delete(table.timeline().instant_path(pending, state))
     return names, refused
 
 
@@ -320,11 +315,10 @@ def one_rate(
     for action in SERVICES:
         log(f"rate {rate:.0%}: {action}")
         if action == "clean":
-            proxy.set_rate(0.0)  # a writer's commit, so the clean has slices to delete
-            unchanged = snapshot_rows(base, direct).equals(before)
-            HudiWriter.open(base).upsert(rows([0], 4))
-            before = snapshot_rows(base, direct)
-            proxy.set_rate(rate)
+            with proxy.no_faults():  # a writer's commit, so the clean has slices to delete
+                unchanged = snapshot_rows(base, direct).equals(before)
+                HudiWriter.open(base).upsert(rows([0], 4))
+                before = snapshot_rows(base, direct)
         service(run, spark, base, action)
     proxy.set_rate(0.0)
     seconds = time.monotonic() - started

@@ -88,17 +88,19 @@ class MetadataCompactionExecutor:
             progress.enter("compacting")
             return run_tasks(spark, _task, tasks, description=description)
 
+        def clean() -> ServiceResult | None:
+            progress.enter("cleaning")
+            return clean_metadata_table(spark, table, heartbeat_interval=heartbeat_interval)
+
         try:
             with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
                 done = execute_metadata_compaction(table.storage, instant_time, run=on_spark)
         except PlanCompletedError:
             # a retry of a job lost after the compaction committed: its clean, perhaps left
             # pending on the metadata table, is still this operation's to finish
-            progress.enter("cleaning")
-            clean_metadata_table(spark, table, heartbeat_interval=heartbeat_interval)
+            clean()
             raise
-        progress.enter("cleaning")
-        cleaned = clean_metadata_table(spark, table, heartbeat_interval=heartbeat_interval)
+        cleaned = clean()
         return ServiceResult(
             action=METADATA_COMPACTION,
             instant=instant_time,
