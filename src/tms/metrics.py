@@ -204,3 +204,15 @@ VIEW_STORAGE_LISTINGS = Counter(
     "Storage listings the file-system view made (timelines and partitions).",
     registry=REGISTRY,
 )
+HUDI_BUNDLE_FETCHES = Counter(
+    "tms_hudi_bundle_fetches_total",
+    "Fetches of Hudi's Spark bundle this process made for the hudi executor, by outcome "
+    "(fetched, failed).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+HUDI_EXECUTOR_AVAILABLE = Gauge(
+    "tms_hudi_executor_available",
+    "1 when Hudi's Spark bundle is on this instance for the hudi executor, else 0.",
+    registry=REGISTRY,
+)

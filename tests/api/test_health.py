@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -28,6 +29,33 @@ def test_healthz_and_readyz(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.json()["status"] == "ready"
+
+
+def test_readyz_says_whether_the_hudi_executor_can_run(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ready either way (tms's own executor serves what it supports), saying why the Hudi
+    executor is unavailable and what to do."""
+    from starlette.testclient import TestClient
+
+    monkeypatch.setenv("TMS_MAVEN_CACHE", str(tmp_path / "maven"))
+    factory = make_session_factory(engine)
+    cases = [
+        (make_settings(hudi_jars="/opt/hudi/bundle.jar"), "available", "/opt/hudi/bundle.jar"),
+        (make_settings(hudi_cache=tmp_path / "c1"), "absent", "fetched on first need"),
+        (
+            make_settings(hudi_cache=tmp_path / "c2", hudi_fetch=False),
+            "unavailable",
+            "TMS_HUDI_JARS",
+        ),
+    ]
+    for settings, state, said in cases:
+        with TestClient(create_app(settings, factory)) as client:
+            ready = client.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["status"] == "ready"
+        hudi = ready.json()["hudi_executor"]
+        assert hudi["state"] == state and hudi["available"] is (state == "available")
+        assert said in hudi["detail"]
 
 
 @pytest.fixture

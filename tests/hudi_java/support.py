@@ -1,10 +1,11 @@
 """Apache Hudi's own Spark writer and reader for the tests: a Hudi release's Spark bundle,
-fetched with Maven, in a PySpark session of its own.
+fetched as tms fetches its own, in a PySpark session of its own.
 
-The bundles come from Maven's default remote repository (nothing here names a repository)
-into a Maven local repository kept as a cache: `$TMS_MAVEN_CACHE`, else `~/.cache/tms/maven`.
-`.ci/run` fetches them there before pytest (`python -m tests.hudi_java.support`); a test that
-finds a jar there fetches nothing.
+The bundles are fetched by Spark's package resolution from Maven Central (else by Maven when
+it is on PATH) into tms's bundle cache (`~/.cache/tms/hudi`; a Maven local repository at
+`$TMS_MAVEN_CACHE`, else `~/.cache/tms/maven`, is read too). The test command fetches them
+before pytest (`python -m tests.hudi_java.support`); a test that finds a jar there fetches
+nothing, and test processes fetching at once fetch once (the cache's lock file).
 
 Hudi builds a bundle per Spark minor line and Scala version. The releases used here are
 served for Spark 3.5 and Scala 2.12 (`hudi-spark3.5-bundle_2.12`); none for Spark 4, and
@@ -102,10 +103,11 @@ class HudiJavaError(RuntimeError):
     """Hudi's Spark bundle could not be fetched or run."""
 
 
-def fetch(release: HudiRelease, cache: Path | None = None) -> Path:
-    """The release's Spark bundle in the cache, fetched with Maven unless it is there."""
+def fetch(release: HudiRelease) -> Path:
+    """The release's Spark bundle in the cache, fetched as tms fetches its own unless it is
+    there (Spark's package resolution, else Maven)."""
     try:
-        return hudi_bundle.fetch(release.version, cache)
+        return hudi_bundle.fetch(hudi_bundle.BundleSource(), release.version)
     except hudi_bundle.BundleFetchError as exc:
         raise HudiJavaError(str(exc)) from None
 
@@ -317,9 +319,8 @@ def main(argv: Sequence[str]) -> int:
     if argv:
         print("usage: python -m tests.hudi_java.support", file=sys.stderr)
         return 2
-    cache = hudi_bundle.maven_cache()
     for release in RELEASES:
-        jar = fetch(release, cache)
+        jar = fetch(release)
         print(f"{release}: {jar} ({jar.stat().st_size / 1e6:.0f} MB)")
     return 0
 

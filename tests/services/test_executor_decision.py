@@ -230,6 +230,7 @@ def test_the_bundle_is_the_configured_jars_else_the_cached_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TMS_MAVEN_CACHE", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # an empty bundle cache
     assert hudi_jars() == [] and hudi_spark_conf([]) == {}
     jar = bundle_in_cache()
     jar.parent.mkdir(parents=True)

@@ -12,6 +12,7 @@ import typer
 from tms.cli.remote import AsJson, Token, Url, connect, service_url
 from tms.cli.render import echo_json, print_rows
 from tms.cli.serve import load_or_exit, setup_logging
+from tms.engines.hudi_bundle import bundle_source
 from tms.worker import ResidentWorker, WorkerOptions
 
 __all__ = ["worker", "workers_app"]
@@ -75,6 +76,7 @@ def worker(
         max_memory_mb=settings.worker_max_memory_mb if max_memory_mb is None else max_memory_mb,
         parent_pid=parent_pid,
         hudi_jars=settings.hudi_jars,
+        hudi_source=bundle_source(settings),
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -156,7 +156,27 @@ class Settings(BaseSettings):
     hudi_jars: str | None = Field(
         None,
         description="jars of Hudi's Spark bundle for the hudi executor, comma-separated; "
-        "unset = the bundle tms fetched into the Maven cache, when it is there",
+        "unset = the bundle in `TMS_HUDI_CACHE`, fetched there on first need",
+    )
+    hudi_cache: Path | None = Field(
+        None,
+        description="where Hudi's Spark bundle is kept once fetched; unset = `~/.cache/tms/hudi`",
+    )
+    hudi_fetch: bool = Field(
+        True,
+        description="fetch Hudi's Spark bundle on first need when `TMS_HUDI_JARS` names none "
+        "and the cache has none (Spark's package resolution, else Maven when on PATH)",
+    )
+    hudi_repositories: str | None = Field(
+        None,
+        description="Maven repositories the bundle is fetched from, comma-separated "
+        "(`spark.jars.repositories`: a mirror); unset = Maven Central and what Spark's "
+        "`spark-defaults.conf` names",
+    )
+    hudi_ivy_settings: Path | None = Field(
+        None,
+        description="an Ivy settings file for the bundle's fetch (`spark.jars.ivySettings`: "
+        "resolvers, credentials)",
     )
     scheduler_interval_seconds: float = Field(1.0, gt=0, description="scheduler tick period")
     max_running_per_instance: int = Field(

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from tms.executors import AUTO
+
 __all__ = ["Engine", "JobHandle", "LaunchError", "LaunchSpec"]
 
 
@@ -31,6 +33,9 @@ class LaunchSpec:
     resource: str | None = None
     parallelism: int | None = None
     extra_params: Mapping[str, Any] = field(default_factory=dict)
+    executor: str = AUTO
+    """Who the operation asked to run its plans (`tms.executors`): Hudi's bundle goes on
+    the job's Spark unless `native`."""
 
     @property
     def app_name(self) -> str:

@@ -25,7 +25,9 @@ from tms.config.spark_conf import (
     is_spark_key,
 )
 from tms.engines.base import JobHandle, LaunchError, LaunchSpec
+from tms.engines.hudi_bundle import bundle_fetcher
 from tms.engines.process import start_process
+from tms.executors import NATIVE
 from tms.spark_runtime import ensure_java
 from tms.spark_runtime.hudi_bundle import hudi_jars, hudi_spark_conf
 from tms.spark_runtime.package import package_zip
@@ -177,6 +179,11 @@ def build_env(
     return env
 
 
+HUDI_FETCH_WAIT_SECONDS = 300.0
+"""How long a launch waits for Hudi's bundle while it is first fetched; past it, the job runs
+without (native serves it, or it fails naming `TMS_HUDI_JARS`), and later launches have it."""
+
+
 class SparkSubmitEngine:
     """Runs `spark-submit` as a detached process group per attempt (client deploy mode: the
     job driver runs on this host, so it reaches the API at `public_url`)."""
@@ -186,7 +193,9 @@ class SparkSubmitEngine:
         self._zip_lock = threading.Lock()
         self._zip: Path | None = None
 
-    def options(self) -> SubmitOptions:
+    def options(self, executor: str = NATIVE) -> SubmitOptions:
+        """The service's part of a launch; an operation whose executor may be Hudi's code
+        (`auto`, `hudi`) gets Hudi's bundle, fetched on first need."""
         home = spark_home(self._settings.spark_home)
         master = self._settings.spark_master
         py_files = None if is_local_master(master) else str(self._package())
@@ -195,11 +204,17 @@ class SparkSubmitEngine:
             master,
             py_files=py_files,
             allowed=allow_list(self._settings),
-            hudi_conf=hudi_spark_conf(hudi_jars(self._settings.hudi_jars)),
+            hudi_conf=hudi_spark_conf(self._hudi_jars(executor)),
         )
 
+    def _hudi_jars(self, executor: str) -> list[str]:
+        configured = self._settings.hudi_jars
+        if executor == NATIVE:
+            return hudi_jars(configured, bundle_fetcher(self._settings).source)
+        return bundle_fetcher(self._settings).jars(configured, wait=HUDI_FETCH_WAIT_SECONDS)
+
     def launch(self, launch: LaunchSpec) -> JobHandle:
-        options = self.options()
+        options = self.options(launch.executor)
         submit = Path(options.spark_submit)
         if not submit.is_file() or not os.access(submit, os.X_OK):
             raise LaunchError(f"spark-submit not found or not executable at {submit}")

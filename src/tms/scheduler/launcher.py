@@ -28,6 +28,7 @@ class ClaimedJob:
     resource: str | None
     parallelism: int | None
     extra_params: dict[str, Any]
+    executor: str
     run_times: int
     due_at: datetime
     claimed_at: datetime
@@ -46,6 +47,7 @@ class ClaimedJob:
             resource=op.resource,
             parallelism=op.parallelism,
             extra_params=dict(op.extra_params or {}),
+            executor=op.executor,
             run_times=op.run_times,
             due_at=op.next_run_at,
             claimed_at=attempt.started_at,
@@ -84,6 +86,7 @@ def launch_spec(job: ClaimedJob, *, api_url: str, log_dir: Path) -> LaunchSpec:
         resource=job.resource,
         parallelism=job.parallelism,
         extra_params=job.extra_params,
+        executor=job.executor,
     )
 
 

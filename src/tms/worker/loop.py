@@ -22,7 +22,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,12 @@ from tms.jobs.context import ATTEMPT, AttemptLogFilter
 from tms.jobs.control import JobControl
 from tms.jobs.runner import JobRunner
 from tms.spark_runtime import get_spark
-from tms.spark_runtime.hudi_bundle import hudi_jars, hudi_spark_conf
+from tms.spark_runtime.hudi_bundle import (
+    UNAVAILABLE_HINT,
+    BundleSource,
+    fetcher,
+    hudi_spark_conf,
+)
 from tms.spark_runtime.package import package_zip
 from tms.worker.client import ClaimedAttempt, WorkerApiError, WorkerClient
 
@@ -61,8 +65,9 @@ class WorkerOptions:
     parent_pid: int | None = None
     """Stop when this process (the `tms serve` that started the worker) is gone."""
     hudi_jars: str | None = None
-    """`TMS_HUDI_JARS`: Hudi's Spark bundle for the `hudi` executor, found as
-    `tms.spark_runtime.hudi_bundle.hudi_jars` finds it."""
+    """`TMS_HUDI_JARS`: Hudi's Spark bundle for the `hudi` executor; unset, the bundle in
+    `hudi_source`'s cache, fetched there before the SparkSession starts when missing."""
+    hudi_source: BundleSource = field(default_factory=BundleSource)
     worker_id: str = field(
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     )
@@ -80,6 +85,20 @@ def worker_session(master: str, slots: int, hudi_jars: tuple[str, ...] = ()) -> 
 
 
 class ResidentWorker:
+    def _start_session(self, master: str, slots: int) -> Any:
+        """A SparkSession with Hudi's bundle for attempts that run Hudi's code: fetched first
+        (once, into the cache the service shares) when it is missing; without it when it
+        cannot be had, so tms's own executor still serves."""
+        options = self.options
+        bundle = fetcher(options.hudi_source)
+        jars = bundle.jars(options.hudi_jars, wait=None)
+        if not jars:
+            log.warning(
+                "the hudi executor is unavailable on this worker: %s",
+                bundle.status(options.hudi_jars).detail or UNAVAILABLE_HINT,
+            )
+        return worker_session(master, slots, tuple(jars))
+
     def __init__(
         self,
         options: WorkerOptions,
@@ -88,9 +107,7 @@ class ResidentWorker:
         client: WorkerClient | None = None,
     ) -> None:
         self.options = options
-        self._session_factory = session_factory or partial(
-            worker_session, hudi_jars=tuple(hudi_jars(options.hudi_jars))
-        )
+        self._session_factory = session_factory or self._start_session
         self._client = client or WorkerClient(options.api_url, options.worker_id, options.token)
         self._lock = threading.Condition()
         self._running: dict[int, int] = {}

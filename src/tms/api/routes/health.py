@@ -14,6 +14,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics
+from tms.engines.hudi_bundle import bundle_fetcher
 from tms.store import (
     Action,
     OperationStatus,
@@ -103,7 +104,21 @@ async def readyz(request: Request) -> JSONResponse:
     reason = await check.reason_not_ready(READY_TIMEOUT_SECONDS)
     if reason is not None:
         return _failing("not_ready", reason)
-    return JSONResponse({"status": "ready", "revision": head_revision()})
+    return JSONResponse(
+        {"status": "ready", "revision": head_revision(), "hudi_executor": _hudi(request)}
+    )
+
+
+def _hudi(request: Request) -> dict[str, str | bool]:
+    """Whether the `hudi` executor can run from here: its bundle configured or cached, being
+    fetched, fetched on first need, or unavailable with the reason and what to do. The
+    service is ready either way: tms's own executor serves what it supports."""
+    settings = getattr(request.app.state, "settings", None)
+    if settings is None:
+        return {"available": False, "state": "unknown", "detail": "no settings"}
+    status = bundle_fetcher(settings).status(settings.hudi_jars)
+    metrics.HUDI_EXECUTOR_AVAILABLE.set(1 if status.available else 0)
+    return status.to_dict()
 
 
 def _failing(status: str, reason: str) -> JSONResponse:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tms.hudi.errors import UnsupportedTableError
+from tms.spark_runtime.hudi_bundle import UNAVAILABLE_HINT
 
 __all__ = [
     "HUDI_EXTENSION",
@@ -44,9 +45,8 @@ def ensure_hudi(spark: Any) -> None:
     """`UnsupportedTableError` when the job's Spark has no Hudi bundle to run."""
     if not has_hudi(spark):
         raise UnsupportedTableError(
-            "Hudi's executor needs Hudi's Spark bundle on the job's Spark "
-            f"(spark.jars and spark.sql.extensions={HUDI_EXTENSION}); the service adds them "
-            "when it finds the bundle (TMS_HUDI_JARS)"
+            "Hudi's executor needs Hudi's Spark bundle, and the job's Spark has none (the "
+            f"service could not fetch it: see /readyz): {UNAVAILABLE_HINT}"
         )
 
 
