@@ -4,19 +4,16 @@ one line that says what to do when it cannot be had."""
 
 from __future__ import annotations
 
-import shutil
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.hudi_java.support import HUDI_1_2
-from tests.hudi_java.support import fetch as fetch_release
+from tests.hudi_java.bundle_mirror import ivy_settings, make_mirror
 from tms.config import Settings
 from tms.engines.hudi_bundle import bundle_fetcher
 from tms.spark_runtime.hudi_bundle import (
     HUDI_ARTIFACT,
-    HUDI_GROUP,
     HUDI_VERSION,
     BundleFetcher,
     BundleFetchError,
@@ -25,28 +22,6 @@ from tms.spark_runtime.hudi_bundle import (
     fetch,
     hudi_jars,
 )
-
-POM = f"""<?xml version="1.0" encoding="UTF-8"?>
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>{HUDI_GROUP}</groupId>
-  <artifactId>{HUDI_ARTIFACT}</artifactId>
-  <version>{HUDI_VERSION}</version>
-</project>
-"""
-
-
-def _ivy_settings(path: Path, root: Path) -> Path:
-    """An Ivy settings file whose only resolver is the Maven repository at `root`."""
-    path.write_text(
-        "<ivysettings>\n"
-        '  <settings defaultResolver="mirror"/>\n'
-        "  <resolvers>\n"
-        f'    <ibiblio name="mirror" m2compatible="true" root="{root.as_uri()}"/>\n'
-        "  </resolvers>\n"
-        "</ivysettings>\n"
-    )
-    return path
 
 
 @pytest.fixture
@@ -63,13 +38,7 @@ def no_maven_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def mirror(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A Maven repository on local disk holding the bundle, as a site's mirror would."""
-    root = tmp_path_factory.mktemp("mirror")
-    folder = root.joinpath(*HUDI_GROUP.split("."), HUDI_ARTIFACT, HUDI_VERSION)
-    folder.mkdir(parents=True)
-    shutil.copyfile(fetch_release(HUDI_1_2), folder / f"{HUDI_ARTIFACT}-{HUDI_VERSION}.jar")
-    (folder / f"{HUDI_ARTIFACT}-{HUDI_VERSION}.pom").write_text(POM)
-    return root
+    return make_mirror(tmp_path_factory.mktemp("mirror"))
 
 
 @pytest.mark.spark
@@ -77,7 +46,7 @@ def test_an_empty_cache_is_filled_from_the_mirror_an_ivy_settings_file_names(
     tmp_path: Path, mirror: Path, no_maven_cache: None
 ) -> None:
     cache = tmp_path / "hudi"
-    source = BundleSource(cache=cache, ivy_settings=str(_ivy_settings(tmp_path / "i.xml", mirror)))
+    source = BundleSource(cache=cache, ivy_settings=str(ivy_settings(tmp_path / "i.xml", mirror)))
     assert cached_bundle(source) is None and hudi_jars(None, source) == []
 
     jar = fetch(source)
@@ -96,7 +65,7 @@ def test_a_bundle_that_cannot_be_fetched_leaves_the_executor_unavailable_with_wh
     empty = tmp_path / "empty-mirror"
     empty.mkdir()
     source = BundleSource(
-        cache=tmp_path / "hudi", ivy_settings=str(_ivy_settings(tmp_path / "i.xml", empty))
+        cache=tmp_path / "hudi", ivy_settings=str(ivy_settings(tmp_path / "i.xml", empty))
     )
     bundle = BundleFetcher(source)
     told: list[tuple[bool, str]] = []
