@@ -20,7 +20,9 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictInt,
+    WithJsonSchema,
 )
+from pydantic_core import PydanticCustomError
 
 from tms.executors import ExecutorChoice, parse_executor
 from tms.http.fields import (
@@ -48,6 +50,7 @@ __all__ = [
     "Instant",
     "Label",
     "Lenient",
+    "Parallelism",
     "Priority",
     "Resource",
     "Strict",
@@ -60,6 +63,7 @@ __all__ = [
     "normalize_resource",
     "parse_action",
     "parse_extra_params",
+    "parse_parallelism",
 ]
 
 MAX_ID = 2**63 - 1
@@ -195,7 +199,52 @@ Executor = Annotated[
     ),
 ]
 """Executor choices (`tms.executors`, case-insensitive): `auto`, `native`, `hudi`."""
+
+MAX_PARALLELISM = 100_000
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+_NOT_WHOLE = "expected a whole number of tasks such as 1000, as an integer or a string of digits"
+
+
+def parse_parallelism(value: Any) -> Any:
+    """RFC-43's design writes `parallelism` as a string (`"1000"`), so a string of ASCII
+    digits is the number; integers are range-checked alike, and other types (`true`, 1.5)
+    go on to the strict integer check."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            raise PydanticCustomError(
+                "int_parsing", "must not be blank (leave it out for the engine's own)"
+            )
+        if not _WHOLE.fullmatch(text):
+            raise PydanticCustomError("int_parsing", _NOT_WHOLE)
+        # Twelve digits are out of range already: more need not be read.
+        digits = text.lstrip("+-").lstrip("0")[:12] or "0"
+        value = -int(digits) if text.startswith("-") else int(digits)
+    if value < 1:
+        raise PydanticCustomError("greater_than_equal", "must be at least 1")
+    if value > MAX_PARALLELISM:
+        raise PydanticCustomError(
+            "less_than_equal", "must be at most {maximum}", {"maximum": MAX_PARALLELISM}
+        )
+    return value
+
+
+Parallelism = Annotated[
+    StrictInt,
+    BeforeValidator(parse_parallelism),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "integer", "minimum": 1, "maximum": MAX_PARALLELISM},
+                {"type": "string", "pattern": r"^\s*\+?0*([1-9][0-9]{0,4}|100000)\s*$"},
+            ]
+        }
+    ),
+]
+"""Tasks of a job's Spark stages, 1 to 100000: an integer, or RFC-43's string of digits."""
 Priority = Annotated[StrictInt, Field(ge=-1_000_000, le=1_000_000)]
 Count = Annotated[StrictInt, Field(ge=0, le=1_000_000)]
 """Numbers of request bodies are strict: `true` is not 1 (nor `"5"` 5); a float field takes
-integers too."""
+integers too. `Parallelism` alone also takes digits in a string, as RFC-43 writes it."""

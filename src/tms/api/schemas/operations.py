@@ -17,6 +17,7 @@ from tms.api.schemas.common import (
     Instant,
     Label,
     Lenient,
+    Parallelism,
     Priority,
     Resource,
 )
@@ -69,7 +70,9 @@ def shown_error(text: str | None) -> str | None:
 
 
 class SubmitIn(Lenient):
-    """RFC-43 submit. Without `instant` the job schedules the plan itself."""
+    """RFC-43 submit, taking the design's example body as written (`"parallelism": "1000"`,
+    `"execution_engine": "Spark"`, `"extra_params": ""`, a 14-digit instant). Without
+    `instant` the job schedules the plan itself."""
 
     db_name: Identifier
     table_name: Identifier
@@ -77,11 +80,15 @@ class SubmitIn(Lenient):
     queue: Label | None = None
     instant: Instant | None = None
     resource: Resource | None = Field(None, description="driver:executor memory, e.g. 4g:4g")
-    parallelism: int | None = Field(None, strict=True, ge=1, le=100_000)
+    parallelism: Parallelism | None = Field(
+        None,
+        description="spark.default.parallelism of the job, 1 to 100000: an integer or, as "
+        'RFC-43 writes it, a string of digits ("1000")',
+    )
     execution_engine: Engine = Field(
         "spark",
         description="spark (a resident worker when one serves the queue, else spark-submit), "
-        "spark-submit or spark-worker",
+        "spark-submit or spark-worker; case-insensitive (RFC-43 writes Spark)",
     )
     executor: Executor | None = Field(
         None,
@@ -89,7 +96,9 @@ class SubmitIn(Lenient):
         "`executor`, else the instance's `TMS_EXECUTOR`",
     )
     extra_params: ExtraParams = Field(
-        default_factory=dict, description="Spark settings; values are stored as strings"
+        default_factory=dict,
+        description='Spark settings: an object, or k1=v1;k2=v2 ("" for none, as RFC-43 '
+        "writes it); values are stored as strings",
     )
     priority: Priority | None = None
     max_retries: int | None = Field(None, strict=True, ge=0, le=100)
@@ -97,6 +106,8 @@ class SubmitIn(Lenient):
 
 
 class RemoveIn(Lenient):
+    """RFC-43 remove: the operation of this table, action and instant (17 or 14 digits)."""
+
     db_name: Identifier
     table_name: Identifier
     instant: Instant
