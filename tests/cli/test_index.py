@@ -15,7 +15,7 @@ from tms.cli import app
 from tms.hudi.sample_writer.new_table import create_table
 from tms.serve import RunningService
 from tms.services import runner
-from tms.services.execution import ServiceResult
+from tms.services.registry import ExecutorDecision
 
 
 @pytest.fixture
@@ -94,9 +94,11 @@ def requests(monkeypatch: pytest.MonkeyPatch) -> list[runner.ServiceRequest]:
     """What `tms run` hands the service runner; the service itself is not run."""
     seen: list[runner.ServiceRequest] = []
 
-    def run_service(table: object, request: runner.ServiceRequest) -> ServiceResult | None:
+    def run_service(
+        table: object, request: runner.ServiceRequest, bundle: runner.BundleJars
+    ) -> runner.ServiceRun:
         seen.append(request)
-        return None
+        return runner.ServiceRun(ExecutorDecision("native"))
 
     monkeypatch.setattr(runner, "run_service", run_service)
     return seen
@@ -109,7 +111,7 @@ def _run(*args: str) -> tuple[int, str]:
 
 def test_run_indexing_parses_its_flags(table: str, requests: list[runner.ServiceRequest]) -> None:
     code, out = _run("indexing", "--base-path", table, "--partitions", "record_index, files")
-    assert (code, out.strip()) == (0, "indexing: nothing to schedule")
+    assert (code, out.splitlines()[0]) == (0, "indexing: nothing to schedule")
     (built,) = requests
     assert (built.service, built.partitions, built.drop) == (
         "indexing",
@@ -126,6 +128,8 @@ def test_run_indexing_parses_its_flags(table: str, requests: list[runner.Service
         "service": "indexing",
         "state": "DROPPED",
         "partitions": ["column_stats"],
+        "executed_by": "native",
+        "native_declined": None,
     }
     assert (requests[1].partitions, requests[1].drop) == (("column_stats",), True)
 

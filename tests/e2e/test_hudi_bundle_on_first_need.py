@@ -11,25 +11,16 @@ import pytest
 
 from tests.e2e.conftest import TEST_SETTINGS, Service, Services
 from tests.hudi_java.bundle_mirror import ivy_settings, make_mirror
-from tests.hudi_java.support import HUDI_1_2, HudiSpark, keyed_table
+from tests.hudi_java.support import HUDI_1_2, HudiSpark
+from tests.hudi_java.test_every_table_serviced import FEATURES, rows, writer_options
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA
 from tms.hudi.table import HudiTable
 from tms.spark_runtime.hudi_bundle import HUDI_ARTIFACT, HUDI_VERSION
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi_java]
 
-DECLINED = "timestamp key generator"
-TIMESTAMP_KEYS = {
-    "hoodie.datasource.write.keygenerator.class": (
-        "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
-    ),
-    "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
-    "hoodie.keygen.timebased.output.dateformat": "yyyyMMdd",
-    "hoodie.metadata.index.column.stats.enable": "true",
-    "hoodie.metadata.index.partition.stats.enable": "true",
-    "hoodie.datasource.write.partitionpath.field": "ts",
-    "hoodie.parquet.small.file.limit": "0",  # each insert its own file groups: to cluster
-}
+FEATURE = next(f for f in FEATURES if f.name == "timestamp_keygen_partition_stats_v9")
+"""A version 9 table whose partition stats cover a timestamp key generator's field."""
 
 
 def test_auto_fetches_hudis_bundle_into_an_empty_cache_and_hudis_code_completes_it(
@@ -37,13 +28,12 @@ def test_auto_fetches_hudis_bundle_into_an_empty_cache_and_hudis_code_completes_
 ) -> None:
     hudi = hudi_spark(HUDI_1_2)
     path = tmp_path / "events"
-    options = {**keyed_table(path.name, "COPY_ON_WRITE"), **TIMESTAMP_KEYS}
-    day = 86_400_000
+    options = writer_options(FEATURE, path)
     for start in (0, 4):
-        keys = range(start, start + 4)
-        batch = [(f"k{i}", 1_700_000_000_000 + (i % 2) * day, "x", float(i)) for i in keys]
+        batch = rows(start, start + 4, 1_700_000_000_000)
         hudi.write(path, batch, SCHEMA, {**options, "hoodie.datasource.write.operation": "insert"})
-    assert any(DECLINED in r for r in HudiTable.open(str(path)).unsupported_features())
+    refusals = HudiTable.open(str(path)).unsupported_features()
+    assert any(FEATURE.declined in reason for reason in refusals), refusals
     before = sorted(hudi.read(path, COLUMNS))
 
     cache = tmp_path / "bundle-cache"
@@ -76,7 +66,7 @@ def test_auto_fetches_hudis_bundle_into_an_empty_cache_and_hudis_code_completes_
 
     assert operation["status"] == "COMPLETED", operation
     assert operation["executed_by"] == "hudi"
-    assert DECLINED in operation["native_declined"]
+    assert FEATURE.declined in operation["native_declined"]
     jar = cache / f"{HUDI_ARTIFACT}-{HUDI_VERSION}.jar"
     assert jar.is_file()
     ready = service.get("/readyz")["hudi_executor"]

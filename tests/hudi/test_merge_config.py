@@ -300,7 +300,7 @@ def test_tms_run_refuses_merging_it_cannot_reproduce_and_writes_nothing(
     base = v6_table(tmp_path, props)
     before = listing(base)
 
-    result = CliRunner().invoke(app, ["run", service, "--base-path", base])
+    result = CliRunner().invoke(app, ["run", service, "--base-path", base, "--executor", "native"])
 
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
@@ -314,7 +314,9 @@ def test_tms_run_refuses_a_custom_merge_mode(tmp_path: Path) -> None:
     base = v6_table(tmp_path, {"hoodie.record.merge.mode": "CUSTOM"})
     before = listing(base)
 
-    result = CliRunner().invoke(app, ["run", "compaction", "--base-path", base])
+    result = CliRunner().invoke(
+        app, ["run", "compaction", "--base-path", base, "--executor", "native"]
+    )
 
     assert result.exit_code == 2, result.output
     assert "CUSTOM" in result.stderr and "EVENT_TIME_ORDERING" in result.stderr
@@ -347,7 +349,9 @@ def test_tms_run_refuses_virtual_keys_it_cannot_compute_saying_why(
     base = v6_table(tmp_path, {"hoodie.populate.meta.fields": "false", **props})
     before = listing(base)
 
-    result = CliRunner().invoke(app, ["run", "compaction", "--base-path", base])
+    result = CliRunner().invoke(
+        app, ["run", "compaction", "--base-path", base, "--executor", "native"]
+    )
 
     assert result.exit_code == 2, result.output
     assert "hoodie.populate.meta.fields=false" in result.stderr

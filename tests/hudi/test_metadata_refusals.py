@@ -87,7 +87,9 @@ def test_tms_run_refuses_it_untouched(tmp_path: Path, case: str) -> None:
     change, reason = CASES[case]
     change(root)
     before = checksums(root)
-    result = CliRunner().invoke(app, ["run", "clean", "--base-path", str(root)])
+    result = CliRunner().invoke(
+        app, ["run", "clean", "--base-path", str(root), "--executor", "native"]
+    )
     assert result.exit_code == 2, result.output
     assert reason in result.stderr
     assert checksums(root) == before

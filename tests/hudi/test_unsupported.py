@@ -114,7 +114,7 @@ def test_tms_run_refuses_and_writes_nothing(
     base = table_with(tmp_path, case, table_version)
     before = listing(base)
 
-    result = CliRunner().invoke(app, ["run", service, "--base-path", base])
+    result = CliRunner().invoke(app, ["run", service, "--base-path", base, "--executor", "native"])
 
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)

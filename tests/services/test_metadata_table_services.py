@@ -319,7 +319,9 @@ def test_a_metadata_partition_being_built_is_refused_untouched(
     )
     properties.write_text(text)
     before = checksums(fixture_root)
-    result = CliRunner().invoke(app, ["run", service, "--base-path", str(fixture_root)])
+    result = CliRunner().invoke(
+        app, ["run", service, "--base-path", str(fixture_root), "--executor", "native"]
+    )
     assert result.exit_code == 2, result.output
     assert "expr_index_amount" in result.stderr and "being built" in result.stderr
     assert checksums(fixture_root) == before

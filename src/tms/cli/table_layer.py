@@ -13,6 +13,9 @@ import typer
 
 from tms.cli.render import cell, print_rows
 from tms.cli.run_output import RunLog, StagePrinter, default_log_file
+from tms.config import load_settings
+from tms.engines.hudi_bundle import bundle_fetcher
+from tms.executors import AUTO, HUDI, NATIVE
 from tms.hudi.errors import HudiError
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.table import HudiTable
@@ -111,8 +114,25 @@ RESULT_NOTES = {
     "duration_seconds": "executing the plan",
     "wall_seconds": "the whole command: opening the table, planning, starting Spark, executing",
     "log_file": "Spark's output and the libraries' logs",
+    "executed_by": "native: tms's own code; hudi: Apache Hudi's table-service code",
 }
 """What `tms run` says next to a figure of its result whose scope is not plain."""
+
+
+class Executor(enum.StrEnum):
+    """The choices of `tms.executors`, the service's."""
+
+    auto = AUTO
+    native = NATIVE
+    hudi = HUDI
+
+
+def _hudi_bundle() -> list[str]:
+    """Hudi's Spark bundle for a run Hudi's code serves (`TMS_HUDI_JARS`, else the cached
+    bundle, else fetched into the cache as the service fetches it); [] when it cannot be
+    had. The settings are read only then: a run tms's own code serves needs none of them."""
+    settings = load_settings()
+    return bundle_fetcher(settings).jars(settings.hudi_jars, wait=None)
 
 
 class Service(enum.StrEnum):
@@ -202,6 +222,15 @@ def run(
             "logs go; default .tms/logs/run/<service>-<UTC time>.log.",
         ),
     ] = None,
+    executor: Annotated[
+        Executor,
+        typer.Option(
+            case_sensitive=False,
+            help="Who plans and runs the plan: auto (tms's own code where it serves the table, "
+            "else Apache Hudi's table-service code, with Hudi's Spark bundle), native (tms's "
+            "own code; a table it declines is refused), hudi (Hudi's code).",
+        ),
+    ] = Executor.auto,
     as_json: AsJson = False,
 ) -> None:
     """Schedule (unless --instant is given) and execute a table service on Spark.
@@ -209,7 +238,9 @@ def run(
     Prints each stage (planning, starting Spark, compacting, committing, ...) and the file
     groups done out of planned as they change (on stderr with --json); Spark's output goes
     to --log-file, named when Spark starts and in the result. duration_seconds covers
-    executing the plan, wall_seconds the whole command.
+    executing the plan, wall_seconds the whole command. A pending plan of the service is
+    run rather than planning a new one. executed_by says whose code ran (native or hudi),
+    native_declined why tms's own code declined the table (--executor auto).
 
     indexing: builds the metadata partitions --partitions names (drops them with --drop)."""
     started = time.monotonic()
@@ -231,6 +262,7 @@ def run(
         drop=drop,
         heartbeat_interval=heartbeat_interval,
         jvm_output=log_path,
+        executor=executor.value,
     )
     printer = StagePrinter(
         service.value,
@@ -240,27 +272,44 @@ def run(
     )
     try:
         with RunLog(log_path), printer:
-            result = runner.run_service(table, request)
+            done = runner.run_service(table, request, _hudi_bundle)
     except (HudiError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
+    decided = done.figures()
+    result = done.result
     if result is None and drop:
         dropped = {"service": service.value, "state": "DROPPED", "partitions": index_partitions}
         text = f"{service.value}: dropped {', '.join(index_partitions)}"
-        typer.echo(json.dumps(dropped) if as_json else text)
+        _print_outcome({**dropped, **decided}, text, as_json)
         return
     if result is None:
-        message = {"service": service.value, "state": "NOTHING_TO_DO"}
-        typer.echo(json.dumps(message) if as_json else f"{service.value}: nothing to schedule")
+        message = {"service": service.value, "state": "NOTHING_TO_DO", **decided}
+        _print_outcome(message, f"{service.value}: nothing to schedule", as_json)
         return
     figures: dict[str, Any] = {
         **result.to_dict(),
+        **decided,
+        "adopted_pending_plan": done.adopted,
         "wall_seconds": round(time.monotonic() - started, 3),
         "log_file": str(log_path),
     }
     if as_json:
         typer.echo(json.dumps(figures, indent=2))
         return
+    _print_figures(figures)
+
+
+def _print_outcome(outcome: dict[str, Any], line: str, as_json: bool) -> None:
+    """A run with no plan executed: its JSON, else `line` and who decided so."""
+    if as_json:
+        typer.echo(json.dumps(outcome))
+        return
+    typer.echo(line)
+    _print_figures({k: outcome[k] for k in ("executed_by", "native_declined")})
+
+
+def _print_figures(figures: dict[str, Any]) -> None:
     for key, value in figures.items():
         note = RESULT_NOTES.get(key)
         typer.echo(f"{key:>22}: {cell(value)}" + (f"  ({note})" if note else ""))
