@@ -33,4 +33,4 @@ workers="${TMS_TEST_WORKERS:-2}"
 if [ "$workers" = 0 ]; then
     exec .venv/bin/pytest "$@"
 fi
-exec .venv/bin/pytest -n "$workers" "$@"
+exec .venv/bin/pytest -n "$workers" --dist worksteal "$@"
