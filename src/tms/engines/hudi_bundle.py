@@ -52,7 +52,4 @@ def _observe(succeeded: bool, seconds: float, what: str) -> None:
 
 def bundle_fetcher(settings: Settings) -> BundleFetcher:
     """This process's fetcher for the settings' source, logging and counting its fetches."""
-    shared = fetcher(bundle_source(settings))
-    if _observe not in shared.listeners:
-        shared.listeners.append(_observe)
-    return shared
+    return fetcher(bundle_source(settings), _observe)

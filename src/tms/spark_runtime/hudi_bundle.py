@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from tms.spark_runtime import ensure_java
+from tms.spark_runtime import ensure_java, spark_home
 
 __all__ = [
     "HUDI_ARTIFACT",
@@ -174,7 +174,7 @@ def _tail(text: str, lines: int = 12) -> str:
 def fetch_with_spark(source: BundleSource, version: str = HUDI_VERSION) -> Path:
     """The bundle resolved by Spark's own package resolution (`spark-submit --packages`,
     Ivy, as Hudi's quick start adds it) and installed into the bundle cache."""
-    home = source.spark_home or _pyspark_home()
+    home = spark_home(source.spark_home)
     submit = home / "bin" / "spark-submit"
     if not submit.is_file():
         raise BundleFetchError(f"no spark-submit at {submit} to resolve the bundle with")
@@ -258,15 +258,6 @@ def _run(
     except subprocess.TimeoutExpired:
         seconds = f"{FETCH_TIMEOUT:.0f} s"
         raise BundleFetchError(f"{who} did not fetch {coordinates} in {seconds}") from None
-
-
-def _pyspark_home() -> Path:
-    configured = os.environ.get("SPARK_HOME")
-    if configured:
-        return Path(configured)
-    import pyspark
-
-    return Path(pyspark.__file__).resolve().parent
 
 
 @contextmanager
@@ -399,11 +390,15 @@ _FETCHERS: dict[BundleSource, BundleFetcher] = {}
 _FETCHERS_LOCK = threading.Lock()
 
 
-def fetcher(source: BundleSource) -> BundleFetcher:
+def fetcher(source: BundleSource, listener: FetchListener | None = None) -> BundleFetcher:
     """This process's fetcher for `source`: the service's engine, its `/readyz` and its
-    resident workers' start share one, so the bundle is fetched once."""
+    resident workers' start share one, so the bundle is fetched once. `listener` is told of
+    its fetches (once, however often it is passed)."""
     with _FETCHERS_LOCK:
-        return _FETCHERS.setdefault(source, BundleFetcher(source))
+        shared = _FETCHERS.setdefault(source, BundleFetcher(source))
+        if listener is not None and listener not in shared.listeners:
+            shared.listeners.append(listener)
+        return shared
 
 
 def main(argv: Sequence[str]) -> int:

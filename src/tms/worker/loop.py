@@ -30,12 +30,7 @@ from tms.jobs.context import ATTEMPT, AttemptLogFilter
 from tms.jobs.control import JobControl
 from tms.jobs.runner import JobRunner
 from tms.spark_runtime import get_spark
-from tms.spark_runtime.hudi_bundle import (
-    UNAVAILABLE_HINT,
-    BundleSource,
-    fetcher,
-    hudi_spark_conf,
-)
+from tms.spark_runtime.hudi_bundle import BundleSource, fetcher, hudi_spark_conf
 from tms.spark_runtime.package import package_zip
 from tms.worker.client import ClaimedAttempt, WorkerApiError, WorkerClient
 
@@ -85,20 +80,6 @@ def worker_session(master: str, slots: int, hudi_jars: tuple[str, ...] = ()) -> 
 
 
 class ResidentWorker:
-    def _start_session(self, master: str, slots: int) -> Any:
-        """A SparkSession with Hudi's bundle for attempts that run Hudi's code: fetched first
-        (once, into the cache the service shares) when it is missing; without it when it
-        cannot be had, so tms's own executor still serves."""
-        options = self.options
-        bundle = fetcher(options.hudi_source)
-        jars = bundle.jars(options.hudi_jars, wait=None)
-        if not jars:
-            log.warning(
-                "the hudi executor is unavailable on this worker: %s",
-                bundle.status(options.hudi_jars).detail or UNAVAILABLE_HINT,
-            )
-        return worker_session(master, slots, tuple(jars))
-
     def __init__(
         self,
         options: WorkerOptions,
@@ -116,6 +97,20 @@ class ResidentWorker:
         self._runs_since_restart = 0
         self._restart_wanted = False
         self.attempts_finished = 0
+
+    def _start_session(self, master: str, slots: int) -> Any:
+        """A SparkSession with Hudi's bundle for attempts that run Hudi's code: fetched first
+        (once, into the cache the service shares) when it is missing; without it when it
+        cannot be had, so tms's own executor still serves."""
+        options = self.options
+        bundle = fetcher(options.hudi_source)
+        jars = bundle.jars(options.hudi_jars, wait=None)
+        if not jars:
+            log.warning(
+                "the hudi executor is unavailable on this worker: %s",
+                bundle.status(options.hudi_jars).detail,
+            )
+        return worker_session(master, slots, tuple(jars))
 
     @property
     def worker_id(self) -> str:

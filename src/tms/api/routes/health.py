@@ -26,6 +26,7 @@ from tms.store import (
 )
 
 if TYPE_CHECKING:
+    from tms.config import Settings
     from tms.store import EmbeddedSupervisor, SupervisorStatus
 
 router = APIRouter(tags=["health"])
@@ -113,9 +114,7 @@ def _hudi(request: Request) -> dict[str, str | bool]:
     """Whether the `hudi` executor can run from here: its bundle configured or cached, being
     fetched, fetched on first need, or unavailable with the reason and what to do. The
     service is ready either way: tms's own executor serves what it supports."""
-    settings = getattr(request.app.state, "settings", None)
-    if settings is None:
-        return {"available": False, "state": "unknown", "detail": "no settings"}
+    settings: Settings = request.app.state.settings
     status = bundle_fetcher(settings).status(settings.hudi_jars)
     metrics.HUDI_EXECUTOR_AVAILABLE.set(1 if status.available else 0)
     return status.to_dict()
