@@ -48,6 +48,7 @@ from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.services.registry import table_service
+from tms.spark_runtime.task_memory import SETTING
 
 CITIES = ["amsterdam", "berlin", "chennai", "denver"]
 
@@ -77,6 +78,8 @@ def build_table(
     delta_commits: int,
     table_version: int,
     metadata_table: bool = False,
+    file_rows: int = 125_000,
+    partitioned: bool = True,
 ) -> dict[str, float]:
     rng = np.random.default_rng(7)
     table = create_table(
@@ -84,11 +87,11 @@ def build_table(
         "bench_trips",
         record_key_fields=["uuid"],
         ordering_field="ts",
-        partition_fields=["city"],
+        partition_fields=["city"] if partitioned else [],
         table_version=table_version,
         metadata_partitions=METADATA_PARTITIONS if metadata_table else (),
     )
-    writer = HudiWriter(table, max_file_rows=125_000)
+    writer = HudiWriter(table, max_file_rows=file_rows)
     started = time.perf_counter()
     writer.insert(make_rows(np.arange(rows), 1, rng))
     inserted = time.perf_counter() - started
@@ -120,6 +123,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--update-fraction", type=float, default=0.2)
     parser.add_argument("--delta-commits", type=int, default=4)
+    parser.add_argument(
+        "--file-rows", type=int, default=125_000, help="rows per file group (base file)"
+    )
+    parser.add_argument(
+        "--unpartitioned", action="store_true", help="one partition: --rows/--file-rows slices"
+    )
+    parser.add_argument("--task-memory", default=None, help=f"{SETTING} for tms's tasks, e.g. 256m")
     add_arguments(parser, "compacted")
     args = parser.parse_args()
     executors = parse_executors(args.executors)
@@ -136,9 +146,13 @@ def main() -> None:
             args.delta_commits,
             t.version,
             t.metadata_table,
+            args.file_rows,
+            not args.unpartitioned,
         ),
     )
     spark = hudi_session(args.master, "tms-bench-compaction", executors)
+    if args.task_memory:
+        spark.conf.set(SETTING, args.task_memory)
 
     # Both executors run once on a small table, so neither measurement pays for warm-up.
     warm = str(work / "bench_trips_warm_up")
@@ -165,6 +179,9 @@ def main() -> None:
         "updated_rows": int(args.rows * args.update_fraction / args.delta_commits)
         * args.delta_commits,
         "delta_commits": args.delta_commits,
+        "file_rows": args.file_rows,
+        "partitioned": not args.unpartitioned,
+        "task_memory": args.task_memory or "default",
         "executors": executors,
         "tables": per_table,
     }

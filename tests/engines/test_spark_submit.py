@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tms.config import load_settings
+from tms.config import SettingsError, load_settings
 from tms.config.spark_conf import allow_list
 from tms.engines import LaunchError, LaunchSpec
 from tms.engines.process import tail_log
@@ -302,3 +302,21 @@ def test_hudis_bundle_and_its_configs_go_on_every_job(
     assert "spark.executor.memory=2g" in confs
     without = pairs(build_argv(launch, options("local")), "--conf")
     assert not any(c.startswith("spark.jars") for c in without)
+
+
+def test_the_task_memory_setting_reaches_every_job_and_an_operation_may_set_its_own(
+    tmp_path: Path,
+) -> None:
+    unset = load_settings(config_file=False, environ={}, data_dir=tmp_path)
+    argv = build_argv(spec(tmp_path), SparkSubmitEngine(unset).options())
+    assert not any(arg.startswith("spark.tms.task.memory=") for arg in argv)
+    settings = load_settings(
+        config_file=False, environ={"TMS_TASK_MEMORY": "512m"}, data_dir=tmp_path
+    )
+    options = SparkSubmitEngine(settings).options()
+    assert "spark.tms.task.memory=512m" in build_argv(spec(tmp_path), options)
+    own = spec(tmp_path, extra_params={"spark.tms.task.memory": "2g"})
+    argv = build_argv(own, options)
+    assert "spark.tms.task.memory=2g" in argv and "spark.tms.task.memory=512m" not in argv
+    with pytest.raises(SettingsError, match="TMS_TASK_MEMORY"):
+        load_settings(config_file=False, environ={"TMS_TASK_MEMORY": "lots"}, data_dir=tmp_path)

@@ -73,3 +73,30 @@ def test_a_request_that_is_not_http_gets_the_json_error(fuzz_server: FuzzServer)
             "field": None,
         }
     }
+
+
+def _get(*header_lines: bytes) -> bytes:
+    lines = [
+        b"GET /v1/alerts HTTP/1.1",
+        b"Host: tms",
+        b"Authorization: Bearer " + TOKENS["viewer"].encode(),
+        *header_lines,
+    ]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    "header_lines",
+    [[b"Transfer-Encoding: lzk"], [b"Q;"]],
+    ids=["unknown-transfer-encoding", "no-colon"],
+)
+def test_a_malformed_header_gets_the_documented_json_error(
+    fuzz_server: FuzzServer, header_lines: list[bytes]
+) -> None:
+    status, headers, body = _exchange(fuzz_server, _get(*header_lines))
+    assert status == 400 and headers["content-type"] == "application/json", body
+    assert json.loads(body)["error"]["code"] == "bad_request"
+    document = httpx.get(f"{fuzz_server.url}/openapi.json").json()
+    documented = document["paths"]["/v1/alerts"]["get"]["responses"]
+    assert "400" in documented and "not well-formed HTTP" in documented["400"]["description"]
+    assert httpx.get(f"{fuzz_server.url}/healthz").json() == {"status": "ok"}

@@ -36,10 +36,10 @@ from tms.config import load_settings
 
 pytestmark = pytest.mark.fuzz
 
-MAX_EXAMPLES = 50
+MAX_EXAMPLES = 35
 """Per operation and generation mode; each example is sent three times (one per role).
-This is the module's bound: a fixed number of requests (about 8,000, near 2 minutes on 2
-shared cores), not a clock, so that every run sends the same requests. Shrinking is off,
+This is the module's bound: a fixed number of requests (about 5,600, near 80 s on 2 shared
+cores), not a clock, so that every run sends the same requests. Shrinking is off,
 so a failure costs no extra time either (its request is printed as a curl command)."""
 REQUEST_TIMEOUT = 60
 """Seconds: a request that hangs fails the test instead of stalling the run."""

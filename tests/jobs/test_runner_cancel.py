@@ -111,7 +111,10 @@ class SharedSpark:
     """The test session's Spark, which the job may cancel but must not stop."""
 
     def __init__(self, spark: Any) -> None:
-        self.sparkContext = spark.sparkContext
+        self._session = spark
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
 
     def stop(self) -> None:
         return None

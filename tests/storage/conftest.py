@@ -70,13 +70,32 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def s3() -> Iterator[S3Endpoint]:
-    """moto's S3 server, its bucket, and the environment that points clients at it."""
-    port = free_port()
-    wire = WireLog()
-    server = CountingMotoServer(port, wire)
+def s3_server() -> Iterator[CountingMotoServer]:
+    """moto's S3 server on a free port, for the session."""
+    server = CountingMotoServer(free_port(), WireLog())
     server.start()
-    endpoint = S3Endpoint(url=f"http://127.0.0.1:{port}", bucket="lake", wire=wire)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _s3_serving(request: pytest.FixtureRequest) -> None:
+    """Every test that uses the S3 server finds it serving: a server that stopped on its
+    own (seen once under load, with no trace of why in the run) is started again on its
+    port, and the reason goes to the test's output."""
+    if "s3" in request.fixturenames:
+        server: CountingMotoServer = request.getfixturevalue("s3_server")
+        reason = server.ensure_serving()
+        if reason is not None:
+            print(f"moto's S3 server had stopped serving ({reason}); started again")
+
+
+@pytest.fixture(scope="session")
+def s3(s3_server: CountingMotoServer) -> Iterator[S3Endpoint]:
+    """moto's S3 server, its bucket, and the environment that points clients at it."""
+    endpoint = S3Endpoint(
+        url=f"http://127.0.0.1:{s3_server.port}", bucket="lake", wire=s3_server.wire
+    )
     with pytest.MonkeyPatch.context() as patch:
         for name, value in endpoint.environment.items():
             patch.setenv(name, value)
@@ -84,7 +103,6 @@ def s3() -> Iterator[S3Endpoint]:
             endpoint.bucket
         )
         yield endpoint
-    server.stop()
 
 
 def spark_environment(spark: Any, endpoint: S3Endpoint) -> None:

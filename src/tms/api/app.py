@@ -16,7 +16,12 @@ from starlette.types import Receive, Scope, Send
 
 from tms.api.auth import authorize_callback, log_callback_keys
 from tms.api.docs import install_docs
-from tms.api.errors import error_response, error_responses, install_error_handlers
+from tms.api.errors import (
+    MALFORMED_HTTP,
+    error_response,
+    error_responses,
+    install_error_handlers,
+)
 from tms.api.gate import CALLBACK_GUARD, RequestGate
 from tms.api.http_metrics import HttpMetricsMiddleware
 from tms.api.listeners import ListenerSplit
@@ -166,10 +171,25 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         path, schemas = openapi_path()
         _document_callback_errors(path["post"]["responses"])
         schema["paths"][CALLBACK_PATH] = path
+        _document_malformed_http(schema["paths"])
         schema.setdefault("components", {}).setdefault("schemas", {}).update(schemas)
         app.openapi_schema = schema
     return app.openapi_schema
 
+
+def _document_malformed_http(paths: dict[str, Any]) -> None:
+    """400 on every operation: the HTTP parser refuses a malformed request for any route,
+    before the route (and its own documentation) is reached."""
+    ref = {"$ref": "#/components/schemas/ErrorOut"}
+    for item in paths.values():
+        for method, operation in item.items():
+            if method in _HTTP_METHODS:
+                entry = operation.setdefault("responses", {}).setdefault("400", {})
+                entry["description"] = MALFORMED_HTTP
+                entry["content"] = {"application/json": {"schema": ref}}
+
+
+_HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 
 _CALLBACK_ERRORS = error_responses(
     401,

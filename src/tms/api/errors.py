@@ -48,6 +48,7 @@ from tms.store import (
 )
 
 __all__ = [
+    "MALFORMED_HTTP",
     "ApiError",
     "Responses",
     "error_body",
@@ -61,10 +62,17 @@ Responses = dict[int | str, dict[str, Any]]
 
 log = logging.getLogger(__name__)
 
+MALFORMED_HTTP = (
+    "the request is not well-formed HTTP/1.1 (a Content-Length that is not one number, a "
+    "Transfer-Encoding other than chunked, a header line that is not `name: value`); "
+    "answered before the API reads it, and the connection is closed"
+)
+"""What 400 means on every operation: `tms serve`'s HTTP parser refuses the request."""
+
 _MAX_SHOWN_INPUT = 80
 _NOT_JSON = "the body is not valid JSON (UTF-8)"
 _DESCRIPTIONS = {
-    400: "a Content-Length header that is not a number",
+    400: MALFORMED_HTTP,
     401: "no bearer token, or an unknown one",
     403: "the token's role may not do this",
     404: "not found",

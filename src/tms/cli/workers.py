@@ -77,6 +77,7 @@ def worker(
         parent_pid=parent_pid,
         hudi_jars=settings.hudi_jars,
         hudi_source=bundle_source(settings),
+        task_memory=settings.task_memory,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -26,6 +26,7 @@ from pydantic_settings import (
 from tms.base_path import BasePathError, normalize_base_path
 from tms.config.sources import ENV_PREFIX, current_sources
 from tms.executors import AUTO, ExecutorChoice, parse_executor
+from tms.spark_runtime.task_memory import parse_size
 
 __all__ = ["DEFAULT_CALLBACK_KEY", "AuthToken", "CallbackKey", "Role", "Settings"]
 
@@ -152,6 +153,13 @@ class Settings(BaseSettings):
     spark_master: str = Field("local[*]", description="Spark master for jobs")
     spark_home: Path | None = Field(
         None, description="Spark installation to use; unset = the installed PySpark"
+    )
+    task_memory: str | None = Field(
+        None,
+        description="memory budget of each native Spark task (`spark.tms.task.memory`: 512m, "
+        "1g, …): a file slice or clustering group larger than it is merged and sorted through "
+        "the executor's local disk; unset = a quarter of `spark.executor.pyspark.memory` per "
+        "core when set, else 1g",
     )
     hudi_jars: str | None = Field(
         None,
@@ -532,6 +540,15 @@ class Settings(BaseSettings):
     @classmethod
     def _executor(cls, value: Any) -> ExecutorChoice:
         return parse_executor(value)
+
+    @field_validator("task_memory")
+    @classmethod
+    def _task_memory(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if parse_size(value) < 1024 * 1024:
+            raise ValueError("expected at least 1m (a size such as 512m or 1g)")
+        return value.strip()
 
     @field_validator("spark_master")
     @classmethod

@@ -73,6 +73,7 @@ DEFAULT_ALLOWED: tuple[str, ...] = (
     "spark.sql.shuffle.partitions",
     "spark.task.cpus",
     "spark.task.maxFailures",
+    "spark.tms.task.memory",
 )
 """Tuning keys writers may set: sizes, counts, fractions, timeouts and switches."""
 

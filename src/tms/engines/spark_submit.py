@@ -31,6 +31,7 @@ from tms.executors import NATIVE
 from tms.spark_runtime import ensure_java, spark_home
 from tms.spark_runtime.hudi_bundle import hudi_jars, hudi_spark_conf
 from tms.spark_runtime.package import package_zip
+from tms.spark_runtime.task_memory import task_memory_conf
 
 if TYPE_CHECKING:
     from tms.config import Settings
@@ -122,6 +123,8 @@ class SubmitOptions:
     allowed: SparkConfAllowList = DEFAULT_ALLOW_LIST
     hudi_conf: Mapping[str, str] = field(default_factory=dict)
     """Hudi's bundle and the configs it needs (`hudi_spark_conf`), for the `hudi` executor."""
+    service_conf: Mapping[str, str] = field(default_factory=dict)
+    """Spark settings from the service's own settings (`TMS_TASK_MEMORY`)."""
 
 
 def build_argv(launch: LaunchSpec, options: SubmitOptions) -> list[str]:
@@ -134,7 +137,7 @@ def build_argv(launch: LaunchSpec, options: SubmitOptions) -> list[str]:
         argv += ["--driver-memory", memory.driver, "--executor-memory", memory.executor]
     if options.master.startswith("yarn") and launch.queue:
         argv += ["--queue", launch.queue]
-    conf = {**_DEFAULT_CONF, **options.hudi_conf}
+    conf = {**_DEFAULT_CONF, **options.service_conf, **options.hudi_conf}
     if launch.parallelism is not None:
         conf["spark.default.parallelism"] = str(launch.parallelism)
     spark_conf, _ = split_extra_params(launch.extra_params)
@@ -192,6 +195,7 @@ class SparkSubmitEngine:
             py_files=py_files,
             allowed=allow_list(self._settings),
             hudi_conf=hudi_spark_conf(self._hudi_jars(executor)),
+            service_conf=task_memory_conf(self._settings.task_memory),
         )
 
     def _hudi_jars(self, executor: str) -> list[str]:

@@ -43,6 +43,7 @@ from tms.services.execution import (
 )
 from tms.services.metadata_sync import MetadataSync, WrittenFile
 from tms.services.spark import TaskInfo, run_tasks
+from tms.spark_runtime.task_memory import DEFAULT_BUDGET, task_memory_budget
 
 __all__ = [
     "CommitActionExecutor",
@@ -132,6 +133,8 @@ class ExecutionContext:
     """The metadata table's delta commit begun before the tasks (`begin_sync`)."""
     conflicts: ConflictCheck
     cancellable: bool
+    memory_budget: int = DEFAULT_BUDGET
+    """Bytes of records each task may hold (`tms.spark_runtime.task_memory`)."""
 
 
 class CommitActionExecutor(ABC, Generic[P, T, O]):
@@ -237,7 +240,14 @@ class CommitActionExecutor(ABC, Generic[P, T, O]):
             timeline = table.timeline()
             sync = MetadataSync.of(table, timeline)  # after an earlier attempt's rollback
             context = ExecutionContext(
-                table, instant_time, timeline, sync, None, conflicts, cancellable
+                table,
+                instant_time,
+                timeline,
+                sync,
+                None,
+                conflicts,
+                cancellable,
+                memory_budget=task_memory_budget(spark),
             )
             if sync is not None:
                 context = replace(context, pending=self.begin_sync(context))

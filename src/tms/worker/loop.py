@@ -32,6 +32,7 @@ from tms.jobs.runner import JobRunner
 from tms.spark_runtime import get_spark
 from tms.spark_runtime.hudi_bundle import BundleSource, fetcher, hudi_spark_conf
 from tms.spark_runtime.package import package_zip
+from tms.spark_runtime.task_memory import task_memory_conf
 from tms.worker.client import ClaimedAttempt, WorkerApiError, WorkerClient
 
 __all__ = ["ResidentWorker", "WorkerOptions"]
@@ -63,15 +64,23 @@ class WorkerOptions:
     """`TMS_HUDI_JARS`: Hudi's Spark bundle for the `hudi` executor; unset, the bundle in
     `hudi_source`'s cache, fetched there before the SparkSession starts when missing."""
     hudi_source: BundleSource = field(default_factory=BundleSource)
+    task_memory: str | None = None
+    """`TMS_TASK_MEMORY`: the memory budget of each native task (`spark.tms.task.memory`)."""
     worker_id: str = field(
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     )
 
 
-def worker_session(master: str, slots: int, hudi_jars: tuple[str, ...] = ()) -> Any:
+def worker_session(
+    master: str, slots: int, hudi_jars: tuple[str, ...] = (), task_memory: str | None = None
+) -> Any:
     """The worker's SparkSession: FAIR scheduling between its slots' pools, with Hudi's
     bundle for the `hudi` executor when there is one."""
-    conf = {"spark.scheduler.mode": "FAIR", **hudi_spark_conf(list(hudi_jars))}
+    conf = {
+        "spark.scheduler.mode": "FAIR",
+        **task_memory_conf(task_memory),
+        **hudi_spark_conf(list(hudi_jars)),
+    }
     session = get_spark(master, app_name=f"tms-worker-{slots}-slots", conf=conf)
     if not master.startswith("local"):  # executors elsewhere import the task code from it
         zip_path = package_zip(Path(tempfile.gettempdir()) / "tms-worker")
@@ -110,7 +119,7 @@ class ResidentWorker:
                 "the hudi executor is unavailable on this worker: %s",
                 bundle.status(options.hudi_jars).detail,
             )
-        return worker_session(master, slots, tuple(jars))
+        return worker_session(master, slots, tuple(jars), options.task_memory)
 
     @property
     def worker_id(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -19,7 +20,8 @@ from tms.hudi.files.log_block import DeleteRecord, LogBlock
 from tms.hudi.files.log_reader import read_log_blocks
 from tms.hudi.files.log_writer import encode_avro_data_block, encode_delete_block
 from tms.hudi.files.names import PARTITION_METADATA
-from tms.hudi.meta_fields import RECORD_KEY
+from tms.hudi.meta_fields import FILE_NAME, RECORD_KEY
+from tms.hudi.record_keys import without_meta_values
 from tms.hudi.storage import Storage
 
 AVRO_SCHEMA_KEY = b"parquet.avro.schema"
@@ -76,6 +78,70 @@ def write_base_file(
     data = buffer.getvalue()
     storage.write_bytes(path, data, atomic=False)
     return len(data)
+
+
+def stored_rows(rows: pa.Table, file_name: str, meta_values: bool = True) -> pa.Table:
+    """Merged rows as a new base file stores them: the file's own name in
+    `_hoodie_file_name`, or no meta values at all in a table without meta fields."""
+    if not meta_values:
+        return without_meta_values(rows)
+    position = rows.schema.get_field_index(FILE_NAME)
+    return rows.set_column(
+        position,
+        pa.field(FILE_NAME, pa.string()),
+        pa.array([file_name] * rows.num_rows, pa.string()),
+    )
+
+
+class BaseFileWriter:
+    """A Parquet base file written part by part into a local file, then moved into place
+    (`Storage.move_in`): a file of any size is written holding one part at a time.
+
+    The footer carries what `write_base_file` writes: the record key range (known at the
+    end, so written last) and the Avro schema when one is given.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        path: str,
+        local: str,
+        schema: pa.Schema,
+        avro_schema: dict[str, Any] | None = None,
+    ) -> None:
+        self._storage = storage
+        self._path = path
+        self._local = local
+        metadata = dict(schema.metadata or {})
+        if avro_schema is not None:
+            metadata[AVRO_SCHEMA_KEY] = json.dumps(avro_schema).encode()
+        self.schema = schema.with_metadata(metadata)
+        self._writer = pq.ParquetWriter(local, self.schema, compression="snappy")
+        self._min: str | None = None
+        self._max: str | None = None
+        self.rows = 0
+
+    def write(self, rows: pa.Table, record_keys: pa.ChunkedArray | pa.Array | None = None) -> None:
+        """Append rows (of the writer's schema); `record_keys` as in `write_base_file`."""
+        if record_keys is None and RECORD_KEY in rows.column_names:
+            record_keys = rows.column(RECORD_KEY)
+        if rows.num_rows and record_keys is not None and record_keys.null_count < len(record_keys):
+            low, high = (str(v) for v in pc.min_max(record_keys).values())
+            self._min = low if self._min is None else min(self._min, low)
+            self._max = high if self._max is None else max(self._max, high)
+        self._writer.write_table(rows.cast(self.schema))
+        self.rows += rows.num_rows
+
+    def close(self) -> int:
+        """Finish the file and move it into place; returns its size in bytes."""
+        if self._min is not None and self._max is not None:
+            self._writer.add_key_value_metadata(
+                {"hoodie_min_record_key": self._min, "hoodie_max_record_key": self._max}
+            )
+        self._writer.close()
+        size = os.path.getsize(self._local)
+        self._storage.move_in(self._local, self._path)
+        return size
 
 
 def write_log_file(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 import fastavro
@@ -30,7 +30,13 @@ from tms.hudi.files.log_block import (
     parsed_block_schema,
 )
 
-__all__ = ["decode_delete_content", "read_log_blocks", "read_log_file"]
+__all__ = [
+    "avro_record_chunks",
+    "decode_delete_content",
+    "iter_log_file",
+    "read_log_blocks",
+    "read_log_file",
+]
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -84,6 +90,31 @@ def _decode_avro_records(content: bytes, schema_json: str | None) -> Sequence[di
         raise LogFormatError(f"unsupported Avro data block version {version}")
     count = cur.i32()
     bodies = [cur.take(cur.i32()) for _ in range(count)]
+    return _decode_bodies(bodies, schema_json)
+
+
+def avro_record_chunks(block: LogBlock, chunk_bytes: int) -> Iterator[Sequence[dict[str, object]]]:
+    """The records of an AVRO_DATA block read with `raw` (`iter_log_file`), decoded about
+    `chunk_bytes` of Avro at a time: a large block is decoded within a chunk's memory."""
+    schema_json = block.header.get(HeaderKey.SCHEMA)
+    if schema_json is None:
+        raise LogFormatError("AVRO_DATA block has no SCHEMA header")
+    cur = _Cursor(block.content)
+    version = cur.i32()
+    if version != LOG_BLOCK_VERSION:
+        raise LogFormatError(f"unsupported Avro data block version {version}")
+    count = cur.i32()
+    if count < 0:
+        raise LogFormatError(f"negative record count {count}")
+    records_per_chunk = max(1, chunk_bytes * count // max(1, len(block.content)))
+    for start in range(0, count, max(1, records_per_chunk)):
+        size = min(records_per_chunk, count - start)
+        yield _decode_bodies([cur.take(cur.i32()) for _ in range(size)], schema_json)
+
+
+def _decode_bodies(bodies: list[bytes], schema_json: str) -> Sequence[dict[str, object]]:
+    """Avro record bodies decoded: into Arrow columns in compiled code when the schema
+    allows, else in one fastavro call, else one by one."""
     columns = decode_columns(bodies, schema_json)
     if columns is not None:
         return ArrowRecords(columns)
@@ -168,8 +199,12 @@ def _decode_block(
     return LogBlock(block_type, header, footer=footer, content=content)
 
 
-def _parse_block(data: memoryview, pos: int) -> tuple[LogBlock, int]:
-    """Parse the block whose MAGIC starts at ``pos``; returns it and the offset after it."""
+def _parse_block(
+    data: memoryview, pos: int, decode: bool = True, raw: bool = False
+) -> tuple[LogBlock, int]:
+    """Parse the block whose MAGIC starts at ``pos``; returns it and the offset after it.
+    Without `decode`, a data or delete block comes back with its header alone; with `raw`,
+    a data block's content is left undecoded in `content` (`avro_record_chunks`)."""
     cur = _Cursor(data, pos + len(MAGIC))
     block_length = cur.i64()
     body_start = cur.pos
@@ -189,10 +224,21 @@ def _parse_block(data: memoryview, pos: int) -> tuple[LogBlock, int]:
     except ValueError:
         raise LogFormatError(f"block at {pos}: unknown block type {type_ordinal}") from None
     header = _read_metadata(cur)
-    content = cur.take(cur.i64())
+    content_length = cur.i64()
+    if not decode:
+        if content_length < 0 or cur.pos + content_length > cur.end:
+            raise LogFormatError(f"truncated: need {content_length} bytes at offset {cur.pos}")
+        cur.pos += content_length
+        footer = _read_metadata(cur)
+        if cur.pos != cur.end:
+            raise LogFormatError(f"block at {pos}: {cur.end - cur.pos} stray bytes before trailer")
+        return LogBlock(block_type, header, footer=footer), end
+    content = cur.take(content_length)
     footer = _read_metadata(cur)
     if cur.pos != cur.end:
         raise LogFormatError(f"block at {pos}: {cur.end - cur.pos} stray bytes before trailer")
+    if raw and block_type is BlockType.AVRO_DATA:
+        return LogBlock(block_type, header, footer=footer, content=content), end
     return _decode_block(block_type, header, content, footer), end
 
 
@@ -224,5 +270,62 @@ def read_log_blocks(data: bytes) -> list[LogBlock]:
 
 
 def read_log_file(stream: BinaryIO) -> list[LogBlock]:
-    """``read_log_blocks`` over a binary file object (read whole; log files are small)."""
+    """``read_log_blocks`` over a binary file object (read whole: for small files)."""
     return read_log_blocks(stream.read())
+
+
+_HEAD = len(MAGIC) + 8
+_SCAN_CHUNK = 1 << 20
+
+
+def iter_log_file(
+    stream: BinaryIO, *, decode: bool = True, raw: bool = False
+) -> Iterator[LogBlock]:
+    """The blocks of a seekable log file, in file order, one block in memory at a time.
+
+    What `read_log_blocks` returns, block by block: a block is read and decoded only when
+    the caller asks for the next one, so a log file of any size is read within the size of
+    its largest block. Without `decode`, data and delete blocks carry their header alone (a
+    pass that only needs instants and commands); corrupted spans carry no bytes then. With
+    `raw`, AVRO_DATA blocks come undecoded, for `avro_record_chunks`.
+    """
+    size = stream.seek(0, io.SEEK_END)
+    pos = 0
+    while pos < size:
+        stream.seek(pos)
+        head = stream.read(_HEAD)
+        if head[: len(MAGIC)] == MAGIC and len(head) == _HEAD:
+            length = _I64.unpack(head[len(MAGIC) :])[0]
+            if 0 < length <= size - pos - _HEAD:
+                whole = head + stream.read(length)
+                try:
+                    block, end = _parse_block(memoryview(whole), 0, decode, raw)
+                except LogFormatError:
+                    pass
+                else:
+                    whole = b""  # the block's bytes go before the caller holds the block
+                    yield block
+                    pos += end
+                    continue
+        end = _next_magic(stream, pos + 1, size)
+        content = b""
+        if decode:
+            stream.seek(pos)
+            content = stream.read(end - pos)
+        yield LogBlock(BlockType.CORRUPTED, {}, content=content)
+        pos = end
+
+
+def _next_magic(stream: BinaryIO, start: int, size: int) -> int:
+    """The offset of the next MAGIC at or after `start`, or `size` when there is none."""
+    pos = start
+    while pos < size:
+        stream.seek(pos)
+        chunk = stream.read(_SCAN_CHUNK + len(MAGIC) - 1)
+        found = chunk.find(MAGIC)
+        if found >= 0:
+            return pos + found
+        if len(chunk) < _SCAN_CHUNK:
+            return size
+        pos += _SCAN_CHUNK
+    return size

@@ -58,17 +58,29 @@ def read_file_slice(
     `keys` is given for a table without meta fields: records then merge by the key computed
     from their data fields, which the returned rows carry in `_hoodie_record_key`.
     """
-    parts: list[pa.Table] = []
-    positions: list[int] = []
-    if file_slice.base_file is not None:
-        if base is None:
-            base = read_base_file(storage, file_slice.base_file.path)
-        parts.append(base)
-        positions += [0] * base.num_rows
-        schema = schema or base.schema
+    if file_slice.base_file is not None and base is None:
+        base = read_base_file(storage, file_slice.base_file.path)
     blocks = committed_blocks(
         [read_log_file(storage, log.path) for log in file_slice.log_files], is_committed
     )
+    return merge_slice_records(base, blocks, ordering, schema, keys)
+
+
+def merge_slice_records(
+    base: pa.Table | None,
+    blocks: Sequence[LogBlock],
+    ordering: Ordering,
+    schema: pa.Schema | None = None,
+    keys: KeyGeneration | None = None,
+) -> tuple[pa.Table, int]:
+    """`read_file_slice` on records already read: the base file's rows (None without one)
+    and the committed blocks of the log files in write order."""
+    parts: list[pa.Table] = []
+    positions: list[int] = []
+    if base is not None:
+        parts.append(base)
+        positions += [0] * base.num_rows
+        schema = schema or base.schema
     deletes: list[DeleteVersion] = []
     log_records = 0
     for position, block in enumerate(blocks, start=1):

@@ -24,6 +24,7 @@ import contextlib
 import io
 import os
 import posixpath
+import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -137,6 +138,33 @@ class Storage:
         object: the services read base files whole, and one request is cheaper than a
         footer's and each column chunk's range requests."""
         return io.BytesIO(self.read_bytes(path))
+
+    @property
+    def is_local(self) -> bool:
+        """Files are on this machine's file system (`full_path` is a path `open` takes)."""
+        return self._local
+
+    def download(self, path: str, local: str) -> None:
+        """One GET of the whole object, streamed into the local file `local`: a large file
+        read through a local copy, never whole in memory."""
+        record(RequestKind.GET)
+        full = self.full_path(path)
+        self._retried(RequestKind.GET, lambda: self.fs.get_file(full, local))
+
+    def move_in(self, local: str, path: str) -> None:
+        """The local file `local` becomes `path`: renamed into place on a local file system,
+        streamed up on an object store (a multipart upload past its part size) and then
+        removed. Data files only: not atomic, like `write_bytes(atomic=False)`."""
+        size = os.path.getsize(local)
+        record(RequestKind.PUT, put_requests(size))
+        full = self.full_path(path)
+        if self._local:
+            self.fs.makedirs(posixpath.dirname(full), exist_ok=True)
+            _drop_hadoop_checksum(full)
+            shutil.move(local, full)
+            return
+        self._retried(RequestKind.PUT, lambda: self.fs.put_file(local, full))
+        os.remove(local)
 
     def write_bytes(self, path: str, data: bytes, *, atomic: bool = True) -> None:
         """Write a whole file at once.

@@ -3,7 +3,8 @@
 Scheduling writes `<ts>.replacecommit.requested` holding Hudi's clustering plan (input groups
 of file slices, as `SparkSizeBasedClusteringPlanStrategy` builds them); executing runs one Spark
 task per input group, which merges its slices (base file + committed log blocks), optionally
-sorts the rows, and writes new file groups. The completed `<ts>.replacecommit` names the input
+sorts the rows, and writes new file groups, within the task's memory budget (slices merged
+and rows sorted through local disk past it). The completed `<ts>.replacecommit` names the input
 file groups as replaced, so readers switch to the new ones atomically.
 """
 
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import posixpath
+import shutil
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -23,14 +26,16 @@ from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, WriteStat
 from tms.hudi.errors import PlanNotFoundError
-from tms.hudi.files.data import read_footer, write_base_file
+from tms.hudi.files.data import BaseFileWriter, read_footer, stored_rows
+from tms.hudi.files.external_sort import ExternalSort
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
-from tms.hudi.files.reader import read_file_slice
+from tms.hudi.files.spilled_slice import merge_file_slice
 from tms.hudi.files.write_conflicts import FileGroupId
+from tms.hudi.memory import TaskMemoryExceeded
 from tms.hudi.merge_config import record_merging
-from tms.hudi.meta_fields import FILE_NAME, RECORD_KEY
+from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.metadata.partitions import RECORD_INDEX
 from tms.hudi.metadata.record_index_logs import (
     RecordIndexLogs,
@@ -38,7 +43,7 @@ from tms.hudi.metadata.record_index_logs import (
     write_record_index_logs,
 )
 from tms.hudi.metadata.writer import PendingDeltaCommit
-from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_meta_values
+from tms.hudi.record_keys import KeyGeneration, virtual_key_generation
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
@@ -57,6 +62,7 @@ from tms.services.execution import ServiceResult, cancel_requested_in_task, conf
 from tms.services.executor import CommitActionExecutor, ExecutionContext
 from tms.services.metadata_sync import StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo
+from tms.spark_runtime.task_memory import DEFAULT_BUDGET, REMEDY, task_workdir
 
 __all__ = ["ClusteringExecutor", "execute_clustering", "schedule_clustering"]
 
@@ -97,6 +103,8 @@ class _GroupTask:
     """The plan may be cancelled (RFC-79): the task checks for a cancel request first."""
     conflicts: ConflictCheck | None = None
     """Other writers' conflicting writes, checked by each task of a cancellable plan."""
+    memory_budget: int = DEFAULT_BUDGET
+    """Bytes of records the task holds at once; a larger group is sorted through local disk."""
 
 
 @dataclass
@@ -189,6 +197,7 @@ class ClusteringExecutor(CommitActionExecutor[_ClusteringPlan, _GroupTask, _Grou
             record_index=record_index,
             cancellable=context.cancellable,
             conflicts=context.conflicts,
+            memory_budget=context.memory_budget,
         )
         return [replace(template, slices=slices) for slices in plan.groups]
 
@@ -261,7 +270,11 @@ def _slice_input(piece: dict[str, Any], paths: TablePaths) -> _SliceInput:
 
 def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
     """Runs on an executor: merge the group's slices and write them as new file groups. A
-    cancel request stops it before it reads anything (the driver then aborts the plan)."""
+    cancel request stops it before it reads anything (the driver then aborts the plan).
+
+    Within the task's memory budget whatever the group's size: each slice is merged as
+    compaction merges it (`merge_file_slice`), the merged rows are sorted through local disk
+    past the budget (`ExternalSort`), and each new file is written part by part."""
     if cancel_requested_in_task(
         task.base_uri, task.instant_time, task.cancellable
     ) or conflict_in_task(task.conflicts):
@@ -277,45 +290,75 @@ def _cluster_group(task: _GroupTask, info: TaskInfo) -> _GroupResult:
         return ts in task.completed or ts < task.earliest_active
 
     result = _GroupResult()
-    parts: dict[str, list[pa.Table]] = defaultdict(list)
     base_bytes = base_rows = log_bytes = 0
-    for piece in task.slices:
-        file_slice = _file_slice(storage, piece)
-        rows, log_records = read_file_slice(
-            storage, file_slice, task.ordering_fields, is_committed, schema, task.keys
+    order = [*task.sort_columns, RECORD_KEY]
+    with task_workdir() as workdir:
+        sorted_rows: dict[str, ExternalSort] = {}
+        try:
+            for index, piece in enumerate(task.slices):
+                file_slice = _file_slice(storage, piece)
+                sorter = sorted_rows.get(piece.partition_path)
+                if sorter is None:
+                    folder = f"{workdir}/sorted-{len(sorted_rows)}"
+                    sorter = ExternalSort(order, task.memory_budget, folder)
+                    sorted_rows[piece.partition_path] = sorter
+                slice_folder = os.path.join(workdir, f"slice-{index}")
+                os.mkdir(slice_folder)
+                merge = merge_file_slice(
+                    storage,
+                    file_slice,
+                    task.ordering_fields,
+                    is_committed,
+                    budget=task.memory_budget,
+                    workdir=slice_folder,
+                    schema=schema,
+                    keys=task.keys,
+                )
+                for part in merge.parts:
+                    sorter.add(part.rows)
+                shutil.rmtree(slice_folder)  # its local copies and buckets
+                result.log_files += len(file_slice.log_files)
+                result.log_records += merge.log_records
+                log_bytes += file_slice.log_size
+                if file_slice.base_file is not None:
+                    base_bytes += file_slice.base_file.size
+                    base_rows += _parquet_rows(storage, file_slice.base_file.path)
+        except TaskMemoryExceeded as exc:
+            raise exc.with_remedy(REMEDY) from None
+        bytes_per_row = (
+            base_bytes / base_rows
+            if base_rows
+            else log_bytes / result.log_records
+            if result.log_records
+            else FALLBACK_BYTES_PER_ROW
         )
-        result.log_files += len(file_slice.log_files)
-        result.log_records += log_records
-        log_bytes += file_slice.log_size
-        if file_slice.base_file is not None:
-            base_bytes += file_slice.base_file.size
-            base_rows += _parquet_rows(storage, file_slice.base_file.path)
-        if rows.num_rows:
-            parts[piece.partition_path].append(rows)
-    bytes_per_row = (
-        base_bytes / base_rows
-        if base_rows
-        else log_bytes / result.log_records
-        if result.log_records
-        else FALLBACK_BYTES_PER_ROW
-    )
-    rows_per_file = max(1, int(task.target_file_size // max(bytes_per_row, 1.0)))
-    avro_schema = with_meta_fields(json.loads(task.schema_json)) if task.schema_json else None
-    moved: list[tuple[str, str, pa.ChunkedArray]] = []
-    for partition, tables in parts.items():
-        data = pa.concat_tables(tables, promote_options="default")
-        keys = [*task.sort_columns, RECORD_KEY]
-        data = data.sort_by([(c, "ascending") for c in dict.fromkeys(keys)])
-        files = max(1, math.ceil(data.num_rows / rows_per_file))
-        chunk = math.ceil(data.num_rows / files)
-        for index in range(files):
-            rows = data.slice(index * chunk, chunk)
-            written, record_keys = _write_file(
-                storage, task, info, partition, index, rows, avro_schema
-            )
-            result.written.append(written)
-            if task.record_index is not None:
-                moved.append((partition, written.file_id, record_keys))
+        rows_per_file = max(1, int(task.target_file_size // max(bytes_per_row, 1.0)))
+        avro_schema = with_meta_fields(json.loads(task.schema_json)) if task.schema_json else None
+        moved: list[tuple[str, str, pa.ChunkedArray]] = []
+        for partition, sorter in sorted_rows.items():
+            if sorter.rows == 0:
+                continue
+            files = max(1, math.ceil(sorter.rows / rows_per_file))
+            chunk = math.ceil(sorter.rows / files)
+            new_file: _NewFile | None = None
+            for rows in sorter.sorted_tables():
+                while rows.num_rows:
+                    if new_file is None:
+                        index = len(result.written)
+                        new_file = _NewFile(storage, task, info, partition, index, workdir)
+                        new_file.open(rows.schema, avro_schema)
+                    taken = min(chunk - new_file.rows, rows.num_rows)
+                    new_file.write(rows.slice(0, taken))
+                    rows = rows.slice(taken)
+                    if new_file.rows == chunk:
+                        result.written.append(new_file.close())
+                        if task.record_index is not None:
+                            moved.append((partition, new_file.file_id, new_file.record_keys()))
+                        new_file = None
+            if new_file is not None:
+                result.written.append(new_file.close())
+                if task.record_index is not None:
+                    moved.append((partition, new_file.file_id, new_file.record_keys()))
     if task.record_index is not None and moved:
         result.metadata_logs = write_record_index_logs(task.record_index, moved, info.write_token)
     return result
@@ -345,41 +388,66 @@ def _parquet_rows(storage: Storage, path: str) -> int:
     return int(read_footer(storage, path).num_rows)
 
 
-def _write_file(
-    storage: Storage,
-    task: _GroupTask,
-    info: TaskInfo,
-    partition: str,
-    index: int,
-    rows: pa.Table,
-    avro_schema: dict[str, Any] | None,
-) -> tuple[WrittenFile, pa.ChunkedArray]:
-    """One new file group and the record keys it holds (an Arrow column); commit time and
+class _NewFile:
+    """One new file group of a clustering group, written part by part; commit time and
     seqno are kept, so incremental reads still work. Its footer's column ranges go back with
     the write stat when the metadata table keeps them."""
-    file_id = new_file_id(index)
-    name = BaseFileName(file_id, info.write_token, task.instant_time)
-    path = posixpath.join(partition, str(name)) if partition else str(name)
-    create_marker(storage, task.instant_time, Marker(partition, str(name), MarkerType.CREATE))
-    record_keys = rows.column(RECORD_KEY)
-    if task.keys is not None:
-        rows = without_meta_values(rows)
-    else:
-        position = rows.schema.get_field_index(FILE_NAME)
-        rows = rows.set_column(
-            position,
-            rows.schema.field(position),
-            pa.array([str(name)] * rows.num_rows, pa.string()),
+
+    def __init__(
+        self,
+        storage: Storage,
+        task: _GroupTask,
+        info: TaskInfo,
+        partition: str,
+        index: int,
+        workdir: str,
+    ) -> None:
+        self.storage = storage
+        self.task = task
+        self.partition = partition
+        self.file_id = new_file_id(index)
+        self.name = str(BaseFileName(self.file_id, info.write_token, task.instant_time))
+        self.path = posixpath.join(partition, self.name) if partition else self.name
+        self.local = os.path.join(workdir, f"new-{self.name}")
+        self.rows = 0
+        self._keys: list[pa.ChunkedArray] = []
+        self._writer: BaseFileWriter | None = None
+
+    def open(self, merged_schema: pa.Schema, avro_schema: dict[str, Any] | None) -> None:
+        create_marker(
+            self.storage,
+            self.task.instant_time,
+            Marker(self.partition, self.name, MarkerType.CREATE),
         )
-    size = write_base_file(storage, path, rows, avro_schema, record_keys=record_keys)
-    stat = WriteStat(
-        file_id=file_id,
-        path=path,
-        prev_commit=NULL_COMMIT,
-        partition_path=partition,
-        num_writes=rows.num_rows,
-        num_inserts=rows.num_rows,
-        total_write_bytes=size,
-        file_size_in_bytes=size,
-    )
-    return WrittenFile(stat, file_stats(storage, path, task.stats)), record_keys
+        stored = self._stored(merged_schema.empty_table()).schema
+        self._writer = BaseFileWriter(self.storage, self.path, self.local, stored, avro_schema)
+
+    def write(self, rows: pa.Table) -> None:
+        assert self._writer is not None
+        record_keys = rows.column(RECORD_KEY)
+        self._writer.write(self._stored(rows), record_keys=record_keys)
+        if self.task.record_index is not None:
+            self._keys.append(record_keys)
+        self.rows += rows.num_rows
+
+    def record_keys(self) -> pa.ChunkedArray:
+        """The record keys the file holds (an Arrow column), for the record index."""
+        return pa.chunked_array([c for keys in self._keys for c in keys.chunks], pa.string())
+
+    def close(self) -> WrittenFile:
+        assert self._writer is not None
+        size = self._writer.close()
+        stat = WriteStat(
+            file_id=self.file_id,
+            path=self.path,
+            prev_commit=NULL_COMMIT,
+            partition_path=self.partition,
+            num_writes=self.rows,
+            num_inserts=self.rows,
+            total_write_bytes=size,
+            file_size_in_bytes=size,
+        )
+        return WrittenFile(stat, file_stats(self.storage, self.path, self.task.stats))
+
+    def _stored(self, rows: pa.Table) -> pa.Table:
+        return stored_rows(rows, self.name, meta_values=self.task.keys is None)

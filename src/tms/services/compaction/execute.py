@@ -25,15 +25,16 @@ from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.hudi.files.compaction_operation import CompactionOperation
-from tms.hudi.files.data import read_base_file, write_base_file
+from tms.hudi.files.data import BaseFileWriter, read_footer, stored_rows
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.names import BaseFileName
-from tms.hudi.files.reader import read_file_slice
+from tms.hudi.files.spilled_slice import MergedPart, merge_file_slice
 from tms.hudi.files.write_conflicts import FileGroupId
+from tms.hudi.memory import TaskMemoryExceeded
 from tms.hudi.merge_config import record_merging
-from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, RECORD_KEY
-from tms.hudi.record_keys import KeyGeneration, virtual_key_generation, without_meta_values
+from tms.hudi.meta_fields import COMMIT_TIME, RECORD_KEY
+from tms.hudi.record_keys import KeyGeneration, virtual_key_generation
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
@@ -50,6 +51,7 @@ from tms.services.execution import ServiceResult, cancel_requested_in_task, conf
 from tms.services.executor import CommitActionExecutor, ExecutionContext
 from tms.services.metadata_sync import StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo
+from tms.spark_runtime.task_memory import DEFAULT_BUDGET, REMEDY, task_workdir
 
 COMPACT_OPERATION = "COMPACT"
 
@@ -79,6 +81,8 @@ class _Execution:
     """The plan may be cancelled (RFC-79): each task checks for a cancel request first."""
     conflicts: ConflictCheck | None = None
     """Other writers' conflicting writes, checked by each task of a cancellable plan."""
+    memory_budget: int = DEFAULT_BUDGET
+    """Bytes of records a task holds at once; a larger slice is merged through local disk."""
 
     def is_committed(self, instant_time: str) -> bool:
         """Log blocks count when their instant completed before the compaction instant (later
@@ -147,6 +151,7 @@ class CompactionExecutor(
             stats=context.sync.stats_spec if context.sync else None,
             cancellable=context.cancellable,
             conflicts=context.conflicts,
+            memory_budget=context.memory_budget,
         )
         return functools.partial(_compact_slice, execution)
 
@@ -179,7 +184,10 @@ def _compact_slice(
 ) -> WrittenFile | None:
     """One Spark task: merge one slice and write the new base file; returns its write stat
     and, for the metadata table, its column ranges. A cancel request stops it before it
-    reads anything (the driver then finds the request and aborts the plan)."""
+    reads anything (the driver then finds the request and aborts the plan).
+
+    The slice is merged within the task's memory budget (`merge_file_slice`: bucket by
+    bucket through local disk when it is larger) and the new file written part by part."""
     if cancel_requested_in_task(
         execution.base_path, execution.instant_time, execution.cancellable
     ) or conflict_in_task(execution.conflicts):
@@ -187,56 +195,44 @@ def _compact_slice(
     started = time.perf_counter()
     storage = Storage(execution.base_path)
     file_slice = operation.file_slice()
-    base = None
-    if file_slice.base_file is not None:  # read once: merged, then counted
-        base = read_base_file(storage, file_slice.base_file.path)
-    merged, log_records = read_file_slice(
-        storage,
-        file_slice,
-        execution.ordering_fields,
-        execution.is_committed,
-        execution.schema,
-        execution.keys,
-        base=base,
-    )
-    if file_slice.base_file is None and merged.num_rows == 0:
-        return None  # a log-only slice whose records were all deleted: nothing to write
-    scanned = time.perf_counter()
-    name = str(BaseFileName(operation.file_id, task.write_token, execution.instant_time))
-    path = operation.path(name)
-    has_base = file_slice.base_file is not None
-    create_marker(
-        storage,
-        execution.instant_time,
-        Marker(operation.partition_path, name, MarkerType.MERGE if has_base else MarkerType.CREATE),
-    )
-    if execution.keys is None:
-        rows = merged.set_column(
-            merged.schema.get_field_index(FILE_NAME),
-            pa.field(FILE_NAME, pa.string()),
-            pa.array([name] * merged.num_rows, pa.string()),
+    with task_workdir() as workdir:
+        merge = merge_file_slice(
+            storage,
+            file_slice,
+            execution.ordering_fields,
+            execution.is_committed,
+            budget=execution.memory_budget,
+            workdir=workdir,
+            schema=execution.schema,
+            keys=execution.keys,
         )
-    else:
-        rows = without_meta_values(merged)
-    size = write_base_file(
-        storage, path, rows, execution.avro_schema, record_keys=merged.column(RECORD_KEY)
-    )
-    updates, inserts, deletes = _merge_counts(file_slice, merged, execution.keys, base)
+        writing = _SliceWriting(execution, operation, task, storage, workdir)
+        try:
+            for part in merge.parts:
+                writing.add(part)
+        except TaskMemoryExceeded as exc:
+            raise exc.with_remedy(REMEDY) from None
+        scanned = time.perf_counter()
+        if not writing.started and file_slice.base_file is None:
+            return None  # a log-only slice whose records were all deleted: nothing to write
+        size = writing.close()
     write_ms = int((time.perf_counter() - scanned) * 1000)
+    has_base = file_slice.base_file is not None
     log_size = operation.metrics.get(TOTAL_LOG_FILES_SIZE)
     if log_size is None:
         log_size = sum(storage.info(log.path).size for log in file_slice.log_files)
+    updates, inserts, deletes = writing.counts
     stat = WriteStat(
         file_id=operation.file_id,
-        path=path,
+        path=writing.path,
         prev_commit=operation.base_instant_time if has_base else NULL_COMMIT,
-        num_writes=rows.num_rows,
+        num_writes=writing.rows,
         num_deletes=deletes,
         num_update_writes=updates,
         num_inserts=inserts,
         total_write_bytes=size,
         partition_path=operation.partition_path,
-        total_log_records=log_records,
+        total_log_records=merge.log_records,
         total_log_files_compacted=len(file_slice.log_files),
         total_log_size_compacted=int(log_size),
         total_updated_records_compacted=updates + inserts + deletes,
@@ -247,27 +243,103 @@ def _compact_slice(
             total_create_time=0 if has_base else write_ms,
         ),
     )
-    return WrittenFile(stat, file_stats(storage, path, execution.stats))
+    return WrittenFile(stat, file_stats(storage, writing.path, execution.stats))
+
+
+class _SliceWriting:
+    """The new base file of one slice, written as its merged parts come: the marker and
+    the file are created with the first part (a slice whose records were all deleted and
+    that has no base file writes nothing)."""
+
+    def __init__(
+        self,
+        execution: _Execution,
+        operation: CompactionOperation,
+        task: TaskInfo,
+        storage: Storage,
+        workdir: str,
+    ) -> None:
+        self.execution = execution
+        self.operation = operation
+        self.storage = storage
+        self.workdir = workdir
+        self.file_slice = operation.file_slice()
+        self.name = str(BaseFileName(operation.file_id, task.write_token, execution.instant_time))
+        self.path = operation.path(self.name)
+        self.writer: BaseFileWriter | None = None
+        self.rows = 0
+        self.counts = (0, 0, 0)
+
+    @property
+    def started(self) -> bool:
+        return self.writer is not None
+
+    def add(self, part: MergedPart) -> None:
+        updates, inserts, deletes = _merge_counts(self.file_slice, part, self.execution.keys)
+        self.counts = (self.counts[0] + updates, self.counts[1] + inserts, self.counts[2] + deletes)
+        if part.rows.num_rows == 0:
+            return
+        rows = self._output_rows(part.rows)
+        self._writer(rows.schema).write(rows, record_keys=part.rows.column(RECORD_KEY))
+        self.rows += rows.num_rows
+
+    def close(self) -> int:
+        """Finish the file (an empty one when every record of the base file was deleted)."""
+        if self.writer is None:
+            self._writer(self._output_rows(self._empty_rows()).schema)
+        assert self.writer is not None
+        return self.writer.close()
+
+    def _writer(self, schema: pa.Schema) -> BaseFileWriter:
+        if self.writer is None:
+            has_base = self.file_slice.base_file is not None
+            create_marker(
+                self.storage,
+                self.execution.instant_time,
+                Marker(
+                    self.operation.partition_path,
+                    self.name,
+                    MarkerType.MERGE if has_base else MarkerType.CREATE,
+                ),
+            )
+            local = f"{self.workdir}/new-{self.name}"
+            self.writer = BaseFileWriter(
+                self.storage, self.path, local, schema, self.execution.avro_schema
+            )
+        return self.writer
+
+    def _output_rows(self, merged: pa.Table) -> pa.Table:
+        return stored_rows(merged, self.name, meta_values=self.execution.keys is None)
+
+    def _empty_rows(self) -> pa.Table:
+        if self.execution.schema is not None:
+            return self.execution.schema.empty_table()
+        base = self.file_slice.base_file
+        assert base is not None
+        return read_footer(self.storage, base.path).schema.to_arrow_schema().empty_table()
 
 
 def _merge_counts(
-    file_slice: FileSlice, merged: pa.Table, keys: KeyGeneration | None, base: pa.Table | None
+    file_slice: FileSlice, part: MergedPart, keys: KeyGeneration | None
 ) -> tuple[int, int, int]:
-    """(updated, inserted, deleted) records of the base file, as Hudi's merge handle counts.
+    """(updated, inserted, deleted) records of the base file among one part's keys, as
+    Hudi's merge handle counts them.
 
     A row came from the logs when its commit time is after the slice's base instant: log
     blocks are written after the base file, whose rows are at most as recent as it. A table
     without meta fields records no commit time: every row not in the base file counts as an
     insert, and updates are not told apart from rows carried over.
     """
-    if base is None:
+    merged, base_keys = part.rows, part.base_keys
+    if base_keys is None:
         return 0, merged.num_rows, 0
-    base_keys = base.select([RECORD_KEY]) if keys is None else keys.with_record_keys(base)
-    in_base = pc.is_in(merged.column(RECORD_KEY), value_set=base_keys.column(RECORD_KEY))
+    if merged.num_rows == 0:
+        return 0, 0, len(base_keys)
+    in_base = pc.is_in(merged.column(RECORD_KEY), value_set=base_keys)
     if keys is None:
         from_log = pc.greater(merged.column(COMMIT_TIME), file_slice.base_instant_time)
     else:
         from_log = pc.invert(in_base)
     updates = int(pc.sum(pc.and_(from_log, in_base)).as_py() or 0)
     inserts = int(pc.sum(pc.and_(from_log, pc.invert(in_base))).as_py() or 0)
-    return updates, inserts, base_keys.num_rows - int(pc.sum(in_base).as_py() or 0)
+    return updates, inserts, len(base_keys) - int(pc.sum(in_base).as_py() or 0)

@@ -1,0 +1,172 @@
+"""Rows sorted by some columns within a memory budget: a clustering group of any size.
+
+Rows come in parts. While they fit in a share of the budget they are held; past it, the held
+rows are sorted and written to the task's local disk as a sorted run (an Arrow IPC stream of
+small batches). The sorted rows then come out by merging the runs a batch at a time: each
+round takes, from every run's current batch, the rows not after a bound (the smallest last
+key among the runs that have more batches to read), sorts those together and hands them
+out. Rows with equal keys keep the order they came in within a run; clustering sorts by
+the record key last, which is unique in a partition, so the order is total.
+
+The order is Arrow's ascending sort: nulls last, NaN after every other number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+__all__ = ["ExternalSort"]
+
+HELD_SHARE = 4
+"""Rows held in memory before a run is spilled: a quarter of the budget (sorting copies)."""
+RUN_BATCHES = 64
+"""Batches a held share is cut into on disk: merging reads one batch of each run at a time."""
+
+
+class ExternalSort:
+    """Rows added part by part, read back sorted by `keys`, holding about `budget` bytes."""
+
+    def __init__(self, keys: Sequence[str], budget: int, workdir: str) -> None:
+        self.keys = list(dict.fromkeys(keys))
+        self.budget = budget
+        self.folder = Path(workdir)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._held: list[pa.Table] = []
+        self._held_bytes = 0
+        self._runs: list[Path] = []
+        self.rows = 0
+        self.schema: pa.Schema | None = None
+
+    @property
+    def runs(self) -> int:
+        """Sorted runs written to disk so far."""
+        return len(self._runs)
+
+    def add(self, rows: pa.Table) -> None:
+        if rows.num_rows == 0:
+            return
+        if self.schema is None:
+            self.schema = rows.schema
+        elif rows.schema != self.schema:
+            rows = rows.cast(self.schema)
+        self._held.append(rows)
+        self._held_bytes += rows.nbytes
+        self.rows += rows.num_rows
+        if self._held_bytes > self.budget / HELD_SHARE:
+            self._spill()
+
+    def sorted_tables(self) -> Iterator[pa.Table]:
+        """Every row added, in order, a part at a time."""
+        if not self._runs:
+            if self._held:
+                yield self._sorted(pa.concat_tables(self._held))
+            self._held = []
+            return
+        if self._held:
+            self._spill()
+        yield from _merge([_RunReader(path) for path in self._runs], self.keys)
+
+    def _sorted(self, rows: pa.Table) -> pa.Table:
+        return rows.sort_by([(key, "ascending") for key in self.keys])
+
+    def _spill(self) -> None:
+        rows = self._sorted(pa.concat_tables(self._held))
+        self._held, self._held_bytes = [], 0
+        path = self.folder / f"run-{len(self._runs)}.arrow"
+        batch_rows = max(1, math.ceil(rows.num_rows / RUN_BATCHES))
+        with pa.ipc.new_stream(str(path), rows.schema) as writer:
+            writer.write_table(rows, max_chunksize=batch_rows)
+        self._runs.append(path)
+
+
+class _RunReader:
+    """One sorted run, a batch at a time: `current` is what is left of the batch read."""
+
+    def __init__(self, path: Path) -> None:
+        self._handle = pa.ipc.open_stream(str(path))
+        self.current: pa.Table | None = None
+        self.exhausted = False
+        self._path = path
+
+    def fill(self) -> None:
+        """Read the next batch when the current one is used up."""
+        while not self.exhausted and (self.current is None or self.current.num_rows == 0):
+            try:
+                self.current = pa.Table.from_batches([self._handle.read_next_batch()])
+            except StopIteration:
+                self.exhausted = True
+                self._handle.close()
+                self._path.unlink(missing_ok=True)
+
+    @property
+    def has_rows(self) -> bool:
+        return self.current is not None and self.current.num_rows > 0
+
+
+def _merge(readers: list[_RunReader], keys: list[str]) -> Iterator[pa.Table]:
+    order = [(key, "ascending") for key in keys]
+    while True:
+        for reader in readers:
+            reader.fill()
+        live = [r for r in readers if r.has_rows]
+        if not live:
+            return
+        bounded = [r for r in live if not r.exhausted]
+        bound = min((_key(r.current, r.current.num_rows - 1, keys) for r in bounded), default=None)  # type: ignore[union-attr]
+        taken: list[pa.Table] = []
+        for reader in live:
+            current = reader.current
+            assert current is not None
+            count = current.num_rows if bound is None else _not_after(current, keys, bound)
+            if count:
+                taken.append(current.slice(0, count))
+                reader.current = current.slice(count)
+        yield pa.concat_tables(taken).sort_by(order)
+
+
+class _Key:
+    """A row's sort key, compared as Arrow sorts ascending: nulls last, NaN after numbers."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self.values = values
+
+    def __lt__(self, other: _Key) -> bool:
+        for mine, theirs in zip(self.values, other.values, strict=True):
+            a, b = _rank(mine), _rank(theirs)
+            if a != b:
+                return a < b
+        return False
+
+    def __le__(self, other: _Key) -> bool:
+        return not other < self
+
+
+def _rank(value: Any) -> tuple[int, Any]:
+    if value is None:
+        return (2, 0)
+    if isinstance(value, float) and math.isnan(value):
+        return (1, 0)
+    return (0, value)
+
+
+def _key(table: pa.Table, row: int, keys: list[str]) -> _Key:
+    return _Key(tuple(table.column(key)[row].as_py() for key in keys))
+
+
+def _not_after(table: pa.Table, keys: list[str], bound: _Key) -> int:
+    """How many leading rows of the sorted `table` are not after `bound` (binary search)."""
+    low, high = 0, table.num_rows
+    while low < high:
+        middle = (low + high) // 2
+        if _key(table, middle, keys) <= bound:
+            low = middle + 1
+        else:
+            high = middle
+    return low

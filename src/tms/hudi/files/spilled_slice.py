@@ -1,0 +1,420 @@
+"""Merging a file slice within a memory budget: what a compaction task holds at once.
+
+Hudi's merge handle streams the base file and keeps the log records in a map that spills to
+local disk (`ExternalSpillableMap`). Here a slice whose records fit the budget is merged in
+memory (`merge_slice_records`); a larger one is partitioned by a hash of the record key into
+buckets on the task's local disk while it is read (the base file a batch of rows at a time,
+the log files a block at a time), and each bucket, which holds every version of its keys, is
+merged on its own: the merge semantics are those of `merge_versions`, key by key. A log
+block's records are decoded a chunk at a time as they are spread. A bucket
+still larger than the budget is split again with another hash seed; the versions of one key
+larger than the budget stop the task with `TaskMemoryExceeded`.
+
+Files of a remote table are read through local copies (one GET each, streamed to disk), so
+no file is ever held whole in memory; files on a local file system are read in place.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tms.hudi.files.data import block_records
+from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.log_block import BlockType, LogBlock
+from tms.hudi.files.log_reader import avro_record_chunks, iter_log_file
+from tms.hudi.files.merge import DeleteVersion, Ordering, merge_versions
+from tms.hudi.files.reader import committed_blocks, conform_table, merge_slice_records
+from tms.hudi.memory import TaskMemoryExceeded
+from tms.hudi.meta_fields import RECORD_KEY
+from tms.hudi.record_keys import KeyGeneration
+from tms.hudi.storage import Storage
+
+__all__ = ["MergedPart", "SliceMerge", "merge_file_slice"]
+
+EXPANSION = 10
+"""Bytes in memory per byte on storage that merging a slice in memory takes (Parquet and
+Avro decoded into Arrow, then the merge's sort and copy; measured 5.5x for the base file
+alone): a slice whose files are larger than budget / EXPANSION is merged bucket by bucket."""
+BUCKET_SHARE = 4
+"""A bucket is merged in memory when its rows take at most budget / BUCKET_SHARE (the merge
+makes about two more copies of them)."""
+MAX_FANOUT = 256
+MAX_SPLITS = 4
+"""Times a bucket over its share is split again, each with another seed, before its keys are
+taken to be too few to split (one key's versions over the budget)."""
+_POSITION = "_tms_position"
+"""The spilled rows' write position (0: the base file, n: the n-th committed log block)."""
+
+
+@dataclass(frozen=True)
+class MergedPart:
+    """Merged records of some of the slice's keys."""
+
+    rows: pa.Table
+    base_keys: pa.ChunkedArray | pa.Array | None
+    """The record keys of the base file's rows among these keys (None: no base file)."""
+
+
+@dataclass
+class SliceMerge:
+    """A slice's merged records, part by part, and the counts known before the first part."""
+
+    parts: Iterator[MergedPart]
+    log_records: int
+    spilled: bool
+    """The slice was merged bucket by bucket from local disk."""
+    buckets: int = 0
+
+
+def merge_file_slice(
+    storage: Storage,
+    file_slice: FileSlice,
+    ordering: Ordering,
+    is_committed: Callable[[str], bool],
+    *,
+    budget: int,
+    workdir: str,
+    schema: pa.Schema | None = None,
+    keys: KeyGeneration | None = None,
+) -> SliceMerge:
+    """The merged records of a slice (as `read_file_slice`), within `budget` bytes of
+    records in memory; `workdir` is an empty local folder the caller removes afterwards."""
+    files = _LocalFiles(storage, workdir)
+    base_path = files.local(file_slice.base_file.path) if file_slice.base_file else None
+    log_paths = [files.local(log.path) for log in file_slice.log_files]
+    on_disk = (os.path.getsize(base_path) if base_path else 0) + sum(
+        os.path.getsize(p) for p in log_paths
+    )
+    if on_disk * EXPANSION <= budget:
+        base = pq.read_table(base_path) if base_path else None
+        blocks = committed_blocks([_read_blocks(p) for p in log_paths], is_committed)
+        merged, log_records = merge_slice_records(base, blocks, ordering, schema, keys)
+        base_keys = None
+        if base is not None:
+            base_keys = (keys.with_record_keys(base) if keys else base).column(RECORD_KEY)
+        return SliceMerge(iter([MergedPart(merged, base_keys)]), log_records, spilled=False)
+    fanout = min(MAX_FANOUT, max(2, math.ceil(on_disk * EXPANSION / (budget / BUCKET_SHARE))))
+    spill = _Spill(Path(workdir) / "buckets", fanout, seed=0)
+    log_records = spill.fill(base_path, log_paths, is_committed, schema, keys, budget)
+    merger = _Merger(ordering, budget)
+    return SliceMerge(merger.parts(spill), log_records, spilled=True, buckets=fanout)
+
+
+def _read_blocks(path: str) -> list[LogBlock]:
+    with open(path, "rb") as handle:
+        return list(iter_log_file(handle))
+
+
+class _LocalFiles:
+    """Local paths of a slice's files: in place on a local file system, else copies."""
+
+    def __init__(self, storage: Storage, workdir: str) -> None:
+        self.storage = storage
+        self.workdir = workdir
+        self.copied = 0
+
+    def local(self, path: str) -> str:
+        if self.storage.is_local:
+            return self.storage.full_path(path)
+        self.copied += 1
+        local = os.path.join(self.workdir, f"copy-{self.copied}-{os.path.basename(path)}")
+        self.storage.download(path, local)
+        return local
+
+
+# Spilling --------------------------------------------------------------------------------
+
+
+def _buckets(record_keys: pa.ChunkedArray | pa.Array, fanout: int, seed: int) -> np.ndarray:
+    """The bucket of each record key: a hash of the key (with `seed`) modulo `fanout`."""
+    hashed = pl.Series(values=record_keys).hash(seed=seed).to_numpy()
+    return (hashed % np.uint64(fanout)).astype(np.int64)
+
+
+@dataclass
+class _Bucket:
+    """One bucket's files: base rows, log rows (Arrow IPC streams) and deletes (pickles)."""
+
+    folder: Path
+    base_bytes: int = 0
+    log_bytes: int = 0
+    deletes: int = 0
+    writers: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return self.base_bytes + self.log_bytes + self.deletes * 64
+
+    def path(self, kind: str) -> Path:
+        return self.folder / kind
+
+    def append(self, kind: str, rows: pa.Table) -> None:
+        writer = self.writers.get(kind)
+        if writer is None:
+            writer = pa.ipc.new_stream(str(self.path(kind)), rows.schema)
+            self.writers[kind] = writer
+        writer.write_table(rows)
+        if kind == "base":
+            self.base_bytes += rows.nbytes
+        else:
+            self.log_bytes += rows.nbytes
+
+    def append_deletes(self, deletes: list[DeleteVersion]) -> None:
+        with open(self.path("deletes"), "ab") as out:
+            pickle.dump(deletes, out, protocol=pickle.HIGHEST_PROTOCOL)
+        self.deletes += len(deletes)
+
+    def close(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+        self.writers.clear()
+
+    def read(self, kind: str) -> pa.Table | None:
+        if not self.path(kind).exists():
+            return None
+        with pa.ipc.open_stream(str(self.path(kind))) as reader:
+            return reader.read_all()
+
+    def batches(self, kind: str) -> Iterator[pa.RecordBatch]:
+        if not self.path(kind).exists():
+            return
+        with pa.ipc.open_stream(str(self.path(kind))) as reader:
+            yield from reader
+
+    def read_deletes(self) -> Iterator[list[DeleteVersion]]:
+        if not self.path("deletes").exists():
+            return
+        with open(self.path("deletes"), "rb") as source:
+            while True:
+                try:
+                    yield pickle.load(source)  # the task's own spill file, never storage
+                except EOFError:
+                    return
+
+    def remove(self) -> None:
+        for kind in ("base", "log", "deletes"):
+            self.path(kind).unlink(missing_ok=True)
+
+
+class _Spill:
+    """Rows and deletes partitioned into buckets on local disk by a hash of the key."""
+
+    def __init__(self, folder: Path, fanout: int, seed: int) -> None:
+        self.seed = seed
+        self.fanout = fanout
+        self.buckets: list[_Bucket] = []
+        for index in range(fanout):
+            bucket_folder = folder / str(index)
+            bucket_folder.mkdir(parents=True)
+            self.buckets.append(_Bucket(bucket_folder))
+
+    def fill(
+        self,
+        base_path: str | None,
+        log_paths: Sequence[str],
+        is_committed: Callable[[str], bool],
+        schema: pa.Schema | None,
+        keys: KeyGeneration | None,
+        budget: int,
+    ) -> int:
+        """Spill the base file's rows, then each committed log block's; the log records
+        read."""
+        if base_path is not None:
+            source = pq.ParquetFile(base_path, buffer_size=1 << 20, pre_buffer=False)
+            schema = schema or source.schema_arrow
+            rows = max(1, source.metadata.num_rows)
+            decoded = sum(
+                source.metadata.row_group(i).total_byte_size
+                for i in range(source.metadata.num_row_groups)
+            )
+            batch_rows = max(1024, int(budget / BUCKET_SHARE / 4 / max(1.0, decoded / rows)))
+            for batch in source.iter_batches(batch_size=batch_rows):
+                self._add("base", pa.Table.from_batches([batch]), 0, schema, keys)
+        rolled_back = _rolled_back(log_paths)
+        log_records, position = 0, 0
+        chunk_bytes = max(16 * 1024, int(budget / BUCKET_SHARE / EXPANSION))
+        for path in log_paths:
+            with open(path, "rb") as handle:
+                for block in iter_log_file(handle, raw=True):
+                    if not _is_merged(block, rolled_back, is_committed):
+                        continue
+                    position += 1
+                    if block.block_type is BlockType.DELETE:
+                        self._add_deletes(block, position)
+                        log_records += len(block.deletes)
+                        continue
+                    for chunk in _block_chunks(block, chunk_bytes):
+                        records = block_records(chunk, schema)
+                        schema = schema or records.schema
+                        log_records += records.num_rows
+                        self._add("log", records, position, schema, keys)
+        self.close()
+        return log_records
+
+    def _add(
+        self,
+        kind: str,
+        rows: pa.Table,
+        position: int,
+        schema: pa.Schema | None,
+        keys: KeyGeneration | None,
+    ) -> None:
+        if schema is not None:
+            rows = conform_table(rows, schema)
+        if keys is not None:
+            rows = keys.with_record_keys(rows)
+        rows = rows.append_column(_POSITION, pa.array(np.full(rows.num_rows, position, np.int32)))
+        self.add_rows(kind, rows)
+
+    def add_rows(self, kind: str, rows: pa.Table) -> None:
+        """Rows that carry their write position, each into its key's bucket (in order)."""
+        if rows.num_rows == 0:
+            return
+        buckets = _buckets(rows.column(RECORD_KEY), self.fanout, self.seed)
+        order = np.argsort(buckets, kind="stable")
+        counts = np.bincount(buckets, minlength=self.fanout)
+        ordered = rows.take(pa.array(order))
+        start = 0
+        for index, count in enumerate(counts.tolist()):
+            if count:
+                self.buckets[index].append(kind, ordered.slice(start, count))
+                start += count
+
+    def _add_deletes(self, block: LogBlock, position: int) -> None:
+        self.add_deletes(
+            [DeleteVersion(d.record_key, d.ordering_value, position) for d in block.deletes]
+        )
+
+    def add_deletes(self, deletes: list[DeleteVersion]) -> None:
+        if not deletes:
+            return
+        keys = pa.array([d.record_key for d in deletes], pa.string())
+        by_bucket: dict[int, list[DeleteVersion]] = {}
+        for delete, bucket in zip(
+            deletes, _buckets(keys, self.fanout, self.seed).tolist(), strict=True
+        ):
+            by_bucket.setdefault(bucket, []).append(delete)
+        for bucket, found in by_bucket.items():
+            self.buckets[bucket].append_deletes(found)
+
+    def close(self) -> None:
+        for bucket in self.buckets:
+            bucket.close()
+
+
+def _block_chunks(block: LogBlock, chunk_bytes: int) -> Iterator[LogBlock]:
+    """A data block as blocks of its records, decoded about `chunk_bytes` at a time (an
+    Avro block read raw); a block of another kind as it is."""
+    if block.block_type is not BlockType.AVRO_DATA or not block.content:
+        yield block
+        return
+    for records in avro_record_chunks(block, chunk_bytes):
+        yield LogBlock(block.block_type, block.header, records=records, footer=block.footer)
+
+
+def _rolled_back(log_paths: Sequence[str]) -> set[str]:
+    """Instants a rollback command block of the slice voids (a pass over headers only)."""
+    rolled_back: set[str] = set()
+    for path in log_paths:
+        with open(path, "rb") as handle:
+            for block in iter_log_file(handle, decode=False):
+                if block.is_rollback and block.target_instant_time is not None:
+                    rolled_back.add(block.target_instant_time)
+    return rolled_back
+
+
+def _is_merged(block: LogBlock, rolled_back: set[str], is_committed: Callable[[str], bool]) -> bool:
+    """`committed_blocks`' rule for one block."""
+    return (
+        block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE)
+        and block.instant_time not in rolled_back
+        and is_committed(block.instant_time)
+    )
+
+
+# Merging bucket by bucket ----------------------------------------------------------------
+
+
+class _Merger:
+    def __init__(self, ordering: Ordering, budget: int) -> None:
+        self.ordering = ordering
+        self.budget = budget
+
+    def parts(self, spill: _Spill, splits: int = 0) -> Iterator[MergedPart]:
+        """Buckets merged in groups of at most a bucket's share of the budget; a bucket over
+        it split again first."""
+        share = self.budget / BUCKET_SHARE
+        group: list[_Bucket] = []
+        group_size = 0
+        for bucket in spill.buckets:
+            if bucket.size > share:
+                if group:
+                    yield self._merge(group)
+                    group, group_size = [], 0
+                yield from self._split(bucket, spill, splits)
+                continue
+            if group and group_size + bucket.size > share:
+                yield self._merge(group)
+                group, group_size = [], 0
+            group.append(bucket)
+            group_size += bucket.size
+        if group:
+            yield self._merge(group)
+
+    def _split(self, bucket: _Bucket, spill: _Spill, splits: int) -> Iterator[MergedPart]:
+        if splits >= MAX_SPLITS:
+            if bucket.size * 2 > self.budget:
+                _refuse(bucket, self.budget)
+            yield self._merge([bucket])
+            return
+        fanout = min(MAX_FANOUT, max(2, math.ceil(bucket.size / (self.budget / BUCKET_SHARE))))
+        again = _Spill(bucket.folder / "split", fanout, seed=spill.seed + 1 + splits)
+        for kind in ("base", "log"):
+            for batch in bucket.batches(kind):
+                again.add_rows(kind, pa.Table.from_batches([batch]))
+        for deletes in bucket.read_deletes():
+            again.add_deletes(deletes)
+        again.close()
+        bucket.remove()
+        yield from self.parts(again, splits + 1)
+
+    def _merge(self, group: list[_Bucket]) -> MergedPart:
+        bases = [t for b in group if (t := b.read("base")) is not None]
+        logs = [t for b in group if (t := b.read("log")) is not None]
+        deletes = [d for b in group for found in b.read_deletes() for d in found]
+        for bucket in group:
+            bucket.remove()
+        data = pa.concat_tables([*bases, *logs]) if bases or logs else None
+        base_keys = pa.concat_tables(bases).column(RECORD_KEY) if bases else None
+        if data is None:
+            return MergedPart(pa.table({}), base_keys)
+        positions = data.column(_POSITION).combine_chunks()
+        merged = merge_versions(data.drop_columns([_POSITION]), positions, deletes, self.ordering)
+        return MergedPart(merged, base_keys)
+
+
+def _refuse(bucket: _Bucket, budget: int) -> None:
+    """A bucket that splitting by key could not bring under the budget: few keys with many
+    versions. Its keys are counted from disk (keys only) to name the largest."""
+    counts: dict[str, int] = {}
+    for kind in ("base", "log"):
+        for batch in bucket.batches(kind):
+            for key, count in pl.Series(values=batch.column(RECORD_KEY)).value_counts().rows():
+                counts[key] = counts.get(key, 0) + count
+    largest = max(counts, key=counts.__getitem__) if counts else None
+    raise TaskMemoryExceeded(
+        f"the versions of record key {largest!r} ({len(counts)} keys left unsplit)",
+        bucket.size * 2,
+        budget,
+    )

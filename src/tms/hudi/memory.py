@@ -1,0 +1,35 @@
+"""A task's memory budget, as the table layer sees it: a number of bytes of records one task
+may hold at once, kept by spilling to the task's local disk (`tms.hudi.files.spilled_slice`).
+Where the number comes from (Spark's settings, the service's) is the runtime's business
+(`tms.spark_runtime.task_memory`).
+"""
+
+from __future__ import annotations
+
+__all__ = ["TaskMemoryExceeded"]
+
+
+class TaskMemoryExceeded(RuntimeError):
+    """One unit the task cannot split (the versions of one record key) is larger than the
+    budget: the task stops with this instead of growing until its container is killed."""
+
+    def __init__(self, what: str, needed: int, budget: int, remedy: str = "") -> None:
+        self.what = what
+        self.needed = needed
+        self.budget = budget
+        self.remedy = remedy
+        message = (
+            f"{what} needs {_size(needed)} in memory, over the task memory budget of "
+            f"{_size(budget)}"
+        )
+        super().__init__(f"{message}: {remedy}" if remedy else message)
+
+    def with_remedy(self, remedy: str) -> TaskMemoryExceeded:
+        """The same refusal, saying what the user can do (the setting to raise)."""
+        return TaskMemoryExceeded(self.what, self.needed, self.budget, remedy)
+
+
+def _size(count: int) -> str:
+    if count < 2**20:
+        return f"{count / 2**10:.0f} KiB"
+    return f"{count / 2**20:.1f} MiB"

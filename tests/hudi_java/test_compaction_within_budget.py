@@ -1,0 +1,107 @@
+"""Compaction and clustering within a tiny memory budget: Apache Hudi writes a merge-on-read
+table (its metadata table on) whose file slices take tens of times the budget
+(`spark.tms.task.memory`) in memory and whose clustering groups take several times theirs, so
+every slice is merged bucket by bucket and every group sorted in runs through the task's
+local disk; Hudi's reader and hudi-rs read the
+same rows after each, and Hudi's writer writes on."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.hudi_java.support import HUDI_1_2, HudiRelease, HudiSpark, keyed_table
+from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
+from tests.oracle import file_slices
+from tms.hudi.files.spilled_slice import EXPANSION
+from tms.hudi.table import HudiTable
+from tms.services.clustering.execute import execute_clustering
+from tms.services.clustering.plan import schedule_clustering
+from tms.services.compaction.execute import execute_compaction
+from tms.services.compaction.plan import schedule_compaction
+from tms.spark_runtime.task_memory import SETTING
+
+pytestmark = [pytest.mark.hudi_java, pytest.mark.spark]
+
+BUDGET = 16 * 1024
+CLUSTERING_BUDGET = 256 * 1024
+KEYS = 20_000
+Row = tuple[Any, ...]
+
+
+@pytest.fixture
+def tiny_budget(spark: Any) -> Iterator[None]:
+    spark.conf.set(SETTING, str(BUDGET))
+    yield
+    spark.conf.unset(SETTING)
+
+
+def _rows(rng: random.Random, keys: range, ts: int) -> list[Row]:
+    return [(f"k{i:06d}", ts + rng.randrange(-3, 4), f"p{i % 2}", rng.random()) for i in keys]
+
+
+def test_slices_and_groups_far_over_the_budget_are_rewritten_as_hudi_reads_them(
+    spark: Any,
+    hudi_spark: Callable[[HudiRelease], HudiSpark],
+    tmp_path: Path,
+    tiny_budget: None,
+) -> None:
+    hudi = hudi_spark(HUDI_1_2)
+    path = tmp_path / "budget_v9"
+    options = {
+        **keyed_table(path.name),
+        "hoodie.parquet.small.file.limit": "0",  # each insert: new file groups, to cluster
+        **HUDI_1_2.write_options(9),
+    }
+    rng = random.Random(9)
+    write = {**options, "hoodie.datasource.write.operation": "upsert"}
+    for start in range(0, KEYS, KEYS // 4):
+        hudi.write(path, _rows(rng, range(start, start + KEYS // 4), 10), SCHEMA, write)
+    hudi.write(path, _rows(rng, range(0, KEYS, 3), 10), SCHEMA, write)  # ties and losers too
+    hudi.write(path, _rows(rng, range(0, KEYS, 5), 20), SCHEMA, write)
+    deletes = {**options, "hoodie.datasource.write.operation": "delete"}
+    hudi.write(path, _rows(rng, range(0, KEYS, 7), 30), SCHEMA, deletes)
+    before = hudi.read(path, COLUMNS)
+    assert hudi_rs_rows(str(path)) == before
+    slices = [s for s in file_slices(str(path)) if s["log_files"]]
+    assert len(slices) == 8
+    for found in slices:  # merged in memory, each slice would take 20 budgets and more
+        size = (path / found["partition"] / found["base_file"]).stat().st_size
+        assert size > 3 * BUDGET and size * EXPANSION > 20 * BUDGET
+
+    compaction = schedule_compaction(HudiTable.open(str(path)))
+    assert compaction is not None
+    result = execute_compaction(spark, HudiTable.open(str(path)), compaction, heartbeat_interval=1)
+    assert result.files_written == len(slices)
+    assert not [s for s in file_slices(str(path)) if s["log_files"]]
+    assert hudi.read(path, COLUMNS) == before
+    assert hudi_rs_rows(str(path)) == before
+
+    spark.conf.set(SETTING, str(CLUSTERING_BUDGET))  # each group: several budgets
+    clustering = schedule_clustering(
+        HudiTable.open(str(path)),
+        small_file_limit=1 << 30,
+        target_file_size=1 << 30,
+        sort_columns=["val"],
+    )
+    assert clustering is not None
+    result = execute_clustering(spark, HudiTable.open(str(path)), clustering, heartbeat_interval=1)
+    assert result.files_written == 2  # one sorted file group per partition
+    assert hudi.read(path, COLUMNS) == before
+    assert hudi_rs_rows(str(path)) == before
+    latest = file_slices(str(path))
+    assert len(latest) == 2
+    for found in latest:  # each partition's rows in one file, sorted through many runs
+        file = path / found["partition"] / found["base_file"]
+        values = pq.read_table(file, columns=["val"]).column("val").to_pylist()
+        assert values == sorted(values) and len(values) > 100 * BUDGET // 1024
+    more = _rows(rng, range(KEYS - 10, KEYS + 10), 40)
+    hudi.write(path, more, SCHEMA, write)
+    expected = sorted({row[0]: row for row in [*before, *more]}.values())
+    assert hudi.read(path, COLUMNS) == expected
+    assert hudi_rs_rows(str(path)) == expected

@@ -1,0 +1,60 @@
+"""The memory budget a job's native tasks get: the setting when there is one, else a
+quarter of a Python worker's share of `spark.executor.pyspark.memory`, else 1 GiB."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tms.spark_runtime.task_memory import (
+    DEFAULT_BUDGET,
+    SETTING,
+    parse_size,
+    task_memory_budget,
+    task_workdir,
+)
+
+
+class _Session:
+    """A SparkSession's `conf` as the budget reads it (pure logic: no JVM needed)."""
+
+    def __init__(self, **conf: str) -> None:
+        self.conf = self
+        self._values = conf
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._values.get(key, default)
+
+
+def test_the_setting_wins_then_python_memory_per_core_then_the_default() -> None:
+    assert task_memory_budget(_Session(**{SETTING: "256m"})) == 256 * 2**20
+    pyspark = {"spark.executor.pyspark.memory": "4g", "spark.executor.cores": "4"}
+    assert task_memory_budget(_Session(**pyspark)) == 256 * 2**20
+    assert task_memory_budget(_Session(**{**pyspark, SETTING: "2g"})) == 2 * 2**30
+    assert task_memory_budget(_Session()) == DEFAULT_BUDGET == 2**30
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("512m", 512 * 2**20), ("1g", 2**30), ("1024k", 2**20), ("65536", 65536), ("2GiB", 2**31)],
+)
+def test_sizes_read_as_spark_writes_them(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "lots", "1.5g", "-1m", "1x"])
+def test_a_size_that_is_not_one_is_refused_saying_what_is_expected(text: str) -> None:
+    with pytest.raises(ValueError, match="512m, 1g or a number of bytes"):
+        parse_size(text)
+
+
+def test_a_task_spills_under_sparks_local_folder_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPARK_LOCAL_DIRS", f"{tmp_path},/elsewhere")
+    with task_workdir() as folder:
+        assert Path(folder).parent == tmp_path
+        (Path(folder) / "spill").write_bytes(b"x")
+    assert list(tmp_path.iterdir()) == []
