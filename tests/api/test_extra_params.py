@@ -123,3 +123,21 @@ def test_the_hudi_clients_request_is_checked_before_it_registers_anything(
     # CANCEL carries the client's parameters too; they are not used, so not checked.
     cancel = client.get("/v1/hoodie/service/compact", params={**params, "action": "CANCEL"})
     assert cancel.status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [("lots", "not a size such as 512m"), ("512k", "under 1m"), ("", "not a size")],
+)
+def test_a_task_memory_budget_that_is_not_a_size_is_refused_naming_it(
+    client: TestClient, session: Session, value: str, problem: str
+) -> None:
+    register(client)
+    response = submit(client, instant=instant(), extra_params={"spark.tms.task.memory": value})
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["field"] == "body.extra_params.spark.tms.task.memory"
+    assert problem in error["message"]
+    assert _operations(session) == 0
+    accepted = submit(client, instant=instant(), extra_params={"spark.tms.task.memory": "512m"})
+    assert accepted.status_code == 201, accepted.text

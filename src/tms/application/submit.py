@@ -22,7 +22,7 @@ from tms import observe
 from tms.application.executor_choice import chosen_executor
 from tms.application.refusals import NothingToCompact, OwnPlanOnly, UnusableParams
 from tms.config import Settings
-from tms.config.spark_conf import allow_list
+from tms.config.spark_conf import allow_list, value_problems
 from tms.executors import ExecutorChoice
 from tms.planning import BadJobInput, planning_problems, schedule_kwargs
 from tms.store import (
@@ -84,6 +84,7 @@ def check_request(request: SubmitRequest, settings: Settings) -> CheckedRequest:
         raise OwnPlanOnly(OWN_PLAN_ONLY)
     refused = allow_list(settings).refused(request.extra_params)
     problems = {key: f"{key} is not allowed: {reason}" for key, reason in refused.items()}
+    problems |= value_problems(request.extra_params)
     problems |= planning_problems(request.action.value, request.extra_params)
     if problems:
         raise UnusableParams(problems)

@@ -22,6 +22,8 @@ from functools import lru_cache
 from typing import Any
 
 from tms.config.settings import Settings
+from tms.spark_runtime.task_memory import SETTING as TASK_MEMORY
+from tms.spark_runtime.task_memory import parse_size
 
 __all__ = [
     "DEFAULT_ALLOWED",
@@ -30,6 +32,7 @@ __all__ = [
     "SparkConfAllowList",
     "allow_list",
     "is_spark_key",
+    "value_problems",
 ]
 
 SPARK_PREFIX = "spark."
@@ -166,3 +169,17 @@ def allow_list(settings: Settings) -> SparkConfAllowList:
     """The instance's allow-list: `spark_conf_allowed` (unset: `DEFAULT_ALLOWED`) plus
     `spark_conf_allowed_extra`."""
     return _cached(settings.spark_conf_allowed, settings.spark_conf_allowed_extra)
+
+
+def value_problems(extra: Mapping[str, Any]) -> dict[str, str]:
+    """Values of allowed keys that tms itself reads and that would fail the job: the task
+    memory budget (`spark.tms.task.memory`) must be a size of at least 1m."""
+    if TASK_MEMORY not in extra:
+        return {}
+    value = str(extra[TASK_MEMORY])
+    try:
+        if parse_size(value) >= 1024 * 1024:
+            return {}
+    except ValueError as exc:
+        return {TASK_MEMORY: f"{TASK_MEMORY}: {exc}"}
+    return {TASK_MEMORY: f"{TASK_MEMORY}: {value!r} is under 1m (a size such as 512m or 1g)"}
