@@ -183,10 +183,17 @@ def _document_malformed_http(paths: dict[str, Any]) -> None:
     ref = {"$ref": "#/components/schemas/ErrorOut"}
     for item in paths.values():
         for method, operation in item.items():
-            if method in _HTTP_METHODS:
-                entry = operation.setdefault("responses", {}).setdefault("400", {})
-                entry["description"] = MALFORMED_HTTP
-                entry["content"] = {"application/json": {"schema": ref}}
+            if method not in _HTTP_METHODS:
+                continue
+            responses = operation.setdefault("responses", {})
+            own = responses.get("400")
+            if own is None:
+                responses["400"] = {
+                    "description": MALFORMED_HTTP,
+                    "content": {"application/json": {"schema": ref}},
+                }
+            elif MALFORMED_HTTP not in own.get("description", ""):
+                own["description"] = f"{own.get('description', 'bad request')}; or {MALFORMED_HTTP}"
 
 
 _HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
