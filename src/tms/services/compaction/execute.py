@@ -206,7 +206,7 @@ def _compact_slice(
             schema=execution.schema,
             keys=execution.keys,
         )
-        writing = _SliceWriting(execution, operation, task, storage, workdir)
+        writing = _SliceWriting(execution, operation, file_slice, task, storage, workdir)
         try:
             for part in merge.parts:
                 writing.add(part)
@@ -255,6 +255,7 @@ class _SliceWriting:
         self,
         execution: _Execution,
         operation: CompactionOperation,
+        file_slice: FileSlice,
         task: TaskInfo,
         storage: Storage,
         workdir: str,
@@ -263,7 +264,7 @@ class _SliceWriting:
         self.operation = operation
         self.storage = storage
         self.workdir = workdir
-        self.file_slice = operation.file_slice()
+        self.file_slice = file_slice
         self.name = str(BaseFileName(operation.file_id, task.write_token, execution.instant_time))
         self.path = operation.path(self.name)
         self.writer: BaseFileWriter | None = None
