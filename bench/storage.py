@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import socket
 import sys
 import threading
 import uuid
@@ -146,7 +145,8 @@ class CountingMotoServer(ThreadedMotoServer):
         super().__init__(ip_address="127.0.0.1", port=port, verbose=False)
         self.wire = wire
 
-    def _server_entry(self) -> None:
+    def application(self) -> Callable[..., Any]:
+        """moto's WSGI application, noting each request in `wire` before serving it."""
         app = DomainDispatcherApplication(create_backend_app)
         wire = self.wire
 
@@ -161,44 +161,22 @@ class CountingMotoServer(ThreadedMotoServer):
                 wire.add(kind, key or (query.get("prefix") or [""])[0])
             return app(environ, start_response)
 
+        return counted
+
+    def _server_entry(self) -> None:
         self._server = make_server(
-            self._ip_address, self._port, counted, True, request_handler=MotoRequestHandler
+            self._ip_address,
+            self._port,
+            self.application(),
+            True,
+            request_handler=MotoRequestHandler,
         )
         self._server_ready_event.set()
-        try:
-            self._server.serve_forever()
-        except BaseException as exc:
-            self.ended = f"{type(exc).__name__}: {exc}"
-            raise
-        if self._server_ready_event.is_set():
-            self.ended = "serve_forever returned without stop()"
+        self._server.serve_forever()
 
     @property
     def port(self) -> int:
         return self._port
-
-    ended: str | None = None
-    """Why the server stopped serving on its own, when it did."""
-
-    def ensure_serving(self) -> str | None:
-        """Start the server again on its port when it stopped serving without `stop()`
-        (the buckets live in moto's process-wide backend and stay); why it had stopped."""
-        if self._thread is not None and self._thread.is_alive() and self._answers():
-            return None
-        reason = self.ended or "the port did not accept a connection"
-        self.ended = None
-        self._server_ready_event.clear()
-        if self._server is not None:
-            self._server.server_close()
-        self.start()
-        return reason
-
-    def _answers(self) -> bool:
-        try:
-            with socket.create_connection((self._ip_address, self._port), timeout=10):
-                return True
-        except OSError:
-            return False
 
 
 # Measuring one piece of work -------------------------------------------------------------

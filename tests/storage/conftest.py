@@ -1,4 +1,5 @@
-"""A real S3 endpoint on this machine: moto's S3 server on a free port, one per session.
+"""A real S3 endpoint on this machine: moto's S3 server on a free port, in a process of its
+own (`tests/storage/s3_process.py`), one per session.
 
 Credentials and the endpoint reach clients the standard ways, never through a patched
 client: storage options for `Storage`, `AWS_*` environment variables for code that opens
@@ -7,16 +8,22 @@ tables by URI alone (Spark tasks, `HudiTable.open`), `aws_*` options for hudi-rs
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
+import time
+import urllib.request
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from bench.storage import CountingMotoServer, WireLog
 
+from tests.storage.s3_process import WIRE_PATH
 from tms.hudi.storage import Storage
 
 ACCESS_KEY = "testing"
@@ -30,7 +37,7 @@ class S3Endpoint:
 
     url: str
     bucket: str
-    wire: WireLog
+    wire: S3Process
     """Every request the server received, by kind."""
 
     @property
@@ -69,10 +76,84 @@ def free_port() -> int:
         return port
 
 
+class S3Process:
+    """moto's S3 server in its own process on a fixed port, with one bucket; started again
+    on the same port when it stopped serving."""
+
+    STARTUP_SECONDS = 120.0
+
+    def __init__(self, port: int, bucket: str, log: Path) -> None:
+        self.port = port
+        self.bucket = bucket
+        self.log = log
+        self.url = f"http://127.0.0.1:{port}"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        script = Path(__file__).with_name("s3_process.py")
+        with self.log.open("ab") as log:
+            self._process = subprocess.Popen(
+                [sys.executable, str(script), str(self.port)],
+                stdin=subprocess.PIPE,  # the server exits when this closes
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + self.STARTUP_SECONDS
+        while not self._answers():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"moto's S3 server did not start: {self._log_tail()}")
+            time.sleep(0.2)
+        Storage(f"s3://{self.bucket}", storage_options=self.storage_options).fs.mkdir(self.bucket)
+
+    def stop(self) -> None:
+        if self._process is not None:
+            assert self._process.stdin is not None
+            self._process.stdin.close()
+            try:
+                self._process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+    def ensure_serving(self) -> str | None:
+        """Start the server again when it stopped serving; why it had stopped."""
+        assert self._process is not None
+        if self._process.poll() is None and self._answers():
+            return None
+        code = self._process.poll()
+        reason = f"exit code {code}" if code is not None else "the port did not answer"
+        reason = f"{reason}; its log ends: {self._log_tail()}"
+        self.stop()
+        self.start()
+        return reason
+
+    def snapshot(self) -> tuple[Counter[str], Counter[tuple[str, str]]]:
+        """The requests the server received so far: by kind, by (kind, path class)."""
+        with urllib.request.urlopen(self.url + WIRE_PATH, timeout=30) as answer:
+            counts = json.load(answer)
+        paths = Counter({(kind, path): count for kind, path, count in counts["paths"]})
+        return Counter(counts["kinds"]), paths
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        return {"endpoint_url": self.url, "key": ACCESS_KEY, "secret": SECRET_KEY}
+
+    def _answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.url + WIRE_PATH, timeout=10):
+                return True
+        except OSError:
+            return False
+
+    def _log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+
+
 @pytest.fixture(scope="session")
-def s3_server() -> Iterator[CountingMotoServer]:
-    """moto's S3 server on a free port, for the session."""
-    server = CountingMotoServer(free_port(), WireLog())
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Process]:
+    """moto's S3 server on a free port, in its own process, for the session."""
+    log = tmp_path_factory.mktemp("s3-server") / "server.log"
+    server = S3Process(free_port(), "lake", log)
     server.start()
     yield server
     server.stop()
@@ -80,28 +161,22 @@ def s3_server() -> Iterator[CountingMotoServer]:
 
 @pytest.fixture(autouse=True)
 def _s3_serving(request: pytest.FixtureRequest) -> None:
-    """Every test that uses the S3 server finds it serving: a server that stopped on its
-    own (seen once under load, with no trace of why in the run) is started again on its
-    port, and the reason goes to the test's output."""
+    """Every test that uses the S3 server finds it serving; a server that stopped is started
+    again on its port, and why it stopped goes to the test's output."""
     if "s3" in request.fixturenames:
-        server: CountingMotoServer = request.getfixturevalue("s3_server")
+        server: S3Process = request.getfixturevalue("s3_server")
         reason = server.ensure_serving()
         if reason is not None:
             print(f"moto's S3 server had stopped serving ({reason}); started again")
 
 
 @pytest.fixture(scope="session")
-def s3(s3_server: CountingMotoServer) -> Iterator[S3Endpoint]:
+def s3(s3_server: S3Process) -> Iterator[S3Endpoint]:
     """moto's S3 server, its bucket, and the environment that points clients at it."""
-    endpoint = S3Endpoint(
-        url=f"http://127.0.0.1:{s3_server.port}", bucket="lake", wire=s3_server.wire
-    )
+    endpoint = S3Endpoint(url=s3_server.url, bucket=s3_server.bucket, wire=s3_server)
     with pytest.MonkeyPatch.context() as patch:
         for name, value in endpoint.environment.items():
             patch.setenv(name, value)
-        Storage(f"s3://{endpoint.bucket}", storage_options=endpoint.storage_options).fs.mkdir(
-            endpoint.bucket
-        )
         yield endpoint
 
 
