@@ -19,6 +19,10 @@ on a table is a line with its error.
 
     .venv/bin/python bench/clustering.py [--rows N] [--commits N] [--table-versions 6,9]
         [--metadata-versions 6,9] [--executors native,hudi] [--master local[*]]
+        [--unpartitioned] [--sort-columns fare] [--max-bytes-per-group B] [--task-memory 256m]
+
+A production-size group: `--unpartitioned --rows 13000000 --commits 10 --sort-columns fare
+--target-file-size 536870912` is one group of about 0.5 GB of Parquet.
 """
 
 from __future__ import annotations
@@ -53,16 +57,23 @@ from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.transitions import new_instant_time
 from tms.services.clustering.plan import schedule_clustering
+from tms.spark_runtime.task_memory import SETTING
 
 MIB = 2**20
 WARM_UP_ROWS = 20_000
 
 
 def build_table(
-    base: str, rows: int, commits: int, table_version: int, metadata_table: bool = False
+    base: str,
+    rows: int,
+    commits: int,
+    table_version: int,
+    metadata_table: bool = False,
+    partitioned: bool = True,
 ) -> float:
     """A copy-on-write table whose rows arrive in `commits` inserts: each insert writes one
-    new small file group per partition. Seconds it took."""
+    new small file group per partition (one partition when not `partitioned`). Seconds it
+    took."""
     rng = np.random.default_rng(7)
     table = create_table(
         base,
@@ -70,7 +81,7 @@ def build_table(
         table_type=COPY_ON_WRITE,
         record_key_fields=["uuid"],
         ordering_field="ts",
-        partition_fields=["city"],
+        partition_fields=["city"] if partitioned else [],
         table_version=table_version,
         metadata_partitions=METADATA_PARTITIONS if metadata_table else (),
     )
@@ -92,11 +103,20 @@ class PlannedCopy:
     instant: str
     small_file_limit: int
     target_file_size: int
+    max_bytes_per_group: int | None
+    sort_columns: tuple[str, ...]
 
     @classmethod
-    def of(cls, base: str, small_file_limit: int, target_file_size: int) -> PlannedCopy:
+    def of(cls, base: str, args: argparse.Namespace) -> PlannedCopy:
         instant = new_instant_time(HudiTable.open(base).timeline().instants)
-        return cls(instant, small_file_limit, target_file_size)
+        sort_columns = tuple(c for c in args.sort_columns.split(",") if c)
+        return cls(
+            instant,
+            args.small_file_limit,
+            args.target_file_size,
+            args.max_bytes_per_group,
+            sort_columns,
+        )
 
     def __call__(self, source: str, target: str) -> None:
         shutil.copytree(source, target)
@@ -104,6 +124,8 @@ class PlannedCopy:
             HudiTable.open(target),
             small_file_limit=self.small_file_limit,
             target_file_size=self.target_file_size,
+            max_bytes_per_group=self.max_bytes_per_group,
+            sort_columns=self.sort_columns,
             instant_time=self.instant,
         )
         assert planned == self.instant, "no small file groups to cluster"
@@ -115,6 +137,14 @@ def main() -> None:
     parser.add_argument("--commits", type=int, default=10, help="small file groups per partition")
     parser.add_argument("--small-file-limit", type=int, default=100 * MIB)
     parser.add_argument("--target-file-size", type=int, default=1024 * MIB)
+    parser.add_argument(
+        "--max-bytes-per-group", type=int, default=None, help="default: --target-file-size"
+    )
+    parser.add_argument("--sort-columns", default="", help="e.g. fare; default: no sort")
+    parser.add_argument(
+        "--unpartitioned", action="store_true", help="one partition: one clustering group"
+    )
+    parser.add_argument("--task-memory", default=None, help=f"{SETTING} for tms's tasks, e.g. 256m")
     add_arguments(parser, "clustered")
     args = parser.parse_args()
     executors = parse_executors(args.executors)
@@ -124,9 +154,13 @@ def main() -> None:
     built = build_tables(
         work,
         tables,
-        lambda base, t: build_table(base, args.rows, args.commits, t.version, t.metadata_table),
+        lambda base, t: build_table(
+            base, args.rows, args.commits, t.version, t.metadata_table, not args.unpartitioned
+        ),
     )
     spark = hudi_session(args.master, "tms-bench-clustering", executors)
+    if args.task_memory:
+        spark.conf.set(SETTING, args.task_memory)
 
     # Both executors run once on a small table, so neither measurement pays for warm-up.
     warm = str(work / "bench_trips_warm_up")
@@ -135,7 +169,7 @@ def main() -> None:
     bases = {name: base for name, (base, _) in built.items()}
 
     def prepare(base: str) -> tuple[str, PlannedCopy]:
-        planned = PlannedCopy.of(base, args.small_file_limit, args.target_file_size)
+        planned = PlannedCopy.of(base, args)
         return planned.instant, planned
 
     per_table = measure(
@@ -147,10 +181,13 @@ def main() -> None:
         "machine": machine(),
         "master": args.master,
         "rows": args.rows,
-        "partitions": len(CITIES),
+        "partitions": 1 if args.unpartitioned else len(CITIES),
         "small_file_groups_per_partition": args.commits,
         "small_file_limit": args.small_file_limit,
         "target_file_size": args.target_file_size,
+        "max_bytes_per_group": args.max_bytes_per_group or args.target_file_size,
+        "sort_columns": args.sort_columns,
+        "task_memory": args.task_memory or "default",
         "executors": executors,
         "tables": per_table,
     }

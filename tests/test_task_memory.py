@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from tms.hudi.memory import task_workdir
 from tms.spark_runtime.task_memory import (
     DEFAULT_BUDGET,
     SETTING,
     parse_size,
     task_memory_budget,
-    task_workdir,
 )
 
 

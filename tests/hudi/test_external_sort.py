@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from tms.hudi.files import external_sort
 from tms.hudi.files.external_sort import ExternalSort
 
 
@@ -64,3 +65,24 @@ def test_rows_that_fit_are_sorted_in_memory(tmp_path: Path) -> None:
     (out,) = sorter.sorted_tables()
     expected = rows.sort_by([("city", "ascending"), ("key", "ascending")])
     assert sorter.runs == 0 and out.column("key").equals(expected.column("key"))
+
+
+def test_more_runs_than_merged_at_once_are_merged_in_levels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past MAX_FAN_IN runs, groups of runs are merged into longer ones first, so the last
+    merge holds a batch of at most MAX_FAN_IN runs: the order is the same."""
+    monkeypatch.setattr(external_sort, "MAX_FAN_IN", 4)
+    rng = random.Random(9)
+    parts = [_rows(rng, n * 1000, rng.randrange(200, 600)) for n in range(40)]
+    sorter = ExternalSort(["city", "fare", "key"], budget=32 * 1024, workdir=str(tmp_path / "s"))
+    for part in parts:
+        sorter.add(part)
+    got = pa.concat_tables(list(sorter.sorted_tables()))
+    expected = pa.concat_tables(parts).sort_by(
+        [("city", "ascending"), ("fare", "ascending"), ("key", "ascending")]
+    )
+    assert sorter.runs > 16, "more than two levels of 4"
+    assert sorter.merge_passes >= sorter.runs // 4
+    assert got.column("key").equals(expected.column("key"))
+    assert list((tmp_path / "s").iterdir()) == []

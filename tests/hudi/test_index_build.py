@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from tests.hudi.test_fixture_views import unzip_fixture
 from tests.hudi.test_writer_metadata_table import new_table as writer_table
+from tests.hudi.test_writer_metadata_table import write_history
 
 from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.files.spilled_slice import SliceMerge
 from tms.hudi.metadata.index_build import (
     BUILDABLE,
     IndexSpec,
@@ -19,13 +21,18 @@ from tms.hudi.metadata.index_build import (
     estimate_file_group_count,
     index_definitions,
     index_spec,
+    slices,
 )
 from tms.hudi.metadata.index_build.changes import changes_of
+from tms.hudi.metadata.index_build.slices import SliceReading, latest_slices
 from tms.hudi.metadata.index_defs import IndexVersion, read_index_definitions
 from tms.hudi.metadata.stats_values import ValueType
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+
+BUDGET = 1 << 30
+"""Every task's memory budget: refusals come before any task runs."""
 
 
 def new_table(root: Path, table_type: str = COPY_ON_WRITE, version: int = 9) -> HudiTable:
@@ -136,7 +143,12 @@ def test_a_build_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     def refused(instant_time: str = "20991231235959999") -> str:
         with pytest.raises(UnsupportedTableError) as caught:
             build_partitions(
-                None, table, spec, as_of="20991231235959998", instant_time=instant_time
+                None,
+                table,
+                spec,
+                as_of="20991231235959998",
+                instant_time=instant_time,
+                memory_budget=BUDGET,
             )
         assert sorted(str(p) for p in metadata.rglob("*")) == before
         return str(caught.value)
@@ -152,7 +164,7 @@ def test_a_build_is_refused_before_anything_is_written(tmp_path: Path) -> None:
 
     bare = writer_table(tmp_path / "bare", COPY_ON_WRITE, 9, ()).table
     with pytest.raises(UnsupportedTableError, match="has no metadata table"):
-        build_partitions(None, bare, spec, as_of="1", instant_time="2")
+        build_partitions(None, bare, spec, as_of="1", instant_time="2", memory_budget=BUDGET)
 
 
 def test_a_catch_up_is_refused_before_anything_is_written(tmp_path: Path) -> None:
@@ -168,16 +180,41 @@ def test_a_catch_up_is_refused_before_anything_is_written(tmp_path: Path) -> Non
     since, until = commits[0].requested_time, commits[-1].requested_time
 
     with pytest.raises(ValueError, match=f"instants {since} are not after {since}"):
-        catch_up(None, table, spec, commits, since=since, until=until, instant_time="1")
+        catch_up(
+            None,
+            table,
+            spec,
+            commits,
+            since=since,
+            until=until,
+            instant_time="1",
+            memory_budget=BUDGET,
+        )
     with pytest.raises(ValueError, match="not applied by a catch-up"):
         changes_of(timeline, indexing)
     with pytest.raises(UnsupportedTableError, match="already has instant 00000000000000004"):
         catch_up(
-            None, table, spec, commits[1:], since=since, until=until, instant_time="0" * 16 + "4"
+            None,
+            table,
+            spec,
+            commits[1:],
+            since=since,
+            until=until,
+            instant_time="0" * 16 + "4",
+            memory_budget=BUDGET,
         )
     shutil.rmtree(metadata / "record_index")
     with pytest.raises(UnsupportedTableError, match="record_index has no file groups"):
-        catch_up(None, table, spec, commits[1:], since=since, until=until, instant_time="2")
+        catch_up(
+            None,
+            table,
+            spec,
+            commits[1:],
+            since=since,
+            until=until,
+            instant_time="2",
+            memory_budget=BUDGET,
+        )
     assert sorted(str(p) for p in metadata.rglob("*") if "record_index" not in str(p)) == [
         p for p in before if "record_index" not in p
     ]
@@ -200,3 +237,32 @@ def test_changes_name_the_file_groups_files_and_partitions_of_the_instants(tmp_p
     }
     assert changes.partitions == {p for p, _ in written | replaced}
     assert not changes.deleted_files
+
+
+def test_a_slices_live_keys_are_the_same_merged_through_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record index's keys of a merge-on-read slice, within a budget far below the
+    slice's size: the keys of merging it in memory, with the slice merged bucket by bucket."""
+    writer = writer_table(tmp_path / "mor", MERGE_ON_READ, 9, ("files",))
+    write_history(writer)  # updates and deletes in log files
+    table = HudiTable.open(str(tmp_path / "mor"))
+    timeline = table.timeline()
+    with_logs = [s for s in latest_slices(table, timeline) if s.log_files]
+    assert with_logs, "updates and deletes went to log files"
+    spilled: list[bool] = []
+    real_merge = slices.merge_file_slice
+
+    def noting(*args: object, **kwargs: object) -> SliceMerge:
+        merge = real_merge(*args, **kwargs)  # type: ignore[arg-type]
+        spilled.append(merge.spilled)
+        return merge
+
+    monkeypatch.setattr(slices, "merge_file_slice", noting)
+    for file_slice in with_logs:
+        in_memory = SliceReading.of(table, timeline, memory_budget=BUDGET)
+        on_disk = SliceReading.of(table, timeline, memory_budget=16 * 1024)
+        expected = sorted(in_memory.record_keys(file_slice))
+        assert expected
+        assert sorted(on_disk.record_keys(file_slice)) == expected
+    assert spilled == [False, True] * len(with_logs)

@@ -1,24 +1,37 @@
 """Merging a slice bucket by bucket through local disk gives the rows merging it in memory
-gives, on randomised slices: keys repeated across log blocks, deletes with and without
-ordering values, out-of-order ordering values, a column added between blocks, rolled back
-blocks, and a torn block at a log file's end. A tiny budget forces every spill path (many
-buckets, buckets split again); one key's versions over the budget stop the task."""
+gives, on randomised slices: Avro and Parquet data blocks, keys repeated across log blocks,
+deletes with and without ordering values, out-of-order ordering values, a column added
+between blocks, rolled back blocks, and a torn block at a log file's end. A tiny budget
+forces every spill path (many buckets, buckets split again, data blocks decoded a chunk at a
+time); one key's versions over the budget stop the task."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import random
+import struct
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import fastavro
 import pyarrow as pa
 import pytest
 
+from tms.hudi.avro.delete_records import DELETE_RECORD_LIST_SCHEMA
 from tms.hudi.avro.schema import arrow_schema_from_avro, avro_record_schema
-from tms.hudi.files.data import write_base_file
+from tms.hudi.files.data import block_records, write_base_file
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
-from tms.hudi.files.log_block import DeleteRecord
-from tms.hudi.files.log_reader import iter_log_file, read_log_blocks
+from tms.hudi.files.log_block import BlockType, DeleteRecord, LogBlock
+from tms.hudi.files.log_reader import (
+    avro_record_chunks,
+    decode_delete_content,
+    delete_record_chunks,
+    iter_log_file,
+    parquet_record_chunks,
+    read_log_blocks,
+)
 from tms.hudi.files.log_writer import (
     encode_avro_data_block,
     encode_delete_block,
@@ -29,6 +42,7 @@ from tms.hudi.files.reader import read_file_slice
 from tms.hudi.files.spilled_slice import merge_file_slice
 from tms.hudi.memory import TaskMemoryExceeded
 from tms.hudi.meta_fields import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
+from tms.hudi.sample_writer.log_blocks import encode_parquet_data_block
 from tms.hudi.storage import Storage
 from tms.spark_runtime.task_memory import REMEDY, SETTING
 
@@ -91,7 +105,10 @@ def _slice(root: Path, seed: int, keys: int = 3000) -> FileSlice:
             else:
                 chosen = [rng.choice(universe) for _ in range(rng.randrange(200, 900))]
                 records = _rows(chosen, str(instant), rng, schema)
-                data += encode_avro_data_block(str(instant), avro, records.to_pylist())
+                if rng.random() < 0.3:  # hoodie.logfile.data.block.format=parquet
+                    data += encode_parquet_data_block(str(instant), avro, records)
+                else:
+                    data += encode_avro_data_block(str(instant), avro, records.to_pylist())
             if rng.random() < 0.15:
                 data += encode_rollback_block(str(instant + 1), str(instant))
         if version == 2:
@@ -193,3 +210,77 @@ def test_reading_a_log_file_block_by_block_finds_the_blocks_of_reading_it_whole(
 
 def test_the_table_schema_is_the_spilled_rows_schema() -> None:
     assert arrow_schema_from_avro(avro_record_schema("t", NEW)).names == NEW.names
+
+
+@pytest.mark.parametrize("block_format", ["avro", "parquet"])
+def test_a_data_block_read_raw_is_decoded_a_chunk_at_a_time(block_format: str) -> None:
+    rng = random.Random(3)
+    rows = _rows([f"key-{i:05d}" for i in range(5000)], BASE_INSTANT, rng, OLD)
+    avro = avro_record_schema("t", OLD)
+    if block_format == "parquet":
+        data = encode_parquet_data_block(BASE_INSTANT, avro, rows)
+        chunks_of = parquet_record_chunks
+    else:
+        data = encode_avro_data_block(BASE_INSTANT, avro, rows.to_pylist())
+        chunks_of = avro_record_chunks
+    (block,) = iter_log_file(io.BytesIO(data), raw=True)
+    assert block.content and not block.records, "read raw: nothing decoded yet"
+
+    chunks = [
+        block_records(LogBlock(block.block_type, block.header, records=c), OLD)
+        for c in chunks_of(block, 32 * 1024)
+    ]
+
+    assert len(chunks) > 5
+    assert max(chunk.nbytes for chunk in chunks) < 4 * 32 * 1024
+    assert pa.concat_tables(chunks).equals(rows)
+
+
+def _deletes(rng: random.Random, count: int) -> list[DeleteRecord]:
+    values: list[Any] = [None, 7, 2.5, "z", True, Decimal("1.5"), dt.date(2026, 1, 2)]
+    return [
+        DeleteRecord(f"key-{rng.randrange(10**6)}", f"p={rng.randrange(3)}", rng.choice(values))
+        for _ in range(count)
+    ]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_delete_block_read_raw_gives_its_deletes_a_chunk_at_a_time(seed: int) -> None:
+    rng = random.Random(seed)
+    avro = avro_record_schema("t", OLD)
+    data = encode_delete_block(BASE_INSTANT, avro, _deletes(rng, 3000), ordering_field="ts")
+    for whole, raw in zip(
+        read_log_blocks(data), iter_log_file(io.BytesIO(data), raw=True), strict=True
+    ):
+        assert raw.content and not raw.deletes, "read raw: nothing decoded yet"
+        chunks = list(delete_record_chunks(raw, 100))
+        assert all(len(chunk) <= 100 for chunk in chunks)
+        assert [d for chunk in chunks for d in chunk] == list(whole.deletes)
+
+
+def test_an_array_in_sized_blocks_is_read_as_avro_writes_it() -> None:
+    """Avro lets an array come in blocks whose count is negative and followed by their
+    byte size; such a datum reads as the plain one does."""
+    items = [{"recordKey": f"k{n}", "partitionPath": "", "orderingVal": None} for n in range(250)]
+    item_schema = fastavro.parse_schema(
+        {**DELETE_RECORD_LIST_SCHEMA["fields"][0]["type"]["items"], "namespace": "x"}
+    )
+    datum = b""
+    for start in (0, 100):
+        part = items[start : start + (100 if start == 0 else 150)]
+        bodies = b"".join(_schemaless(item, item_schema) for item in part)
+        datum += _schemaless(-len(part), "long") + _schemaless(len(bodies), "long") + bodies
+    datum += _schemaless(0, "long")
+    content = struct.pack(">ii", 3, len(datum)) + datum
+    block = LogBlock(BlockType.DELETE, {}, content=content)
+    keys = [d.record_key for chunk in delete_record_chunks(block, 64) for d in chunk]
+    assert keys == [f"k{n}" for n in range(250)]
+    assert decode_delete_content(content) == [
+        d for chunk in delete_record_chunks(block, 64) for d in chunk
+    ]
+
+
+def _schemaless(record: Any, schema: Any) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, schema, record)
+    return out.getvalue()

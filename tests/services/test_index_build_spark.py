@@ -40,6 +40,9 @@ pytestmark = [pytest.mark.spark]
 COW = "cow_v9_txns_simple_meta"
 MOR = "mor_avro_v9_txns_simple_meta"
 
+BUDGET = 16 * 1024
+"""Every task's memory budget: a slice with log files is merged through local disk."""
+
 
 def reader_of(root: Path) -> MetadataTableReader:
     return MetadataTableReader.open(Storage(str(root)))
@@ -69,7 +72,12 @@ def build(spark: object, table: HudiTable, partitions: tuple[str, ...]) -> tuple
     instant_time = new_instant_time([*timeline.instants, *metadata])
     spec = index_spec(table, timeline, list(partitions))
     written = build_partitions(
-        spark, table, spec, as_of=latest.requested_time, instant_time=instant_time
+        spark,
+        table,
+        spec,
+        as_of=latest.requested_time,
+        instant_time=instant_time,
+        memory_budget=BUDGET,
     )
     listed_as_built(table, partitions)
     return instant_time, written
@@ -197,7 +205,12 @@ def test_catch_up_brings_a_build_forward_to_what_a_fresh_build_finds(
     spec = index_spec(table, timeline, list(partitions))
     instant_time = new_instant_time([*timeline.instants, *reader_of(root).timeline.instants])
     built = build_partitions(
-        spark, table, spec, as_of=since.requested_time, instant_time=instant_time
+        spark,
+        table,
+        spec,
+        as_of=since.requested_time,
+        instant_time=instant_time,
+        memory_budget=BUDGET,
     )
     assert built.record_keys == len(truth(root))
     listed_as_built(HudiTable.open(str(root)), ("record_index",))
@@ -228,6 +241,7 @@ def test_catch_up_brings_a_build_forward_to_what_a_fresh_build_finds(
         since=since.requested_time,
         until=after[-1].requested_time,
         instant_time=instant_time + "010",
+        memory_budget=BUDGET,
     )
     assert caught_up.record_keys > 0
     listed_as_built(table, partitions)
@@ -257,7 +271,9 @@ def test_catch_up_of_nothing_writes_nothing(spark: object, tmp_path: Path) -> No
     before = sorted(
         p.name for p in (root / ".hoodie" / "metadata" / ".hoodie" / "timeline").iterdir()
     )
-    written = catch_up(spark, table, spec, [], since="1", until="1", instant_time="2")
+    written = catch_up(
+        spark, table, spec, [], since="1", until="1", instant_time="2", memory_budget=BUDGET
+    )
     assert written == IndexWrite(0, 0, 0, 0, 0)
     after = sorted(
         p.name for p in (root / ".hoodie" / "metadata" / ".hoodie" / "timeline").iterdir()
@@ -306,7 +322,9 @@ def test_catch_up_replays_hudis_own_instants(
     assert {i.action.value for i in later} >= {"replacecommit"}
     spec = index_spec(table, timeline, list(partitions))
     instant_time = new_instant_time([*timeline.instants, *reader_of(root).timeline.instants])
-    build_partitions(spark, table, spec, as_of=since, instant_time=instant_time)
+    build_partitions(
+        spark, table, spec, as_of=since, instant_time=instant_time, memory_budget=BUDGET
+    )
     catch_up(
         spark,
         table,
@@ -315,6 +333,7 @@ def test_catch_up_replays_hudis_own_instants(
         since=since,
         until=later[-1].requested_time,
         instant_time=instant_time + "010",
+        memory_budget=BUDGET,
     )
     listed_as_built(table, partitions)
 

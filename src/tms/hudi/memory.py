@@ -1,12 +1,17 @@
 """A task's memory budget, as the table layer sees it: a number of bytes of records one task
-may hold at once, kept by spilling to the task's local disk (`tms.hudi.files.spilled_slice`).
-Where the number comes from (Spark's settings, the service's) is the runtime's business
-(`tms.spark_runtime.task_memory`).
+may hold at once, kept by spilling to the task's local disk (`task_workdir`;
+`tms.hudi.files.spilled_slice`). Where the number comes from (Spark's settings, the
+service's) is the runtime's business (`tms.spark_runtime.task_memory`).
 """
 
 from __future__ import annotations
 
-__all__ = ["TaskMemoryExceeded"]
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+__all__ = ["TaskMemoryExceeded", "task_workdir"]
 
 
 class TaskMemoryExceeded(RuntimeError):
@@ -33,3 +38,20 @@ def _size(count: int) -> str:
     if count < 2**20:
         return f"{count / 2**10:.0f} KiB"
     return f"{count / 2**20:.1f} MiB"
+
+
+def _local_dir() -> str | None:
+    """Spark's local folder on this executor (YARN's and Kubernetes' ones included)."""
+    for name in ("SPARK_LOCAL_DIRS", "LOCAL_DIRS"):
+        first = os.environ.get(name, "").split(",")[0].strip()
+        if first and os.path.isdir(first):
+            return first
+    return None
+
+
+@contextmanager
+def task_workdir() -> Iterator[str]:
+    """A fresh folder on the executor's local disk for one task's spill and copies; gone
+    when the task ends, however it ends."""
+    with tempfile.TemporaryDirectory(prefix="tms-task-", dir=_local_dir()) as folder:
+        yield folder

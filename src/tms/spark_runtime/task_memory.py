@@ -1,4 +1,5 @@
-"""The memory budget of a native Spark task, and the local folder it spills into.
+"""The memory budget of a native Spark task (the folder it spills into is the table layer's:
+`tms.hudi.memory.task_workdir`).
 
 The budget travels as a Spark setting (`spark.tms.task.memory`), so that it reaches a job
 whichever way it runs: the service's `TMS_TASK_MEMORY` becomes `--conf` on spark-submit and
@@ -11,11 +12,7 @@ buffers), else `DEFAULT_BUDGET`.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 __all__ = [
@@ -25,7 +22,6 @@ __all__ = [
     "parse_size",
     "task_memory_budget",
     "task_memory_conf",
-    "task_workdir",
 ]
 
 SETTING = "spark.tms.task.memory"
@@ -73,20 +69,3 @@ def task_memory_budget(spark: Any) -> int:
         cores = int(conf.get("spark.executor.cores", "1") or 1)
         return max(16 * 1024 * 1024, parse_size(pyspark_memory) // max(1, cores) // PYSPARK_SHARE)
     return DEFAULT_BUDGET
-
-
-def _local_dir() -> str | None:
-    """Spark's local folder on this executor (YARN's and Kubernetes' ones included)."""
-    for name in ("SPARK_LOCAL_DIRS", "LOCAL_DIRS"):
-        first = os.environ.get(name, "").split(",")[0].strip()
-        if first and os.path.isdir(first):
-            return first
-    return None
-
-
-@contextmanager
-def task_workdir() -> Iterator[str]:
-    """A fresh folder on the executor's local disk for one task's spill and copies; gone
-    when the task ends, however it ends."""
-    with tempfile.TemporaryDirectory(prefix="tms-task-", dir=_local_dir()) as folder:
-        yield folder

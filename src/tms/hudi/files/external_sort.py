@@ -5,8 +5,11 @@ rows are sorted and written to the task's local disk as a sorted run (an Arrow I
 small batches). The sorted rows then come out by merging the runs a batch at a time: each
 round takes, from every run's current batch, the rows not after a bound (the smallest last
 key among the runs that have more batches to read), sorts those together and hands them
-out. Rows with equal keys keep the order they came in within a run; clustering sorts by
-the record key last, which is unique in a partition, so the order is total.
+out. At most `MAX_FAN_IN` runs are merged at once, so the batches held stay a fixed share of
+the budget however many runs there are: more runs are first merged, `MAX_FAN_IN` at a time,
+into longer runs on disk (a pass over the rows per level). Rows with equal keys keep the
+order they came in; clustering sorts by the record key last, which is unique in a
+partition, so the order is total.
 
 The order is Arrow's ascending sort: nulls last, NaN after every other number.
 """
@@ -26,6 +29,9 @@ HELD_SHARE = 4
 """Rows held in memory before a run is spilled: a quarter of the budget (sorting copies)."""
 RUN_BATCHES = 64
 """Batches a held share is cut into on disk: merging reads one batch of each run at a time."""
+MAX_FAN_IN = 32
+"""Runs merged at once: their batches take at most MAX_FAN_IN / (HELD_SHARE * RUN_BATCHES)
+of the budget (an eighth), and a round's cost grows with the runs it looks at."""
 
 
 class ExternalSort:
@@ -39,13 +45,17 @@ class ExternalSort:
         self._held: list[pa.Table] = []
         self._held_bytes = 0
         self._runs: list[Path] = []
+        self._spilled = 0
+        self._batch_rows = 1
         self.rows = 0
         self.schema: pa.Schema | None = None
+        self.merge_passes = 0
+        """Intermediate merges of `MAX_FAN_IN` runs into one, done before the last merge."""
 
     @property
     def runs(self) -> int:
-        """Sorted runs written to disk so far."""
-        return len(self._runs)
+        """Sorted runs spilled to disk so far (intermediate merges not counted)."""
+        return self._spilled
 
     def add(self, rows: pa.Table) -> None:
         if rows.num_rows == 0:
@@ -69,6 +79,8 @@ class ExternalSort:
             return
         if self._held:
             self._spill()
+        while len(self._runs) > MAX_FAN_IN:
+            self._merge_runs()
         yield from _merge([_RunReader(path) for path in self._runs], self.keys)
 
     def _sorted(self, rows: pa.Table) -> pa.Table:
@@ -77,11 +89,34 @@ class ExternalSort:
     def _spill(self) -> None:
         rows = self._sorted(pa.concat_tables(self._held))
         self._held, self._held_bytes = [], 0
-        path = self.folder / f"run-{len(self._runs)}.arrow"
-        batch_rows = max(1, math.ceil(rows.num_rows / RUN_BATCHES))
+        if not self._spilled:  # later runs, and merged ones, are cut into batches of as many rows
+            self._batch_rows = max(1, math.ceil(rows.num_rows / RUN_BATCHES))
+        self._spilled += 1
+        path = self._new_run_path()
         with pa.ipc.new_stream(str(path), rows.schema) as writer:
-            writer.write_table(rows, max_chunksize=batch_rows)
+            writer.write_table(rows, max_chunksize=self._batch_rows)
         self._runs.append(path)
+
+    def _merge_runs(self) -> None:
+        """One level: the runs merged `MAX_FAN_IN` at a time into longer runs."""
+        assert self.schema is not None
+        merged: list[Path] = []
+        for start in range(0, len(self._runs), MAX_FAN_IN):
+            group = self._runs[start : start + MAX_FAN_IN]
+            if len(group) == 1:
+                merged.append(group[0])
+                continue
+            self.merge_passes += 1
+            path = self._new_run_path()
+            with pa.ipc.new_stream(str(path), self.schema) as writer:
+                for table in _merge([_RunReader(run) for run in group], self.keys):
+                    writer.write_table(table, max_chunksize=self._batch_rows)
+            merged.append(path)
+        self._runs = merged
+
+    def _new_run_path(self) -> Path:
+        """A name no run had: runs spilled and merged so far are numbered apart."""
+        return self.folder / f"run-{self._spilled + self.merge_passes}.arrow"
 
 
 class _RunReader:

@@ -13,9 +13,15 @@ from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
 import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from tms.hudi.avro.binary import encode_long
-from tms.hudi.avro.delete_records import PARSED_DELETE_SCHEMA, unwrap_ordering_value
+from tms.hudi.avro.delete_records import (
+    DELETE_RECORD_LIST_SCHEMA,
+    PARSED_DELETE_SCHEMA,
+    unwrap_ordering_value,
+)
 from tms.hudi.errors import LogFormatError
 from tms.hudi.files.avro_columns import ArrowRecords, decode_columns
 from tms.hudi.files.log_block import (
@@ -33,7 +39,9 @@ from tms.hudi.files.log_block import (
 __all__ = [
     "avro_record_chunks",
     "decode_delete_content",
+    "delete_record_chunks",
     "iter_log_file",
+    "parquet_record_chunks",
     "read_log_blocks",
     "read_log_file",
 ]
@@ -174,11 +182,82 @@ def decode_delete_content(content: bytes) -> list[DeleteRecord]:
     return out
 
 
-def _decode_parquet_records(content: bytes) -> list[dict[str, object]]:
-    import pyarrow.parquet as pq
+_PARSED_DELETE_ITEM = fastavro.parse_schema(
+    {
+        **DELETE_RECORD_LIST_SCHEMA["fields"][0]["type"]["items"],
+        "namespace": DELETE_RECORD_LIST_SCHEMA["namespace"],
+    }
+)
 
-    table = pq.read_table(io.BytesIO(content))
-    return [dict(row) for row in table.to_pylist()]
+
+def delete_record_chunks(block: LogBlock, chunk_records: int) -> Iterator[list[DeleteRecord]]:
+    """The delete records of a DELETE block read with `raw` (`iter_log_file`), at most
+    `chunk_records` at a time: the block's one Avro datum (a record holding an array) is
+    walked item by item, so a block of millions of deletes is read within a chunk's
+    memory. The same records `decode_delete_content` returns, in the same order."""
+    cur = _Cursor(block.content)
+    version = cur.i32()
+    if version != LOG_BLOCK_VERSION:
+        raise LogFormatError(f"unsupported delete block version {version} (only 3 is Avro)")
+    stream = io.BytesIO(cur.take(cur.i32()))
+    chunk: list[DeleteRecord] = []
+    try:
+        while count := _read_long(stream):
+            if count < 0:  # a block of items that states its byte size next
+                count = -count
+                _read_long(stream)
+            for _ in range(count):
+                item = fastavro.schemaless_reader(
+                    stream, _PARSED_DELETE_ITEM, None, return_record_name=True
+                )
+                if not isinstance(item, dict):
+                    raise LogFormatError("delete block item is not a record")
+                chunk.append(
+                    DeleteRecord(
+                        record_key=item["recordKey"],
+                        partition_path=item["partitionPath"],
+                        ordering_value=unwrap_ordering_value(item["orderingVal"]),
+                    )
+                )
+                if len(chunk) >= chunk_records:
+                    yield chunk
+                    chunk = []
+    except (EOFError, ValueError, IndexError) as exc:
+        raise LogFormatError(f"delete block datum does not decode: {exc}") from exc
+    if chunk:
+        yield chunk
+
+
+def _read_long(stream: io.BytesIO) -> int:
+    """One Avro long (zig-zag varint) from `stream`."""
+    shift = value = 0
+    while True:
+        byte = stream.read(1)
+        if not byte:
+            raise LogFormatError("delete block datum ends inside a number")
+        value |= (byte[0] & 0x7F) << shift
+        if not byte[0] & 0x80:
+            return (value >> 1) ^ -(value & 1)
+        shift += 7
+        if shift > 63:
+            raise LogFormatError("delete block datum holds a number longer than a long")
+
+
+def _decode_parquet_records(content: bytes) -> ArrowRecords:
+    """A PARQUET_DATA block's records, kept in Arrow columns as Parquet decodes them."""
+    return ArrowRecords(pq.read_table(pa.BufferReader(content)))
+
+
+def parquet_record_chunks(block: LogBlock, chunk_bytes: int) -> Iterator[ArrowRecords]:
+    """The records of a PARQUET_DATA block read with `raw` (`iter_log_file`), decoded about
+    `chunk_bytes` of Arrow at a time (Parquet's own sizes tell how many rows that is)."""
+    source = pq.ParquetFile(pa.BufferReader(block.content))
+    metadata = source.metadata
+    decoded = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
+    rows = max(1, metadata.num_rows)
+    batch_rows = max(1, int(chunk_bytes * rows / max(1, decoded)))
+    for batch in source.iter_batches(batch_size=batch_rows):
+        yield ArrowRecords(pa.Table.from_batches([batch]))
 
 
 def _decode_block(
@@ -204,7 +283,8 @@ def _parse_block(
 ) -> tuple[LogBlock, int]:
     """Parse the block whose MAGIC starts at ``pos``; returns it and the offset after it.
     Without `decode`, a data or delete block comes back with its header alone; with `raw`,
-    a data block's content is left undecoded in `content` (`avro_record_chunks`)."""
+    a data or delete block's content is left undecoded in `content` (`avro_record_chunks`,
+    `parquet_record_chunks`, `delete_record_chunks`)."""
     cur = _Cursor(data, pos + len(MAGIC))
     block_length = cur.i64()
     body_start = cur.pos
@@ -237,7 +317,7 @@ def _parse_block(
     footer = _read_metadata(cur)
     if cur.pos != cur.end:
         raise LogFormatError(f"block at {pos}: {cur.end - cur.pos} stray bytes before trailer")
-    if raw and block_type is BlockType.AVRO_DATA:
+    if raw and block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE):
         return LogBlock(block_type, header, footer=footer, content=content), end
     return _decode_block(block_type, header, content, footer), end
 
@@ -287,7 +367,8 @@ def iter_log_file(
     the caller asks for the next one, so a log file of any size is read within the size of
     its largest block. Without `decode`, data and delete blocks carry their header alone (a
     pass that only needs instants and commands); corrupted spans carry no bytes then. With
-    `raw`, AVRO_DATA blocks come undecoded, for `avro_record_chunks`.
+    `raw`, data and delete blocks come undecoded, for `avro_record_chunks`,
+    `parquet_record_chunks` and `delete_record_chunks`.
     """
     size = stream.seek(0, io.SEEK_END)
     pos = 0

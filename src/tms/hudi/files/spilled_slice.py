@@ -32,7 +32,12 @@ import pyarrow.parquet as pq
 from tms.hudi.files.data import block_records
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.log_block import BlockType, LogBlock
-from tms.hudi.files.log_reader import avro_record_chunks, iter_log_file
+from tms.hudi.files.log_reader import (
+    avro_record_chunks,
+    delete_record_chunks,
+    iter_log_file,
+    parquet_record_chunks,
+)
 from tms.hudi.files.merge import DeleteVersion, Ordering, merge_versions
 from tms.hudi.files.reader import committed_blocks, conform_table, merge_slice_records
 from tms.hudi.memory import TaskMemoryExceeded
@@ -50,6 +55,9 @@ BUCKET_SHARE = 4
 """A bucket is merged in memory when its rows take at most budget / BUCKET_SHARE (the merge
 makes about two more copies of them)."""
 MAX_FANOUT = 256
+DELETE_BYTES = 256
+"""Bytes in memory a decoded delete record is counted at (a key, a partition path and an
+ordering value as Python objects)."""
 MAX_SPLITS = 4
 """Times a bucket over its share is split again, each with another seed, before its keys are
 taken to be too few to split (one key's versions over the budget)."""
@@ -154,7 +162,7 @@ class _Bucket:
 
     @property
     def size(self) -> int:
-        return self.base_bytes + self.log_bytes + self.deletes * 64
+        return self.base_bytes + self.log_bytes + self.deletes * DELETE_BYTES
 
     def path(self, kind: str) -> Path:
         return self.folder / kind
@@ -244,6 +252,7 @@ class _Spill:
         rolled_back = _rolled_back(log_paths)
         log_records, position = 0, 0
         chunk_bytes = max(16 * 1024, int(budget / BUCKET_SHARE / EXPANSION))
+        chunk_deletes = max(64, chunk_bytes // DELETE_BYTES)
         for path in log_paths:
             with open(path, "rb") as handle:
                 for block in iter_log_file(handle, raw=True):
@@ -251,8 +260,14 @@ class _Spill:
                         continue
                     position += 1
                     if block.block_type is BlockType.DELETE:
-                        self._add_deletes(block, position)
-                        log_records += len(block.deletes)
+                        for deletes in delete_record_chunks(block, chunk_deletes):
+                            self.add_deletes(
+                                [
+                                    DeleteVersion(d.record_key, d.ordering_value, position)
+                                    for d in deletes
+                                ]
+                            )
+                            log_records += len(deletes)
                         continue
                     for chunk in _block_chunks(block, chunk_bytes):
                         records = block_records(chunk, schema)
@@ -291,11 +306,6 @@ class _Spill:
                 self.buckets[index].append(kind, ordered.slice(start, count))
                 start += count
 
-    def _add_deletes(self, block: LogBlock, position: int) -> None:
-        self.add_deletes(
-            [DeleteVersion(d.record_key, d.ordering_value, position) for d in block.deletes]
-        )
-
     def add_deletes(self, deletes: list[DeleteVersion]) -> None:
         if not deletes:
             return
@@ -314,12 +324,17 @@ class _Spill:
 
 
 def _block_chunks(block: LogBlock, chunk_bytes: int) -> Iterator[LogBlock]:
-    """A data block as blocks of its records, decoded about `chunk_bytes` at a time (an
-    Avro block read raw); a block of another kind as it is."""
-    if block.block_type is not BlockType.AVRO_DATA or not block.content:
+    """A data block as blocks of its records, decoded about `chunk_bytes` at a time (a
+    data block read raw); a block of another kind as it is."""
+    chunks: Iterator[Sequence[dict[str, object]]]
+    if block.block_type is BlockType.AVRO_DATA and block.content:
+        chunks = avro_record_chunks(block, chunk_bytes)
+    elif block.block_type is BlockType.PARQUET_DATA and block.content:
+        chunks = parquet_record_chunks(block, chunk_bytes)
+    else:
         yield block
         return
-    for records in avro_record_chunks(block, chunk_bytes):
+    for records in chunks:
         yield LogBlock(block.block_type, block.header, records=records, footer=block.footer)
 
 

@@ -33,7 +33,7 @@ from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.spilled_slice import merge_file_slice
 from tms.hudi.files.write_conflicts import FileGroupId
-from tms.hudi.memory import TaskMemoryExceeded
+from tms.hudi.memory import TaskMemoryExceeded, task_workdir
 from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.metadata.partitions import RECORD_INDEX
@@ -62,7 +62,7 @@ from tms.services.execution import ServiceResult, cancel_requested_in_task, conf
 from tms.services.executor import CommitActionExecutor, ExecutionContext
 from tms.services.metadata_sync import StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo
-from tms.spark_runtime.task_memory import DEFAULT_BUDGET, REMEDY, task_workdir
+from tms.spark_runtime.task_memory import DEFAULT_BUDGET, REMEDY
 
 __all__ = ["ClusteringExecutor", "execute_clustering", "schedule_clustering"]
 

@@ -31,7 +31,7 @@ from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.names import BaseFileName
 from tms.hudi.files.spilled_slice import MergedPart, merge_file_slice
 from tms.hudi.files.write_conflicts import FileGroupId
-from tms.hudi.memory import TaskMemoryExceeded
+from tms.hudi.memory import TaskMemoryExceeded, task_workdir
 from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import COMMIT_TIME, RECORD_KEY
 from tms.hudi.record_keys import KeyGeneration, virtual_key_generation
@@ -51,7 +51,7 @@ from tms.services.execution import ServiceResult, cancel_requested_in_task, conf
 from tms.services.executor import CommitActionExecutor, ExecutionContext
 from tms.services.metadata_sync import StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo
-from tms.spark_runtime.task_memory import DEFAULT_BUDGET, REMEDY, task_workdir
+from tms.spark_runtime.task_memory import DEFAULT_BUDGET, REMEDY
 
 COMPACT_OPERATION = "COMPACT"
 

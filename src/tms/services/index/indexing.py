@@ -67,6 +67,7 @@ from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.hudi.timeline.transitions import transition
 from tms.services.execution import ServiceResult, pending_plan
 from tms.services.hudi.indexing import hudi_refusals
+from tms.spark_runtime.task_memory import task_memory_budget
 
 __all__ = [
     "CatchUpTimeoutError",
@@ -240,7 +241,13 @@ def _run(
             built = build_files_partition(table, timeline, up_to, instant_time)
         else:
             built = build_partitions(
-                spark, table, spec, as_of=up_to, instant_time=instant_time, timeline=timeline
+                spark,
+                table,
+                spec,
+                as_of=up_to,
+                instant_time=instant_time,
+                timeline=timeline,
+                memory_budget=task_memory_budget(spark),
             )
         _add(result, built)
         seen = _completed_times(timeline)
@@ -321,6 +328,7 @@ def _catch_up(
         until=until,
         instant_time=catch_up_time(instant_time),
         timeline=timeline,
+        memory_budget=task_memory_budget(spark),
     )
     _add(result, write)
     return until

@@ -166,9 +166,11 @@ def build_partitions(
     as_of: str,
     instant_time: str,
     timeline: Timeline | None = None,
+    memory_budget: int,
 ) -> IndexWrite:
     """Index the latest file slices as of `as_of` into the new partitions of `spec`, written
-    as the metadata table's completed delta commit `instant_time` of base HFiles."""
+    as the metadata table's completed delta commit `instant_time` of base HFiles; each task
+    merges its slice within `memory_budget` bytes of records."""
     timeline = timeline or table.timeline()
     reader = open_metadata_table(table, timeline)
     reasons = _refusals(reader, spec, instant_time)
@@ -176,7 +178,7 @@ def build_partitions(
         raise UnsupportedTableError("cannot build the index: " + "; ".join(reasons))
     cut = timeline_as_of(timeline, as_of)
     slices = latest_slices(table, cut)
-    reading = SliceReading.of(table, cut, spec.columns, spec.version)
+    reading = SliceReading.of(table, cut, spec.columns, spec.version, memory_budget=memory_budget)
     schema = writer_schema(table.config.table_version, reader.written_schema)
     storage, config = reader.storage, reader.config
     for partition in spec.partitions:

@@ -289,9 +289,11 @@ def catch_up(
     until: str,
     instant_time: str,
     timeline: Timeline | None = None,
+    memory_budget: int,
 ) -> IndexWrite:
     """Apply the completed data instants after `since` up to `until` to the partitions of
-    `spec`, as the metadata table's completed delta commit `instant_time` of log files."""
+    `spec`, as the metadata table's completed delta commit `instant_time` of log files; each
+    task merges its slice within `memory_budget` bytes of records."""
     if not instants:
         return IndexWrite(0, 0, 0, 0, 0)
     outside = [i.requested_time for i in instants if not since < i.requested_time <= until]
@@ -303,7 +305,7 @@ def catch_up(
     changes = changes_of(timeline, instants)
     after = _cut_applying(timeline, since, until, instants)
     items, emptied = _work_items(table, spec, changes, after)
-    reading = SliceReading.of(table, after, spec.columns, spec.version)
+    reading = SliceReading.of(table, after, spec.columns, spec.version, memory_budget=memory_budget)
     work = _Work(reading, spec.columns, spec.version, table.base_path)
     index = None
     if RECORD_INDEX in spec.partitions:

@@ -1,9 +1,10 @@
 """The data table as an index build sees it: its latest file slices as of an instant, and what
 one slice holds (its live record keys, its base file's column ranges), read in a Spark task.
 
-A slice's records merge as compaction merges them (`files.reader.read_file_slice`: log blocks
-of instants completed by the cut, deletes applied, virtual keys computed); a slice that is only
-a base file of a table storing its keys is read by its key column alone.
+A slice's records merge as compaction merges them (`files.spilled_slice.merge_file_slice`: log
+blocks of instants completed by the cut, deletes applied, virtual keys computed, bucket by
+bucket through local disk past the task's memory budget); a slice that is only a base file of
+a table storing its keys is read by its key column alone.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.files.data import read_base_file
 from tms.hudi.files.fs_view import FileSlice, FileSystemView
-from tms.hudi.files.reader import read_file_slice
+from tms.hudi.files.spilled_slice import merge_file_slice
+from tms.hudi.memory import task_workdir
 from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.metadata.column_stats import ColumnRange, file_ranges
@@ -58,6 +60,8 @@ class SliceReading:
     keys: KeyGeneration | None = None
     columns: tuple[str, ...] = ()
     version: IndexVersion = IndexVersion.V1
+    memory_budget: int = field(kw_only=True)
+    """Bytes of records a task may hold while it merges a slice (spilling past them)."""
 
     @classmethod
     def of(
@@ -66,6 +70,8 @@ class SliceReading:
         timeline: Timeline,
         columns: tuple[str, ...] = (),
         version: IndexVersion = IndexVersion.V1,
+        *,
+        memory_budget: int,
     ) -> SliceReading:
         """The reading of `timeline` (already cut): its completed instants count."""
         schema_json = timeline.latest_schema()
@@ -84,6 +90,7 @@ class SliceReading:
             keys=keys,
             columns=columns,
             version=version,
+            memory_budget=memory_budget,
         )
 
     def is_committed(self, instant_time: str) -> bool:
@@ -94,14 +101,24 @@ class SliceReading:
         storage = Storage(self.base_path)
         base = file_slice.base_file
         if base is not None and not file_slice.log_files and self.keys is None:
-            keys = read_base_file(storage, base.path, columns=[RECORD_KEY]).column(RECORD_KEY)
-            return [str(k) for k in keys.to_pylist()]
-        merged, _ = read_file_slice(
-            storage, file_slice, self.ordering_fields, self.is_committed, self.schema, self.keys
-        )
-        if merged.num_rows == 0:
-            return []
-        return [str(k) for k in merged.column(RECORD_KEY).to_pylist()]
+            stored = read_base_file(storage, base.path, columns=[RECORD_KEY]).column(RECORD_KEY)
+            return [str(k) for k in stored.to_pylist()]
+        live: list[str] = []
+        with task_workdir() as workdir:  # merged as compaction merges, within the budget
+            merge = merge_file_slice(
+                storage,
+                file_slice,
+                self.ordering_fields,
+                self.is_committed,
+                budget=self.memory_budget,
+                workdir=workdir,
+                schema=self.schema,
+                keys=self.keys,
+            )
+            for part in merge.parts:
+                if part.rows.num_rows:
+                    live.extend(str(k) for k in part.rows.column(RECORD_KEY).to_pylist())
+        return live
 
     def base_file_ranges(self, file_slice: FileSlice) -> list[ColumnRange]:
         """The column ranges of the slice's base file, from its footer (none without one)."""
