@@ -8,11 +8,12 @@ import re
 import signal
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from tms.cli import app
 from tms.demo import (
@@ -245,7 +246,7 @@ def test_demo_runs_end_to_end_and_summarises(tmp_path: Path) -> None:
         ],
     )  # fmt: skip
     out = result.output
-    assert result.exit_code == 0, out
+    assert result.exit_code == 0, out + failure(result)
 
     # Progress: registration with a policy, the resident worker ready before the first
     # commit, the callbacks, the policy's compaction and clean, each run in the worker.
@@ -306,10 +307,17 @@ def test_demo_on_a_local_s3_server(tmp_path: Path) -> None:
         ],
     )  # fmt: skip
     out = result.output
-    assert result.exit_code == 0, out
+    assert result.exit_code == 0, out + failure(result)
     assert "Started a local S3 server at http://127.0.0.1:" in out
     summary = out[out.index("\nSummary\n") :]
     assert "table:         s3://tms-demo/trips" in summary
     assert re.search(r"1\s+compaction\s+\d{17}\s+COMPLETED", summary)
     assert re.search(r"2\s+clean\s+\d{17}\s+COMPLETED", summary)
     assert "reads the same before and after every table service" in summary
+
+
+def failure(result: Result) -> str:
+    """The traceback of what ended a CLI run, for the assertion's message."""
+    if result.exc_info is None or isinstance(result.exception, SystemExit):
+        return ""
+    return "".join(traceback.format_exception(*result.exc_info))

@@ -30,6 +30,7 @@ from tms.hudi.metadata.stats_values import ValueType
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import Instant
 
 BUDGET = 1 << 30
 """Every task's memory budget: refusals come before any task runs."""
@@ -179,42 +180,27 @@ def test_a_catch_up_is_refused_before_anything_is_written(tmp_path: Path) -> Non
     before = sorted(str(p) for p in metadata.rglob("*"))
     since, until = commits[0].requested_time, commits[-1].requested_time
 
-    with pytest.raises(ValueError, match=f"instants {since} are not after {since}"):
+    def catch_up_of(instants: list[Instant], instant_time: str) -> None:
         catch_up(
             None,
             table,
             spec,
-            commits,
+            instants,
             since=since,
             until=until,
-            instant_time="1",
+            instant_time=instant_time,
             memory_budget=BUDGET,
         )
+
+    with pytest.raises(ValueError, match=f"instants {since} are not after {since}"):
+        catch_up_of(commits, "1")
     with pytest.raises(ValueError, match="not applied by a catch-up"):
         changes_of(timeline, indexing)
     with pytest.raises(UnsupportedTableError, match="already has instant 00000000000000004"):
-        catch_up(
-            None,
-            table,
-            spec,
-            commits[1:],
-            since=since,
-            until=until,
-            instant_time="0" * 16 + "4",
-            memory_budget=BUDGET,
-        )
+        catch_up_of(commits[1:], "0" * 16 + "4")
     shutil.rmtree(metadata / "record_index")
     with pytest.raises(UnsupportedTableError, match="record_index has no file groups"):
-        catch_up(
-            None,
-            table,
-            spec,
-            commits[1:],
-            since=since,
-            until=until,
-            instant_time="2",
-            memory_budget=BUDGET,
-        )
+        catch_up_of(commits[1:], "2")
     assert sorted(str(p) for p in metadata.rglob("*") if "record_index" not in str(p)) == [
         p for p in before if "record_index" not in p
     ]

@@ -10,6 +10,7 @@ name them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -60,6 +61,8 @@ def filesystem(base_path: str, options: Mapping[str, Any] | None = None) -> tupl
     if scheme not in LOCAL_PROTOCOLS:
         retry = client_options(policy()) if scheme in S3_SCHEMES else {}
         kwargs = {**OBJECT_STORE_DEFAULTS, **retry, **(options or {})}
+        if scheme in S3_SCHEMES:
+            kwargs = _with_environment_endpoint(kwargs)
     try:
         fs, root = fsspec.core.url_to_fs(base_path, **kwargs)
     except ImportError:
@@ -79,6 +82,24 @@ def filesystem(base_path: str, options: Mapping[str, Any] | None = None) -> tupl
     if is_s3(fs):
         fs.retries = 1  # s3fs's own loop off too: `Storage` retries, with jitter, and counts
     return fs, str(root)
+
+
+S3_ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+"""Where botocore finds an S3 endpoint in the environment, the service-specific one first."""
+
+
+def _with_environment_endpoint(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The environment's S3 endpoint named in the options when they name none: fsspec keeps
+    one filesystem per set of options, and one made without the endpoint would go on
+    reaching the endpoint the environment had when it was made."""
+    client_kwargs = kwargs.get("client_kwargs") or {}
+    if "endpoint_url" in kwargs or "endpoint_url" in client_kwargs:
+        return kwargs
+    for name in S3_ENDPOINT_VARIABLES:
+        endpoint = os.environ.get(name)
+        if endpoint:
+            return {**kwargs, "endpoint_url": endpoint}
+    return kwargs
 
 
 _first_reasons: dict[str, str] = {}
