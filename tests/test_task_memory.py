@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
-from tms.hudi.memory import task_workdir
+from tms.hudi.memory import read_spilled, task_workdir
 from tms.spark_runtime.task_memory import (
     DEFAULT_BUDGET,
     SETTING,
@@ -58,3 +61,34 @@ def test_a_task_spills_under_sparks_local_folder_and_leaves_nothing(
         assert Path(folder).parent == tmp_path
         (Path(folder) / "spill").write_bytes(b"x")
     assert list(tmp_path.iterdir()) == []
+
+
+def _resident_file_pages() -> int:
+    """Bytes of file pages mapped into this process (Linux: `RssFile`)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no RssFile in /proc/self/status")
+
+
+def test_a_spilled_stream_is_read_without_mapping_its_file(tmp_path: Path) -> None:
+    """pyarrow maps a stream it opens by path, and every page a merge touches then counts in
+    the task's resident memory: a spilled stream is read through the file instead."""
+    rows = pa.table({"v": pa.array(np.arange(8 * 1024 * 1024, dtype=np.int64))})  # 64 MiB
+    path = tmp_path / "run.arrow"
+    with pa.ipc.new_stream(str(path), rows.schema) as writer:
+        writer.write_table(rows, max_chunksize=64 * 1024)
+    del rows
+
+    def touched_pages(reader: pa.ipc.RecordBatchStreamReader) -> int:
+        before = _resident_file_pages()
+        total = 0
+        with reader:
+            for batch in reader:
+                total += int(pc.sum(batch.column(0)).as_py())
+            grown = _resident_file_pages() - before
+        assert total == (8 * 1024 * 1024) * (8 * 1024 * 1024 - 1) // 2
+        return grown
+
+    assert touched_pages(pa.ipc.open_stream(str(path))) > 32 * 1024 * 1024  # what pyarrow does
+    assert touched_pages(read_spilled(path)) < 8 * 1024 * 1024

@@ -11,7 +11,9 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["TaskMemoryExceeded", "task_workdir"]
+import pyarrow as pa
+
+__all__ = ["TaskMemoryExceeded", "read_spilled", "task_workdir"]
 
 
 class TaskMemoryExceeded(RuntimeError):
@@ -55,3 +57,11 @@ def task_workdir() -> Iterator[str]:
     when the task ends, however it ends."""
     with tempfile.TemporaryDirectory(prefix="tms-task-", dir=_local_dir()) as folder:
         yield folder
+
+
+def read_spilled(path: str | os.PathLike[str]) -> pa.ipc.RecordBatchStreamReader:
+    """An Arrow IPC stream the task spilled to its local disk, read through the file: each
+    batch is copied into memory as it is read. Never memory-mapped (pyarrow maps a stream it
+    is given by path): mapped pages count in the process's resident memory, which YARN's and
+    Kubernetes' limits watch, and merging runs touches every page of them."""
+    return pa.ipc.open_stream(pa.OSFile(os.fspath(path)))

@@ -93,9 +93,16 @@ def stored_rows(rows: pa.Table, file_name: str, meta_values: bool = True) -> pa.
     )
 
 
+ROW_GROUP_BYTES = 64 * 1024 * 1024
+"""Bytes of rows (in Arrow) a base file's row group holds at most when written part by
+part: small parts are held until they make a row group this large, so a file written from
+many small parts is not cut into thousands of tiny row groups."""
+
+
 class BaseFileWriter:
     """A Parquet base file written part by part into a local file, then moved into place
-    (`Storage.move_in`): a file of any size is written holding one part at a time.
+    (`Storage.move_in`): a file of any size is written holding at most a row group
+    (`row_group_bytes`) of parts at a time.
 
     The footer carries what `write_base_file` writes: the record key range (known at the
     end, so written last) and the Avro schema when one is given.
@@ -108,6 +115,7 @@ class BaseFileWriter:
         local: str,
         schema: pa.Schema,
         avro_schema: dict[str, Any] | None = None,
+        row_group_bytes: int = ROW_GROUP_BYTES,
     ) -> None:
         self._storage = storage
         self._path = path
@@ -119,6 +127,9 @@ class BaseFileWriter:
         self._writer = pq.ParquetWriter(local, self.schema, compression="snappy")
         self._min: str | None = None
         self._max: str | None = None
+        self._row_group_bytes = row_group_bytes
+        self._held: list[pa.Table] = []
+        self._held_bytes = 0
         self.rows = 0
 
     def write(self, rows: pa.Table, record_keys: pa.ChunkedArray | pa.Array | None = None) -> None:
@@ -129,11 +140,23 @@ class BaseFileWriter:
             low, high = (str(v) for v in pc.min_max(record_keys).values())
             self._min = low if self._min is None else min(self._min, low)
             self._max = high if self._max is None else max(self._max, high)
-        self._writer.write_table(rows.cast(self.schema))
+        self._held.append(rows.cast(self.schema))
+        self._held_bytes += rows.nbytes
         self.rows += rows.num_rows
+        if self._held_bytes >= self._row_group_bytes:
+            self._flush()
+
+    def _flush(self) -> None:
+        """The parts held so far, written as one row group."""
+        if self._held:
+            held = pa.concat_tables(self._held)  # no copy: the parts become its chunks
+            rows = held.num_rows * self._row_group_bytes // max(1, held.nbytes)
+            self._writer.write_table(held, row_group_size=max(1, rows))
+        self._held, self._held_bytes = [], 0
 
     def close(self) -> int:
         """Finish the file and move it into place; returns its size in bytes."""
+        self._flush()
         if self._min is not None and self._max is not None:
             self._writer.add_key_value_metadata(
                 {"hoodie_min_record_key": self._min, "hoodie_max_record_key": self._max}

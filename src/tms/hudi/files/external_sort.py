@@ -23,6 +23,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from tms.hudi.memory import read_spilled
+
 __all__ = ["ExternalSort"]
 
 HELD_SHARE = 4
@@ -123,7 +125,7 @@ class _RunReader:
     """One sorted run, a batch at a time: `current` is what is left of the batch read."""
 
     def __init__(self, path: Path) -> None:
-        self._handle = pa.ipc.open_stream(str(path))
+        self._handle = read_spilled(path)
         self.current: pa.Table | None = None
         self.exhausted = False
         self._path = path

@@ -40,7 +40,7 @@ from tms.hudi.files.log_reader import (
 )
 from tms.hudi.files.merge import DeleteVersion, Ordering, merge_versions
 from tms.hudi.files.reader import committed_blocks, conform_table, merge_slice_records
-from tms.hudi.memory import TaskMemoryExceeded
+from tms.hudi.memory import TaskMemoryExceeded, read_spilled
 from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.record_keys import KeyGeneration
 from tms.hudi.storage import Storage
@@ -191,13 +191,13 @@ class _Bucket:
     def read(self, kind: str) -> pa.Table | None:
         if not self.path(kind).exists():
             return None
-        with pa.ipc.open_stream(str(self.path(kind))) as reader:
+        with read_spilled(self.path(kind)) as reader:
             return reader.read_all()
 
     def batches(self, kind: str) -> Iterator[pa.RecordBatch]:
         if not self.path(kind).exists():
             return
-        with pa.ipc.open_stream(str(self.path(kind))) as reader:
+        with read_spilled(self.path(kind)) as reader:
             yield from reader
 
     def read_deletes(self) -> Iterator[list[DeleteVersion]]:

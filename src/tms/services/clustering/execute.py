@@ -26,7 +26,7 @@ from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, WriteStat
 from tms.hudi.errors import PlanNotFoundError
-from tms.hudi.files.data import BaseFileWriter, read_footer, stored_rows
+from tms.hudi.files.data import ROW_GROUP_BYTES, BaseFileWriter, read_footer, stored_rows
 from tms.hudi.files.external_sort import ExternalSort
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
@@ -420,7 +420,14 @@ class _NewFile:
             Marker(self.partition, self.name, MarkerType.CREATE),
         )
         stored = self._stored(merged_schema.empty_table()).schema
-        self._writer = BaseFileWriter(self.storage, self.path, self.local, stored, avro_schema)
+        self._writer = BaseFileWriter(
+            self.storage,
+            self.path,
+            self.local,
+            stored,
+            avro_schema,
+            row_group_bytes=min(ROW_GROUP_BYTES, self.task.memory_budget // 4),
+        )
 
     def write(self, rows: pa.Table) -> None:
         assert self._writer is not None

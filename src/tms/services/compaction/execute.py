@@ -25,7 +25,7 @@ from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.hudi.files.compaction_operation import CompactionOperation
-from tms.hudi.files.data import BaseFileWriter, read_footer, stored_rows
+from tms.hudi.files.data import ROW_GROUP_BYTES, BaseFileWriter, read_footer, stored_rows
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.names import BaseFileName
@@ -305,7 +305,12 @@ class _SliceWriting:
             )
             local = f"{self.workdir}/new-{self.name}"
             self.writer = BaseFileWriter(
-                self.storage, self.path, local, schema, self.execution.avro_schema
+                self.storage,
+                self.path,
+                local,
+                schema,
+                self.execution.avro_schema,
+                row_group_bytes=min(ROW_GROUP_BYTES, self.execution.memory_budget // 4),
             )
         return self.writer
 
