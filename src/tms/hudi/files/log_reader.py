@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import struct
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import fastavro
 import pyarrow as pa
@@ -160,26 +160,30 @@ def _decode_as_one_array(bodies: list[bytes], schema_json: str) -> list[dict[str
 
 def decode_delete_content(content: bytes) -> list[DeleteRecord]:
     """The delete records of a DELETE block's content (block version 3)."""
+    decoded = fastavro.schemaless_reader(
+        io.BytesIO(_delete_datum(content)), PARSED_DELETE_SCHEMA, None, return_record_name=True
+    )
+    if not isinstance(decoded, dict):
+        raise LogFormatError("delete block datum is not a record")
+    return [_delete_record(item) for item in decoded["deleteRecordList"]]
+
+
+def _delete_datum(content: bytes) -> bytes:
+    """The one Avro datum of a DELETE block's content (block version 3)."""
     cur = _Cursor(content)
     version = cur.i32()
     if version != LOG_BLOCK_VERSION:
         raise LogFormatError(f"unsupported delete block version {version} (only 3 is Avro)")
-    datum = cur.take(cur.i32())
-    decoded = fastavro.schemaless_reader(
-        io.BytesIO(datum), PARSED_DELETE_SCHEMA, None, return_record_name=True
+    return cur.take(cur.i32())
+
+
+def _delete_record(item: dict[str, Any]) -> DeleteRecord:
+    """One decoded `HoodieDeleteRecord`, its ordering value unwrapped."""
+    return DeleteRecord(
+        record_key=item["recordKey"],
+        partition_path=item["partitionPath"],
+        ordering_value=unwrap_ordering_value(item["orderingVal"]),
     )
-    if not isinstance(decoded, dict):
-        raise LogFormatError("delete block datum is not a record")
-    out: list[DeleteRecord] = []
-    for item in decoded["deleteRecordList"]:
-        out.append(
-            DeleteRecord(
-                record_key=item["recordKey"],
-                partition_path=item["partitionPath"],
-                ordering_value=unwrap_ordering_value(item["orderingVal"]),
-            )
-        )
-    return out
 
 
 _PARSED_DELETE_ITEM = fastavro.parse_schema(
@@ -195,11 +199,7 @@ def delete_record_chunks(block: LogBlock, chunk_records: int) -> Iterator[list[D
     `chunk_records` at a time: the block's one Avro datum (a record holding an array) is
     walked item by item, so a block of millions of deletes is read within a chunk's
     memory. The same records `decode_delete_content` returns, in the same order."""
-    cur = _Cursor(block.content)
-    version = cur.i32()
-    if version != LOG_BLOCK_VERSION:
-        raise LogFormatError(f"unsupported delete block version {version} (only 3 is Avro)")
-    stream = io.BytesIO(cur.take(cur.i32()))
+    stream = io.BytesIO(_delete_datum(block.content))
     chunk: list[DeleteRecord] = []
     try:
         while count := _read_long(stream):
@@ -212,13 +212,7 @@ def delete_record_chunks(block: LogBlock, chunk_records: int) -> Iterator[list[D
                 )
                 if not isinstance(item, dict):
                     raise LogFormatError("delete block item is not a record")
-                chunk.append(
-                    DeleteRecord(
-                        record_key=item["recordKey"],
-                        partition_path=item["partitionPath"],
-                        ordering_value=unwrap_ordering_value(item["orderingVal"]),
-                    )
-                )
+                chunk.append(_delete_record(item))
                 if len(chunk) >= chunk_records:
                     yield chunk
                     chunk = []
