@@ -1,12 +1,13 @@
 """Compaction and clustering within a tiny memory budget: Apache Hudi writes a merge-on-read
 table (its metadata table on) whose file slices take tens of times the budget
 (`spark.tms.task.memory`) in memory and whose clustering groups take several times theirs, so
-every slice is merged bucket by bucket and every group sorted in runs through the task's
-local disk; Hudi's reader and hudi-rs read the
+every slice is merged bucket by bucket and every group, split over tasks by key ranges, sorted
+in runs through the tasks' local disk; Hudi's reader and hudi-rs read the
 same rows after each, and Hudi's writer writes on."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from tests.hudi_java.support import HUDI_1_2, HudiRelease, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
 from tests.oracle import file_slices
+from tms.hudi.files.names import BaseFileName
 from tms.hudi.files.spilled_slice import EXPANSION
 from tms.hudi.table import HudiTable
 from tms.services.clustering.execute import execute_clustering
@@ -83,23 +85,40 @@ def test_slices_and_groups_far_over_the_budget_are_rewritten_as_hudi_reads_them(
     assert hudi_rs_rows(str(path)) == before
 
     spark.conf.set(SETTING, str(CLUSTERING_BUDGET))  # each group: several budgets
+    compacted = file_slices(str(path))
+    partition_bytes = max(
+        sum(
+            (path / s["partition"] / s["base_file"]).stat().st_size
+            for s in compacted
+            if s["partition"] == p
+        )
+        for p in ("p0", "p1")
+    )
     clustering = schedule_clustering(
         HudiTable.open(str(path)),
         small_file_limit=1 << 30,
-        target_file_size=1 << 30,
+        target_file_size=partition_bytes * 2 // 5,  # three output file groups a partition
+        max_bytes_per_group=1 << 30,
         sort_columns=["val"],
     )
     assert clustering is not None
     result = execute_clustering(spark, HudiTable.open(str(path)), clustering, heartbeat_interval=1)
-    assert result.files_written == 2  # one sorted file group per partition
     assert hudi.read(path, COLUMNS) == before
     assert hudi_rs_rows(str(path)) == before
     latest = file_slices(str(path))
-    assert len(latest) == 2
-    for found in latest:  # each partition's rows in one file, sorted through many runs
-        file = path / found["partition"] / found["base_file"]
-        values = pq.read_table(file, columns=["val"]).column("val").to_pylist()
-        assert values == sorted(values) and len(values) > 100 * BUDGET // 1024
+    assert len(latest) == result.files_written >= 6
+    for partition in ("p0", "p1"):  # split over tasks by ranges of `val`, sorted across files
+        files = [s["base_file"] for s in latest if s["partition"] == partition]
+        assert len({BaseFileName.parse(name).write_token for name in files}) >= 3  # type: ignore[union-attr]
+        ranges = []
+        for name in files:  # each sorted through many runs
+            values = (
+                pq.read_table(path / partition / name, columns=["val"]).column("val").to_pylist()
+            )
+            assert values == sorted(values) and len(values) > 20 * BUDGET // 1024
+            ranges.append((values[0], values[-1]))
+        ranges.sort()
+        assert all(low[1] < high[0] for low, high in itertools.pairwise(ranges))
     more = _rows(rng, range(KEYS - 10, KEYS + 10), 40)
     hudi.write(path, more, SCHEMA, write)
     expected = sorted({row[0]: row for row in [*before, *more]}.values())

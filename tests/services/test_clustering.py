@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from tests.services.timeline_files import timeline_dir
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
 from tms.hudi.files.markers import TEMP_FOLDER
+from tms.hudi.files.names import BaseFileName
 from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.sample_writer.new_table import create_table
@@ -139,27 +141,35 @@ def test_sort_columns_order_the_rows_of_each_new_file(
 ) -> None:
     base = small_files_table(tmp_path, MERGE_ON_READ, table_version=table_version)
     before = oracle.snapshot(base)
-    # a larger group than the target: each group is written as several files
+    # a group per partition, larger than the target: each is written as several files
     instant = schedule_clustering(
         HudiTable.open(base),
-        target_file_size=group_target(base, 2),
-        max_bytes_per_group=group_target(base, 6),
+        target_file_size=group_target(base, 3),
+        max_bytes_per_group=group_target(base, 20),
         sort_columns=["fare"],
     )
     assert instant is not None
     groups = plan_of(base, instant)["clusteringPlan"]["inputGroups"]
-    assert any(group["numOutputFileGroups"] > 1 for group in groups)
+    assert len(groups) == 2 and all(group["numOutputFileGroups"] > 1 for group in groups)
     execute_clustering(spark, HudiTable.open(base), instant)
 
     assert oracle.snapshot(base).equals(before)
     new = [s for s in oracle.file_slices(base) if s["base_instant"] == instant]
     assert len(new) > len(groups), "groups bigger than the target become several files"
+    ranges: dict[str, list[tuple[float, float]]] = {}
     for piece in new:
         rows = pq.read_table(posixpath.join(base, piece["partition"], piece["base_file"]))
         fares = rows.column("fare").to_pylist()
         assert fares == sorted(fares)
         assert set(rows.column(FILE_NAME).to_pylist()) == {piece["base_file"]}
         assert set(rows.column(PARTITION_PATH).to_pylist()) == {piece["partition"]}
+        ranges.setdefault(piece["partition"], []).append((fares[0], fares[-1]))
+    for found in ranges.values():  # each group's rows sorted across its files
+        found.sort()
+        assert all(low[1] <= high[0] for low, high in itertools.pairwise(found))
+    # a group asking for several output file groups is written by as many Spark tasks
+    tokens = {BaseFileName.parse(piece["base_file"]).write_token for piece in new}  # type: ignore[union-attr]
+    assert len(tokens) > len(groups)
 
 
 def test_plan_groups_small_file_slices_as_hudi_reads_them(

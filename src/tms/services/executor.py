@@ -177,6 +177,12 @@ class CommitActionExecutor(ABC, Generic[P, T, O]):
         """What each Spark task runs (picklable: a module-level function, or one bound to
         what every task of the execution shares)."""
 
+    def run(
+        self, spark: Any, plan: P, context: ExecutionContext, tasks: Sequence[T], description: str
+    ) -> list[O]:
+        """The tasks' outcomes: one Spark task each (an action may shape its job otherwise)."""
+        return run_tasks(spark, self.task_function(plan, context), tasks, description=description)
+
     @abstractmethod
     def written(self, outcomes: Sequence[O]) -> list[WrittenFile]:
         """The new files the tasks reported."""
@@ -254,11 +260,8 @@ class CommitActionExecutor(ABC, Generic[P, T, O]):
             tasks = self.tasks(plan, context)
             resolve_conflicts(table, conflicts, wait=True)
             progress.enter(self.stage)
-            outcomes = run_tasks(
-                spark,
-                self.task_function(plan, context),
-                tasks,
-                description=f"tms {self.name} {instant_time} of {table.name}",
+            outcomes = self.run(
+                spark, plan, context, tasks, f"tms {self.name} {instant_time} of {table.name}"
             )
             stats = self._complete(plan, context, inflight, outcomes, schema, result)
         result.files_written = len(stats)

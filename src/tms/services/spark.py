@@ -39,6 +39,16 @@ class TaskInfo:
         return f"{self.partition_id}-{self.stage_id}-{self.attempt_id}"
 
 
+def current_task_info() -> TaskInfo:
+    """The running Spark task's numbers (zeros outside a task)."""
+    from pyspark import TaskContext  # on the executor's Python worker, which has Spark
+
+    context = TaskContext.get()
+    if context is None:
+        return TaskInfo(0, 0, 0)
+    return TaskInfo(context.partitionId(), context.stageId(), context.taskAttemptId())
+
+
 def run_tasks(
     spark: SparkSession,
     func: Callable[[T, TaskInfo], R],
@@ -80,15 +90,8 @@ class _TaskCall:
         self.pause_step = pause_step
 
     def __call__(self, pair: tuple[int, Any]) -> tuple[int, Any, dict[str, int]]:
-        from pyspark import TaskContext  # on the executor's Python worker, which has Spark
-
         read_zip_directories_once()  # the worker's next tasks start without reading them
-        context = TaskContext.get()
-        info = (
-            TaskInfo(context.partitionId(), context.stageId(), context.taskAttemptId())
-            if context is not None
-            else TaskInfo(0, 0, 0)
-        )
+        info = current_task_info()
         with counting() as requests:
             result = self.func(pair[1], info)
         after_task_work(self.pause_step)
