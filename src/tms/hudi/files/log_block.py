@@ -34,10 +34,11 @@ decoded ``LogBlock``.
 from __future__ import annotations
 
 import enum
+import io
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 import fastavro
 
@@ -49,6 +50,7 @@ __all__ = [
     "MAGIC",
     "BlockType",
     "CommandBlockType",
+    "ContentRegion",
     "DeleteRecord",
     "HeaderKey",
     "LogBlock",
@@ -109,6 +111,55 @@ class DeleteRecord:
     ordering_value: object | None = None
 
 
+class _RegionIO(io.RawIOBase):
+    """Bytes `offset` to `offset + length` of a seekable file, as a file of their own."""
+
+    def __init__(self, stream: BinaryIO, offset: int, length: int) -> None:
+        self._stream = stream
+        self._offset = offset
+        self._length = length
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._length}[whence]
+        self._pos = max(0, base + pos)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        wanted = min(len(buffer), self._length - self._pos)
+        if wanted <= 0:
+            return 0
+        self._stream.seek(self._offset + self._pos)
+        data = self._stream.read(wanted)
+        buffer[: len(data)] = data
+        self._pos += len(data)
+        return len(data)
+
+
+@dataclass(frozen=True)
+class ContentRegion:
+    """Where a block's content lies in its log file, left on disk: a data block of hundreds
+    of MB is decoded from the file a chunk at a time, never held whole. Valid while the
+    file is open and the reader has not moved to the next block."""
+
+    stream: BinaryIO
+    offset: int
+    length: int
+
+    def open(self) -> BinaryIO:
+        """The content as a seekable file (buffered reads of 1 MiB)."""
+        return io.BufferedReader(_RegionIO(self.stream, self.offset, self.length), 1 << 20)
+
+
 @dataclass(frozen=True)
 class LogBlock:
     """One decoded block: its type, header, and the records or deletes it carries."""
@@ -120,6 +171,16 @@ class LogBlock:
     footer: Mapping[HeaderKey, str] = field(default_factory=dict)
     #: Raw content of blocks this module does not decode (HFile, CDC, corrupted).
     content: bytes = b""
+    #: A data or delete block read raw from a file: its content, left in the file.
+    region: ContentRegion | None = None
+
+    def content_stream(self) -> BinaryIO:
+        """The block's raw content as a file: from its log file, or from `content`."""
+        return self.region.open() if self.region is not None else io.BytesIO(self.content)
+
+    @property
+    def content_length(self) -> int:
+        return self.region.length if self.region is not None else len(self.content)
 
     @property
     def instant_time(self) -> str:

@@ -29,6 +29,7 @@ from tms.hudi.files.log_block import (
     LOG_FORMAT_VERSION,
     MAGIC,
     BlockType,
+    ContentRegion,
     DeleteRecord,
     HeaderKey,
     LogBlock,
@@ -103,21 +104,37 @@ def _decode_avro_records(content: bytes, schema_json: str | None) -> Sequence[di
 
 def avro_record_chunks(block: LogBlock, chunk_bytes: int) -> Iterator[Sequence[dict[str, object]]]:
     """The records of an AVRO_DATA block read with `raw` (`iter_log_file`), decoded about
-    `chunk_bytes` of Avro at a time: a large block is decoded within a chunk's memory."""
+    `chunk_bytes` of Avro at a time, read from the log file as they are decoded: a large
+    block is decoded within a chunk's memory."""
     schema_json = block.header.get(HeaderKey.SCHEMA)
     if schema_json is None:
         raise LogFormatError("AVRO_DATA block has no SCHEMA header")
-    cur = _Cursor(block.content)
-    version = cur.i32()
+    content = block.content_stream()
+    version = _stream_i32(content)
     if version != LOG_BLOCK_VERSION:
         raise LogFormatError(f"unsupported Avro data block version {version}")
-    count = cur.i32()
+    count = _stream_i32(content)
     if count < 0:
         raise LogFormatError(f"negative record count {count}")
-    records_per_chunk = max(1, chunk_bytes * count // max(1, len(block.content)))
-    for start in range(0, count, max(1, records_per_chunk)):
+    records_per_chunk = max(1, chunk_bytes * count // max(1, block.content_length))
+    for start in range(0, count, records_per_chunk):
         size = min(records_per_chunk, count - start)
-        yield _decode_bodies([cur.take(cur.i32()) for _ in range(size)], schema_json)
+        bodies = [_stream_take(content, _stream_i32(content)) for _ in range(size)]
+        yield _decode_bodies(bodies, schema_json)
+
+
+def _stream_take(stream: BinaryIO, n: int) -> bytes:
+    if n < 0:
+        raise LogFormatError(f"negative length {n}")
+    data = stream.read(n)
+    if len(data) != n:
+        raise LogFormatError(f"truncated: need {n} bytes, {len(data)} left")
+    return data
+
+
+def _stream_i32(stream: BinaryIO) -> int:
+    value: int = _I32.unpack(_stream_take(stream, 4))[0]
+    return value
 
 
 def _decode_bodies(bodies: list[bytes], schema_json: str) -> Sequence[dict[str, object]]:
@@ -199,7 +216,11 @@ def delete_record_chunks(block: LogBlock, chunk_records: int) -> Iterator[list[D
     `chunk_records` at a time: the block's one Avro datum (a record holding an array) is
     walked item by item, so a block of millions of deletes is read within a chunk's
     memory. The same records `decode_delete_content` returns, in the same order."""
-    stream = io.BytesIO(_delete_datum(block.content))
+    stream = block.content_stream()
+    version = _stream_i32(stream)
+    if version != LOG_BLOCK_VERSION:
+        raise LogFormatError(f"unsupported delete block version {version} (only 3 is Avro)")
+    _stream_i32(stream)  # the datum's length: it is walked to its end instead
     chunk: list[DeleteRecord] = []
     try:
         while count := _read_long(stream):
@@ -222,7 +243,7 @@ def delete_record_chunks(block: LogBlock, chunk_records: int) -> Iterator[list[D
         yield chunk
 
 
-def _read_long(stream: io.BytesIO) -> int:
+def _read_long(stream: BinaryIO) -> int:
     """One Avro long (zig-zag varint) from `stream`."""
     shift = value = 0
     while True:
@@ -245,7 +266,9 @@ def _decode_parquet_records(content: bytes) -> ArrowRecords:
 def parquet_record_chunks(block: LogBlock, chunk_bytes: int) -> Iterator[ArrowRecords]:
     """The records of a PARQUET_DATA block read with `raw` (`iter_log_file`), decoded about
     `chunk_bytes` of Arrow at a time (Parquet's own sizes tell how many rows that is)."""
-    source = pq.ParquetFile(pa.BufferReader(block.content))
+    source = pq.ParquetFile(
+        block.content_stream() if block.region is not None else pa.BufferReader(block.content)
+    )
     metadata = source.metadata
     decoded = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
     rows = max(1, metadata.num_rows)
@@ -372,6 +395,13 @@ def iter_log_file(
         if head[: len(MAGIC)] == MAGIC and len(head) == _HEAD:
             length = _I64.unpack(head[len(MAGIC) :])[0]
             if 0 < length <= size - pos - _HEAD:
+                if raw:
+                    found = _block_left_in_file(stream, pos, length)
+                    if found is not None:
+                        yield found
+                        pos += _HEAD + length
+                        continue
+                    stream.seek(pos + _HEAD)
                 whole = head + stream.read(length)
                 try:
                     block, end = _parse_block(memoryview(whole), 0, decode, raw)
@@ -389,6 +419,50 @@ def iter_log_file(
             content = stream.read(end - pos)
         yield LogBlock(BlockType.CORRUPTED, {}, content=content)
         pos = end
+
+
+_HEAD_GUESS = 64 * 1024
+_LEFT_IN_FILE = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE)
+
+
+def _block_left_in_file(stream: BinaryIO, pos: int, length: int) -> LogBlock | None:
+    """A well-framed data or delete block at `pos` (its MAGIC), its header and footer read
+    and its content left in the file (`ContentRegion`); None for another kind of block or
+    one that does not parse, which the caller reads whole."""
+    try:
+        prefix_length = min(length, _HEAD_GUESS)
+        while True:
+            stream.seek(pos + _HEAD)
+            prefix = stream.read(prefix_length)
+            cur = _Cursor(prefix)
+            try:
+                version = cur.i32()
+                type_ordinal = cur.i32()
+                if version != LOG_FORMAT_VERSION or type_ordinal not in {
+                    t.value for t in _LEFT_IN_FILE
+                }:
+                    return None
+                header = _read_metadata(cur)
+                content_length = cur.i64()
+                break
+            except LogFormatError:
+                if prefix_length >= length:
+                    return None
+                prefix_length = min(length, prefix_length * 4)
+        content_start = _HEAD + cur.pos
+        end = _HEAD + length
+        if content_length < 0 or content_start + content_length > end - 8:
+            return None
+        stream.seek(pos + content_start + content_length)
+        rest = stream.read(end - content_start - content_length)
+        cur = _Cursor(rest, 0, len(rest) - 8)
+        footer = _read_metadata(cur)
+        if cur.pos != cur.end or _I64.unpack(rest[-8:])[0] != length + len(MAGIC):
+            return None
+    except LogFormatError:
+        return None
+    region = ContentRegion(stream, pos + content_start, content_length)
+    return LogBlock(BlockType(type_ordinal), header, footer=footer, region=region)
 
 
 def _next_magic(stream: BinaryIO, start: int, size: int) -> int:

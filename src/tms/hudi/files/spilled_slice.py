@@ -327,9 +327,9 @@ def _block_chunks(block: LogBlock, chunk_bytes: int) -> Iterator[LogBlock]:
     """A data block as blocks of its records, decoded about `chunk_bytes` at a time (a
     data block read raw); a block of another kind as it is."""
     chunks: Iterator[Sequence[dict[str, object]]]
-    if block.block_type is BlockType.AVRO_DATA and block.content:
+    if block.block_type is BlockType.AVRO_DATA and block.content_length:
         chunks = avro_record_chunks(block, chunk_bytes)
-    elif block.block_type is BlockType.PARQUET_DATA and block.content:
+    elif block.block_type is BlockType.PARQUET_DATA and block.content_length:
         chunks = parquet_record_chunks(block, chunk_bytes)
     else:
         yield block
