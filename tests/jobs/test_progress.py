@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.api.conftest import batch, mor_writer
 from tests.jobs.stub_api import OK_BEAT, spec_json, stub_api
 from tests.jobs.test_runner import ENTRY, FakeSpark
+from tests.worker import http
 from tests.worker.test_resident_worker import _api_only, _register, _wait_done, _worker
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.table import HudiTable
@@ -241,12 +241,12 @@ def test_a_compactions_heartbeats_count_its_plans_file_groups(
         url = service.url
         _register(url, "trips", writer.table.base_path)
         with _worker(url, spark, tmp_path):
-            submitted = httpx.post(
+            submitted = http.post(
                 f"{url}/v1/hoodie/service/compact/submit",
                 json={"db_name": "lake", "table_name": "trips"},
             ).json()
             done = _wait_done(url, submitted["id"])
-        (attempt,) = httpx.get(f"{url}/v1/operations/{done['id']}/attempts").json()
+        (attempt,) = http.get(f"{url}/v1/operations/{done['id']}/attempts").json()
     assert done["status"] == "COMPLETED", done
     planned = done["result"]["file_groups"]
     assert planned >= 1

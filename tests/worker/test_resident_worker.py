@@ -13,13 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests import oracle
 from tests.api.conftest import batch, mor_writer
 from tests.jobs.test_runner_cancel import make_clustering_stuck
 from tests.services.test_clean_rollbacks import clustering_plan, state_of
+from tests.worker import http
 from tms.config import Settings, load_settings
 from tms.hudi.timeline.instant import State
 from tms.serve import free_port, serve_in_thread
@@ -38,7 +38,7 @@ def _table(root: Path, name: str) -> str:
 def _wait_done(url: str, operation_id: int, timeout: float = 300) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        operation: dict[str, Any] = httpx.get(f"{url}/v1/operations/{operation_id}").json()
+        operation: dict[str, Any] = http.get(f"{url}/v1/operations/{operation_id}").json()
         if operation["status"] not in ("SCHEDULED", "RUNNING"):
             return operation
         time.sleep(0.5)
@@ -60,7 +60,7 @@ def _api_only(db_url: str, tmp_path: Path) -> Settings:
 
 
 def _register(url: str, name: str, base: str) -> None:
-    registered = httpx.post(
+    registered = http.post(
         f"{url}/v1/tables", json={"db_name": "lake", "table_name": name, "base_path": base}
     )
     assert registered.status_code == 201, registered.text
@@ -76,7 +76,7 @@ def _worker(url: str, spark: Any, tmp_path: Path) -> Iterator[ResidentWorker]:
     thread.start()
     try:
         deadline = time.monotonic() + 60
-        while not httpx.get(f"{url}/v1/workers").json():
+        while not http.get(f"{url}/v1/workers").json():
             assert time.monotonic() < deadline, "the worker never registered"
             time.sleep(0.2)
         yield worker
@@ -84,7 +84,7 @@ def _worker(url: str, spark: Any, tmp_path: Path) -> Iterator[ResidentWorker]:
         stop.set()
         thread.join(timeout=120)
     assert not thread.is_alive()
-    assert httpx.get(f"{url}/v1/workers").json() == [], "a worker that stops leaves"
+    assert http.get(f"{url}/v1/workers").json() == [], "a worker that stops leaves"
 
 
 def test_a_worker_runs_two_compactions_at_once_and_reports_them(
@@ -98,19 +98,19 @@ def test_a_worker_runs_two_compactions_at_once_and_reports_them(
             _register(url, name, base)
         with _worker(url, spark, tmp_path) as worker:
             submitted = {
-                name: httpx.post(
+                name: http.post(
                     f"{url}/v1/hoodie/service/compact/submit",
                     json={"db_name": "lake", "table_name": name},
                 ).json()
                 for name in bases
             }
             done = {name: _wait_done(url, op["id"]) for name, op in submitted.items()}
-            listed = httpx.get(f"{url}/v1/workers").json()
+            listed = http.get(f"{url}/v1/workers").json()
 
         logs = {}
         for name, operation in done.items():
             assert operation["status"] == "COMPLETED", operation
-            (attempt,) = httpx.get(f"{url}/v1/operations/{operation['id']}/attempts").json()
+            (attempt,) = http.get(f"{url}/v1/operations/{operation['id']}/attempts").json()
             assert (attempt["engine"], attempt["worker_id"]) == ("spark-worker", worker.worker_id)
             assert attempt["engine_note"] is None
             assert attempt["launch_seconds"] is not None and attempt["launch_seconds"] >= 0
@@ -145,7 +145,7 @@ def test_a_cancel_stops_its_attempts_spark_jobs_only_and_a_failure_spares_the_wo
         _register(url, "fares", other)
         _register(url, "doomed", doomed)
         with _worker(url, spark, tmp_path) as worker:
-            clustering = httpx.post(
+            clustering = http.post(
                 f"{url}/v1/hoodie/service/cluster/submit",
                 json={"db_name": "lake", "table_name": "stuck", "instant": instant},
             ).json()
@@ -154,24 +154,24 @@ def test_a_cancel_stops_its_attempts_spark_jobs_only_and_a_failure_spares_the_wo
             while not tracker.getActiveJobsIds():
                 assert time.monotonic() < deadline, "the clustering never started its task"
                 time.sleep(0.05)
-            compaction = httpx.post(
+            compaction = http.post(
                 f"{url}/v1/hoodie/service/compact/submit",
                 json={"db_name": "lake", "table_name": "fares"},
             ).json()
-            cancelled = httpx.post(f"{url}/v1/operations/{clustering['id']}/cancel")
+            cancelled = http.post(f"{url}/v1/operations/{clustering['id']}/cancel")
             assert cancelled.status_code == 200, cancelled.text
             assert _wait_done(url, clustering["id"])["status"] == "CANCELLED"
             assert _wait_done(url, compaction["id"])["status"] == "COMPLETED"
 
             shutil.rmtree(doomed)  # its job fails: the table is gone
-            failed = httpx.post(
+            failed = http.post(
                 f"{url}/v1/hoodie/service/compact/submit",
                 json={"db_name": "lake", "table_name": "doomed", "max_retries": 0},
             ).json()
             assert _wait_done(url, failed["id"])["status"] == "FAILED"
             after = _table(tmp_path, "after")
             _register(url, "after", after)
-            later = httpx.post(
+            later = http.post(
                 f"{url}/v1/hoodie/service/compact/submit",
                 json={"db_name": "lake", "table_name": "after"},
             ).json()

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from tests import oracle
+from tests.worker import http
 from tests.worker.test_resident_worker import _table, _wait_done
 from tms.config import load_settings
 from tms.hudi.locks import FileSystemLock
@@ -66,35 +66,35 @@ def test_a_killed_worker_loses_its_attempt_and_the_operation_runs_elsewhere(
         url = service.url
         processes: WorkerProcesses = service.server.config.app.state.worker_processes  # type: ignore[attr-defined]
         (process,) = processes.processes
-        (worker,) = _until("the worker to register", lambda: httpx.get(f"{url}/v1/workers").json())
+        (worker,) = _until("the worker to register", lambda: http.get(f"{url}/v1/workers").json())
         assert worker["pid"] == process.pid and worker["alive"]
-        registered = httpx.post(
+        registered = http.post(
             f"{url}/v1/tables",
             json={"db_name": "lake", "table_name": "trips", "base_path": base},
         )
         assert registered.status_code == 201, registered.text
         with FileSystemLock(table.storage, owner="test"):  # the attempt waits on it
-            operation = httpx.post(
+            operation = http.post(
                 f"{url}/v1/hoodie/service/compact/submit",
                 json={"db_name": "lake", "table_name": "trips"},
             ).json()
             attempts_url = f"{url}/v1/operations/{operation['id']}/attempts"
-            (first,) = _until("the worker's attempt", lambda: httpx.get(attempts_url).json())
+            (first,) = _until("the worker's attempt", lambda: http.get(attempts_url).json())
             assert (first["engine"], first["worker_id"]) == ("spark-worker", worker["id"])
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             _until(
                 "the attempt to be lost",
-                lambda: httpx.get(attempts_url).json()[0]["outcome"] == "LOST",
+                lambda: http.get(attempts_url).json()[0]["outcome"] == "LOST",
                 timeout=120,
             )
         done = _wait_done(url, operation["id"])
-        attempts = httpx.get(attempts_url).json()
+        attempts = http.get(attempts_url).json()
         revived = _until(
             "the worker to be started again and register",
             lambda: [
                 w
-                for w in httpx.get(f"{url}/v1/workers").json()
+                for w in http.get(f"{url}/v1/workers").json()
                 if w["alive"] and w["pid"] == processes.processes[0].pid != process.pid
             ],
         )
