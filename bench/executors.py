@@ -177,6 +177,8 @@ class MemoryPeak:
     spark: Any
     driver_mb: float = 0.0
     workers_mb: float = 0.0
+    worker_mb: float = 0.0
+    """The largest one Python worker took (`workers_mb`: all of them at once)."""
     others_mb: float = 0.0
     others: set[str] = field(default_factory=set)
     start_driver_mb: float = 0.0
@@ -214,7 +216,9 @@ class MemoryPeak:
                 for child in jvm.children(recursive=True):
                     name = _name(child)
                     if name.startswith("python"):
-                        workers += _pss_mb(child)
+                        one = _pss_mb(child)
+                        workers += one
+                        self.worker_mb = max(self.worker_mb, one)
                     else:
                         others += _pss_mb(child)
                         self.others.add(name)
@@ -306,6 +310,7 @@ def run_one(
         "peak_driver_mb": round(memory.driver_mb),
         "driver_mb_at_start": round(memory.start_driver_mb),
         "peak_python_workers_mb": round(memory.workers_mb),
+        "peak_python_worker_mb": round(memory.worker_mb),
         "peak_other_jvm_children_mb": round(memory.others_mb),
         "other_jvm_children": sorted(memory.others),
         **({"profile": summary} if summary else {}),
@@ -320,7 +325,12 @@ def _best(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return failed[0]
     best = dict(min(runs, key=lambda run: run["seconds"]))
     best["runs_seconds"] = [run["seconds"] for run in runs]
-    for peak in ("peak_driver_mb", "peak_python_workers_mb", "peak_other_jvm_children_mb"):
+    for peak in (
+        "peak_driver_mb",
+        "peak_python_workers_mb",
+        "peak_python_worker_mb",
+        "peak_other_jvm_children_mb",
+    ):
         best[peak] = max(run[peak] for run in runs)
     return best
 

@@ -242,6 +242,32 @@ def test_a_data_block_read_raw_is_decoded_a_chunk_at_a_time(block_format: str) -
     assert pa.concat_tables(chunks).equals(rows)
 
 
+class _CountingReads(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.bytes_read = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        self.bytes_read += len(data)
+        return data
+
+
+def test_a_block_read_raw_or_for_its_header_is_not_read_whole() -> None:
+    rng = random.Random(5)
+    rows = _rows([f"key-{i:05d}" for i in range(20_000)], BASE_INSTANT, rng, OLD)
+    data = encode_avro_data_block(BASE_INSTANT, avro_record_schema("t", OLD), rows.to_pylist())
+    assert len(data) > 1_500_000
+    headers = _CountingReads(data)
+    (block,) = iter_log_file(headers, decode=False)
+    assert block.instant_time == BASE_INSTANT and headers.bytes_read < len(data) / 20
+    raw = _CountingReads(data)
+    (block,) = iter_log_file(raw, raw=True)
+    assert raw.bytes_read < len(data) / 20, "the content is read as it is decoded"
+    decoded = [len(records) for records in avro_record_chunks(block, 64 * 1024)]
+    assert sum(decoded) == rows.num_rows and raw.bytes_read >= len(data) * 0.95
+
+
 def _deletes(rng: random.Random, count: int) -> list[DeleteRecord]:
     values: list[Any] = [None, 7, 2.5, "z", True, Decimal("1.5"), dt.date(2026, 1, 2)]
     return [

@@ -382,10 +382,12 @@ def iter_log_file(
 
     What `read_log_blocks` returns, block by block: a block is read and decoded only when
     the caller asks for the next one, so a log file of any size is read within the size of
-    its largest block. Without `decode`, data and delete blocks carry their header alone (a
-    pass that only needs instants and commands); corrupted spans carry no bytes then. With
-    `raw`, data and delete blocks come undecoded, for `avro_record_chunks`,
-    `parquet_record_chunks` and `delete_record_chunks`.
+    its largest block. Without `decode`, blocks carry their header and footer alone, their
+    content skipped on disk (a pass that only needs instants and commands); corrupted spans
+    carry no bytes then. With `raw`, data and delete blocks come undecoded, their content left
+    in the file (`ContentRegion`, valid until the next block is asked for), for
+    `avro_record_chunks`, `parquet_record_chunks` and `delete_record_chunks`: a block of any
+    size is read within a chunk's memory.
     """
     size = stream.seek(0, io.SEEK_END)
     pos = 0
@@ -395,8 +397,8 @@ def iter_log_file(
         if head[: len(MAGIC)] == MAGIC and len(head) == _HEAD:
             length = _I64.unpack(head[len(MAGIC) :])[0]
             if 0 < length <= size - pos - _HEAD:
-                if raw:
-                    found = _block_left_in_file(stream, pos, length)
+                if raw or not decode:
+                    found = _block_left_in_file(stream, pos, length, keep_content=decode)
                     if found is not None:
                         yield found
                         pos += _HEAD + length
@@ -425,10 +427,14 @@ _HEAD_GUESS = 64 * 1024
 _LEFT_IN_FILE = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE)
 
 
-def _block_left_in_file(stream: BinaryIO, pos: int, length: int) -> LogBlock | None:
-    """A well-framed data or delete block at `pos` (its MAGIC), its header and footer read
-    and its content left in the file (`ContentRegion`); None for another kind of block or
-    one that does not parse, which the caller reads whole."""
+def _block_left_in_file(
+    stream: BinaryIO, pos: int, length: int, *, keep_content: bool
+) -> LogBlock | None:
+    """A well-framed block at `pos` (its MAGIC) with its header and footer read and its
+    content left in the file: with `keep_content`, a data or delete block whose content is
+    then read from the file (`ContentRegion`); without, a block of any kind, its content
+    skipped. None for another kind of block or one that does not parse, which the caller
+    reads whole."""
     try:
         prefix_length = min(length, _HEAD_GUESS)
         while True:
@@ -439,7 +445,7 @@ def _block_left_in_file(stream: BinaryIO, pos: int, length: int) -> LogBlock | N
                 version = cur.i32()
                 type_ordinal = cur.i32()
                 if version != LOG_FORMAT_VERSION or type_ordinal not in {
-                    t.value for t in _LEFT_IN_FILE
+                    t.value for t in (_LEFT_IN_FILE if keep_content else BlockType)
                 }:
                     return None
                 header = _read_metadata(cur)
@@ -461,6 +467,8 @@ def _block_left_in_file(stream: BinaryIO, pos: int, length: int) -> LogBlock | N
             return None
     except LogFormatError:
         return None
+    if not keep_content:
+        return LogBlock(BlockType(type_ordinal), header, footer=footer)
     region = ContentRegion(stream, pos + content_start, content_length)
     return LogBlock(BlockType(type_ordinal), header, footer=footer, region=region)
 
