@@ -1,6 +1,6 @@
 """Key ranges of a split clustering group: each range's rows sorted, ranges in order, must be
-the group sorted as Arrow sorts it (nulls last, NaN after every number), and a sample cuts
-the rows into ranges of even counts."""
+the group sorted as Arrow sorts it (nulls last, NaN after every number), a sample cuts the
+rows into ranges of even counts, and sampling reads the sort column's chunks alone."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ import datetime
 import decimal
 import random
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
+from tms.hudi.storage import Storage
 from tms.services.clustering.ranges import boundaries, range_ids, rangeable
 
 
@@ -103,3 +106,29 @@ def test_types_without_an_order_are_not_cut() -> None:
     assert not rangeable(pa.struct([("a", pa.int32())]))
     assert not rangeable(pa.list_(pa.int32()))
     assert not rangeable(pa.map_(pa.string(), pa.int32()))
+
+
+def test_a_file_read_by_ranges_fetches_the_columns_asked_for_not_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(11)
+    table = pa.table(
+        {
+            "fare": pa.array([rng.random() for _ in range(100_000)]),
+            "note": pa.array([f"{rng.getrandbits(256):064x}" for _ in range(100_000)]),
+        }
+    )
+    pq.write_table(table, tmp_path / "base.parquet", row_group_size=25_000)
+    size = (tmp_path / "base.parquet").stat().st_size
+    fetched: list[int] = []
+    read_range = Storage.read_range
+
+    def counted(storage: Storage, path: str, start: int, end: int) -> bytes:
+        fetched.append(end - start)
+        return read_range(storage, path, start, end)
+
+    monkeypatch.setattr(Storage, "read_range", counted)
+    with pq.ParquetFile(Storage(str(tmp_path)).open_ranged("base.parquet")) as parquet:
+        fares = parquet.read(columns=["fare"])
+    assert fares.column("fare").equals(table.column("fare"))
+    assert sum(fetched) < size / 2, (sum(fetched), size)

@@ -10,7 +10,7 @@ job's progress (`tms.services.progress`) hears how many file groups the Spark jo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -76,10 +76,15 @@ def run_tasks(
     results: list[tuple[int, R, dict[str, int]]] = rdd.map(_TaskCall(func, pause_step)).collect()
     if file_groups:
         progress.tasks_done(len(indexed))
-    for _, _, requests in results:
+    record_task_requests(requests for _, _, requests in results)
+    return [result for _, result, _ in sorted(results, key=lambda triple: triple[0])]
+
+
+def record_task_requests(counts: Iterable[dict[str, int]]) -> None:
+    """The storage requests Spark tasks made, as the driver's own (`counting()`)."""
+    for requests in counts:
         for kind, n in requests.items():
             record(RequestKind(kind), n)
-    return [result for _, result, _ in sorted(results, key=lambda triple: triple[0])]
 
 
 class _TaskCall:

@@ -43,6 +43,7 @@ from typing import Any, BinaryIO
 import fastavro
 
 from tms.hudi.errors import LogFormatError
+from tms.hudi.storage.byte_range import RangeFile
 
 __all__ = [
     "LOG_BLOCK_VERSION",
@@ -111,40 +112,6 @@ class DeleteRecord:
     ordering_value: object | None = None
 
 
-class _RegionIO(io.RawIOBase):
-    """Bytes `offset` to `offset + length` of a seekable file, as a file of their own."""
-
-    def __init__(self, stream: BinaryIO, offset: int, length: int) -> None:
-        self._stream = stream
-        self._offset = offset
-        self._length = length
-        self._pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, pos: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._length}[whence]
-        self._pos = max(0, base + pos)
-        return self._pos
-
-    def readinto(self, buffer: Any) -> int:
-        wanted = min(len(buffer), self._length - self._pos)
-        if wanted <= 0:
-            return 0
-        self._stream.seek(self._offset + self._pos)
-        data = self._stream.read(wanted)
-        buffer[: len(data)] = data
-        self._pos += len(data)
-        return len(data)
-
-
 @dataclass(frozen=True)
 class ContentRegion:
     """Where a block's content lies in its log file, left on disk: a data block of hundreds
@@ -157,7 +124,11 @@ class ContentRegion:
 
     def open(self) -> BinaryIO:
         """The content as a seekable file (buffered reads of 1 MiB)."""
-        return io.BufferedReader(_RegionIO(self.stream, self.offset, self.length), 1 << 20)
+        return io.BufferedReader(RangeFile(self._read_at, self.length), 1 << 20)
+
+    def _read_at(self, at: int, length: int) -> bytes:
+        self.stream.seek(self.offset + at)
+        return self.stream.read(length)
 
 
 @dataclass(frozen=True)

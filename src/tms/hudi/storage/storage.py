@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from tms.hudi.storage.byte_range import RangeFile
 from tms.hudi.storage.requests import (
     RequestKind,
     delete_requests,
@@ -138,6 +139,21 @@ class Storage:
         object: the services read base files whole, and one request is cheaper than a
         footer's and each column chunk's range requests."""
         return io.BytesIO(self.read_bytes(path))
+
+    def open_ranged(self, path: str) -> RangeFile:
+        """A seekable file, unbuffered, each read one ranged GET of the bytes asked for (a
+        HEAD first, for the size): Parquet's reader, asked for a few columns of a large
+        file, fetches its footer and those column chunks, not the object."""
+        return RangeFile(lambda at, n: self.read_range(path, at, at + n), self.info(path).size)
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        """Bytes `start` to `end` (exclusive) of a file: one GET of that range."""
+        record(RequestKind.GET)
+        full = self.full_path(path)
+        data: bytes = self._retried(
+            RequestKind.GET, lambda: self.fs.cat_file(full, start=start, end=end)
+        )
+        return data
 
     @property
     def is_local(self) -> bool:

@@ -163,11 +163,12 @@ class ClusteringExecutor(CommitActionExecutor[_ClusteringPlan, GroupTask, GroupR
         """Groups whose plan asks for several output file groups of sorted rows are split
         over that many tasks by key range (`tms.services.clustering.ranges`); the others are
         rewritten by one task each."""
-        outcomes, whole = rewrite_split_groups(
-            spark, [task for task in tasks if splittable(task)], description
-        )
-        whole += [task for task in tasks if not splittable(task)]
-        return outcomes + super().run(spark, plan, context, whole, description)
+        split: list[GroupTask] = []
+        whole: list[GroupTask] = []
+        for task in tasks:
+            (split if splittable(task) else whole).append(task)
+        outcomes, uncut = rewrite_split_groups(spark, split, description)
+        return outcomes + super().run(spark, plan, context, [*uncut, *whole], description)
 
     def written(self, outcomes: Sequence[GroupResult]) -> list[WrittenFile]:
         return [w for outcome in outcomes for w in outcome.written]

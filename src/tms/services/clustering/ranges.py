@@ -33,7 +33,7 @@ from tms.hudi.files.external_sort import ExternalSort
 from tms.hudi.memory import task_workdir
 from tms.hudi.metadata.record_index_logs import write_record_index_logs
 from tms.hudi.storage import Storage
-from tms.hudi.storage.requests import RequestKind, counting, record
+from tms.hudi.storage.requests import counting
 from tms.hudi.task_pause import TASKS_WRITING, after_task_work
 from tms.services import progress
 from tms.services.clustering.rewrite import (
@@ -44,7 +44,7 @@ from tms.services.clustering.rewrite import (
     stopped,
     write_sorted,
 )
-from tms.services.spark import TaskInfo, current_task_info, run_tasks
+from tms.services.spark import TaskInfo, current_task_info, record_task_requests, run_tasks
 from tms.spark_runtime.zip_directories import read_zip_directories_once
 
 if TYPE_CHECKING:
@@ -187,9 +187,7 @@ def rewrite_split_groups(
         .collect()
     )
     progress.tasks_done(len(partitions))
-    for _, _, requests in results:
-        for kind, n in requests.items():
-            record(RequestKind(kind), n)
+    record_task_requests(requests for _, _, requests in results)
     return [result for _, result, _ in sorted(results, key=lambda triple: triple[0])], whole
 
 
@@ -203,7 +201,8 @@ def _comparable(sample: pa.Array) -> pa.Array:
 
 def _sample_slice(item: tuple[GroupTask, int], info: TaskInfo) -> tuple[pa.Array, int] | None:
     """Up to `SAMPLE_ROWS` evenly spaced values of the first sort column of a slice's base
-    file, as the table's schema types them, and the file's row count."""
+    file, as the table's schema types them, and the file's row count; only that column's
+    chunks are read."""
     task, index = item
     piece = task.slices[index]
     schema = task.arrow_schema()
@@ -212,10 +211,8 @@ def _sample_slice(item: tuple[GroupTask, int], info: TaskInfo) -> tuple[pa.Array
     column = task.sort_columns[0]
     storage = Storage(task.base_uri)
     kept: list[pa.Array] = []
-    with task_workdir() as workdir:  # read through a local copy, a batch at a time
-        local = posixpath.join(workdir, "base.parquet")
-        storage.download(piece.base_file, local)
-        parquet = pq.ParquetFile(local)
+    # ranged reads: the footer and the column's chunks, not the whole file
+    with pq.ParquetFile(storage.open_ranged(piece.base_file)) as parquet:
         rows = parquet.metadata.num_rows
         if rows == 0 or column not in parquet.schema_arrow.names:
             return None
@@ -226,7 +223,6 @@ def _sample_slice(item: tuple[GroupTask, int], info: TaskInfo) -> tuple[pa.Array
             first = (-seen) % step
             kept.append(values.take(pa.array(range(first, len(values), step))))
             seen += len(values)
-        parquet.close()
     sample = pa.concat_arrays(kept) if kept else pa.array([], schema.field(column).type)
     try:
         return sample.cast(schema.field(column).type), rows
