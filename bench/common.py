@@ -570,3 +570,12 @@ def _frame(frame: str) -> str:
             file = file.split(marker, 1)[1]
             break
     return f"{name} ({file})" if file else name
+
+
+def own_peak_rss() -> int:
+    """This process's peak resident memory in bytes (the kernel's VmHWM)."""
+    return next(
+        int(line.split()[1]) * 1024
+        for line in Path("/proc/self/status").read_text().splitlines()
+        if line.startswith("VmHWM:")
+    )

@@ -28,7 +28,7 @@ import pyarrow as pa
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine
+from bench.common import machine, own_peak_rss
 from tms.hudi.avro.schema import avro_record_schema
 from tms.hudi.files.data import write_base_file
 from tms.hudi.files.log_writer import encode_avro_data_block
@@ -94,11 +94,7 @@ def merge(root: str, budget: int) -> None:
         )
         rows = sum(part.rows.num_rows for part in merged.parts)
     seconds = time.perf_counter() - started
-    peak = next(
-        int(line.split()[1]) * 1024
-        for line in Path("/proc/self/status").read_text().splitlines()
-        if line.startswith("VmHWM:")
-    )
+    peak = own_peak_rss()
     print(json.dumps({"rows": rows, "seconds": seconds, "peak": peak, "spilled": merged.spilled}))
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -63,9 +65,27 @@ def _value_for(key: bytes, copy: int) -> bytes:
     return base if copy == 0 else base + b"_%d" % (copy - 1)
 
 
+@pytest.fixture(params=["in memory", "from a file"])
+def open_hfile(request: pytest.FixtureRequest) -> Iterator[Callable[[Path], HFileReader]]:
+    """An HFile read whole, or read from an open file a block at a time."""
+    files: list[BinaryIO] = []
+
+    def reader(path: Path) -> HFileReader:
+        if request.param == "in memory":
+            return HFileReader(path)
+        files.append(path.open("rb"))
+        return HFileReader(files[-1])
+
+    yield reader
+    for file in files:
+        file.close()
+
+
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.id)
-def test_reads_every_fixture_fully(fixture: Fixture) -> None:
-    reader = HFileReader(fixture.path)
+def test_reads_every_fixture_fully(
+    fixture: Fixture, open_hfile: Callable[[Path], HFileReader]
+) -> None:
+    reader = open_hfile(fixture.path)
     entries = list(reader.entries())
 
     assert reader.num_entries == fixture.entry_count
@@ -81,8 +101,10 @@ def test_reads_every_fixture_fully(fixture: Fixture) -> None:
 
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.id)
-def test_get_finds_keys_through_the_block_index(fixture: Fixture) -> None:
-    reader = HFileReader(fixture.path)
+def test_get_finds_keys_through_the_block_index(
+    fixture: Fixture, open_hfile: Callable[[Path], HFileReader]
+) -> None:
+    reader = open_hfile(fixture.path)
     entries = list(reader.entries())
     firsts: dict[bytes, bytes] = {}
     for key, value in entries:
@@ -111,8 +133,10 @@ def test_the_empty_fixture_has_no_entries_but_its_file_info() -> None:
     assert reader.meta_block_names == [b"bloomFilter"]
 
 
-def test_the_deep_index_fixture_is_read_through_three_levels() -> None:
-    reader = HFileReader(HFILES / "hudi_1_0_hbase_2_4_13_1KB_GZ_10000_large_keys_deep_index.hfile")
+def test_the_deep_index_fixture_is_read_through_three_levels(
+    open_hfile: Callable[[Path], HFileReader],
+) -> None:
+    reader = open_hfile(HFILES / "hudi_1_0_hbase_2_4_13_1KB_GZ_10000_large_keys_deep_index.hfile")
     assert reader.trailer.num_data_index_levels == 3
     key = next(k for i, (k, _) in enumerate(reader.entries()) if i == 7777)
     assert reader.get(key) == b"hudi-value-000007777"
@@ -384,3 +408,43 @@ def test_rows_appended_in_bulk_out_of_order_or_too_long_are_refused_whole() -> N
     with pytest.raises(HFileError, match="longer"):
         writer.append_rows(pa.array([b"c", b"d" * 0x8000, b"e"]), [b"v"], zeros)
     assert HFileReader(writer.finish()).num_entries == 1
+
+
+def test_a_file_written_to_a_path_is_the_same_file_written_block_by_block(
+    tmp_path: Path,
+) -> None:
+    """Written to a path, the blocks leave the writer as they are made: the file holds the
+    bytes an HFile in memory would, while the writer holds about one block."""
+    cells = [(b"key-%07d" % i, b"value-%d" % (i * 7919) * 3) for i in range(60_000)]
+    options = {"block_size": 1024, "index_block_size": 512, "compression": Compression.GZ}
+    in_memory = HFileWriter(**options)
+    in_memory.append_cells(cells)
+    path = tmp_path / "streamed.hfile"
+    streamed = HFileWriter(path, **options)
+    held: list[int] = []
+    for start in range(0, len(cells), 5_000):
+        streamed.append_cells(cells[start : start + 5_000])
+        held.append(len(streamed._out) + len(streamed._cells))
+    size = streamed.close()
+
+    expected = in_memory.finish()
+    assert size == len(expected) == path.stat().st_size
+    assert path.read_bytes() == expected
+    assert max(held) < 16 * 1024, held
+    with path.open("rb") as file:
+        reader = HFileReader(file)
+        assert reader.trailer.num_data_index_levels >= 2
+        assert list(reader.entries()) == cells
+        assert reader.get(b"key-0031337") == cells[31337][1]
+    with pytest.raises(HFileError, match="close"):
+        streamed.finish()
+
+
+def test_a_file_read_block_by_block_reports_a_truncated_file(tmp_path: Path) -> None:
+    writer = HFileWriter()
+    writer.append_cells([(b"k%05d" % i, b"v" * 100) for i in range(1000)])
+    data = writer.finish()
+    path = tmp_path / "cut.hfile"
+    path.write_bytes(data[:100] + data[-4096:])
+    with path.open("rb") as file, pytest.raises(HFileError):
+        list(HFileReader(file).entries())

@@ -16,6 +16,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+import tms.services.index.indexing as index
+import tms.services.metadata.compaction as metadata_compaction
 from tests.hudi_java.support import HUDI_1_2, HudiRelease, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
 from tests.oracle import file_slices
@@ -124,3 +126,73 @@ def test_slices_and_groups_far_over_the_budget_are_rewritten_as_hudi_reads_them(
     expected = sorted({row[0]: row for row in [*before, *more]}.values())
     assert hudi.read(path, COLUMNS) == expected
     assert hudi_rs_rows(str(path)) == expected
+
+
+def test_the_record_index_and_the_metadata_tables_compaction_keep_within_a_tiny_budget(
+    spark: Any,
+    hudi_spark: Callable[[HudiRelease], HudiSpark],
+    tmp_path: Path,
+    tiny_budget: None,
+) -> None:
+    """Hudi's writer keeps a record index of 20,000 keys (its index); under a budget of
+    16 KiB, far under the keys' 1 MB and more, tms's clustering gathers the keys it moves
+    through local disk, the metadata table's compaction sorts the record index's delete
+    blocks through local disk, and a record index build sorts each file group's keys through
+    it; Hudi's classes find every key where the data is, and Hudi's writer writes on."""
+    hudi = hudi_spark(HUDI_1_2)
+    path = tmp_path / "budget_record_index"
+    options = {
+        **keyed_table(path.name),
+        "hoodie.metadata.enable": "true",
+        "hoodie.metadata.record.index.enable": "true",
+        "hoodie.index.type": "RECORD_INDEX",
+        "hoodie.parquet.small.file.limit": "0",
+        **HUDI_1_2.write_options(9),
+    }
+    rng = random.Random(11)
+    model: dict[str, Row] = {}
+    deleted: set[str] = set()
+
+    def write(operation: str, rows: list[Row]) -> None:
+        hudi.write(path, rows, SCHEMA, {**options, "hoodie.datasource.write.operation": operation})
+        for row in rows:
+            if operation == "delete":
+                model.pop(row[0], None)
+                deleted.add(row[0])
+            else:
+                model[row[0]] = row
+                deleted.discard(row[0])
+
+    def judged() -> None:
+        report = hudi.run("tests.hudi_java.metadata_check:compare", str(path), [], sorted(deleted))
+        assert report["problems"] == []
+        assert report["record_keys"] == len(model)
+        assert hudi.read(path, COLUMNS) == sorted(model.values())
+        assert hudi_rs_rows(str(path)) == sorted(model.values())
+
+    for start in range(0, KEYS, KEYS // 2):
+        write("insert", _rows(rng, range(start, start + KEYS // 2), 10))
+    write("delete", _rows(rng, range(0, KEYS, 7), 20))
+    write("upsert", _rows(rng, range(1, KEYS, 9), 30))
+
+    clustering = schedule_clustering(HudiTable.open(str(path)), small_file_limit=1 << 30)
+    assert clustering is not None
+    done = execute_clustering(spark, HudiTable.open(str(path)), clustering, heartbeat_interval=1)
+    assert done.state == "COMPLETED"
+
+    compaction = metadata_compaction.schedule(HudiTable.open(str(path)))
+    assert compaction is not None
+    done = metadata_compaction.execute(spark, HudiTable.open(str(path)), compaction)
+    assert done.state == "COMPLETED" and done.records_written >= len(model)
+    judged()
+
+    assert index.schedule(HudiTable.open(str(path)), ["record_index"], drop=True) is None
+    build = index.schedule(HudiTable.open(str(path)), ["record_index"])
+    assert build is not None
+    done = index.execute(spark, HudiTable.open(str(path)), build)
+    assert done.state == "COMPLETED"
+    judged()
+
+    write("upsert", _rows(rng, range(KEYS - 10, KEYS + 10), 40))
+    write("delete", _rows(rng, range(2, KEYS, 11), 50))
+    judged()

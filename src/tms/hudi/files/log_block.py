@@ -116,15 +116,18 @@ class DeleteRecord:
 class ContentRegion:
     """Where a block's content lies in its log file, left on disk: a data block of hundreds
     of MB is decoded from the file a chunk at a time, never held whole. Valid while the
-    file is open and the reader has not moved to the next block."""
+    file is open (each read seeks: contents of many blocks of one file may be read in
+    turns)."""
 
     stream: BinaryIO
     offset: int
     length: int
 
-    def open(self) -> BinaryIO:
-        """The content as a seekable file (buffered reads of 1 MiB)."""
-        return io.BufferedReader(RangeFile(self._read_at, self.length), 1 << 20)
+    def open(self, *, buffered: bool = True) -> BinaryIO:
+        """The content as a seekable file: buffered reads of 1 MiB, or unbuffered (each read
+        goes to the file: for a reader that reads whole blocks, with many contents open)."""
+        raw = RangeFile(self._read_at, self.length)
+        return io.BufferedReader(raw, 1 << 20) if buffered else raw  # type: ignore[return-value]
 
     def _read_at(self, at: int, length: int) -> bytes:
         self.stream.seek(self.offset + at)
@@ -145,9 +148,11 @@ class LogBlock:
     #: A data or delete block read raw from a file: its content, left in the file.
     region: ContentRegion | None = None
 
-    def content_stream(self) -> BinaryIO:
+    def content_stream(self, *, buffered: bool = True) -> BinaryIO:
         """The block's raw content as a file: from its log file, or from `content`."""
-        return self.region.open() if self.region is not None else io.BytesIO(self.content)
+        if self.region is not None:
+            return self.region.open(buffered=buffered)
+        return io.BytesIO(self.content)
 
     @property
     def content_length(self) -> int:

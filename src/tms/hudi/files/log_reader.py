@@ -424,7 +424,12 @@ def iter_log_file(
 
 
 _HEAD_GUESS = 64 * 1024
-_LEFT_IN_FILE = (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE)
+_LEFT_IN_FILE = (
+    BlockType.AVRO_DATA,
+    BlockType.PARQUET_DATA,
+    BlockType.HFILE_DATA,
+    BlockType.DELETE,
+)
 
 
 def _block_left_in_file(

@@ -34,6 +34,7 @@ __all__ = [
     "encode_delete_block",
     "encode_log_block",
     "encode_rollback_block",
+    "log_block_frame",
 ]
 
 _I32 = struct.Struct(">i")
@@ -57,23 +58,33 @@ def encode_log_block(
     footer: Mapping[HeaderKey, str] | None = None,
 ) -> bytes:
     """Frame ``content`` as one complete block, ready to append to a log file."""
+    before, after = log_block_frame(block_type, header, len(content), footer)
+    return before + content + after
+
+
+def log_block_frame(
+    block_type: BlockType,
+    header: Mapping[HeaderKey, str],
+    content_length: int,
+    footer: Mapping[HeaderKey, str] | None = None,
+) -> tuple[bytes, bytes]:
+    """The bytes before and after a block's content of `content_length` bytes: a large
+    content is copied between them from a local file, never held."""
     header_bytes = _metadata_bytes(header)
     footer_bytes = _metadata_bytes(footer or {})
     # Everything after the length field, including the trailing reverse pointer.
-    block_length = 4 + 4 + len(header_bytes) + 8 + len(content) + len(footer_bytes) + 8
-    return b"".join(
+    block_length = 4 + 4 + len(header_bytes) + 8 + content_length + len(footer_bytes) + 8
+    before = b"".join(
         (
             MAGIC,
             _I64.pack(block_length),
             _I32.pack(LOG_FORMAT_VERSION),
             _I32.pack(int(block_type)),
             header_bytes,
-            _I64.pack(len(content)),
-            content,
-            footer_bytes,
-            _I64.pack(block_length + len(MAGIC)),
+            _I64.pack(content_length),
         )
     )
+    return before, footer_bytes + _I64.pack(block_length + len(MAGIC))
 
 
 def _schema_json(schema: Mapping[str, Any]) -> str:

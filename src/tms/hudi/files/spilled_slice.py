@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from tms.hudi.files.data import block_records
 from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.local_copies import LocalCopies
 from tms.hudi.files.log_block import BlockType, LogBlock
 from tms.hudi.files.log_reader import (
     avro_record_chunks,
@@ -98,7 +99,7 @@ def merge_file_slice(
 ) -> SliceMerge:
     """The merged records of a slice (as `read_file_slice`), within `budget` bytes of
     records in memory; `workdir` is an empty local folder the caller removes afterwards."""
-    files = _LocalFiles(storage, workdir)
+    files = LocalCopies(storage, workdir)
     base_path = files.local(file_slice.base_file.path) if file_slice.base_file else None
     log_paths = [files.local(log.path) for log in file_slice.log_files]
     on_disk = (os.path.getsize(base_path) if base_path else 0) + sum(
@@ -122,23 +123,6 @@ def merge_file_slice(
 def _read_blocks(path: str) -> list[LogBlock]:
     with open(path, "rb") as handle:
         return list(iter_log_file(handle))
-
-
-class _LocalFiles:
-    """Local paths of a slice's files: in place on a local file system, else copies."""
-
-    def __init__(self, storage: Storage, workdir: str) -> None:
-        self.storage = storage
-        self.workdir = workdir
-        self.copied = 0
-
-    def local(self, path: str) -> str:
-        if self.storage.is_local:
-            return self.storage.full_path(path)
-        self.copied += 1
-        local = os.path.join(self.workdir, f"copy-{self.copied}-{os.path.basename(path)}")
-        self.storage.download(path, local)
-        return local
 
 
 # Spilling --------------------------------------------------------------------------------

@@ -47,11 +47,14 @@ class Block:
     """The uncompressed bytes after the header, checksums dropped."""
 
 
-def read_header(data: bytes, offset: int) -> BlockHeader:
+def read_header(data: bytes, offset: int, file_size: int | None = None) -> BlockHeader:
+    """The header at `offset` of `data`; `file_size` bounds the block when `data` holds only
+    part of the file (the bytes from the header on)."""
+    end = len(data) if file_size is None else file_size
     if offset < 0 or offset + HEADER_SIZE > len(data):
         raise HFileError(f"block header at offset {offset} runs past the end of the file")
     header = BlockHeader(*_HEADER.unpack_from(data, offset))
-    if header.on_disk_size_without_header < 0 or offset + header.on_disk_size > len(data):
+    if header.on_disk_size_without_header < 0 or offset + header.on_disk_size > end:
         raise HFileError(f"block at offset {offset} runs past the end of the file")
     if not HEADER_SIZE <= header.on_disk_data_size_with_header <= header.on_disk_size:
         raise HFileError(f"block at offset {offset} has an inconsistent on-disk data size")

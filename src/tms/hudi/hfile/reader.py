@@ -1,18 +1,23 @@
 """Read an HFile v3: the trailer, then the load-on-open section (root data index, meta index,
-file info), then data blocks on demand, found through the (multi-level) block index."""
+file info), then data blocks on demand, found through the (multi-level) block index.
+
+The file is held in memory or read from a seekable binary file a block at a time (a metadata
+table's base file may be a GB: a compaction reads it through a local copy)."""
 
 from __future__ import annotations
 
 import bisect
+import io
 import struct
 from collections.abc import Iterator
 from os import PathLike
 from pathlib import Path
+from typing import BinaryIO
 
 from tms.hudi.errors import HFileError
-from tms.hudi.hfile.block import Block, read_block, read_header
+from tms.hudi.hfile.block import Block, BlockHeader, read_block, read_header
 from tms.hudi.hfile.file_info import decode_file_info
-from tms.hudi.hfile.format import BlockType, FileInfoKey
+from tms.hudi.hfile.format import HEADER_SIZE, TRAILER_SIZE, BlockType, FileInfoKey
 from tms.hudi.hfile.index import IndexEntry, decode_non_root, decode_root
 from tms.hudi.hfile.keyvalue import key_row, read_vlong
 from tms.hudi.hfile.trailer import Trailer, decode_trailer
@@ -20,14 +25,50 @@ from tms.hudi.hfile.trailer import Trailer, decode_trailer
 _KV_LENGTHS = struct.Struct(">ii")
 
 
-class HFileReader:
-    """An HFile held in memory. Keys are KeyValue rows (Hudi's record keys); `entries()` and
-    `get()` give them with their values, in file order."""
+class _FileBlocks:
+    """The bytes of an HFile read from a seekable file, a block at a time."""
 
-    def __init__(self, source: str | PathLike[str] | bytes, verify_checksums: bool = True) -> None:
-        self._data = source if isinstance(source, bytes) else Path(source).read_bytes()
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+        self.size = stream.seek(0, io.SEEK_END)
+
+    def read(self, offset: int, length: int) -> bytes:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise HFileError(f"{length} bytes at offset {offset} run past the end of the file")
+        self._stream.seek(offset)
+        data = self._stream.read(length)
+        if len(data) != length:
+            raise HFileError(f"the file ended within {length} bytes at offset {offset}")
+        return data
+
+
+class HFileReader:
+    """An HFile in memory (bytes or a path read whole) or read from a seekable binary file a
+    block at a time. Keys are KeyValue rows (Hudi's record keys); `entries()` and `get()` give
+    them with their values, in file order."""
+
+    def __init__(
+        self, source: str | PathLike[str] | bytes | BinaryIO, verify_checksums: bool = True
+    ) -> None:
+        self._file: _FileBlocks | None = None
+        if isinstance(source, bytes):
+            self._data = source
+        elif isinstance(source, (str, PathLike)):
+            self._data = Path(source).read_bytes()
+        else:
+            self._file = _FileBlocks(source)
+            self._data = b""
         self._verify = verify_checksums
-        self.trailer: Trailer = decode_trailer(self._data)
+        if self._file is None:
+            self.trailer: Trailer = decode_trailer(self._data)
+        else:
+            if self._file.size < TRAILER_SIZE:
+                raise HFileError(
+                    f"{self._file.size} bytes is too short for an HFile v3 (trailer is 4096)"
+                )
+            self.trailer = decode_trailer(
+                self._file.read(self._file.size - TRAILER_SIZE, TRAILER_SIZE)
+            )
         self._compression = self.trailer.compression_codec
         root = self._block(self.trailer.load_on_open_data_offset, BlockType.ROOT_INDEX)
         self.data_index: list[IndexEntry] = decode_root(
@@ -109,7 +150,7 @@ class HFileReader:
         the leaf index and meta blocks written between data blocks."""
         last = self.trailer.last_data_block_offset
         while offset <= last:
-            header = read_header(self._data, offset)
+            header = self._header(offset)
             if header.magic == BlockType.DATA:
                 yield from self._cells(self._block(offset, BlockType.DATA))
             offset += header.on_disk_size
@@ -137,5 +178,19 @@ class HFileReader:
         except struct.error as err:
             raise HFileError(f"data block at offset {block.offset} is truncated") from err
 
+    def _header(self, offset: int) -> BlockHeader:
+        if self._file is None:
+            return read_header(self._data, offset)
+        if offset < 0 or offset + HEADER_SIZE > self._file.size:
+            raise HFileError(f"block header at offset {offset} runs past the end of the file")
+        return read_header(self._file.read(offset, HEADER_SIZE), 0, self._file.size - offset)
+
     def _block(self, offset: int, expected: bytes) -> Block:
-        return read_block(self._data, offset, self._compression, expected, self._verify)
+        if self._file is None:
+            return read_block(self._data, offset, self._compression, expected, self._verify)
+        raw = self._file.read(offset, self._header(offset).on_disk_size)
+        try:
+            block = read_block(raw, 0, self._compression, expected, self._verify)
+        except HFileError as err:
+            raise HFileError(f"{err} (the block at offset {offset} of the file)") from err
+        return Block(offset, block.header, block.payload)

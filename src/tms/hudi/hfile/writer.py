@@ -1,7 +1,10 @@
 """Write an HFile v3 laid out as HBase 2.4 writes the metadata table's files: data blocks of
 cells, leaf index blocks inline once a leaf chunk outgrows the index block size, then meta
 blocks, intermediate index levels, the root data index, the meta index, file info and the
-trailer."""
+trailer.
+
+Written to a path, each block goes to the file as it is finished: the writer holds one data
+block and the index entries (one per block), so a GB base file is written within a few MB."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -83,8 +87,9 @@ def _index_key(previous_last: bytes | None, first: bytes) -> bytes:
 
 
 class HFileWriter:
-    """Collects sorted cells and writes them as one HFile on `finish()` (or on leaving a
-    `with` block). Keys may repeat but never go backwards."""
+    """Writes sorted cells as one HFile: to `path` block by block (completed by `close()` or
+    on leaving a `with` block), else in memory (`finish()` gives the bytes). Keys may repeat
+    but never go backwards."""
 
     def __init__(
         self,
@@ -107,7 +112,11 @@ class HFileWriter:
         self._comparator = comparator_class_name
         self._user_info: dict[bytes, bytes] = dict(file_info or {})
         self._meta_blocks: list[tuple[bytes, bytes]] = []
+        self._file: BinaryIO | None = None if self._path is None else self._path.open("wb")
         self._out = bytearray()
+        """The file's bytes in memory; with a path, only what is not yet written out."""
+        self._written = 0
+        """Bytes already written to the path."""
         self._prev_offsets: dict[bytes, int] = {}
         self._cells = bytearray()
         self._block_first_key: bytes | None = None
@@ -125,6 +134,7 @@ class HFileWriter:
         self._index_uncompressed = 0
         self._total_uncompressed = 0
         self._finished: bytes | None = None
+        self._size: int | None = None
 
     def append(self, key: bytes | str, value: bytes) -> None:
         """Add a cell; `key` must not sort before the previous one."""
@@ -134,7 +144,7 @@ class HFileWriter:
         """Add cells (row, value) in order; no row may sort before the one before it. One loop
         over all of them, each cell framed inline (`encode_key` of a latest put): the metadata
         table writes up to millions at a time."""
-        if self._finished is not None:
+        if self._size is not None:
             raise HFileError("the HFile is already finished")
         block_size, pack, tail, mvcc = (
             self._block_size,
@@ -183,7 +193,7 @@ class HFileWriter:
         UTF-8 strings, in order, no nulls) with value `values[value_of_row[i]]`. Arrow frames
         the cells and numpy finds the block boundaries; nothing is added if a row is too long
         or out of order."""
-        if self._finished is not None:
+        if self._size is not None:
             raise HFileError("the HFile is already finished")
         count = len(rows)
         if count == 0:
@@ -257,10 +267,32 @@ class HFileWriter:
         """A named meta block (Hudi writes its bloom filter as `bloomFilter`)."""
         self._meta_blocks.append((name, payload))
 
+    @property
+    def _offset(self) -> int:
+        """Where the next block starts in the file."""
+        return self._written + len(self._out)
+
     def finish(self) -> bytes:
-        """Write the remaining sections; returns the file's bytes (also written to `path`)."""
-        if self._finished is not None:
-            return self._finished
+        """Write the remaining sections; returns the file's bytes (an HFile in memory)."""
+        if self._path is not None:
+            raise HFileError(f"the HFile is written to {self._path}: close() it and read it there")
+        if self._finished is None:
+            self.close()
+            self._finished = bytes(self._out)
+        return self._finished
+
+    def close(self) -> int:
+        """Write the remaining sections (to `path` when given); returns the file's size."""
+        if self._size is not None:
+            return self._size
+        try:
+            self._write_sections()
+        finally:
+            if self._file is not None:
+                self._file.close()
+        return self._offset
+
+    def _write_sections(self) -> None:
         self._finish_data_block()
         single_level = not self._leaf_level
         if single_level:
@@ -283,12 +315,12 @@ class HFileWriter:
             ):
                 root = self._write_intermediate_level(root)
                 levels += 1
-        load_on_open = len(self._out)
+        load_on_open = self._offset
         root_payload = encode_root(root) + mid_key
         self._write_block(BlockType.ROOT_INDEX, root_payload, counted=False)
         self._index_uncompressed += len(root_payload)
         self._write_block(BlockType.ROOT_INDEX, encode_root(meta_index))
-        file_info_offset = len(self._out)
+        file_info_offset = self._offset
         self._write_block(BlockType.FILE_INFO, encode_file_info(self._file_info()))
         trailer = Trailer(
             file_info_offset=file_info_offset,
@@ -305,10 +337,8 @@ class HFileWriter:
             compression_codec=self._compression,
         )
         self._out += encode_trailer(trailer)
-        self._finished = bytes(self._out)
-        if self._path is not None:
-            self._path.write_bytes(self._finished)
-        return self._finished
+        self._flush()
+        self._size = self._offset
 
     def __enter__(self) -> HFileWriter:
         return self
@@ -320,7 +350,9 @@ class HFileWriter:
         traceback: TracebackType | None,
     ) -> None:
         if exc_type is None:
-            self.finish()
+            self.close()
+        elif self._file is not None:
+            self._file.close()
 
     def _file_info(self) -> dict[bytes, bytes]:
         count = self._entry_count
@@ -340,13 +372,21 @@ class HFileWriter:
         """Append a block; returns its offset and on-disk size (header included). HBase's
         trailer total of uncompressed bytes leaves out the root and intermediate data index
         blocks (`counted=False`)."""
-        offset = len(self._out)
+        offset = self._offset
         encoded = encode_block(magic, payload, self._prev_offsets.get(magic, -1), self._compression)
         self._out += encoded
+        self._flush()
         self._prev_offsets[magic] = offset
         if counted:
             self._total_uncompressed += HEADER_SIZE + len(payload)
         return offset, len(encoded)
+
+    def _flush(self) -> None:
+        """Hand the bytes made so far to the file (a path's writer keeps none of them)."""
+        if self._file is not None and self._out:
+            self._file.write(self._out)
+            self._written += len(self._out)
+            self._out = bytearray()
 
     @staticmethod
     def _entry(key: bytes, where: tuple[int, int]) -> IndexEntry:

@@ -15,9 +15,10 @@ completed delta commit followed by `001`, the plan takes each latest slice whole
 are named by its base instant), and it is planned only while no data table instant and no
 metadata delta commit is pending (see `_writers_active`).
 
-Executing merges each slice as the metadata reader does (`slice_reader`: rollback blocks,
-delete blocks, `records.combine`, only blocks of valid instants before the compaction) into one
-HFile base file `<fileId>_<writeToken>_<instant>.hfile`: cells sorted by key, the record's
+Executing merges each slice as the metadata reader does (rollback blocks, delete blocks,
+`records.combine`, only blocks of valid instants before the compaction), key by key through
+`slice_merge` (a block of each file held, never the slice), into one HFile base file
+`<fileId>_<writeToken>_<instant>.hfile`, written block by block: cells sorted by key, the record's
 `key` field emptied, file info `schema` and `minRecordKey`/`maxRecordKey` (Hudi also writes a
 `DYNAMIC_V0` bloom filter meta block; we do not, no metadata reader uses it). Deleted keys are
 dropped. A marker precedes each file; the instant completes as a `commit` marked compacted,
@@ -27,9 +28,10 @@ it back first: a rollback instant deletes the files its markers name, and the pl
 
 from __future__ import annotations
 
+import os
 import posixpath
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -49,7 +51,7 @@ from tms.hudi.files.markers import (
     list_markers,
 )
 from tms.hudi.files.names import BaseFileName
-from tms.hudi.metadata.cells import cell_value
+from tms.hudi.memory import task_workdir
 from tms.hudi.metadata.partitions import MetadataPartition, file_group_index
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.schema import (
@@ -57,9 +59,13 @@ from tms.hudi.metadata.schema import (
     layout_mismatch,
     writer_schema,
 )
-from tms.hudi.metadata.slice_reader import read_slice
+from tms.hudi.metadata.slice_merge import MergedKey, merge_slice_by_key
 from tms.hudi.metadata.valid_instants import BOOTSTRAP_PREFIX
-from tms.hudi.metadata.writer import hfile_content, record_schema_without_meta_fields
+from tms.hudi.metadata.writer import (
+    hfile_content,
+    hfile_writer,
+    record_schema_without_meta_fields,
+)
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.rollback_instant import RollbackInstant
@@ -251,6 +257,10 @@ def pending_metadata_compactions(data_storage: Storage) -> list[str]:
 # Execution ------------------------------------------------------------------------------------
 
 
+DEFAULT_MEMORY_BUDGET = 1 << 30
+"""Bytes a task may hold when no budget is given (a task out of Spark)."""
+
+
 @dataclass(frozen=True)
 class CompactionTask:
     """What one file group's compaction needs; small and picklable."""
@@ -260,6 +270,9 @@ class CompactionTask:
     schema: str
     valid: frozenset[str]
     operation: CompactionOperation
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    """Bytes the task may hold of a delete block's keys while it sorts them (the rest of the
+    merge holds a block of each file)."""
 
 
 class TaskRunner(Protocol):
@@ -283,47 +296,85 @@ def base_hfile_content(schema: str, records: list[tuple[str, bytes]]) -> bytes:
     return hfile_content(schema, cells, bounds)
 
 
+@dataclass
+class _Figures:
+    """What a file group's merge counted, key by key, for its write stat."""
+
+    writes: int = 0
+    deletes: int = 0
+    updates: int = 0
+    inserts: int = 0
+    log_records: int = 0
+    first_key: bytes | None = None
+    last_key: bytes = b""
+
+    def cells(self, merged: Iterable[MergedKey], schema: str) -> Iterator[tuple[bytes, bytes]]:
+        """The live records as cells, counted as they pass."""
+        for one in merged:
+            self.log_records += one.in_log
+            if one.value is None:
+                self.deletes += one.in_base
+                continue
+            self.writes += 1
+            self.updates += one.in_log and one.in_base
+            self.inserts += not one.in_base
+            key = one.key.encode("utf-8")
+            if self.first_key is None:
+                self.first_key = key
+            self.last_key = key
+            yield key, one.cell(schema)
+
+
 def compact_file_group(task: CompactionTask, write_token: str) -> WriteStat:
-    """Merge one slice into a new base HFile; returns its write stat."""
+    """Merge one slice into a new base HFile, key by key: the base file and log blocks are
+    read a block at a time and the HFile is written block by block to local disk, then moved
+    into place (`slice_merge`), so the task holds no slice whatever its size. Returns the new
+    file's write stat."""
     started = time.perf_counter()
     storage = Storage(task.metadata_path)
     operation = task.operation
     file_slice = operation.file_slice()
     cut = task.instant_time
-    found = read_slice(storage, file_slice, lambda t: t in task.valid and t < cut)
-    merged = found.merged()
-    scanned = time.perf_counter()
     name = str(BaseFileName(operation.file_id, write_token, cut, HFILE_EXTENSION))
     has_base = file_slice.base_file is not None
     marker = Marker(
         operation.partition_path, name, MarkerType.MERGE if has_base else MarkerType.CREATE
     )
     create_marker(storage, cut, marker)
-    cells = [
-        (key, cell_value(merged[key], task.schema))
-        for key in sorted(merged, key=lambda k: k.encode("utf-8"))
-    ]
-    content = base_hfile_content(task.schema, cells)
-    storage.write_bytes(marker.data_file_path, content)
-    updated = len(merged.keys() & found.log.keys() & found.base.keys())
-    write_ms = int((time.perf_counter() - scanned) * 1000)
+    figures = _Figures()
+    with task_workdir() as workdir:
+        merged = merge_slice_by_key(
+            storage,
+            file_slice,
+            lambda t: t in task.valid and t < cut,
+            workdir=workdir,
+            budget=task.memory_budget,
+        )
+        local = os.path.join(workdir, name)
+        with hfile_writer(task.schema, local) as writer:
+            writer.append_cells(figures.cells(merged, task.schema))
+            writer.add_file_info(MIN_RECORD_KEY, figures.first_key or b"")
+            writer.add_file_info(MAX_RECORD_KEY, figures.last_key)
+        size = os.path.getsize(local)
+        storage.move_in(local, marker.data_file_path)
+    write_ms = int((time.perf_counter() - started) * 1000)
     return WriteStat(
         file_id=operation.file_id,
         path=marker.data_file_path,
         prev_commit=operation.base_instant_time if has_base else NULL_COMMIT,
-        num_writes=len(cells),
-        num_deletes=len(found.base.keys() - merged.keys()),
-        num_update_writes=updated,
-        num_inserts=len(merged.keys() - found.base.keys()),
-        total_write_bytes=len(content),
+        num_writes=figures.writes,
+        num_deletes=figures.deletes,
+        num_update_writes=figures.updates,
+        num_inserts=figures.inserts,
+        total_write_bytes=size,
         partition_path=operation.partition_path,
-        total_log_records=len(found.log),
+        total_log_records=figures.log_records,
         total_log_files_compacted=len(operation.delta_file_names),
         total_log_size_compacted=int(operation.metrics.get("TOTAL_LOG_FILES_SIZE", 0)),
-        total_updated_records_compacted=len(found.log),
-        file_size_in_bytes=len(content),
+        total_updated_records_compacted=figures.log_records,
+        file_size_in_bytes=size,
         runtime_stats=RuntimeStats(
-            total_scan_time=int((scanned - started) * 1000),
+            total_scan_time=0,
             total_upsert_time=write_ms if has_base else 0,
             total_create_time=0 if has_base else write_ms,
         ),
@@ -379,8 +430,10 @@ def execute_metadata_compaction(
     *,
     run: TaskRunner = run_locally,
     reader: MetadataTableReader | None = None,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
 ) -> MetadataCompactionResult:
-    """Run the metadata table's pending compaction at `instant_time` and complete it."""
+    """Run the metadata table's pending compaction at `instant_time` and complete it; each
+    task holds at most `memory_budget` bytes of a delete block's keys."""
     reader = reader or MetadataTableReader.open(data_storage)
     instant = _pending_plan(reader, instant_time)
     result = MetadataCompactionResult(instant_time)
@@ -394,7 +447,8 @@ def execute_metadata_compaction(
     inflight = transition(storage, config, instant, State.INFLIGHT)
     valid = frozenset(reader.valid_instants)
     tasks = [
-        CompactionTask(storage.base_path, instant_time, schema, valid, op) for op in operations
+        CompactionTask(storage.base_path, instant_time, schema, valid, op, memory_budget)
+        for op in operations
     ]
     stats = run(tasks)
     delete_unreported_files(storage, instant_time, {s.path for s in stats if s.path})

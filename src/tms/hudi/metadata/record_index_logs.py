@@ -12,30 +12,35 @@ each key once.
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.log_block import BlockType, HeaderKey
+from tms.hudi.files.log_writer import log_block_frame
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.new_log_file import next_log_file_name
+from tms.hudi.hfile import HFileWriter
+from tms.hudi.memory import task_workdir
 from tms.hudi.metadata.cells import location_value
 from tms.hudi.metadata.partitions import RECORD_INDEX, MetadataPartition
 from tms.hudi.metadata.records import RecordLocation, instant_millis
-from tms.hudi.metadata.writer import (
-    PendingDeltaCommit,
-    delta_write_stat,
-    hfile_log_block,
-    hfile_writer,
-)
+from tms.hudi.metadata.sorted_cells import Repeats, SortedCells, append_piece
+from tms.hudi.metadata.writer import PendingDeltaCommit, delta_write_stat, hfile_writer
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.layout import TimelineLayout
 
-__all__ = ["RecordIndexLogs", "record_index_logs", "write_record_index_logs"]
+__all__ = ["MovedKeys", "RecordIndexLogs", "record_index_logs", "write_record_index_logs"]
+
+DEFAULT_BUDGET = 1 << 30
+"""Bytes of keys a task holds when no budget is given."""
+_COPY_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -68,65 +73,105 @@ def record_index_logs(pending: PendingDeltaCommit) -> RecordIndexLogs:
     )
 
 
+class MovedKeys:
+    """The keys a task moved and their new files, gathered as it writes them: sorted by
+    record index file group and key through local disk past `budget` (`SortedCells`), so a
+    task holds about the budget whatever the number of keys. A key moved to two new files
+    keeps the later file's location."""
+
+    def __init__(self, target: RecordIndexLogs, workdir: str, budget: int) -> None:
+        self.target = target
+        self.workdir = workdir
+        self._cells = SortedCells(budget, os.path.join(workdir, "record-index"), Repeats.LAST)
+        self._values: dict[tuple[str, str], bytes] = {}
+        self._millis = instant_millis(target.instant_time)
+
+    def add(
+        self, partition: str, file_id: str, keys: Iterable[str] | pa.Array | pa.ChunkedArray
+    ) -> None:
+        """Keys now in the new file `file_id` of `partition` (an Arrow column of strings is
+        taken with no Python string made)."""
+        column = _key_column(keys)
+        if not len(column):
+            return
+        value = self._values.get((partition, file_id))
+        if value is None:  # every key of one new file has the same cell value
+            location = RecordLocation(partition, file_id, self._millis)
+            value = location_value(location, self.target.schema)
+            self._values[(partition, file_id)] = value
+        owner = MetadataPartition(RECORD_INDEX)
+        groups = owner.file_groups_of(column, len(self.target.slices), self.target.index_version)
+        values = pa.DictionaryArray.from_arrays(
+            pa.array(np.zeros(len(column), np.int32)), pa.array([value], pa.binary())
+        ).cast(pa.binary())
+        self._cells.add(groups.astype(np.int32), column, values)
+
+    def write(self, write_token: str) -> list[WriteStat]:
+        """One log file per record index file group with keys, in the pending delta commit;
+        their write stats. Each HFile is written block by block to local disk, then framed
+        as a log block into its log file on the way to storage."""
+        storage = Storage(self.target.metadata_uri)
+        stats: list[WriteStat] = []
+        group: int | None = None
+        writer: HFileWriter | None = None
+        count = 0
+        for piece in self._cells.pieces():
+            if piece.group != group:
+                if writer is not None and group is not None:
+                    stats.append(self._log_file(storage, group, writer, count, write_token))
+                group, count = piece.group, 0
+                writer = hfile_writer(self.target.schema, self._hfile_path)
+            assert writer is not None
+            append_piece(writer, piece)
+            count += len(piece.keys)
+        if writer is not None and group is not None:
+            stats.append(self._log_file(storage, group, writer, count, write_token))
+        return stats
+
+    @property
+    def _hfile_path(self) -> str:
+        return os.path.join(self.workdir, "record-index.hfile")
+
+    def _log_file(
+        self, storage: Storage, group: int, writer: HFileWriter, count: int, write_token: str
+    ) -> WriteStat:
+        target = self.target
+        content_length = writer.close()
+        local = os.path.join(self.workdir, "record-index.log")
+        before, after = log_block_frame(
+            BlockType.HFILE_DATA,
+            {HeaderKey.INSTANT_TIME: target.instant_time, HeaderKey.SCHEMA: target.schema},
+            content_length,
+        )
+        with open(local, "wb") as out, open(self._hfile_path, "rb") as content:
+            out.write(before)
+            shutil.copyfileobj(content, out, _COPY_BYTES)
+            out.write(after)
+        os.remove(self._hfile_path)
+        size = os.path.getsize(local)
+        file_slice = target.slices[group]
+        name = next_log_file_name(target.layout, file_slice, target.instant_time, write_token)
+        marker = Marker(RECORD_INDEX, str(name), MarkerType.APPEND)
+        create_marker(storage, target.instant_time, marker)
+        storage.move_in(local, marker.data_file_path)
+        return delta_write_stat(RECORD_INDEX, file_slice, name, size, count, 0)
+
+
 def write_record_index_logs(
     target: RecordIndexLogs,
     moved: Iterable[tuple[str, str, Iterable[str] | pa.Array | pa.ChunkedArray]],
     write_token: str,
+    *,
+    budget: int = DEFAULT_BUDGET,
 ) -> list[WriteStat]:
     """On an executor: the new locations of `moved` records, given as (partition, file id,
-    keys) of each new file, as log files of the record index; their write stats. A file's
-    keys may be an Arrow column (of strings, no nulls), read with no Python string made.
-
-    Every key of one new file gets the same cell value (`location_value`, encoded once), and
-    the keys are hashed, routed, sorted and framed as HFile cells in bulk (numpy and Arrow)."""
-    millis = instant_millis(target.instant_time)
-    columns: list[pa.StringArray] = []
-    values: list[bytes] = []
-    for partition, file_id, file_keys in moved:
-        column = _key_column(file_keys)
-        if len(column):
-            location = RecordLocation(partition, file_id, millis)
-            values.append(location_value(location, target.schema))
-            columns.append(column)
-    if not columns:
-        return []
-    keys = pa.concat_arrays(columns)
-    counts = [len(column) for column in columns]
-    owner = MetadataPartition(RECORD_INDEX)
-    groups = owner.file_groups_of(keys, len(target.slices), target.index_version)
-    value_of_key = np.repeat(np.arange(len(values)), counts)
-    rows, order = _sorted_rows(keys, groups)
-    groups, value_of_key = groups[order], value_of_key[order]
-    starts = np.flatnonzero(np.diff(groups, prepend=-1)).tolist()
-    storage = Storage(target.metadata_uri)
-    stats: list[WriteStat] = []
-    for start, end in zip(starts, [*starts[1:], len(groups)], strict=True):
-        writer = hfile_writer(target.schema)
-        writer.append_rows(rows.slice(start, end - start), values, value_of_key[start:end])
-        content = hfile_log_block(target.instant_time, target.schema, writer.finish())
-        file_slice = target.slices[int(groups[start])]
-        name = next_log_file_name(target.layout, file_slice, target.instant_time, write_token)
-        marker = Marker(RECORD_INDEX, str(name), MarkerType.APPEND)
-        create_marker(storage, target.instant_time, marker)
-        storage.write_bytes(marker.data_file_path, content, atomic=False)
-        stats.append(delta_write_stat(RECORD_INDEX, file_slice, name, len(content), end - start, 0))
-    return stats
-
-
-def _sorted_rows(keys: pa.StringArray, groups: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
-    """The keys by file group, then by their UTF-8 bytes (Arrow's order of strings, the order
-    of an HFile's rows), each key once, and where each came from in `keys`. The sort is
-    stable, so of a key moved to two new files the later file's location stays, as in a dict
-    filled file by file."""
-    table = pa.table({"group": groups, "key": keys})
-    order = pc.sort_indices(table, [("group", "ascending"), ("key", "ascending")]).to_numpy()
-    rows = keys.take(order)
-    if len(rows) > 1:
-        repeated = pc.equal(rows[1:], rows[:-1]).to_numpy(zero_copy_only=False)
-        if repeated.any():
-            order = order[np.append(~repeated, True)]
-            rows = keys.take(order)
-    return rows, order
+    keys) of each new file, as log files of the record index; their write stats
+    (`MovedKeys`, for keys known at once)."""
+    with task_workdir() as workdir:
+        keys = MovedKeys(target, workdir, budget)
+        for partition, file_id, file_keys in moved:
+            keys.add(partition, file_id, file_keys)
+        return keys.write(write_token)
 
 
 def _key_column(keys: Iterable[str] | pa.Array | pa.ChunkedArray) -> pa.StringArray:

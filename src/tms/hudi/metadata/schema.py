@@ -39,6 +39,7 @@ __all__ = [
     "encode_record",
     "layout_mismatch",
     "parsed_schema",
+    "peek_type",
     "writer_schema",
 ]
 
@@ -150,3 +151,67 @@ def writer_schema(table_version: int, found: str | None) -> str:
     if found:
         return found
     return METADATA_RECORD_1X if table_version >= FIRST_1X_TABLE_VERSION else METADATA_RECORD_0X
+
+
+_LEADING_UNIONS = 5
+"""The meta fields Hudi prepends, each a union of null and string."""
+_NULL_META_EMPTY_KEY = bytes(_LEADING_UNIONS + 1)
+"""Five null meta fields and an empty key: how every stored record starts."""
+
+
+@functools.lru_cache(maxsize=16)
+def _peekable(schema_text: str) -> bool:
+    """Whether records under this schema start with the five meta fields (null or string),
+    `key` (a string) and `type` (an int), as every `HoodieMetadataRecord` schema Hudi writes."""
+    fields = json.loads(schema_text).get("fields") or []
+    if len(fields) < _LEADING_UNIONS + 2:
+        return False
+
+    def kind(field: dict[str, Any]) -> Any:
+        value = field.get("type")
+        return value.get("type") if isinstance(value, dict) else value
+
+    unions = all(kind(f) == ["null", "string"] for f in fields[:_LEADING_UNIONS])
+    key, type_ = fields[_LEADING_UNIONS], fields[_LEADING_UNIONS + 1]
+    return (
+        unions
+        and (key.get("name"), kind(key)) == ("key", "string")
+        and (type_.get("name"), kind(type_)) == ("type", "int")
+    )
+
+
+def _varint(value: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = value[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def peek_type(value: bytes, schema_text: str) -> tuple[int, bool] | None:
+    """A record's `type` and whether its `key` field is empty, read from the first bytes of
+    its Avro binary without decoding it; None when the schema is not of that shape or the
+    bytes end early."""
+    if not _peekable(schema_text):
+        return None
+    if value.startswith(_NULL_META_EMPTY_KEY) and len(value) > len(_NULL_META_EMPTY_KEY):
+        first = value[len(_NULL_META_EMPTY_KEY)]
+        if first < 0x80:  # as Hudi writes them: no meta field, no key, a small type
+            return (first >> 1) ^ -(first & 1), True
+    try:
+        pos = 0
+        for _ in range(_LEADING_UNIONS):
+            branch, pos = _varint(value, pos)
+            if branch == 1:
+                length, pos = _varint(value, pos)
+                pos += length
+            elif branch != 0:
+                return None
+        key_length, pos = _varint(value, pos)
+        record_type, _ = _varint(value, pos + key_length)
+    except IndexError:
+        return None
+    return record_type, key_length == 0

@@ -10,7 +10,7 @@ record first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from tms.hudi.errors import LogFormatError
@@ -22,7 +22,14 @@ from tms.hudi.metadata.records import MetadataRecord, combine
 from tms.hudi.metadata.schema import decode_record
 from tms.hudi.storage import Storage
 
-__all__ = ["SliceRecords", "hfile_records", "read_slice", "slice_blocks", "slice_schema"]
+__all__ = [
+    "SliceRecords",
+    "applying_rollbacks",
+    "hfile_records",
+    "read_slice",
+    "slice_blocks",
+    "slice_schema",
+]
 
 SCHEMA_INFO_KEY = b"schema"
 """File info key of the writer schema in a metadata HFile (base file or data block)."""
@@ -83,16 +90,25 @@ def slice_schema(storage: Storage, file_slice: FileSlice) -> str | None:
 
 def slice_blocks(storage: Storage, file_slice: FileSlice) -> list[LogBlock]:
     """The slice's log blocks in write order, rollback command blocks applied."""
+    return applying_rollbacks(
+        block
+        for log in file_slice.log_files
+        for block in read_log_blocks(storage.read_bytes(log.path))
+    )
+
+
+def applying_rollbacks(blocks: Iterable[LogBlock]) -> list[LogBlock]:
+    """Log blocks in write order without corrupted ones, and without the blocks a rollback
+    command block read after them voids (its target instant's), nor the command itself."""
     kept: list[LogBlock] = []
-    for log in file_slice.log_files:
-        for block in read_log_blocks(storage.read_bytes(log.path)):
-            if block.block_type is BlockType.CORRUPTED:
-                continue
-            if block.is_rollback:
-                target = block.target_instant_time
-                kept = [b for b in kept if b.instant_time != target]
-                continue
-            kept.append(block)
+    for block in blocks:
+        if block.block_type is BlockType.CORRUPTED:
+            continue
+        if block.is_rollback:
+            target = block.target_instant_time
+            kept = [b for b in kept if b.instant_time != target]
+            continue
+        kept.append(block)
     return kept
 
 

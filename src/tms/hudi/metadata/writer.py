@@ -166,11 +166,13 @@ def hfile_content(
     return writer.finish()
 
 
-def hfile_writer(schema: str) -> HFileWriter:
+def hfile_writer(schema: str, path: str | None = None) -> HFileWriter:
     """An HFile writer set up as the metadata table writes its files: gzip, HBase's KeyValue
-    comparator, the schema and the time of writing in the file info."""
+    comparator, the schema and the time of writing in the file info; in memory, or written
+    block by block to the local file `path`."""
     created = struct.pack(">q", int(time.time() * 1000))
     return HFileWriter(
+        path,
         compression=Compression.GZ,
         comparator_class_name=KV_COMPARATOR,
         file_info={SCHEMA_INFO_KEY: schema.encode("utf-8"), FileInfoKey.CREATE_TIME_TS: created},

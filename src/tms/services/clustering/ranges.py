@@ -31,7 +31,6 @@ import pyarrow.parquet as pq
 
 from tms.hudi.files.external_sort import ExternalSort
 from tms.hudi.memory import task_workdir
-from tms.hudi.metadata.record_index_logs import write_record_index_logs
 from tms.hudi.storage import Storage
 from tms.hudi.storage.requests import counting
 from tms.hudi.task_pause import TASKS_WRITING, after_task_work
@@ -41,6 +40,7 @@ from tms.services.clustering.rewrite import (
     GroupResult,
     GroupTask,
     merged_slice,
+    moved_keys,
     stopped,
     write_sorted,
 )
@@ -315,8 +315,8 @@ class _RangeWriter:
         storage = Storage(task.base_uri)
         partition = task.slices[0].partition_path
         figures = GroupFigures()
-        moved: list[tuple[str, str, pa.ChunkedArray]] = []
         with task_workdir() as workdir:
+            moved = moved_keys(task, workdir)
             sorter = ExternalSort(task.order, task.memory_budget, posixpath.join(workdir, "sorted"))
             for _, payload in received:
                 if isinstance(payload, bytes):
@@ -329,9 +329,7 @@ class _RangeWriter:
             write_sorted(
                 storage, task, info, partition, sorter, rows_per_file, workdir, result, moved
             )
+            if moved is not None:
+                result.metadata_logs = moved.write(info.write_token)
         if r == 0:  # the group's log figures, once
             result.log_files, result.log_records = figures.log_files, figures.log_records
-        if task.record_index is not None and moved:
-            result.metadata_logs = write_record_index_logs(
-                task.record_index, moved, info.write_token
-            )

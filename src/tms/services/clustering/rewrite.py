@@ -30,7 +30,7 @@ from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.spilled_slice import merge_file_slice
 from tms.hudi.memory import TaskMemoryExceeded, task_workdir
 from tms.hudi.meta_fields import RECORD_KEY
-from tms.hudi.metadata.record_index_logs import RecordIndexLogs, write_record_index_logs
+from tms.hudi.metadata.record_index_logs import MovedKeys, RecordIndexLogs
 from tms.hudi.record_keys import KeyGeneration
 from tms.hudi.storage import Storage
 from tms.services.clustering.plan import FALLBACK_BYTES_PER_ROW
@@ -196,7 +196,7 @@ def write_sorted(
     rows_per_file: int,
     workdir: str,
     result: GroupResult,
-    moved: list[tuple[str, str, pa.ChunkedArray]],
+    moved: MovedKeys | None,
 ) -> None:
     """The sorter's rows written in order as new file groups of `partition`, of even row
     counts, each at most `rows_per_file` rows; each file's record keys go to `moved` when
@@ -210,16 +210,18 @@ def write_sorted(
     for rows in sorter.sorted_tables():
         while rows.num_rows:
             if new_file is None:
-                new_file = _NewFile(storage, task, info, partition, len(result.written), workdir)
+                new_file = _NewFile(
+                    storage, task, info, partition, len(result.written), workdir, moved
+                )
                 new_file.open(rows.schema, avro_schema)
             taken = min(chunk - new_file.rows, rows.num_rows)
             new_file.write(rows.slice(0, taken))
             rows = rows.slice(taken)
             if new_file.rows == chunk:
-                _close(new_file, task, result, moved)
+                result.written.append(new_file.close())
                 new_file = None
     if new_file is not None:
-        _close(new_file, task, result, moved)
+        result.written.append(new_file.close())
 
 
 def rewrite_group(task: GroupTask, info: TaskInfo) -> GroupResult:
@@ -235,8 +237,8 @@ def rewrite_group(task: GroupTask, info: TaskInfo) -> GroupResult:
     schema = task.arrow_schema()
     figures = GroupFigures()
     result = GroupResult()
-    moved: list[tuple[str, str, pa.ChunkedArray]] = []
     with task_workdir() as workdir:
+        moved = moved_keys(task, workdir)
         sorted_rows: dict[str, ExternalSort] = {}
         for piece in task.slices:
             sorter = sorted_rows.get(piece.partition_path)
@@ -251,21 +253,18 @@ def rewrite_group(task: GroupTask, info: TaskInfo) -> GroupResult:
             write_sorted(
                 storage, task, info, partition, sorter, rows_per_file, workdir, result, moved
             )
+        if moved is not None:
+            result.metadata_logs = moved.write(info.write_token)
     result.log_files, result.log_records = figures.log_files, figures.log_records
-    if task.record_index is not None and moved:
-        result.metadata_logs = write_record_index_logs(task.record_index, moved, info.write_token)
     return result
 
 
-def _close(
-    new_file: _NewFile,
-    task: GroupTask,
-    result: GroupResult,
-    moved: list[tuple[str, str, pa.ChunkedArray]],
-) -> None:
-    result.written.append(new_file.close())
-    if task.record_index is not None:
-        moved.append((new_file.partition, new_file.file_id, new_file.record_keys()))
+def moved_keys(task: GroupTask, workdir: str) -> MovedKeys | None:
+    """Where the task gathers the keys it moves, when the metadata table keeps a record
+    index (half the budget: the rows' sort holds the rest while the files are written)."""
+    if task.record_index is None:
+        return None
+    return MovedKeys(task.record_index, workdir, task.memory_budget // 2)
 
 
 def _file_slice(storage: Storage, piece: SliceInput) -> FileSlice:
@@ -301,6 +300,7 @@ class _NewFile:
         partition: str,
         index: int,
         workdir: str,
+        moved: MovedKeys | None,
     ) -> None:
         self.storage = storage
         self.task = task
@@ -310,7 +310,7 @@ class _NewFile:
         self.path = posixpath.join(partition, self.name) if partition else self.name
         self.local = os.path.join(workdir, f"new-{self.name}")
         self.rows = 0
-        self._keys: list[pa.ChunkedArray] = []
+        self._moved = moved
         self._writer: BaseFileWriter | None = None
 
     def open(self, merged_schema: pa.Schema, avro_schema: dict[str, Any] | None) -> None:
@@ -333,13 +333,9 @@ class _NewFile:
         assert self._writer is not None
         record_keys = rows.column(RECORD_KEY)
         self._writer.write(self._stored(rows), record_keys=record_keys)
-        if self.task.record_index is not None:
-            self._keys.append(record_keys)
+        if self._moved is not None:
+            self._moved.add(self.partition, self.file_id, record_keys)
         self.rows += rows.num_rows
-
-    def record_keys(self) -> pa.ChunkedArray:
-        """The record keys the file holds (an Arrow column), for the record index."""
-        return pa.chunked_array([c for keys in self._keys for c in keys.chunks], pa.string())
 
     def close(self) -> WrittenFile:
         assert self._writer is not None

@@ -29,6 +29,7 @@ from tms.services.execution import ServiceResult
 from tms.services.executor import StageHook
 from tms.services.metadata.clean import clean_metadata_table
 from tms.services.spark import TaskInfo, run_tasks
+from tms.spark_runtime.task_memory import task_memory_budget
 
 __all__ = ["MetadataCompactionExecutor", "execute", "pending_plans", "schedule"]
 
@@ -94,7 +95,12 @@ class MetadataCompactionExecutor:
 
         try:
             with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
-                done = execute_metadata_compaction(table.storage, instant_time, run=on_spark)
+                done = execute_metadata_compaction(
+                    table.storage,
+                    instant_time,
+                    run=on_spark,
+                    memory_budget=task_memory_budget(spark),
+                )
         except PlanCompletedError:
             # a retry of a job lost after the compaction committed: its clean, perhaps left
             # pending on the metadata table, is still this operation's to finish

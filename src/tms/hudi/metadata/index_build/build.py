@@ -40,7 +40,7 @@ from tms.hudi.metadata.index_build.shuffle import (
     RANGES,
     KeyBatch,
     by_file_group,
-    cells_of,
+    cell_parts,
     item_counts,
     ranges_by_partition,
     records_only,
@@ -86,11 +86,11 @@ class _SliceRecords:
 
     def __call__(self, file_slice: FileSlice) -> Iterator[tuple[str, str, Any]]:
         if RECORD_INDEX in self.partitions:
-            keys = self.reading.record_keys(file_slice)
-            if keys:
-                # A cell's value leaves the key out: every key of the slice has the same one.
-                value = location_value(slice_location(file_slice), self.schema)
-                yield RECORD_INDEX, "", KeyBatch(keys, value)
+            # A cell's value leaves the key out: every key of the slice has the same one.
+            value = location_value(slice_location(file_slice), self.schema)
+            for keys in self.reading.record_key_batches(file_slice):
+                if keys:
+                    yield RECORD_INDEX, "", KeyBatch(keys, value)
         if not {COLUMN_STATS, PARTITION_STATS} & set(self.partitions):
             return
         ranges = self.reading.base_file_ranges(file_slice)
@@ -129,7 +129,7 @@ class _FileGroupTask:
     ) -> Iterator[FileGroupWrite]:
         partition, index = self.layout.locate(number)
         written = write_new_file_group(
-            self.target, partition, index, cells_of(cells), task_write_token()
+            self.target, partition, index, cell_parts(cells), task_write_token()
         )
         after_task_work()
         yield written
@@ -202,7 +202,7 @@ def build_partitions(
                 _PartitionStats(spec.columns, dict(spec.types), schema)
             )
             records = records.union(merged)
-        target = NewFileGroup(storage.base_path, instant_time, schema)
+        target = NewFileGroup(storage.base_path, instant_time, schema, memory_budget)
         writes: list[FileGroupWrite] = (
             by_file_group(records, layout)
             .mapPartitionsWithIndex(_FileGroupTask(layout, target))

@@ -127,8 +127,9 @@ class _Work:
         storage = Storage(self.base_path)
         if kind == RECORD_INDEX:
             location = slice_location(item[1])
-            for key in self.after.record_keys(item[1]):
-                yield RECORD_INDEX, key, location_record(key, location)
+            for keys in self.after.record_key_batches(item[1]):
+                for key in keys:
+                    yield RECORD_INDEX, key, location_record(key, location)
         elif kind == COLUMN_STATS:
             _, partition, path = item
             if not storage.exists(path):

@@ -8,19 +8,23 @@ operation `BULK_INSERT_PREPPED`, as the fixtures' indexing delta commits do.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+
+import pyarrow as pa
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.hudi.files.log_writer import encode_empty_delete_block
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.names import BaseFileName, LogFileName
-from tms.hudi.metadata.compaction import HFILE_EXTENSION, base_hfile_content
+from tms.hudi.memory import task_workdir
+from tms.hudi.metadata.compaction import HFILE_EXTENSION, MAX_RECORD_KEY, MIN_RECORD_KEY
 from tms.hudi.metadata.partitions import MetadataPartition
-from tms.hudi.metadata.writer import record_schema_without_meta_fields
+from tms.hudi.metadata.sorted_cells import Repeats, SortedCells, append_piece
+from tms.hudi.metadata.writer import hfile_writer, record_schema_without_meta_fields
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.instant import Action, Instant, State
@@ -28,6 +32,7 @@ from tms.hudi.timeline.transitions import request, transition
 
 __all__ = [
     "BULK_INSERT_OPERATION",
+    "CellPart",
     "FileGroupLayout",
     "FileGroupWrite",
     "NewFileGroup",
@@ -92,6 +97,8 @@ class NewFileGroup:
     metadata_path: str
     instant_time: str
     schema: str
+    memory_budget: int
+    """Bytes of cells the task holds while it sorts them (spilling past them)."""
 
 
 @dataclass(frozen=True)
@@ -102,44 +109,63 @@ class FileGroupWrite:
     log_bytes: int
 
 
+CellPart = tuple[pa.Array, pa.Array]
+"""Cells given part by part: keys (strings) and their values (binary), as Arrow columns."""
+
+
 def write_new_file_group(
     target: NewFileGroup,
     partition: str,
     index: int,
-    cells: Iterable[tuple[str, bytes]],
+    cells: Iterable[CellPart],
     write_token: str,
 ) -> FileGroupWrite:
     """Write file group `index` of `partition`: its empty log file and, with records, its base
-    HFile of `cells` (key, encoded record), which must name each key once."""
+    HFile of `cells`, which must name each key once. The cells are sorted through local disk
+    past the budget and the HFile is written block by block, then moved into place."""
     started = time.perf_counter()
     storage = Storage(target.metadata_path)
     file_id = MetadataPartition(partition).file_group_id(index)
     empty = encode_empty_delete_block(target.instant_time)
     log_name = LogFileName(file_id, target.instant_time, 1, INIT_WRITE_TOKEN)
     storage.write_bytes(f"{partition}/{log_name}", empty)
-    ordered = sorted(cells, key=lambda cell: cell[0].encode("utf-8"))
-    for before, after in pairwise(ordered):
-        if before[0] == after[0]:
+    with task_workdir() as workdir:
+        ordered = SortedCells(target.memory_budget, workdir, Repeats.REFUSE)
+        for keys, values in cells:
+            ordered.add(0, keys, values)
+        if not ordered.count:
+            return FileGroupWrite(None, len(empty))
+        name = str(BaseFileName(file_id, write_token, target.instant_time, HFILE_EXTENSION))
+        marker = Marker(partition, name, MarkerType.CREATE)
+        create_marker(storage, target.instant_time, marker)
+        local = os.path.join(workdir, name)
+        first: str | None = None
+        last = ""
+        try:
+            with hfile_writer(target.schema, local) as writer:
+                for piece in ordered.pieces():
+                    append_piece(writer, piece)
+                    first = piece.keys[0].as_py() if first is None else first
+                    last = piece.keys[-1].as_py()
+                writer.add_file_info(MIN_RECORD_KEY, (first or "").encode("utf-8"))
+                writer.add_file_info(MAX_RECORD_KEY, last.encode("utf-8"))
+        except ValueError as repeated:
             raise ValueError(
-                f"{partition}: key {before[0]!r} comes from two places of the data table "
-                "(a record key in two file groups?); the index cannot hold it once"
-            )
-    if not ordered:
-        return FileGroupWrite(None, len(empty))
-    name = str(BaseFileName(file_id, write_token, target.instant_time, HFILE_EXTENSION))
-    marker = Marker(partition, name, MarkerType.CREATE)
-    create_marker(storage, target.instant_time, marker)
-    content = base_hfile_content(target.schema, ordered)
-    storage.write_bytes(marker.data_file_path, content)
+                f"{partition}: {repeated} by the data table (a record key in two file "
+                "groups?); the index cannot hold it once"
+            ) from repeated
+        size = os.path.getsize(local)
+        storage.move_in(local, marker.data_file_path)
+    count = ordered.count
     stat = WriteStat(
         file_id=file_id,
         path=marker.data_file_path,
         prev_commit=NULL_COMMIT,
-        num_writes=len(ordered),
-        num_inserts=len(ordered),
-        total_write_bytes=len(content),
+        num_writes=count,
+        num_inserts=count,
+        total_write_bytes=size,
         partition_path=partition,
-        file_size_in_bytes=len(content),
+        file_size_in_bytes=size,
         runtime_stats=RuntimeStats(total_create_time=int((time.perf_counter() - started) * 1000)),
     )
     return FileGroupWrite(stat, len(empty))

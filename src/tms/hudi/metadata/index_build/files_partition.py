@@ -22,12 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pyarrow as pa
+
 from tms.hudi.files.data import write_partition_metadata
 from tms.hudi.files.fs_view import list_partitions
 from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import delete_markers
 from tms.hudi.files.names import DEFAULT_WRITE_TOKEN, BaseFileName, LogFileName
 from tms.hudi.metadata.cells import cell_value
+from tms.hudi.metadata.compaction import DEFAULT_MEMORY_BUDGET
 from tms.hudi.metadata.index_build.files import (
     BULK_INSERT_OPERATION,
     NewFileGroup,
@@ -90,9 +93,12 @@ def build_files_partition(
     records = files_records(files, {})
     write_partition_metadata(md_storage, FILES, instant_time)
     inflight = start_delta_commit(md_storage, md_config, instant_time, BULK_INSERT_OPERATION)
-    target = NewFileGroup(md_storage.base_path, instant_time, schema)
-    cells = [(record.key, cell_value(record, schema)) for record in records]
-    written = write_new_file_group(target, FILES, 0, cells, DEFAULT_WRITE_TOKEN)
+    target = NewFileGroup(md_storage.base_path, instant_time, schema, DEFAULT_MEMORY_BUDGET)
+    cells = (
+        pa.array([record.key for record in records], pa.string()),
+        pa.array([cell_value(record, schema) for record in records], pa.binary()),
+    )
+    written = write_new_file_group(target, FILES, 0, [cells], DEFAULT_WRITE_TOKEN)
     stats = [written.stat] if written.stat is not None else []
     delete_unreported_files(md_storage, instant_time, {s.path for s in stats if s.path})
     complete_delta_commit(md_storage, md_config, inflight, BULK_INSERT_OPERATION, schema, stats)

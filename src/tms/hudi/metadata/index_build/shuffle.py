@@ -12,14 +12,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from tms.hudi.metadata.column_stats import ColumnRange
-from tms.hudi.metadata.index_build.files import FileGroupLayout
+from tms.hudi.metadata.index_build.files import CellPart, FileGroupLayout
 
 __all__ = [
     "RANGES",
     "KeyBatch",
     "by_file_group",
-    "cells_of",
+    "cell_parts",
     "item_counts",
     "ranges_by_partition",
     "records_only",
@@ -64,14 +66,27 @@ def item_counts(items: Any) -> dict[str, int]:
     return dict(items.map(_count).reduceByKey(_add).collectAsMap())
 
 
-def cells_of(routed: Iterable[tuple[int, tuple[str, Any]]]) -> Iterator[tuple[str, Any]]:
-    """A file group's (key, value) cells, batches expanded."""
+CELL_PART_ROWS = 65_536
+"""Cells of single records gathered into one Arrow part."""
+
+
+def cell_parts(routed: Iterable[tuple[int, tuple[str, Any]]]) -> Iterator[CellPart]:
+    """A file group's cells as Arrow parts: a batch's keys as one part, single records
+    gathered `CELL_PART_ROWS` at a time."""
+    keys: list[str] = []
+    values: list[bytes] = []
     for _, (key, value) in routed:
         if isinstance(value, KeyBatch):
-            for one in value.keys:
-                yield one, value.value
-        else:
-            yield key, value
+            count = len(value.keys)
+            yield pa.array(value.keys, pa.string()), pa.array([value.value] * count, pa.binary())
+            continue
+        keys.append(key)
+        values.append(value)
+        if len(keys) >= CELL_PART_ROWS:
+            yield pa.array(keys, pa.string()), pa.array(values, pa.binary())
+            keys, values = [], []
+    if keys:
+        yield pa.array(keys, pa.string()), pa.array(values, pa.binary())
 
 
 def _same(number: int) -> int:

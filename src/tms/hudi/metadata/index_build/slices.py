@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
-from tms.hudi.files.data import read_base_file
 from tms.hudi.files.fs_view import FileSlice, FileSystemView
 from tms.hudi.files.spilled_slice import merge_file_slice
 from tms.hudi.memory import task_workdir
@@ -31,6 +31,12 @@ from tms.hudi.storage import Storage
 from tms.hudi.timeline.timeline import Timeline
 
 __all__ = ["SliceReading", "latest_slices", "timeline_as_of"]
+
+KEY_BYTES = 64
+"""A record key's size in a batch, as a Python string (a UUID is 85 bytes, a short key 50)."""
+KEY_BATCH_SHARE = 16
+"""A batch of keys takes at most this share of the budget: the batches wait in Spark's
+serializer while the merge goes on."""
 
 
 def timeline_as_of(timeline: Timeline, instant_time: str) -> Timeline:
@@ -96,14 +102,18 @@ class SliceReading:
     def is_committed(self, instant_time: str) -> bool:
         return instant_time in self.committed or instant_time < self.archived_before
 
-    def record_keys(self, file_slice: FileSlice) -> list[str]:
-        """The live record keys of a slice."""
+    def record_key_batches(self, file_slice: FileSlice) -> Iterator[list[str]]:
+        """The live record keys of a slice, a batch at a time (of about the budget's share:
+        a slice's keys may be far more than a task holds)."""
         storage = Storage(self.base_path)
         base = file_slice.base_file
+        rows = max(1, self.memory_budget // KEY_BATCH_SHARE // KEY_BYTES)
         if base is not None and not file_slice.log_files and self.keys is None:
-            stored = read_base_file(storage, base.path, columns=[RECORD_KEY]).column(RECORD_KEY)
-            return [str(k) for k in stored.to_pylist()]
-        live: list[str] = []
+            with storage.open_ranged(base.path) as source:
+                parquet = pq.ParquetFile(source)
+                for batch in parquet.iter_batches(rows, columns=[RECORD_KEY]):
+                    yield [str(k) for k in batch.column(0).to_pylist()]
+            return
         with task_workdir() as workdir:  # merged as compaction merges, within the budget
             merge = merge_file_slice(
                 storage,
@@ -116,9 +126,13 @@ class SliceReading:
                 keys=self.keys,
             )
             for part in merge.parts:
-                if part.rows.num_rows:
-                    live.extend(str(k) for k in part.rows.column(RECORD_KEY).to_pylist())
-        return live
+                column = part.rows.column(RECORD_KEY)
+                for start in range(0, len(column), rows):
+                    yield [str(k) for k in column.slice(start, rows).to_pylist()]
+
+    def record_keys(self, file_slice: FileSlice) -> list[str]:
+        """The live record keys of a slice (all of them: for tests and small slices)."""
+        return [key for batch in self.record_key_batches(file_slice) for key in batch]
 
     def base_file_ranges(self, file_slice: FileSlice) -> list[ColumnRange]:
         """The column ranges of the slice's base file, from its footer (none without one)."""
