@@ -12,7 +12,7 @@ import struct
 from collections.abc import Iterator
 from os import PathLike
 from pathlib import Path
-from typing import BinaryIO
+from typing import Protocol
 
 from tms.hudi.errors import HFileError
 from tms.hudi.hfile.block import Block, BlockHeader, read_block, read_header
@@ -25,10 +25,18 @@ from tms.hudi.hfile.trailer import Trailer, decode_trailer
 _KV_LENGTHS = struct.Struct(">ii")
 
 
+class SeekableFile(Protocol):
+    """A binary file that seeks: an open file, a region of one, an object read by ranges."""
+
+    def seek(self, offset: int, whence: int = ..., /) -> int: ...
+
+    def read(self, size: int = ..., /) -> bytes | None: ...
+
+
 class _FileBlocks:
     """The bytes of an HFile read from a seekable file, a block at a time."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: SeekableFile) -> None:
         self._stream = stream
         self.size = stream.seek(0, io.SEEK_END)
 
@@ -36,7 +44,7 @@ class _FileBlocks:
         if offset < 0 or length < 0 or offset + length > self.size:
             raise HFileError(f"{length} bytes at offset {offset} run past the end of the file")
         self._stream.seek(offset)
-        data = self._stream.read(length)
+        data = self._stream.read(length) or b""
         if len(data) != length:
             raise HFileError(f"the file ended within {length} bytes at offset {offset}")
         return data
@@ -48,7 +56,7 @@ class HFileReader:
     them with their values, in file order."""
 
     def __init__(
-        self, source: str | PathLike[str] | bytes | BinaryIO, verify_checksums: bool = True
+        self, source: str | PathLike[str] | bytes | SeekableFile, verify_checksums: bool = True
     ) -> None:
         self._file: _FileBlocks | None = None
         if isinstance(source, bytes):

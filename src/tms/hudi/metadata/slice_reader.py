@@ -77,9 +77,8 @@ def hfile_records(
 def slice_schema(storage: Storage, file_slice: FileSlice) -> str | None:
     """The writer schema the slice's base file carries, else its first data block's."""
     if file_slice.base_file is not None:
-        schema = HFileReader(storage.read_bytes(file_slice.base_file.path)).file_info.get(
-            SCHEMA_INFO_KEY
-        )
+        with storage.open_ranged(file_slice.base_file.path) as base:  # its trailer and file info
+            schema = HFileReader(base).file_info.get(SCHEMA_INFO_KEY)
         if schema:
             return schema.decode("utf-8")
     for block in slice_blocks(storage, file_slice):
@@ -143,7 +142,10 @@ def read_slice(
         for record in _block_records(block, wanted):
             log[record.key] = combine(log.get(record.key), record)
     base: dict[str, MetadataRecord] = {}
-    if file_slice.base_file is not None:
+    if file_slice.base_file is not None and wanted is None:
         reader = HFileReader(storage.read_bytes(file_slice.base_file.path))
-        base = {r.key: r for r in hfile_records(reader, wanted)}
+        base = {r.key: r for r in hfile_records(reader)}
+    elif file_slice.base_file is not None:  # the blocks of the keys alone, by ranged reads
+        with storage.open_ranged(file_slice.base_file.path) as ranged:
+            base = {r.key: r for r in hfile_records(HFileReader(ranged), wanted)}
     return SliceRecords(base, log)
