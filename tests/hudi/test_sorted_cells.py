@@ -11,6 +11,9 @@ import pyarrow as pa
 import pytest
 
 from tms.hudi.hfile import HFileReader, HFileWriter
+from tms.hudi.metadata.index_build.files import NewFileGroup, write_new_file_group
+from tms.hudi.metadata.partitions import RECORD_INDEX
+from tms.hudi.metadata.schema import writer_schema
 from tms.hudi.metadata.sorted_cells import Repeats, SortedCells, append_piece
 
 KEYS = ["a", "b", "é", "日本", "z\u00ff", "ab", "a\x00", "zz", "0", "Ω"]
@@ -75,3 +78,16 @@ def test_pieces_written_into_an_hfile_read_back_in_order(tmp_path: Path) -> None
     read = list(HFileReader(tmp_path / "out.hfile").entries())
     assert [k for k, _ in read] == sorted(k.encode() for k in keys)
     assert all(v == k[::-1] for k, v in read)
+
+
+def test_an_index_build_refuses_a_record_key_found_in_two_file_groups(tmp_path: Path) -> None:
+    """A key routed twice to one new file group stops the build, naming the key, before its
+    base file is written."""
+    target = NewFileGroup(str(tmp_path), "20260101000000000", writer_schema(9, None), 4096)
+    parts = [
+        (pa.array([f"key-{n:05d}" for n in range(0, 3000, 2)]), pa.array([b"v"] * 1500)),
+        (pa.array(["key-01234"]), pa.array([b"w"])),
+    ]
+    with pytest.raises(ValueError, match=r"record_index: key 'key-01234' is given twice by"):
+        write_new_file_group(target, RECORD_INDEX, 0, parts, "1-0-1")
+    assert not list(tmp_path.glob("record_index/*.hfile"))

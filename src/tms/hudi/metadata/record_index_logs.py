@@ -13,7 +13,6 @@ each key once.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -22,8 +21,6 @@ import pyarrow as pa
 
 from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.files.fs_view import FileSlice
-from tms.hudi.files.log_block import BlockType, HeaderKey
-from tms.hudi.files.log_writer import log_block_frame
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.new_log_file import next_log_file_name
 from tms.hudi.hfile import HFileWriter
@@ -32,7 +29,12 @@ from tms.hudi.metadata.cells import location_value
 from tms.hudi.metadata.partitions import RECORD_INDEX, MetadataPartition
 from tms.hudi.metadata.records import RecordLocation, instant_millis
 from tms.hudi.metadata.sorted_cells import Repeats, SortedCells, append_piece
-from tms.hudi.metadata.writer import PendingDeltaCommit, delta_write_stat, hfile_writer
+from tms.hudi.metadata.writer import (
+    PendingDeltaCommit,
+    delta_write_stat,
+    frame_hfile_log,
+    hfile_writer,
+)
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.layout import TimelineLayout
 
@@ -138,16 +140,7 @@ class MovedKeys:
         target = self.target
         content_length = writer.close()
         local = os.path.join(self.workdir, "record-index.log")
-        before, after = log_block_frame(
-            BlockType.HFILE_DATA,
-            {HeaderKey.INSTANT_TIME: target.instant_time, HeaderKey.SCHEMA: target.schema},
-            content_length,
-        )
-        with open(local, "wb") as out, open(self._hfile_path, "rb") as content:
-            out.write(before)
-            shutil.copyfileobj(content, out, _COPY_BYTES)
-            out.write(after)
-        os.remove(self._hfile_path)
+        frame_hfile_log(local, self._hfile_path, content_length, target.instant_time, target.schema)
         size = os.path.getsize(local)
         file_slice = target.slices[group]
         name = next_log_file_name(target.layout, file_slice, target.instant_time, write_token)

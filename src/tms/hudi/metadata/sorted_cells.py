@@ -20,9 +20,13 @@ import pyarrow.compute as pc
 from tms.hudi.files.external_sort import ExternalSort
 from tms.hudi.hfile import HFileWriter
 
-__all__ = ["Repeats", "SortedCells", "SortedPiece", "append_piece"]
+__all__ = ["RepeatedKeyError", "Repeats", "SortedCells", "SortedPiece", "append_piece"]
 
 GROUP, KEY, VALUE, SEQUENCE = "group", "key", "value", "sequence"
+
+
+class RepeatedKeyError(ValueError):
+    """A key given twice where each must be given once (`Repeats.REFUSE`)."""
 
 
 class Repeats(enum.Enum):
@@ -75,7 +79,7 @@ class SortedCells:
 
     def pieces(self) -> Iterator[SortedPiece]:
         """The cells in order, each key once, a piece at a time (a piece never spans two file
-        groups); `ValueError` at a key given twice under `Repeats.REFUSE`."""
+        groups); `RepeatedKeyError` at a key given twice under `Repeats.REFUSE`."""
         held: SortedPiece | None = None  # the last key is held back: its repeat may follow
         for table in self._sort.sorted_tables():
             groups = table.column(GROUP).to_numpy()
@@ -105,7 +109,7 @@ class SortedCells:
             if repeated.any():
                 if self._repeats is Repeats.REFUSE:
                     key = keys[int(np.flatnonzero(repeated)[0])].as_py()
-                    raise ValueError(f"key {key!r} is given twice")
+                    raise RepeatedKeyError(f"key {key!r} is given twice")
                 kept = np.flatnonzero(np.append(~repeated, True))
                 piece = SortedPiece(piece.group, keys.take(kept), piece.values.take(kept))
                 count = len(piece.keys)

@@ -23,6 +23,8 @@ record index, a partition without file groups, and an instant the metadata table
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import struct
 import time
 from collections import defaultdict
@@ -34,7 +36,7 @@ from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.log_block import BlockType, DeleteRecord, HeaderKey
-from tms.hudi.files.log_writer import encode_delete_block, encode_log_block
+from tms.hudi.files.log_writer import encode_delete_block, encode_log_block, log_block_frame
 from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import (
     Marker,
@@ -66,6 +68,7 @@ __all__ = [
     "begin_delta_commit",
     "delta_write_stat",
     "finish_delta_commit",
+    "frame_hfile_log",
     "hfile_content",
     "hfile_log_block",
     "hfile_writer",
@@ -74,6 +77,7 @@ __all__ = [
     "write_delta_commit",
 ]
 
+_COPY_BYTES = 1 << 20
 OPERATION = "UPSERT_PREPPED"
 """The write operation of every metadata table delta commit."""
 KV_COMPARATOR = "org.apache.hudi.io.storage.HoodieHBaseKVComparator"
@@ -183,6 +187,29 @@ def hfile_log_block(instant_time: str, schema: str, hfile: bytes) -> bytes:
     """A log file's HFile data block holding `hfile`."""
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema}
     return encode_log_block(BlockType.HFILE_DATA, header, hfile)
+
+
+def frame_hfile_log(
+    local_log: str,
+    local_hfile: str | None,
+    content_length: int,
+    instant_time: str,
+    schema: str,
+    after: bytes = b"",
+) -> None:
+    """Write the local log file `local_log`: an HFile data block holding the local HFile
+    `local_hfile` (copied a MiB at a time, then removed; none when None), then `after` (more
+    blocks, e.g. a delete block). A large HFile is never held in memory."""
+    with open(local_log, "wb") as out:
+        if local_hfile is not None:
+            header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema}
+            before, footer = log_block_frame(BlockType.HFILE_DATA, header, content_length)
+            out.write(before)
+            with open(local_hfile, "rb") as content:
+                shutil.copyfileobj(content, out, _COPY_BYTES)
+            out.write(footer)
+            os.remove(local_hfile)
+        out.write(after)
 
 
 def log_file_content(instant_time: str, schema: str, write: FileGroupLog) -> bytes:

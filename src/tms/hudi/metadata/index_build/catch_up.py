@@ -12,8 +12,10 @@ one task per work item:
   against what that file group holds (as built, and logged since): a key located elsewhere is
   moved, a new key located (the slice's base instant), a key the index places in a touched file
   group that no longer holds it deleted. Keys that stay are left as they are, as Hudi's writers
-  leave updated keys. Nothing is read as of `since`: a clean in the window may have deleted
-  those files.
+  leave updated keys. Within the task's budget: the incoming keys are sorted through local
+  disk and joined in key order with the file group read key by key (`slice_merge`), and the
+  changes are written block by block. Nothing is read as of `since`: a clean in the window
+  may have deleted those files.
 - column_stats: each new base file's entries from its footer; the deletion entries of each
   cleaned file (a file written and cleaned within the window gets only those).
 - partition_stats: each touched data partition recomputed from its latest base files as of
@@ -28,13 +30,19 @@ whose files are gone fails the catch-up.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.files.fs_view import FileSlice
+from tms.hudi.files.log_block import DeleteRecord
+from tms.hudi.files.log_writer import encode_delete_block
 from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import (
     Marker,
@@ -43,7 +51,8 @@ from tms.hudi.files.markers import (
     delete_markers,
 )
 from tms.hudi.files.names import LogFileName
-from tms.hudi.metadata.cells import location_record, record_cells
+from tms.hudi.memory import task_workdir
+from tms.hudi.metadata.cells import cell_value, location_record, record_cells
 from tms.hudi.metadata.column_stats import ColumnRange, deletion_entries, file_ranges
 from tms.hudi.metadata.index_build.build import (
     open_metadata_table,
@@ -57,6 +66,7 @@ from tms.hudi.metadata.index_build.files import (
     start_delta_commit,
 )
 from tms.hudi.metadata.index_build.shuffle import (
+    CELL_PART_ROWS,
     RANGES,
     by_file_group,
     ranges_by_partition,
@@ -78,10 +88,24 @@ from tms.hudi.metadata.partitions import (
 )
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.records import MetadataRecord, stats_record
-from tms.hudi.metadata.schema import writer_schema
-from tms.hudi.metadata.slice_reader import read_slice
+from tms.hudi.metadata.schema import decode_record, writer_schema
+from tms.hudi.metadata.slice_merge import merge_slice_by_key
+from tms.hudi.metadata.sorted_cells import (
+    RepeatedKeyError,
+    Repeats,
+    SortedCells,
+    SortedPiece,
+)
 from tms.hudi.metadata.stats_keys import column_stats_key
-from tms.hudi.metadata.writer import OPERATION, FileGroupLog, log_file_content, log_write_stat
+from tms.hudi.metadata.writer import (
+    OPERATION,
+    FileGroupLog,
+    delta_write_stat,
+    frame_hfile_log,
+    hfile_writer,
+    log_file_content,
+    log_write_stat,
+)
 from tms.hudi.storage import Storage
 from tms.hudi.timeline.instant import WRITE_ACTIONS, Instant
 from tms.hudi.timeline.layout import TimelineLayout
@@ -166,25 +190,46 @@ class _IndexState:
     valid: frozenset[str]
     touched: frozenset[tuple[str, str]]
     """(partition, file id) of the data file groups the catch-up re-read."""
+    memory_budget: int
+    """Bytes a task holds of a delete block's keys while it reads the index's file group."""
 
-    def changes(
-        self, index: int, metadata_path: str, incoming: dict[str, MetadataRecord]
-    ) -> tuple[list[MetadataRecord], list[str]]:
-        """Upserts of keys new to their file group, deletes of keys gone from a touched one."""
-        current = read_slice(Storage(metadata_path), self.slices[index], self.valid.__contains__)
-        now: dict[str, tuple[str, str]] = {}
-        for key, record in current.merged().items():
-            location = record.record_location()
-            if location is not None:
-                now[key] = (location.partition_path, location.file_id)
-        upserts = []
-        for key, record in incoming.items():
-            location = record.record_location()
-            assert location is not None
-            if now.get(key) != (location.partition_path, location.file_id):
-                upserts.append(record)
-        deletes = [k for k, group in now.items() if group in self.touched and k not in incoming]
-        return upserts, deletes
+    def diff(
+        self, index: int, metadata_path: str, incoming: Iterator[tuple[str, bytes]], schema: str
+    ) -> Iterator[tuple[str, bytes | None]]:
+        """The changes to file group `index`, in key order: (key, cell value) of an incoming
+        key new to the file group or located elsewhere, (key, None) of a key the file group
+        places in a touched data file group that no longer holds it. The file group is read
+        key by key (`slice_merge`) and joined with the incoming cells, sorted by key."""
+        storage = Storage(metadata_path)
+        with task_workdir() as workdir:
+            current = merge_slice_by_key(
+                storage,
+                self.slices[index],
+                self.valid.__contains__,
+                workdir=workdir,
+                budget=self.memory_budget,
+            )
+            new = next(incoming, None)
+            for one in current:
+                while new is not None and new[0] < one.key:
+                    yield new
+                    new = next(incoming, None)
+                where = _located(one.record())
+                if new is not None and new[0] == one.key:
+                    if _located(MetadataRecord(new[0], decode_record(new[1], schema))) != where:
+                        yield new
+                    new = next(incoming, None)
+                elif where is not None and where in self.touched:
+                    yield one.key, None
+            while new is not None:
+                yield new
+                new = next(incoming, None)
+
+
+def _located(record: MetadataRecord | None) -> tuple[str, str] | None:
+    """(data partition, file id) of a record index entry."""
+    location = record.record_location() if record is not None else None
+    return None if location is None else (location.partition_path, location.file_id)
 
 
 @dataclass(frozen=True)
@@ -205,35 +250,114 @@ class _LogTask:
         self, number: int, cells: Iterable[tuple[int, tuple[str, MetadataRecord]]]
     ) -> Iterator[WriteStat]:
         partition, index = self.layout.locate(number)
+        if partition == RECORD_INDEX and self.index is not None:
+            yield from self._record_index_log(index, cells, self.index)
+            return
         incoming: dict[str, MetadataRecord] = {}
         for _, (key, record) in cells:
             if key in incoming:
                 raise ValueError(f"{partition}: key {key!r} is written twice by one catch-up")
             incoming[key] = record
-        deletes: list[str] = []
-        upserts = list(incoming.values())
-        if partition == RECORD_INDEX and self.index is not None:
-            upserts, deletes = self.index.changes(index, self.metadata_path, incoming)
-        if not upserts and not deletes:
+        if not incoming:
             return
-        file_id = MetadataPartition(partition).file_group_id(index)
-        file_slice = self.slices.get((partition, file_id)) or FileSlice(partition, file_id, "")
+        file_slice = self._slice(partition, index)
         write = FileGroupLog(
-            partition, file_slice, record_cells(upserts, self.schema), sorted(deletes)
+            partition, file_slice, record_cells(incoming.values(), self.schema), []
         )
         storage = Storage(self.metadata_path)
+        marker, name = self._marker(storage, file_slice)
+        content = log_file_content(self.instant_time, self.schema, write)
+        storage.write_bytes(marker.data_file_path, content, atomic=False)
+        yield log_write_stat(write, name, len(content))
+
+    def _record_index_log(
+        self,
+        index: int,
+        cells: Iterable[tuple[int, tuple[str, MetadataRecord]]],
+        state: _IndexState,
+    ) -> Iterator[WriteStat]:
+        """The record index file group's changes (`_IndexState.diff`) as one log file, within
+        the budget: the incoming cells sorted through local disk, the upserts' HFile written
+        block by block and framed into the log file on local disk, then moved into place."""
+        with task_workdir() as workdir:
+            folder = os.path.join(workdir, "incoming")
+            incoming = SortedCells(state.memory_budget, folder, Repeats.REFUSE)
+            for keys, values in _cell_parts(cells, self.schema):
+                incoming.add(0, keys, values)
+            hfile = os.path.join(workdir, "upserts.hfile")
+            writer = hfile_writer(self.schema, hfile)
+            deletes: list[str] = []
+            upserts = 0
+            try:
+                changes = state.diff(
+                    index, self.metadata_path, _piece_cells(incoming.pieces()), self.schema
+                )
+                for key, value in changes:
+                    if value is None:
+                        deletes.append(key)
+                    else:
+                        writer.append(key, value)
+                        upserts += 1
+            except RepeatedKeyError as repeated:
+                raise ValueError(f"{RECORD_INDEX}: {repeated} by one catch-up") from repeated
+            content_length = writer.close()
+            if not upserts and not deletes:
+                return
+            file_slice = self._slice(RECORD_INDEX, index)
+            local = os.path.join(workdir, "catch-up.log")
+            deleted = [DeleteRecord(key, RECORD_INDEX) for key in deletes]
+            after = encode_delete_block(self.instant_time, json.loads(self.schema), deleted)
+            frame_hfile_log(
+                local,
+                hfile if upserts else None,
+                content_length,
+                self.instant_time,
+                self.schema,
+                after if deletes else b"",
+            )
+            storage = Storage(self.metadata_path)
+            marker, name = self._marker(storage, file_slice)
+            size = os.path.getsize(local)
+            storage.move_in(local, marker.data_file_path)
+        yield delta_write_stat(RECORD_INDEX, file_slice, name, size, upserts, len(deletes))
+
+    def _slice(self, partition: str, index: int) -> FileSlice:
+        file_id = MetadataPartition(partition).file_group_id(index)
+        return self.slices.get((partition, file_id)) or FileSlice(partition, file_id, "")
+
+    def _marker(self, storage: Storage, file_slice: FileSlice) -> tuple[Marker, LogFileName]:
+        """The task's log file in `file_slice`: its APPEND marker, created, and its name."""
         # The catch-up's changes come before every log a writer wrote after the mark: on
         # layout 1, where a slice's log files sort by version, then write token, it takes
         # version 1 beside the build's empty log file (token 0-0-0), ahead of the writers'.
         named_by = self.timeline_layout.log_file_instant(
             file_slice.base_instant_time, self.instant_time
         )
-        name = LogFileName(file_id, named_by, 1, task_write_token())
-        marker = Marker(partition, str(name), MarkerType.APPEND)
+        name = LogFileName(file_slice.file_id, named_by, 1, task_write_token())
+        marker = Marker(file_slice.partition_path, str(name), MarkerType.APPEND)
         create_marker(storage, self.instant_time, marker)
-        content = log_file_content(self.instant_time, self.schema, write)
-        storage.write_bytes(marker.data_file_path, content, atomic=False)
-        yield log_write_stat(write, name, len(content))
+        return marker, name
+
+
+def _cell_parts(
+    cells: Iterable[tuple[int, tuple[str, MetadataRecord]]], schema: str
+) -> Iterator[tuple[pa.Array, pa.Array]]:
+    """Routed records as Arrow parts of keys and cell values."""
+    keys: list[str] = []
+    values: list[bytes] = []
+    for _, (key, record) in cells:
+        keys.append(key)
+        values.append(cell_value(record, schema))
+        if len(keys) >= CELL_PART_ROWS:
+            yield pa.array(keys, pa.string()), pa.array(values, pa.binary())
+            keys, values = [], []
+    if keys:
+        yield pa.array(keys, pa.string()), pa.array(values, pa.binary())
+
+
+def _piece_cells(pieces: Iterator[SortedPiece]) -> Iterator[tuple[str, bytes]]:
+    for piece in pieces:
+        yield from zip(piece.keys.to_pylist(), piece.values.to_pylist(), strict=True)
 
 
 def _layout(reader: MetadataTableReader, spec: IndexSpec, instant_time: str) -> FileGroupLayout:
@@ -316,7 +440,7 @@ def catch_up(
             if i.requested_time in reader.valid_instants
         )
         slices = tuple(reader.file_slices(RECORD_INDEX))
-        index = _IndexState(slices, valid, frozenset(changes.file_groups))
+        index = _IndexState(slices, valid, frozenset(changes.file_groups), memory_budget)
     schema = writer_schema(table.config.table_version, reader.written_schema)
     storage, config = reader.storage, reader.config
     inflight = start_delta_commit(storage, config, instant_time, OPERATION)

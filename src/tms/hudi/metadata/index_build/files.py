@@ -23,7 +23,12 @@ from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.memory import task_workdir
 from tms.hudi.metadata.compaction import HFILE_EXTENSION, MAX_RECORD_KEY, MIN_RECORD_KEY
 from tms.hudi.metadata.partitions import MetadataPartition
-from tms.hudi.metadata.sorted_cells import Repeats, SortedCells, append_piece
+from tms.hudi.metadata.sorted_cells import (
+    RepeatedKeyError,
+    Repeats,
+    SortedCells,
+    append_piece,
+)
 from tms.hudi.metadata.writer import hfile_writer, record_schema_without_meta_fields
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
@@ -149,7 +154,7 @@ def write_new_file_group(
                     last = piece.keys[-1].as_py()
                 writer.add_file_info(MIN_RECORD_KEY, (first or "").encode("utf-8"))
                 writer.add_file_info(MAX_RECORD_KEY, last.encode("utf-8"))
-        except ValueError as repeated:
+        except RepeatedKeyError as repeated:
             raise ValueError(
                 f"{partition}: {repeated} by the data table (a record key in two file "
                 "groups?); the index cannot hold it once"
