@@ -92,3 +92,9 @@ def test_a_spilled_stream_is_read_without_mapping_its_file(tmp_path: Path) -> No
 
     assert touched_pages(pa.ipc.open_stream(str(path))) > 32 * 1024 * 1024  # what pyarrow does
     assert touched_pages(read_spilled(path)) < 8 * 1024 * 1024
+
+
+def test_the_table_layer_and_the_runtime_default_to_one_budget() -> None:
+    from tms.hudi import memory
+
+    assert memory.DEFAULT_BUDGET == DEFAULT_BUDGET

@@ -13,7 +13,11 @@ from contextlib import contextmanager
 
 import pyarrow as pa
 
-__all__ = ["TaskMemoryExceeded", "read_spilled", "task_workdir"]
+__all__ = ["DEFAULT_BUDGET", "TaskMemoryExceeded", "read_spilled", "task_workdir"]
+
+DEFAULT_BUDGET = 1024 * 1024 * 1024
+"""1 GiB for a task the table layer runs with no budget given (the runtime's own default,
+`tms.spark_runtime.task_memory.DEFAULT_BUDGET`, is the same: it may not import this layer)."""
 
 
 class TaskMemoryExceeded(RuntimeError):

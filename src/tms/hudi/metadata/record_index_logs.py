@@ -24,7 +24,7 @@ from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.new_log_file import next_log_file_name
 from tms.hudi.hfile import HFileWriter
-from tms.hudi.memory import task_workdir
+from tms.hudi.memory import DEFAULT_BUDGET, task_workdir
 from tms.hudi.metadata.cells import location_value
 from tms.hudi.metadata.partitions import RECORD_INDEX, MetadataPartition
 from tms.hudi.metadata.records import RecordLocation, instant_millis
@@ -40,8 +40,6 @@ from tms.hudi.timeline.layout import TimelineLayout
 
 __all__ = ["MovedKeys", "RecordIndexLogs", "record_index_logs", "write_record_index_logs"]
 
-DEFAULT_BUDGET = 1 << 30
-"""Bytes of keys a task holds when no budget is given."""
 _COPY_BYTES = 1 << 20
 
 

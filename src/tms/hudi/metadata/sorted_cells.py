@@ -113,15 +113,15 @@ class SortedCells:
                 kept = np.flatnonzero(np.append(~repeated, True))
                 piece = SortedPiece(piece.group, keys.take(kept), piece.values.take(kept))
                 count = len(piece.keys)
-        last = SortedPiece(piece.group, piece.keys.slice(count - 1), piece.values.slice(count - 1))
-        if count == 1:
-            return None, last
-        return (
-            SortedPiece(
-                piece.group, piece.keys.slice(0, count - 1), piece.values.slice(0, count - 1)
-            ),
-            last,
-        )
+        last = _rows(piece, count - 1, count)
+        return (None if count == 1 else _rows(piece, 0, count - 1)), last
+
+
+def _rows(piece: SortedPiece, start: int, stop: int) -> SortedPiece:
+    """Rows `start` to `stop` of a piece."""
+    return SortedPiece(
+        piece.group, piece.keys.slice(start, stop - start), piece.values.slice(start, stop - start)
+    )
 
 
 def _joined(first: SortedPiece, second: SortedPiece) -> SortedPiece:

@@ -36,8 +36,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
-
 from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.files.fs_view import FileSlice
@@ -66,9 +64,9 @@ from tms.hudi.metadata.index_build.files import (
     start_delta_commit,
 )
 from tms.hudi.metadata.index_build.shuffle import (
-    CELL_PART_ROWS,
     RANGES,
     by_file_group,
+    cell_parts,
     ranges_by_partition,
     records_only,
 )
@@ -282,7 +280,8 @@ class _LogTask:
         with task_workdir() as workdir:
             folder = os.path.join(workdir, "incoming")
             incoming = SortedCells(state.memory_budget, folder, Repeats.REFUSE)
-            for keys, values in _cell_parts(cells, self.schema):
+            encoded = ((n, (key, cell_value(r, self.schema))) for n, (key, r) in cells)
+            for keys, values in cell_parts(encoded):
                 incoming.add(0, keys, values)
             hfile = os.path.join(workdir, "upserts.hfile")
             writer = hfile_writer(self.schema, hfile)
@@ -337,22 +336,6 @@ class _LogTask:
         marker = Marker(file_slice.partition_path, str(name), MarkerType.APPEND)
         create_marker(storage, self.instant_time, marker)
         return marker, name
-
-
-def _cell_parts(
-    cells: Iterable[tuple[int, tuple[str, MetadataRecord]]], schema: str
-) -> Iterator[tuple[pa.Array, pa.Array]]:
-    """Routed records as Arrow parts of keys and cell values."""
-    keys: list[str] = []
-    values: list[bytes] = []
-    for _, (key, record) in cells:
-        keys.append(key)
-        values.append(cell_value(record, schema))
-        if len(keys) >= CELL_PART_ROWS:
-            yield pa.array(keys, pa.string()), pa.array(values, pa.binary())
-            keys, values = [], []
-    if keys:
-        yield pa.array(keys, pa.string()), pa.array(values, pa.binary())
 
 
 def _piece_cells(pieces: Iterator[SortedPiece]) -> Iterator[tuple[str, bytes]]:
