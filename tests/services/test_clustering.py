@@ -136,9 +136,13 @@ def test_clustering_keeps_every_record_in_fewer_file_groups(
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize(
+    ("sort_columns", "ordered_by"), [(["fare"], "fare"), ([], RECORD_KEY)], ids=["fare", "key"]
+)
 def test_sort_columns_order_the_rows_of_each_new_file(
-    spark: Any, tmp_path: Path, table_version: int
+    spark: Any, tmp_path: Path, table_version: int, sort_columns: list[str], ordered_by: str
 ) -> None:
+    """Without sort columns, the rows are ordered by record key, as one task orders them."""
     base = small_files_table(tmp_path, MERGE_ON_READ, table_version=table_version)
     before = oracle.snapshot(base)
     # a group per partition, larger than the target: each is written as several files
@@ -146,7 +150,7 @@ def test_sort_columns_order_the_rows_of_each_new_file(
         HudiTable.open(base),
         target_file_size=group_target(base, 3),
         max_bytes_per_group=group_target(base, 20),
-        sort_columns=["fare"],
+        sort_columns=sort_columns,
     )
     assert instant is not None
     groups = plan_of(base, instant)["clusteringPlan"]["inputGroups"]
@@ -156,14 +160,14 @@ def test_sort_columns_order_the_rows_of_each_new_file(
     assert oracle.snapshot(base).equals(before)
     new = [s for s in oracle.file_slices(base) if s["base_instant"] == instant]
     assert len(new) > len(groups), "groups bigger than the target become several files"
-    ranges: dict[str, list[tuple[float, float]]] = {}
+    ranges: dict[str, list[tuple[Any, Any]]] = {}
     for piece in new:
         rows = pq.read_table(posixpath.join(base, piece["partition"], piece["base_file"]))
-        fares = rows.column("fare").to_pylist()
-        assert fares == sorted(fares)
+        values = rows.column(ordered_by).to_pylist()
+        assert values == sorted(values)
         assert set(rows.column(FILE_NAME).to_pylist()) == {piece["base_file"]}
         assert set(rows.column(PARTITION_PATH).to_pylist()) == {piece["partition"]}
-        ranges.setdefault(piece["partition"], []).append((fares[0], fares[-1]))
+        ranges.setdefault(piece["partition"], []).append((values[0], values[-1]))
     for found in ranges.values():  # each group's rows sorted across its files
         found.sort()
         assert all(low[1] <= high[0] for low, high in itertools.pairwise(found))

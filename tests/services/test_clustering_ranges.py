@@ -4,8 +4,10 @@ rows into ranges of even counts, and sampling reads the sort column's chunks alo
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
+import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -16,8 +18,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from tms.hudi.record_keys.generation import KeyGeneration, KeyGeneratorKind
 from tms.hudi.storage import Storage
-from tms.services.clustering.ranges import boundaries, range_ids, rangeable
+from tms.services.clustering.ranges import boundaries, range_ids, rangeable, splittable
+from tms.services.clustering.rewrite import GroupTask, SliceInput
 
 
 def _values(rng: random.Random, kind: str, n: int) -> pa.Array:
@@ -106,6 +110,46 @@ def test_types_without_an_order_are_not_cut() -> None:
     assert not rangeable(pa.struct([("a", pa.int32())]))
     assert not rangeable(pa.list_(pa.int32()))
     assert not rangeable(pa.map_(pa.string(), pa.int32()))
+
+
+def _group(**changes: object) -> GroupTask:
+    schema = {
+        "type": "record",
+        "name": "trip",
+        "fields": [
+            {"name": "id", "type": "string"},
+            {"name": "fare", "type": "double"},
+            {"name": "rider", "type": {"type": "record", "name": "r", "fields": []}},
+        ],
+    }
+    slices = tuple(SliceInput("p1", f"f{n}", f"p1/f{n}.parquet", ()) for n in range(3))
+    task = GroupTask(
+        base_uri="/t",
+        instant_time="1",
+        slices=slices,
+        sort_columns=(),
+        target_file_size=1,
+        ordering_fields=(),
+        schema_json=json.dumps(schema),
+        completed=frozenset(),
+        earliest_active="0",
+        outputs=2,
+    )
+    return dataclasses.replace(task, **changes)  # type: ignore[arg-type]
+
+
+def test_a_group_is_split_by_its_orders_first_column_that_base_files_store() -> None:
+    """The first sort column, or the record key with none; never a column without an order,
+    a record key a table with virtual keys does not store, or groups of several partitions."""
+    assert splittable(_group(sort_columns=("fare",)))
+    assert splittable(_group()), "no sort columns: cut by the record key"
+    virtual = KeyGeneration(KeyGeneratorKind.SIMPLE, ("id",), ())
+    assert splittable(_group(sort_columns=("fare",), keys=virtual))
+    assert not splittable(_group(keys=virtual))
+    assert not splittable(_group(outputs=1))
+    assert not splittable(_group(sort_columns=("rider",)))
+    two_partitions = (SliceInput("p1", "a", "p1/a.parquet", ()), SliceInput("p2", "b", None, ()))
+    assert not splittable(_group(slices=two_partitions))
 
 
 def test_a_file_read_by_ranges_fetches_the_columns_asked_for_not_the_file(

@@ -5,8 +5,9 @@ of file slices, as `SparkSizeBasedClusteringPlanStrategy` builds them); executin
 task per input group, which merges its slices (base file + committed log blocks), optionally
 sorts the rows, and writes new file groups, within the task's memory budget (slices merged
 and rows sorted through local disk past it). A group whose plan asks for several output file
-groups of sorted rows is split over that many tasks by key range instead, as Hudi's
-sort-and-size strategy sorts a group over `numOutputFileGroups` Spark partitions. The
+groups is split over that many tasks by key range instead (of its first sort column, or of
+the record key), as Hudi's sort-and-size strategy sorts a group over `numOutputFileGroups`
+Spark partitions. The
 completed `<ts>.replacecommit` names the input file groups as replaced, so readers switch to
 the new ones atomically.
 """
@@ -160,9 +161,9 @@ class ClusteringExecutor(CommitActionExecutor[_ClusteringPlan, GroupTask, GroupR
         tasks: Sequence[GroupTask],
         description: str,
     ) -> list[GroupResult]:
-        """Groups whose plan asks for several output file groups of sorted rows are split
-        over that many tasks by key range (`tms.services.clustering.ranges`); the others are
-        rewritten by one task each."""
+        """Groups whose plan asks for several output file groups are split over that many
+        tasks by key range (`tms.services.clustering.ranges`); the others are rewritten by
+        one task each."""
         split: list[GroupTask] = []
         whole: list[GroupTask] = []
         for task in tasks:

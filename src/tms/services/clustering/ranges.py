@@ -1,10 +1,13 @@
-"""A clustering group split over several Spark tasks by ranges of its first sort column.
+"""A clustering group split over several Spark tasks by ranges of the first column of its
+order: the first sort column, or the record key when the plan sorts by none.
 
-When a plan asks for more than one output file group (`numOutputFileGroups`) and sorts its
-rows, the group's rows are range-partitioned over that many tasks, as Hudi's sort-and-size
-execution strategy sorts them with Spark (`sortBy` over `numOutputFileGroups` partitions):
+When a plan asks for more than one output file group (`numOutputFileGroups`), the group's rows
+are range-partitioned over that many tasks, as Hudi's sort-and-size execution strategy sorts
+them with Spark (`sortBy` over `numOutputFileGroups` partitions). A group rewritten by one task
+is sorted by the record key after the sort columns; a split group keeps that order, so its
+files come out the same whether it is split or not:
 
-1. sample: one task per slice reads the first sort column of its base file and returns
+1. sample: one task per slice reads the order's first column from its base file and returns
    a sample of it; the driver cuts the sampled rows into ranges of even row counts;
 2. shuffle: one task per slice merges the slice within its budget and sends each merged
    row, as Arrow IPC, to the task of its range (Spark's shuffle, which spills to disk);
@@ -84,16 +87,20 @@ def rangeable(data_type: pa.DataType) -> bool:
 
 
 def splittable(task: GroupTask) -> bool:
-    """The plan asks for several output file groups of sorted rows, in one partition, by a
-    first sort column that ranges can cut."""
-    if task.outputs < 2 or not task.sort_columns or not task.slices:
+    """The plan asks for several output file groups, in one partition, whose order's first
+    column ranges can cut and base files store (a table with virtual keys stores no record
+    key to sample)."""
+    if task.outputs < 2 or not task.slices:
         return False
     if len({piece.partition_path for piece in task.slices}) != 1:
         return False
-    schema = task.arrow_schema()
-    if schema is None or schema.get_field_index(task.sort_columns[0]) < 0:
+    if not task.sort_columns and task.keys is not None:
         return False
-    return rangeable(schema.field(task.sort_columns[0]).type)
+    column = task.order[0]
+    schema = task.arrow_schema()
+    if schema is None or schema.get_field_index(column) < 0:
+        return False
+    return rangeable(schema.field(column).type)
 
 
 def boundaries(samples: Sequence[tuple[pa.Array, int]], ranges: int) -> pa.Array | None:
@@ -200,7 +207,7 @@ def _comparable(sample: pa.Array) -> pa.Array:
 
 
 def _sample_slice(item: tuple[GroupTask, int], info: TaskInfo) -> tuple[pa.Array, int] | None:
-    """Up to `SAMPLE_ROWS` evenly spaced values of the first sort column of a slice's base
+    """Up to `SAMPLE_ROWS` evenly spaced values of the order's first column in a slice's base
     file, as the table's schema types them, and the file's row count; only that column's
     chunks are read."""
     task, index = item
@@ -208,7 +215,7 @@ def _sample_slice(item: tuple[GroupTask, int], info: TaskInfo) -> tuple[pa.Array
     schema = task.arrow_schema()
     if piece.base_file is None or schema is None:
         return None
-    column = task.sort_columns[0]
+    column = task.order[0]
     storage = Storage(task.base_uri)
     kept: list[pa.Array] = []
     # ranged reads: the footer and the column's chunks, not the whole file
@@ -238,7 +245,7 @@ def _shuffle_slice(item: tuple[_SplitGroup, int]) -> Iterator[tuple[int, Any]]:
     task = group.task
     if stopped(task):
         return
-    column = task.sort_columns[0]
+    column = task.order[0]
     piece_bytes = max(MIN_PIECE_BYTES, task.memory_budget // (SHUFFLE_SHARE * group.ranges))
     figures = GroupFigures()
     with counting() as requests:
