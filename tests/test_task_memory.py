@@ -15,6 +15,8 @@ from tms.hudi.memory import read_spilled, task_workdir
 from tms.spark_runtime.task_memory import (
     DEFAULT_BUDGET,
     SETTING,
+    TASK_ENVIRONMENT,
+    give_tasks_allocator_settings,
     parse_size,
     task_memory_budget,
 )
@@ -98,3 +100,31 @@ def test_the_table_layer_and_the_runtime_default_to_one_budget() -> None:
     from tms.hudi import memory
 
     assert memory.DEFAULT_BUDGET == DEFAULT_BUDGET
+
+
+def _worker_environment(_: int) -> dict[str, str | None]:
+    import os
+
+    return {name: os.environ.get(name) for name in TASK_ENVIRONMENT}
+
+
+@pytest.mark.spark
+def test_the_python_workers_that_run_tasks_give_freed_memory_back_at_once(spark: Any) -> None:
+    """The session `get_spark` makes ships the allocator's settings with each task."""
+    seen = spark.sparkContext.parallelize([1, 2], 2).map(_worker_environment).collect()
+    assert seen == [{"MIMALLOC_PURGE_DELAY": "0"}] * 2
+
+
+def test_an_allocator_setting_the_job_gives_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Context:
+        environment = {"MIMALLOC_PURGE_DELAY": "25"}
+
+    class Session:
+        sparkContext = Context()
+
+    give_tasks_allocator_settings(Session())
+    assert Session.sparkContext.environment == {"MIMALLOC_PURGE_DELAY": "25"}
+    Context.environment = {}
+    monkeypatch.setenv("MIMALLOC_PURGE_DELAY", "5")
+    give_tasks_allocator_settings(Session())
+    assert Session.sparkContext.environment == {"MIMALLOC_PURGE_DELAY": "5"}

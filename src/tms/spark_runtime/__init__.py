@@ -14,6 +14,8 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tms.spark_runtime.task_memory import give_tasks_allocator_settings
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -81,6 +83,7 @@ def get_spark(
     with jvm_output_to(jvm_output) if jvm_output is not None else nullcontext():
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    give_tasks_allocator_settings(session)
     return session
 
 
