@@ -134,11 +134,12 @@ def test_the_record_index_and_the_metadata_tables_compaction_keep_within_a_tiny_
     tmp_path: Path,
     tiny_budget: None,
 ) -> None:
-    """Hudi's writer keeps a record index of 20,000 keys (its index); under a budget of
-    16 KiB, far under the keys' 1 MB and more, tms's clustering gathers the keys it moves
-    through local disk, the metadata table's compaction sorts the record index's delete
-    blocks through local disk, and a record index build sorts each file group's keys through
-    it; Hudi's classes find every key where the data is, and Hudi's writer writes on."""
+    """Hudi's writer keeps a record index of 20,000 keys (its index), 1 MB and more: tms's
+    clustering (a 256 KiB budget, half of it for the keys) gathers the keys it moves through
+    local disk; under a budget of 16 KiB, the metadata table's compaction sorts the record
+    index's delete blocks through local disk, and a record index build sorts each file
+    group's keys through it; Hudi's classes find every key where the data is, and Hudi's
+    writer writes on."""
     hudi = hudi_spark(HUDI_1_2)
     path = tmp_path / "budget_record_index"
     options = {
@@ -177,8 +178,10 @@ def test_the_record_index_and_the_metadata_tables_compaction_keep_within_a_tiny_
 
     clustering = schedule_clustering(HudiTable.open(str(path)), small_file_limit=1 << 30)
     assert clustering is not None
+    spark.conf.set(SETTING, str(CLUSTERING_BUDGET))  # its rows' sort: thousands of runs at 16 KiB
     done = execute_clustering(spark, HudiTable.open(str(path)), clustering, heartbeat_interval=1)
     assert done.state == "COMPLETED"
+    spark.conf.set(SETTING, str(BUDGET))
 
     compaction = metadata_compaction.schedule(HudiTable.open(str(path)))
     assert compaction is not None
