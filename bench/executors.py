@@ -430,7 +430,12 @@ def measure(
             copy=copy,
             profile=profile,
         )
-        lines[name] = {"input_files": len(files), "baseline": base_line, **line}
+        lines[name] = {
+            "input_files": len(files),
+            "input_bytes": sum(Path(f).stat().st_size for f in files),
+            "baseline": base_line,
+            **line,
+        }
         log(f"{name}: {json.dumps(lines[name])}")
     return lines
 

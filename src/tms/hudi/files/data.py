@@ -99,6 +99,12 @@ part: small parts are held until they make a row group this large, so a file wri
 many small parts is not cut into thousands of tiny row groups."""
 
 
+def task_row_group_bytes(memory_budget: int) -> int:
+    """A task's row groups: `ROW_GROUP_BYTES`, or a quarter of its memory budget when that
+    is less (the parts held for one row group, with the sort or merge that feeds them)."""
+    return min(ROW_GROUP_BYTES, memory_budget // 4)
+
+
 class BaseFileWriter:
     """A Parquet base file written part by part into a local file, then moved into place
     (`Storage.move_in`): a file of any size is written holding at most a row group

@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, WriteStat
-from tms.hudi.files.data import ROW_GROUP_BYTES, BaseFileWriter, read_footer, stored_rows
+from tms.hudi.files.data import BaseFileWriter, read_footer, stored_rows, task_row_group_bytes
 from tms.hudi.files.external_sort import ExternalSort
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
@@ -326,7 +326,7 @@ class _NewFile:
             self.local,
             stored,
             avro_schema,
-            row_group_bytes=min(ROW_GROUP_BYTES, self.task.memory_budget // 4),
+            row_group_bytes=task_row_group_bytes(self.task.memory_budget),
         )
 
     def write(self, rows: pa.Table) -> None:

@@ -25,7 +25,7 @@ from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
 from tms.hudi.files.compaction_operation import CompactionOperation
-from tms.hudi.files.data import ROW_GROUP_BYTES, BaseFileWriter, read_footer, stored_rows
+from tms.hudi.files.data import BaseFileWriter, read_footer, stored_rows, task_row_group_bytes
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.names import BaseFileName
@@ -310,7 +310,7 @@ class _SliceWriting:
                 local,
                 schema,
                 self.execution.avro_schema,
-                row_group_bytes=min(ROW_GROUP_BYTES, self.execution.memory_budget // 4),
+                row_group_bytes=task_row_group_bytes(self.execution.memory_budget),
             )
         return self.writer
 
