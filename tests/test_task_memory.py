@@ -3,7 +3,9 @@ quarter of a Python worker's share of `spark.executor.pyspark.memory`, else 1 Gi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -103,8 +105,6 @@ def test_the_table_layer_and_the_runtime_default_to_one_budget() -> None:
 
 
 def _worker_environment(_: int) -> dict[str, str | None]:
-    import os
-
     return {name: os.environ.get(name) for name in TASK_ENVIRONMENT}
 
 
@@ -116,15 +116,13 @@ def test_the_python_workers_that_run_tasks_give_freed_memory_back_at_once(spark:
 
 
 def test_an_allocator_setting_the_job_gives_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Context:
-        environment = {"MIMALLOC_PURGE_DELAY": "25"}
+    def session(environment: dict[str, str]) -> SimpleNamespace:
+        return SimpleNamespace(sparkContext=SimpleNamespace(environment=environment))
 
-    class Session:
-        sparkContext = Context()
-
-    give_tasks_allocator_settings(Session())
-    assert Session.sparkContext.environment == {"MIMALLOC_PURGE_DELAY": "25"}
-    Context.environment = {}
-    monkeypatch.setenv("MIMALLOC_PURGE_DELAY", "5")
-    give_tasks_allocator_settings(Session())
-    assert Session.sparkContext.environment == {"MIMALLOC_PURGE_DELAY": "5"}
+    given = session({"MIMALLOC_PURGE_DELAY": "25"})  # spark.executorEnv.MIMALLOC_PURGE_DELAY
+    give_tasks_allocator_settings(given)
+    assert given.sparkContext.environment == {"MIMALLOC_PURGE_DELAY": "25"}
+    monkeypatch.setenv("MIMALLOC_PURGE_DELAY", "5")  # the job's own environment
+    from_job = session({})
+    give_tasks_allocator_settings(from_job)
+    assert from_job.sparkContext.environment == {"MIMALLOC_PURGE_DELAY": "5"}

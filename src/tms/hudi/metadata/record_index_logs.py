@@ -40,8 +40,6 @@ from tms.hudi.timeline.layout import TimelineLayout
 
 __all__ = ["MovedKeys", "RecordIndexLogs", "record_index_logs", "write_record_index_logs"]
 
-_COPY_BYTES = 1 << 20
-
 
 @dataclass(frozen=True)
 class RecordIndexLogs:

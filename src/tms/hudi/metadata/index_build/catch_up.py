@@ -304,15 +304,17 @@ class _LogTask:
                 return
             file_slice = self._slice(RECORD_INDEX, index)
             local = os.path.join(workdir, "catch-up.log")
-            deleted = [DeleteRecord(key, RECORD_INDEX) for key in deletes]
-            after = encode_delete_block(self.instant_time, json.loads(self.schema), deleted)
+            after = b""
+            if deletes:
+                deleted = [DeleteRecord(key, RECORD_INDEX) for key in deletes]
+                after = encode_delete_block(self.instant_time, json.loads(self.schema), deleted)
             frame_hfile_log(
                 local,
                 hfile if upserts else None,
                 content_length,
                 self.instant_time,
                 self.schema,
-                after if deletes else b"",
+                after,
             )
             storage = Storage(self.metadata_path)
             marker, name = self._marker(storage, file_slice)
