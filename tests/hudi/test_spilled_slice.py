@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tms.hudi.avro.delete_records import DELETE_RECORD_LIST_SCHEMA
@@ -38,8 +40,13 @@ from tms.hudi.files.log_writer import (
     encode_rollback_block,
 )
 from tms.hudi.files.names import BaseFileName, LogFileName
-from tms.hudi.files.reader import read_file_slice
-from tms.hudi.files.spilled_slice import merge_file_slice
+from tms.hudi.files.reader import committed_blocks, read_file_slice
+from tms.hudi.files.spilled_slice import (
+    BUCKET_SHARE,
+    HASH_BYTES,
+    _KeyFilter,
+    merge_file_slice,
+)
 from tms.hudi.memory import TaskMemoryExceeded
 from tms.hudi.meta_fields import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.sample_writer.log_blocks import encode_parquet_data_block
@@ -121,6 +128,15 @@ def _slice(root: Path, seed: int, keys: int = 3000) -> FileSlice:
 
 
 def _merged(root: Path, file_slice: FileSlice, budget: int) -> tuple[pa.Table, int, bool]:
+    rows, log_records, spilled, _ = _merged_parts(root, file_slice, budget)
+    return rows, log_records, spilled
+
+
+def _merged_parts(
+    root: Path, file_slice: FileSlice, budget: int
+) -> tuple[pa.Table, int, bool, pa.Table]:
+    """The merged rows, the log records read, whether they spilled, and the rows carried
+    from the base file as they are."""
     workdir = root / f"work-{budget}"
     workdir.mkdir()
     merge = merge_file_slice(
@@ -132,9 +148,15 @@ def _merged(root: Path, file_slice: FileSlice, budget: int) -> tuple[pa.Table, i
         workdir=str(workdir),
         schema=NEW,
     )
-    parts = [part.rows for part in merge.parts]
-    rows = pa.concat_tables([p for p in parts if p.num_columns]) if parts else pa.table({})
-    return rows.sort_by(RECORD_KEY), merge.log_records, merge.spilled
+    parts = list(merge.parts)
+    # every part has the table's columns: readers of the parts (clustering's range split)
+    # take columns from each
+    assert all(part.rows.schema.names == NEW.names for part in parts)
+    tables = [part.rows for part in parts]
+    rows = pa.concat_tables(tables) if tables else pa.table({})
+    carried = [part.rows for part in parts if part.carried]
+    carried_rows = pa.concat_tables(carried) if carried else NEW.empty_table()
+    return rows.sort_by(RECORD_KEY), merge.log_records, merge.spilled, carried_rows
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -152,11 +174,44 @@ def test_a_slice_merged_through_disk_has_the_rows_of_the_in_memory_merge(
     assert not spilled and in_memory.equals(expected)
     assert log_records == expected_log_records
 
-    for budget in (64 * 1024, 16 * 1024):  # 16 KiB: buckets are split again
-        on_disk, log_records, spilled = _merged(tmp_path, file_slice, budget)
+    # the base rows of keys no log names are carried while the budget keeps a hash of each
+    # log record and delete (at 1 MiB); past that (at 16 KiB for most seeds) every base row
+    # spills, and buckets are split again
+    for budget in (1 << 20, 64 * 1024, 16 * 1024):
+        on_disk, log_records, spilled, carried = _merged_parts(tmp_path, file_slice, budget)
         assert spilled
         assert on_disk.equals(expected), f"budget {budget}"
         assert log_records == expected_log_records
+        kept_hashes = budget // BUCKET_SHARE // HASH_BYTES
+        assert (carried.num_rows > 0) == (log_records <= kept_hashes), f"budget {budget}"
+
+
+def test_base_rows_no_log_names_are_carried_as_they_are(tmp_path: Path) -> None:
+    """Spilling a slice, the base file's rows whose keys no log record or delete names go
+    to the new file without being spilled or merged; every row of a named key is merged."""
+    file_slice = _slice(tmp_path, seed=11)
+    storage = Storage(str(tmp_path))
+    named: set[str] = set()
+    blocks = [read_log_blocks(storage.read_bytes(log.path)) for log in file_slice.log_files]
+    for block in committed_blocks(blocks, lambda _: True):
+        if block.block_type is BlockType.DELETE:
+            named |= {d.record_key for d in block.deletes}
+        else:
+            named |= set(block_records(block, NEW).column(RECORD_KEY).to_pylist())
+    assert file_slice.base_file is not None
+    base_keys = set(
+        pq.read_table(tmp_path / file_slice.base_file.path).column(RECORD_KEY).to_pylist()
+    )
+    unnamed = base_keys - named
+    assert unnamed and base_keys & named
+
+    _, _, spilled, carried = _merged_parts(tmp_path, file_slice, 1 << 20)
+    carried_keys = carried.column(RECORD_KEY).to_pylist()
+    assert spilled
+    assert not set(carried_keys) & named
+    assert len(carried_keys) == len(set(carried_keys))
+    # a few unnamed keys share a slot of the filter with a named one and are merged instead
+    assert len(carried_keys) >= 0.9 * len(unnamed)
 
 
 def test_the_versions_of_one_key_over_the_budget_stop_the_task(
@@ -316,3 +371,13 @@ def _schemaless(record: Any, schema: Any) -> bytes:
     out = io.BytesIO()
     fastavro.schemaless_writer(out, schema, record)
     return out.getvalue()
+
+
+def test_the_key_filter_answers_yes_for_every_named_key_and_rarely_for_others() -> None:
+    rng = np.random.default_rng(5)
+    named = rng.integers(0, 2**63, size=50_000, dtype=np.uint64)
+    others = rng.integers(0, 2**63, size=200_000, dtype=np.uint64)
+    key_filter = _KeyFilter([named[:20_000], named[20_000:]])
+    assert key_filter.may_contain(named).all()
+    assert key_filter.may_contain(others).mean() < 0.05
+    assert not _KeyFilter([]).may_contain(others).any()

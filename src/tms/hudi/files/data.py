@@ -8,6 +8,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -89,7 +90,7 @@ def stored_rows(rows: pa.Table, file_name: str, meta_values: bool = True) -> pa.
     return rows.set_column(
         position,
         pa.field(FILE_NAME, pa.string()),
-        pa.array([file_name] * rows.num_rows, pa.string()),
+        pa.repeat(pa.scalar(file_name, pa.string()), rows.num_rows),
     )
 
 
@@ -100,15 +101,20 @@ many small parts is not cut into thousands of tiny row groups."""
 
 
 def task_row_group_bytes(memory_budget: int) -> int:
-    """A task's row groups: `ROW_GROUP_BYTES`, or a quarter of its memory budget when that
-    is less (the parts held for one row group, with the sort or merge that feeds them)."""
-    return min(ROW_GROUP_BYTES, memory_budget // 4)
+    """A task's row groups: `ROW_GROUP_BYTES`, or an eighth of its memory budget when that
+    is less: a `BaseFileWriter` holds two (one written while the parts of the next are
+    held), a quarter of the budget beside the sort or merge that feeds them."""
+    return min(ROW_GROUP_BYTES, memory_budget // 8)
 
 
 class BaseFileWriter:
     """A Parquet base file written part by part into a local file, then moved into place
-    (`Storage.move_in`): a file of any size is written holding at most a row group
-    (`row_group_bytes`) of parts at a time.
+    (`Storage.move_in`): a file of any size is written holding at most two row groups
+    (`row_group_bytes` each) of parts at a time.
+
+    Each row group is encoded and written on a thread of its own while the caller makes the
+    next one's parts (Arrow's Parquet writer runs without the interpreter lock): a task's
+    merge or sort and its Parquet encoding use two cores.
 
     The footer carries what `write_base_file` writes: the record key range (known at the
     end, so written last) and the Avro schema when one is given.
@@ -136,6 +142,9 @@ class BaseFileWriter:
         self._row_group_bytes = row_group_bytes
         self._held: list[pa.Table] = []
         self._held_bytes = 0
+        self._encoding = ThreadPoolExecutor(1, thread_name_prefix="parquet-row-group")
+        self._written: Future[None] | None = None
+        """The row group being written, if any."""
         self.rows = 0
 
     def write(self, rows: pa.Table, record_keys: pa.ChunkedArray | pa.Array | None = None) -> None:
@@ -153,16 +162,27 @@ class BaseFileWriter:
             self._flush()
 
     def _flush(self) -> None:
-        """The parts held so far, written as one row group."""
+        """The parts held so far, written as one row group once the previous one is."""
+        self._wait()
         if self._held:
             held = pa.concat_tables(self._held)  # no copy: the parts become its chunks
-            rows = held.num_rows * self._row_group_bytes // max(1, held.nbytes)
-            self._writer.write_table(held, row_group_size=max(1, rows))
+            rows = max(1, held.num_rows * self._row_group_bytes // max(1, held.nbytes))
+            self._written = self._encoding.submit(self._writer.write_table, held, rows)
         self._held, self._held_bytes = [], 0
+
+    def _wait(self) -> None:
+        """The row group being written, finished (its error raised here)."""
+        written, self._written = self._written, None
+        if written is not None:
+            written.result()
 
     def close(self) -> int:
         """Finish the file and move it into place; returns its size in bytes."""
-        self._flush()
+        try:
+            self._flush()
+            self._wait()
+        finally:
+            self._encoding.shutdown()
         if self._min is not None and self._max is not None:
             self._writer.add_key_value_metadata(
                 {"hoodie_min_record_key": self._min, "hoodie_max_record_key": self._max}

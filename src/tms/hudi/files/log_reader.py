@@ -117,10 +117,53 @@ def avro_record_chunks(block: LogBlock, chunk_bytes: int) -> Iterator[Sequence[d
     if count < 0:
         raise LogFormatError(f"negative record count {count}")
     records_per_chunk = max(1, chunk_bytes * count // max(1, block.content_length))
+    framed = _FramedBodies(content, max(1 << 16, chunk_bytes))
     for start in range(0, count, records_per_chunk):
-        size = min(records_per_chunk, count - start)
-        bodies = [_stream_take(content, _stream_i32(content)) for _ in range(size)]
-        yield _decode_bodies(bodies, schema_json)
+        yield _decode_bodies(framed.take(min(records_per_chunk, count - start)), schema_json)
+
+
+class _FramedBodies:
+    """Length-prefixed record bodies read from a stream a buffer at a time (one read per
+    `read_bytes`, not two per record): a block of many small records frames them in a loop
+    over bytes already read."""
+
+    def __init__(self, stream: BinaryIO, read_bytes: int) -> None:
+        self.stream = stream
+        self.read_bytes = read_bytes
+        self.buffer = b""
+        self.pos = 0
+
+    def take(self, count: int) -> list[bytes]:
+        """The next `count` bodies."""
+        bodies: list[bytes] = []
+        unpack = _I32.unpack_from
+        buffer, pos = self.buffer, self.pos
+        for _ in range(count):
+            if len(buffer) - pos < 4:
+                buffer, pos = self._fill(buffer, pos, 4)
+            (size,) = unpack(buffer, pos)
+            if size < 0:
+                raise LogFormatError(f"negative length {size}")
+            end = pos + 4 + size
+            if end > len(buffer):
+                buffer, pos = self._fill(buffer, pos, 4 + size)
+                end = pos + 4 + size
+            bodies.append(buffer[pos + 4 : end])
+            pos = end
+        self.buffer, self.pos = buffer, pos
+        return bodies
+
+    def _fill(self, buffer: bytes, pos: int, need: int) -> tuple[bytes, int]:
+        """The unread rest of `buffer` with more bytes read after it: at least `need`."""
+        pieces = [buffer[pos:]]
+        have = len(pieces[0])
+        while have < need:
+            more = self.stream.read(max(self.read_bytes, need - have))
+            if not more:
+                raise LogFormatError(f"truncated: need {need} bytes, {have} left")
+            pieces.append(more)
+            have += len(more)
+        return b"".join(pieces), 0
 
 
 def _stream_take(stream: BinaryIO, n: int) -> bytes:

@@ -2,13 +2,21 @@
 
 Hudi's merge handle streams the base file and keeps the log records in a map that spills to
 local disk (`ExternalSpillableMap`). Here a slice whose records fit the budget is merged in
-memory (`merge_slice_records`); a larger one is partitioned by a hash of the record key into
-buckets on the task's local disk while it is read (the base file a batch of rows at a time,
-the log files a block at a time), and each bucket, which holds every version of its keys, is
-merged on its own: the merge semantics are those of `merge_versions`, key by key. A log
-block's records are decoded a chunk at a time as they are spread. A bucket
-still larger than the budget is split again with another hash seed; the versions of one key
-larger than the budget stop the task with `TaskMemoryExceeded`.
+memory (`merge_slice_records`); a larger one is merged through the task's local disk:
+
+- the log files are read a block at a time (a block's records decoded a chunk at a time)
+  and their records and deletes partitioned by a hash of the record key into buckets;
+- the base file is then read a batch of rows at a time: a row whose key no log record or
+  delete names is carried to the new file as it is (`_KeyFilter`, a bit array of the logs'
+  keys' hashes, says so), and the others go to their key's bucket;
+- each bucket, which holds every version of its keys, is merged on its own: the merge
+  semantics are those of `merge_versions`, key by key.
+
+As in Hudi's merge handle, the rows no log record touches (most of a compacted slice) are
+neither spilled nor sorted. When the logs name more keys than the budget holds hashes for,
+every base row goes to its bucket. A bucket still larger than the budget is split again with
+another hash seed; the versions of one key larger than the budget stop the task with
+`TaskMemoryExceeded`.
 
 Files of a remote table are read through local copies (one GET each, streamed to disk), so
 no file is ever held whole in memory; files on a local file system are read in place.
@@ -59,6 +67,8 @@ MAX_FANOUT = 256
 DELETE_BYTES = 256
 """Bytes in memory a decoded delete record is counted at (a key, a partition path and an
 ordering value as Python objects)."""
+HASH_BYTES = 8
+"""Bytes in memory per hash of the logs' keys kept while they are spilled (a uint64)."""
 MAX_SPLITS = 4
 """Times a bucket over its share is split again, each with another seed, before its keys are
 taken to be too few to split (one key's versions over the budget)."""
@@ -73,6 +83,9 @@ class MergedPart:
     rows: pa.Table
     base_keys: pa.ChunkedArray | pa.Array | None
     """The record keys of the base file's rows among these keys (None: no base file)."""
+    carried: bool = False
+    """Every row is a base file row that no log record or delete names, carried as it is:
+    nothing was updated, inserted or deleted among these keys."""
 
 
 @dataclass
@@ -115,9 +128,28 @@ def merge_file_slice(
         return SliceMerge(iter([MergedPart(merged, base_keys)]), log_records, spilled=False)
     fanout = min(MAX_FANOUT, max(2, math.ceil(on_disk * EXPANSION / (budget / BUCKET_SHARE))))
     spill = _Spill(Path(workdir) / "buckets", fanout, seed=0)
-    log_records = spill.fill(base_path, log_paths, is_committed, schema, keys, budget)
-    merger = _Merger(ordering, budget)
-    return SliceMerge(merger.parts(spill), log_records, spilled=True, buckets=fanout)
+    if schema is None and base_path is not None:
+        schema = pq.read_schema(base_path)
+    max_hashes = int(budget / BUCKET_SHARE / HASH_BYTES)
+    log_records = spill.fill_logs(log_paths, is_committed, schema, keys, budget, max_hashes)
+    parts = _spilled_parts(spill, base_path, schema, keys, _Merger(ordering, budget))
+    return SliceMerge(parts, log_records, spilled=True, buckets=fanout)
+
+
+def _spilled_parts(
+    spill: _Spill,
+    base_path: str | None,
+    schema: pa.Schema | None,
+    keys: KeyGeneration | None,
+    merger: _Merger,
+) -> Iterator[MergedPart]:
+    """The base file's carried rows a batch at a time (its other rows spilled meanwhile),
+    then the buckets merged."""
+    if base_path is not None:
+        for carried in spill.fill_base(base_path, schema, keys, merger.budget):
+            yield MergedPart(carried, carried.column(RECORD_KEY), carried=True)
+    spill.close()
+    yield from merger.parts(spill)
 
 
 def _read_blocks(path: str) -> list[LogBlock]:
@@ -128,10 +160,15 @@ def _read_blocks(path: str) -> list[LogBlock]:
 # Spilling --------------------------------------------------------------------------------
 
 
-def _buckets(record_keys: pa.ChunkedArray | pa.Array, fanout: int, seed: int) -> np.ndarray:
-    """The bucket of each record key: a hash of the key (with `seed`) modulo `fanout`."""
-    hashed = pl.Series(values=record_keys).hash(seed=seed).to_numpy()
-    return (hashed % np.uint64(fanout)).astype(np.int64)
+def _key_hashes(record_keys: pa.ChunkedArray | pa.Array, seed: int) -> np.ndarray:
+    """A 64-bit hash of each record key (with `seed`)."""
+    hashed: np.ndarray = pl.Series(values=record_keys).hash(seed=seed).to_numpy()
+    return hashed
+
+
+def _buckets(hashes: np.ndarray, fanout: int) -> np.ndarray:
+    """The bucket of each key: its hash modulo `fanout`."""
+    return (hashes % np.uint64(fanout)).astype(np.int64)
 
 
 @dataclass
@@ -206,33 +243,26 @@ class _Spill:
         self.seed = seed
         self.fanout = fanout
         self.buckets: list[_Bucket] = []
+        self.log_hashes: list[np.ndarray] | None = None
+        """The hashes of the logs' keys while they are spilled (None: not kept)."""
+        self.max_hashes = 0
         for index in range(fanout):
             bucket_folder = folder / str(index)
             bucket_folder.mkdir(parents=True)
             self.buckets.append(_Bucket(bucket_folder))
 
-    def fill(
+    def fill_logs(
         self,
-        base_path: str | None,
         log_paths: Sequence[str],
         is_committed: Callable[[str], bool],
         schema: pa.Schema | None,
         keys: KeyGeneration | None,
         budget: int,
+        max_hashes: int,
     ) -> int:
-        """Spill the base file's rows, then each committed log block's; the log records
-        read."""
-        if base_path is not None:
-            source = pq.ParquetFile(base_path, buffer_size=1 << 20, pre_buffer=False)
-            schema = schema or source.schema_arrow
-            rows = max(1, source.metadata.num_rows)
-            decoded = sum(
-                source.metadata.row_group(i).total_byte_size
-                for i in range(source.metadata.num_row_groups)
-            )
-            batch_rows = max(1024, int(budget / BUCKET_SHARE / 4 / max(1.0, decoded / rows)))
-            for batch in source.iter_batches(batch_size=batch_rows):
-                self._add("base", pa.Table.from_batches([batch]), 0, schema, keys)
+        """Spill each committed log block's records and deletes, keeping their keys' hashes
+        (up to `max_hashes` of them); the log records read."""
+        self.log_hashes, self.max_hashes = [], max_hashes
         rolled_back = _rolled_back(log_paths)
         log_records, position = 0, 0
         chunk_bytes = max(16 * 1024, int(budget / BUCKET_SHARE / EXPANSION))
@@ -258,8 +288,34 @@ class _Spill:
                         schema = schema or records.schema
                         log_records += records.num_rows
                         self._add("log", records, position, schema, keys)
-        self.close()
         return log_records
+
+    def fill_base(
+        self, base_path: str, schema: pa.Schema | None, keys: KeyGeneration | None, budget: int
+    ) -> Iterator[pa.Table]:
+        """The base file's rows a batch at a time: those of keys the logs name spilled (all
+        of them when the logs' keys were not kept), the others yielded as they are."""
+        named_keys = None if self.log_hashes is None else _KeyFilter(self.log_hashes)
+        self.log_hashes = None
+        source = pq.ParquetFile(base_path, buffer_size=1 << 20, pre_buffer=False)
+        rows_total = max(1, source.metadata.num_rows)
+        decoded = sum(
+            source.metadata.row_group(i).total_byte_size
+            for i in range(source.metadata.num_row_groups)
+        )
+        batch_rows = max(1024, int(budget / BUCKET_SHARE / 4 / max(1.0, decoded / rows_total)))
+        for batch in source.iter_batches(batch_size=batch_rows):
+            rows = self._prepared(pa.Table.from_batches([batch]), schema, keys)
+            hashes = _key_hashes(rows.column(RECORD_KEY), self.seed)
+            if named_keys is None:
+                named = np.ones(len(hashes), dtype=bool)
+            else:
+                named = named_keys.may_contain(hashes)
+            if named.any():
+                spilled = rows.filter(pa.array(named))
+                self._spill_rows("base", _with_position(spilled, 0), hashes[named])
+            if not named.all():
+                yield rows.filter(pa.array(~named))
 
     def _add(
         self,
@@ -269,18 +325,26 @@ class _Spill:
         schema: pa.Schema | None,
         keys: KeyGeneration | None,
     ) -> None:
+        self.add_rows(kind, _with_position(self._prepared(rows, schema, keys), position))
+
+    @staticmethod
+    def _prepared(rows: pa.Table, schema: pa.Schema | None, keys: KeyGeneration | None) -> pa.Table:
+        """Rows in the table's schema, with their record keys."""
         if schema is not None:
             rows = conform_table(rows, schema)
         if keys is not None:
             rows = keys.with_record_keys(rows)
-        rows = rows.append_column(_POSITION, pa.array(np.full(rows.num_rows, position, np.int32)))
-        self.add_rows(kind, rows)
+        return rows
 
     def add_rows(self, kind: str, rows: pa.Table) -> None:
         """Rows that carry their write position, each into its key's bucket (in order)."""
         if rows.num_rows == 0:
             return
-        buckets = _buckets(rows.column(RECORD_KEY), self.fanout, self.seed)
+        self._spill_rows(kind, rows, _key_hashes(rows.column(RECORD_KEY), self.seed))
+
+    def _spill_rows(self, kind: str, rows: pa.Table, hashes: np.ndarray) -> None:
+        self._keep_hashes(hashes)
+        buckets = _buckets(hashes, self.fanout)
         order = np.argsort(buckets, kind="stable")
         counts = np.bincount(buckets, minlength=self.fanout)
         ordered = rows.take(pa.array(order))
@@ -294,17 +358,57 @@ class _Spill:
         if not deletes:
             return
         keys = pa.array([d.record_key for d in deletes], pa.string())
+        hashes = _key_hashes(keys, self.seed)
+        self._keep_hashes(hashes)
         by_bucket: dict[int, list[DeleteVersion]] = {}
-        for delete, bucket in zip(
-            deletes, _buckets(keys, self.fanout, self.seed).tolist(), strict=True
-        ):
+        for delete, bucket in zip(deletes, _buckets(hashes, self.fanout).tolist(), strict=True):
             by_bucket.setdefault(bucket, []).append(delete)
         for bucket, found in by_bucket.items():
             self.buckets[bucket].append_deletes(found)
 
+    def _keep_hashes(self, hashes: np.ndarray) -> None:
+        """Keep the logs' keys' hashes while they are spilled, until there are more than
+        `max_hashes`: then none (every base row is spilled)."""
+        if self.log_hashes is None:
+            return
+        self.log_hashes.append(hashes)
+        self.max_hashes -= len(hashes)
+        if self.max_hashes < 0:
+            self.log_hashes, self.max_hashes = None, 0
+
     def close(self) -> None:
         for bucket in self.buckets:
             bucket.close()
+
+
+class _KeyFilter:
+    """Whether a key may be among the logs' keys, from their hashes: one bit per slot of a
+    bit array 32 times as long as the keys are many, set for each key's hash. A key not
+    among them answers no, but about 3 % of the others answer yes: their base rows are
+    spilled and merged with no other version, which leaves them as they are."""
+
+    def __init__(self, hashes: Sequence[np.ndarray]) -> None:
+        count = sum(len(h) for h in hashes)
+        slots = 1 << max(6, (32 * count - 1).bit_length())
+        self.mask = np.uint64(slots - 1)
+        self.bits = np.zeros(slots // 8, dtype=np.uint8)
+        for part in hashes:
+            slot = part & self.mask
+            np.bitwise_or.at(self.bits, slot >> np.uint64(3), self._bit(slot))
+
+    @staticmethod
+    def _bit(slot: np.ndarray) -> np.ndarray:
+        return np.left_shift(np.uint8(1), (slot & np.uint64(7)).astype(np.uint8))
+
+    def may_contain(self, hashes: np.ndarray) -> np.ndarray:
+        slot = hashes & self.mask
+        found: np.ndarray = (self.bits[slot >> np.uint64(3)] & self._bit(slot)) != 0
+        return found
+
+
+def _with_position(rows: pa.Table, position: int) -> pa.Table:
+    """Rows with their write position (0: the base file, n: the n-th committed log block)."""
+    return rows.append_column(_POSITION, pa.array(np.full(rows.num_rows, position, np.int32)))
 
 
 def _block_chunks(block: LogBlock, chunk_bytes: int) -> Iterator[LogBlock]:
@@ -357,25 +461,27 @@ class _Merger:
         group: list[_Bucket] = []
         group_size = 0
         for bucket in spill.buckets:
+            if bucket.size == 0:
+                continue  # no version of any key (the slice's base rows were carried)
             if bucket.size > share:
                 if group:
-                    yield self._merge(group)
+                    yield from self._merge(group)
                     group, group_size = [], 0
                 yield from self._split(bucket, spill, splits)
                 continue
             if group and group_size + bucket.size > share:
-                yield self._merge(group)
+                yield from self._merge(group)
                 group, group_size = [], 0
             group.append(bucket)
             group_size += bucket.size
         if group:
-            yield self._merge(group)
+            yield from self._merge(group)
 
     def _split(self, bucket: _Bucket, spill: _Spill, splits: int) -> Iterator[MergedPart]:
         if splits >= MAX_SPLITS:
             if bucket.size * 2 > self.budget:
                 _refuse(bucket, self.budget)
-            yield self._merge([bucket])
+            yield from self._merge([bucket])
             return
         fanout = min(MAX_FANOUT, max(2, math.ceil(bucket.size / (self.budget / BUCKET_SHARE))))
         again = _Spill(bucket.folder / "split", fanout, seed=spill.seed + 1 + splits)
@@ -388,7 +494,9 @@ class _Merger:
         bucket.remove()
         yield from self.parts(again, splits + 1)
 
-    def _merge(self, group: list[_Bucket]) -> MergedPart:
+    def _merge(self, group: list[_Bucket]) -> Iterator[MergedPart]:
+        """The group's merged rows, if it has rows (deletes alone, of keys the slice has no
+        row of, merge to nothing)."""
         bases = [t for b in group if (t := b.read("base")) is not None]
         logs = [t for b in group if (t := b.read("log")) is not None]
         deletes = [d for b in group for found in b.read_deletes() for d in found]
@@ -397,10 +505,10 @@ class _Merger:
         data = pa.concat_tables([*bases, *logs]) if bases or logs else None
         base_keys = pa.concat_tables(bases).column(RECORD_KEY) if bases else None
         if data is None:
-            return MergedPart(pa.table({}), base_keys)
+            return
         positions = data.column(_POSITION).combine_chunks()
         merged = merge_versions(data.drop_columns([_POSITION]), positions, deletes, self.ordering)
-        return MergedPart(merged, base_keys)
+        yield MergedPart(merged, base_keys)
 
 
 def _refuse(bucket: _Bucket, budget: int) -> None:

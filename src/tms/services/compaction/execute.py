@@ -337,6 +337,8 @@ def _merge_counts(
     insert, and updates are not told apart from rows carried over.
     """
     merged, base_keys = part.rows, part.base_keys
+    if part.carried:
+        return 0, 0, 0
     if base_keys is None:
         return 0, merged.num_rows, 0
     if merged.num_rows == 0:
