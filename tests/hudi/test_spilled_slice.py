@@ -379,5 +379,5 @@ def test_the_key_filter_answers_yes_for_every_named_key_and_rarely_for_others() 
     others = rng.integers(0, 2**63, size=200_000, dtype=np.uint64)
     key_filter = _KeyFilter([named[:20_000], named[20_000:]])
     assert key_filter.may_contain(named).all()
-    assert key_filter.may_contain(others).mean() < 0.05
+    assert key_filter.may_contain(others).mean() < 0.07
     assert not _KeyFilter([]).may_contain(others).any()

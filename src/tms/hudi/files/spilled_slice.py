@@ -132,7 +132,10 @@ def merge_file_slice(
         schema = pq.read_schema(base_path)
     max_hashes = int(budget / BUCKET_SHARE / HASH_BYTES)
     log_records = spill.fill_logs(log_paths, is_committed, schema, keys, budget, max_hashes)
-    parts = _spilled_parts(spill, base_path, schema, keys, _Merger(ordering, budget))
+    named_keys = spill.key_filter()
+    held = named_keys.bits.nbytes if named_keys is not None else 0
+    merger = _Merger(ordering, budget - held)  # the filter is held until the last part
+    parts = _spilled_parts(spill, base_path, schema, keys, named_keys, merger, budget)
     return SliceMerge(parts, log_records, spilled=True, buckets=fanout)
 
 
@@ -141,12 +144,14 @@ def _spilled_parts(
     base_path: str | None,
     schema: pa.Schema | None,
     keys: KeyGeneration | None,
+    named_keys: _KeyFilter | None,
     merger: _Merger,
+    budget: int,
 ) -> Iterator[MergedPart]:
     """The base file's carried rows a batch at a time (its other rows spilled meanwhile),
     then the buckets merged."""
     if base_path is not None:
-        for carried in spill.fill_base(base_path, schema, keys, merger.budget):
+        for carried in spill.fill_base(base_path, schema, keys, named_keys, budget):
             yield MergedPart(carried, carried.column(RECORD_KEY), carried=True)
     spill.close()
     yield from merger.parts(spill)
@@ -290,13 +295,22 @@ class _Spill:
                         self._add("log", records, position, schema, keys)
         return log_records
 
+    def key_filter(self) -> _KeyFilter | None:
+        """The logs' keys as a `_KeyFilter` (None when there were too many to keep); their
+        hashes are let go."""
+        hashes, self.log_hashes = self.log_hashes, None
+        return None if hashes is None else _KeyFilter(hashes)
+
     def fill_base(
-        self, base_path: str, schema: pa.Schema | None, keys: KeyGeneration | None, budget: int
+        self,
+        base_path: str,
+        schema: pa.Schema | None,
+        keys: KeyGeneration | None,
+        named_keys: _KeyFilter | None,
+        budget: int,
     ) -> Iterator[pa.Table]:
-        """The base file's rows a batch at a time: those of keys the logs name spilled (all
-        of them when the logs' keys were not kept), the others yielded as they are."""
-        named_keys = None if self.log_hashes is None else _KeyFilter(self.log_hashes)
-        self.log_hashes = None
+        """The base file's rows a batch at a time: those of keys `named_keys` names spilled
+        (all of them without it), the others yielded as they are."""
         source = pq.ParquetFile(base_path, buffer_size=1 << 20, pre_buffer=False)
         rows_total = max(1, source.metadata.num_rows)
         decoded = sum(
@@ -382,14 +396,14 @@ class _Spill:
 
 
 class _KeyFilter:
-    """Whether a key may be among the logs' keys, from their hashes: one bit per slot of a
-    bit array 32 times as long as the keys are many, set for each key's hash. A key not
-    among them answers no, but about 3 % of the others answer yes: their base rows are
-    spilled and merged with no other version, which leaves them as they are."""
+    """Whether a key may be among the logs' keys, from their hashes: a bit array of 16 to
+    32 bits a key (a power of two), the bit of each key's hash set. A key among them always
+    answers yes; 3 to 6 % of the others do too: their base rows are spilled and merged with
+    no other version, which leaves them as they are."""
 
     def __init__(self, hashes: Sequence[np.ndarray]) -> None:
         count = sum(len(h) for h in hashes)
-        slots = 1 << max(6, (32 * count - 1).bit_length())
+        slots = 1 << max(6, (16 * count - 1).bit_length())
         self.mask = np.uint64(slots - 1)
         self.bits = np.zeros(slots // 8, dtype=np.uint8)
         for part in hashes:
