@@ -130,9 +130,11 @@ def merge_file_slice(
     spill = _Spill(Path(workdir) / "buckets", fanout, seed=0)
     if schema is None and base_path is not None:
         schema = pq.read_schema(base_path)
-    max_hashes = int(budget / BUCKET_SHARE / HASH_BYTES)
-    log_records = spill.fill_logs(log_paths, is_committed, schema, keys, budget, max_hashes)
-    named_keys = spill.key_filter()
+    # a slice without a base file has no rows to carry: its logs' keys are not kept
+    max_hashes = int(budget / BUCKET_SHARE / HASH_BYTES) if base_path is not None else 0
+    log_records, named_keys = spill.fill_logs(
+        log_paths, is_committed, schema, keys, budget, max_hashes
+    )
     held = named_keys.bits.nbytes if named_keys is not None else 0
     merger = _Merger(ordering, budget - held)  # the filter is held until the last part
     parts = _spilled_parts(spill, base_path, schema, keys, named_keys, merger, budget)
@@ -248,9 +250,6 @@ class _Spill:
         self.seed = seed
         self.fanout = fanout
         self.buckets: list[_Bucket] = []
-        self.log_hashes: list[np.ndarray] | None = None
-        """The hashes of the logs' keys while they are spilled (None: not kept)."""
-        self.max_hashes = 0
         for index in range(fanout):
             bucket_folder = folder / str(index)
             bucket_folder.mkdir(parents=True)
@@ -264,12 +263,21 @@ class _Spill:
         keys: KeyGeneration | None,
         budget: int,
         max_hashes: int,
-    ) -> int:
-        """Spill each committed log block's records and deletes, keeping their keys' hashes
-        (up to `max_hashes` of them); the log records read."""
-        self.log_hashes, self.max_hashes = [], max_hashes
-        rolled_back = _rolled_back(log_paths)
+    ) -> tuple[int, _KeyFilter | None]:
+        """Spill each committed log block's records and deletes; the log records read, and
+        their keys as a `_KeyFilter` (None when there were more than `max_hashes`)."""
+        kept: list[np.ndarray] | None = []
         log_records, position = 0, 0
+
+        def keep(hashes: np.ndarray) -> None:
+            nonlocal kept, log_records
+            log_records += len(hashes)
+            if kept is not None and log_records <= max_hashes:
+                kept.append(hashes)
+            else:
+                kept = None  # too many: every base row will be spilled
+
+        rolled_back = _rolled_back(log_paths)
         chunk_bytes = max(16 * 1024, int(budget / BUCKET_SHARE / EXPANSION))
         chunk_deletes = max(64, chunk_bytes // DELETE_BYTES)
         for path in log_paths:
@@ -280,26 +288,20 @@ class _Spill:
                     position += 1
                     if block.block_type is BlockType.DELETE:
                         for deletes in delete_record_chunks(block, chunk_deletes):
-                            self.add_deletes(
-                                [
-                                    DeleteVersion(d.record_key, d.ordering_value, position)
-                                    for d in deletes
-                                ]
+                            keep(
+                                self.add_deletes(
+                                    [
+                                        DeleteVersion(d.record_key, d.ordering_value, position)
+                                        for d in deletes
+                                    ]
+                                )
                             )
-                            log_records += len(deletes)
                         continue
                     for chunk in _block_chunks(block, chunk_bytes):
                         records = block_records(chunk, schema)
                         schema = schema or records.schema
-                        log_records += records.num_rows
-                        self._add("log", records, position, schema, keys)
-        return log_records
-
-    def key_filter(self) -> _KeyFilter | None:
-        """The logs' keys as a `_KeyFilter` (None when there were too many to keep); their
-        hashes are let go."""
-        hashes, self.log_hashes = self.log_hashes, None
-        return None if hashes is None else _KeyFilter(hashes)
+                        keep(self._add("log", records, position, schema, keys))
+        return log_records, None if kept is None else _KeyFilter(kept)
 
     def fill_base(
         self,
@@ -338,8 +340,12 @@ class _Spill:
         position: int,
         schema: pa.Schema | None,
         keys: KeyGeneration | None,
-    ) -> None:
-        self.add_rows(kind, _with_position(self._prepared(rows, schema, keys), position))
+    ) -> np.ndarray:
+        """Rows of one write position spilled; their keys' hashes."""
+        rows = _with_position(self._prepared(rows, schema, keys), position)
+        hashes = _key_hashes(rows.column(RECORD_KEY), self.seed)
+        self._spill_rows(kind, rows, hashes)
+        return hashes
 
     @staticmethod
     def _prepared(rows: pa.Table, schema: pa.Schema | None, keys: KeyGeneration | None) -> pa.Table:
@@ -352,12 +358,11 @@ class _Spill:
 
     def add_rows(self, kind: str, rows: pa.Table) -> None:
         """Rows that carry their write position, each into its key's bucket (in order)."""
-        if rows.num_rows == 0:
-            return
         self._spill_rows(kind, rows, _key_hashes(rows.column(RECORD_KEY), self.seed))
 
     def _spill_rows(self, kind: str, rows: pa.Table, hashes: np.ndarray) -> None:
-        self._keep_hashes(hashes)
+        if rows.num_rows == 0:
+            return
         buckets = _buckets(hashes, self.fanout)
         order = np.argsort(buckets, kind="stable")
         counts = np.bincount(buckets, minlength=self.fanout)
@@ -368,27 +373,16 @@ class _Spill:
                 self.buckets[index].append(kind, ordered.slice(start, count))
                 start += count
 
-    def add_deletes(self, deletes: list[DeleteVersion]) -> None:
-        if not deletes:
-            return
+    def add_deletes(self, deletes: list[DeleteVersion]) -> np.ndarray:
+        """Deletes spilled, each into its key's bucket; their keys' hashes."""
         keys = pa.array([d.record_key for d in deletes], pa.string())
         hashes = _key_hashes(keys, self.seed)
-        self._keep_hashes(hashes)
         by_bucket: dict[int, list[DeleteVersion]] = {}
         for delete, bucket in zip(deletes, _buckets(hashes, self.fanout).tolist(), strict=True):
             by_bucket.setdefault(bucket, []).append(delete)
         for bucket, found in by_bucket.items():
             self.buckets[bucket].append_deletes(found)
-
-    def _keep_hashes(self, hashes: np.ndarray) -> None:
-        """Keep the logs' keys' hashes while they are spilled, until there are more than
-        `max_hashes`: then none (every base row is spilled)."""
-        if self.log_hashes is None:
-            return
-        self.log_hashes.append(hashes)
-        self.max_hashes -= len(hashes)
-        if self.max_hashes < 0:
-            self.log_hashes, self.max_hashes = None, 0
+        return hashes
 
     def close(self) -> None:
         for bucket in self.buckets:
