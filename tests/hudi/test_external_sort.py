@@ -86,3 +86,34 @@ def test_more_runs_than_merged_at_once_are_merged_in_levels(
     assert sorter.merge_passes >= sorter.runs // 4
     assert got.column("key").equals(expected.column("key"))
     assert list((tmp_path / "s").iterdir()) == []
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_struct_key_merges_in_arrows_order(tmp_path: Path, seed: int) -> None:
+    """A clustering sorted by a struct column past the budget: structs compare field by
+    field (nulls last, NaN after numbers), a null struct after every other one."""
+    rng = random.Random(seed)
+
+    def point() -> object:
+        if rng.random() < 0.05:
+            return None
+        fare = rng.choice([None, float("nan"), round(rng.uniform(0, 5), 1)])
+        return {"zone": rng.choice([None, "a", "b"]), "fare": fare}
+
+    kind = pa.struct([("zone", pa.string()), ("fare", pa.float64())])
+    parts = [
+        pa.table(
+            {
+                "where": pa.array([point() for _ in range(count)], kind),
+                "key": [f"k{n * 1000 + i:07d}" for i in range(count)],
+            }
+        )
+        for n, count in enumerate(rng.randrange(50, 400) for _ in range(20))
+    ]
+    sorter = ExternalSort(["where", "key"], budget=16 * 1024, workdir=str(tmp_path / "s"))
+    for part in parts:
+        sorter.add(part)
+    got = pa.concat_tables(list(sorter.sorted_tables()))
+    expected = pa.concat_tables(parts).sort_by([("where", "ascending"), ("key", "ascending")])
+    assert sorter.runs > 10
+    assert got.column("key").equals(expected.column("key"))

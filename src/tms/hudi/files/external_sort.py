@@ -154,7 +154,7 @@ def _merge(readers: list[_RunReader], keys: list[str]) -> Iterator[pa.Table]:
         if not live:
             return
         bounded = [r for r in live if not r.exhausted]
-        bound = min((_key(r.current, r.current.num_rows - 1, keys) for r in bounded), default=None)  # type: ignore[union-attr]
+        bound = min((_last_key(r.current, keys) for r in bounded), default=None)
         taken: list[pa.Table] = []
         for reader in live:
             current = reader.current
@@ -166,43 +166,44 @@ def _merge(readers: list[_RunReader], keys: list[str]) -> Iterator[pa.Table]:
         yield pa.concat_tables(taken).sort_by(order)
 
 
-class _Key:
-    """A row's sort key, compared as Arrow sorts ascending: nulls last, NaN after numbers."""
-
-    __slots__ = ("values",)
-
-    def __init__(self, values: tuple[Any, ...]) -> None:
-        self.values = values
-
-    def __lt__(self, other: _Key) -> bool:
-        for mine, theirs in zip(self.values, other.values, strict=True):
-            a, b = _rank(mine), _rank(theirs)
-            if a != b:
-                return a < b
-        return False
-
-    def __le__(self, other: _Key) -> bool:
-        return not other < self
+_Key = tuple[Any, ...]
+"""A row's sort key as `_rank` ranks its values: Python orders it as Arrow sorts the row."""
 
 
-def _rank(value: Any) -> tuple[int, Any]:
+def _last_key(table: pa.Table, keys: list[str]) -> _Key:
+    return _key(_key_columns(table, keys), table.num_rows - 1)
+
+
+def _rank(value: Any, data_type: pa.DataType) -> tuple[Any, ...]:
+    """A value as a tuple Python orders as Arrow's ascending sort does: nulls last, NaN after
+    every other number, a struct by its fields in order (a null struct's fields as nulls)."""
+    if pa.types.is_struct(data_type):
+        fields = value or {}
+        return (0, tuple(_rank(fields.get(field.name), field.type) for field in data_type))
     if value is None:
-        return (2, 0)
+        return (2,)
     if isinstance(value, float) and math.isnan(value):
-        return (1, 0)
+        return (1,)
     return (0, value)
 
 
-def _key(table: pa.Table, row: int, keys: list[str]) -> _Key:
-    return _Key(tuple(table.column(key)[row].as_py() for key in keys))
+def _key(columns: list[pa.Array], row: int) -> _Key:
+    return tuple(_rank(column[row].as_py(), column.type) for column in columns)
+
+
+def _key_columns(table: pa.Table, keys: list[str]) -> list[pa.Array]:
+    """The key columns of a batch (one chunk each: a run's batch, or what is left of it)."""
+    columns = [table.column(key) for key in keys]
+    return [c.chunk(0) if c.num_chunks == 1 else c.combine_chunks() for c in columns]
 
 
 def _not_after(table: pa.Table, keys: list[str], bound: _Key) -> int:
     """How many leading rows of the sorted `table` are not after `bound` (binary search)."""
-    low, high = 0, table.num_rows
+    columns = _key_columns(table, keys)
+    low, high = 0, int(table.num_rows)
     while low < high:
         middle = (low + high) // 2
-        if _key(table, middle, keys) <= bound:
+        if _key(columns, middle) <= bound:
             low = middle + 1
         else:
             high = middle
