@@ -79,7 +79,8 @@ ATTEMPT_DURATION = Histogram(
 )
 SCHEDULING_DELAY = Histogram(
     "tms_scheduling_delay_seconds",
-    "Delay from an operation being due to its job being launched, by action.",
+    "Delay from an operation being due to its claim by an engine (the scheduler or a "
+    "resident worker), by action.",
     ["action"],
     buckets=(*_LATENCY_BUCKETS, 10.0, 30.0, 60.0),
     registry=REGISTRY,

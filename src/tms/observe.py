@@ -1,21 +1,30 @@
 """Metric updates for what the store recorded, shared by the API, ingest and the scheduler.
 
 Callers update metrics once the transaction they describe committed (a rolled-back request or
-tick must not count).
+tick must not count). An attempt's transitions are counted by one function each, whichever
+engine made them: `attempts_claimed` (the scheduler for spark-submit, the workers' route for
+resident workers), `attempt_finished` (a job's report, its process's exit, a failed launch,
+a lease reaped by a scheduler tick or a worker's claim), so `/metrics` counts the same
+whatever runs the jobs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from tms import metrics
 from tms.executors import HUDI, NATIVE
-from tms.store import Operation, OperationStatus, Worker
+from tms.store import Attempt, Claim, Operation, OperationStatus, Worker
 
 __all__ = [
+    "ClaimSeen",
+    "Claimed",
     "attempt_ended",
+    "attempt_finished",
+    "attempts_claimed",
     "commit_notified",
     "operation_moved",
     "operations_created",
@@ -49,6 +58,54 @@ def operation_moved(operation: Operation) -> None:
         took = seconds_between(operation.created_at, operation.finished_at)
         if took is not None:
             metrics.OPERATION_DURATION.labels(action, status.value).observe(took)
+
+
+class Claimed(Protocol):
+    """What counting a claim needs, read inside the claim's transaction."""
+
+    @property
+    def action(self) -> str: ...
+    @property
+    def due_at(self) -> datetime | None: ...
+    @property
+    def claimed_at(self) -> datetime | None: ...
+
+
+@dataclass(frozen=True)
+class ClaimSeen:
+    """A claim's figures, taken before its transaction commits."""
+
+    action: str
+    due_at: datetime | None
+    claimed_at: datetime | None
+
+    @classmethod
+    def of(cls, claim: Claim) -> ClaimSeen:
+        return cls(
+            claim.operation.action.value, claim.operation.next_run_at, claim.attempt.started_at
+        )
+
+
+def attempts_claimed(claims: Iterable[Claimed]) -> None:
+    """Each claimed operation's move to RUNNING, and its wait from due to claimed."""
+    for claim in claims:
+        metrics.OPERATION_TRANSITIONS.labels(claim.action, OperationStatus.RUNNING.value).inc()
+        waited = seconds_between(claim.due_at, claim.claimed_at)
+        if waited is not None:
+            metrics.SCHEDULING_DELAY.labels(claim.action).observe(waited)
+
+
+def attempt_finished(operation: Operation, attempt: Attempt, executor: str | None = None) -> None:
+    """An attempt's end (reported, exited, not launched or reaped) and where it left the
+    operation: counted the same whichever engine ran it."""
+    operation_moved(operation)
+    attempt_ended(
+        operation.action.value,
+        attempt.outcome.value,
+        attempt.started_at,
+        attempt.finished_at,
+        executor=executor,
+    )
 
 
 def attempt_ended(

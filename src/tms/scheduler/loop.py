@@ -60,7 +60,6 @@ from tms.store import (
     Attempt,
     Backoff,
     Exited,
-    Finished,
     LaunchFailed,
     OperationStatus,
     TableLocks,
@@ -212,7 +211,7 @@ class Scheduler:
             if not heartbeat_instance(session, self.instance_id):
                 register_instance(session, self.instance_id)
             for reaped in reap_expired_leases(session, backoff=self._backoff):
-                _observe(reaped.operation.action.value, Finished(reaped.operation, reaped.attempt))
+                observe.attempt_finished(reaped.operation, reaped.attempt)
                 report.reaped.append(reaped.operation.id)
                 job = self._running.pop(reaped.attempt.id, None)
                 if job is not None:
@@ -277,7 +276,7 @@ class Scheduler:
             finished = finish_attempt(session, attempt, Exited(error, code), backoff=self._backoff)
             # None: the job reported (or the lease was reaped): nothing to add.
             if finished is not None:
-                _observe(job.action, finished)
+                observe.attempt_finished(finished.operation, finished.attempt)
 
     # 3. claiming and launching ----------------------------------------------------------
 
@@ -306,10 +305,9 @@ class Scheduler:
             jobs = [
                 ClaimedJob.from_claim(c, issue_attempt_token(session, c.attempt)) for c in claims
             ]
-        claimed_mono = self._clock()
+        observe.attempts_claimed(jobs)
         launched: list[tuple[ClaimedJob, RunningJob]] = []
         for job in jobs:
-            metrics.OPERATION_TRANSITIONS.labels(job.action, OperationStatus.RUNNING.value).inc()
             running = self._launch(job)
             if running is None:
                 report.launch_failed.append(job.attempt_id)
@@ -317,8 +315,6 @@ class Scheduler:
             self._running[job.attempt_id] = running
             launched.append((job, running))
             report.launched.append(job.attempt_id)
-            waited = (job.claimed_at - job.due_at).total_seconds() + self._clock() - claimed_mono
-            metrics.SCHEDULING_DELAY.labels(job.action).observe(max(0.0, waited))
         if launched:
             try:
                 with session_scope(self._factory) as session:
@@ -363,7 +359,7 @@ class Scheduler:
                 backoff=self._backoff,
             )
             if finished is not None:
-                _observe(job.action, finished)
+                observe.attempt_finished(finished.operation, finished.attempt)
         if finished is None:
             log.info("attempt %s was finished elsewhere meanwhile", job.attempt_id)
 
@@ -383,9 +379,3 @@ class Scheduler:
         for queue, count in depth.items():
             metrics.QUEUE_DEPTH.labels(queue).set(count)
         self._depth_queues |= depth.keys()
-
-
-def _observe(action: str, finished: Finished) -> None:
-    attempt = finished.attempt
-    observe.operation_moved(finished.operation)
-    observe.attempt_ended(action, attempt.outcome.value, attempt.started_at, attempt.finished_at)

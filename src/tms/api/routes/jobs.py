@@ -227,15 +227,7 @@ def report_result(
     session.commit()
     request.app.state.table_locks.release_for(attempt.id)  # a job that forgot to
 
-    ended = operation.updated_at  # the transaction's clock: the attempt's finish time
-    observe.attempt_ended(
-        operation.action.value,
-        expected.value,
-        attempt.started_at,
-        ended,
-        executor=figures.get("executor"),
-    )
-    observe.operation_moved(operation)
+    observe.attempt_finished(operation, attempt, executor=figures.get("executor"))
     observe.record_storage_requests(
         operation.table.qualified_name, operation.action.value, figures.get("storage_requests")
     )

@@ -122,7 +122,7 @@ def _reap(session: Session, settings: Settings) -> None:
     attempts, an instance may have no scheduler (API only), and a worker killed outright
     must still lose its attempts."""
     for reaped in reap_expired_leases(session, backoff=Backoff.from_settings(settings)):
-        observe.operation_moved(reaped.operation)
+        observe.attempt_finished(reaped.operation, reaped.attempt)
     session.commit()
 
 
@@ -143,6 +143,7 @@ def _claim_once(
         table_runs_per_hour=settings.table_runs_per_hour,
     )
     claimed = []
+    seen = [observe.ClaimSeen.of(claim) for claim in claims]
     for claim in claims:
         token = issue_attempt_token(session, claim.attempt)
         if body.log_dir:
@@ -157,6 +158,7 @@ def _claim_once(
             )
         )
     session.commit()
+    observe.attempts_claimed(seen)
     return claimed
 
 
