@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from tms import metrics
 from tms.executors import HUDI, NATIVE
@@ -21,7 +21,6 @@ from tms.store import Attempt, Claim, Operation, OperationStatus, Worker
 
 __all__ = [
     "ClaimSeen",
-    "Claimed",
     "attempt_ended",
     "attempt_finished",
     "attempts_claimed",
@@ -60,20 +59,10 @@ def operation_moved(operation: Operation) -> None:
             metrics.OPERATION_DURATION.labels(action, status.value).observe(took)
 
 
-class Claimed(Protocol):
-    """What counting a claim needs, read inside the claim's transaction."""
-
-    @property
-    def action(self) -> str: ...
-    @property
-    def due_at(self) -> datetime | None: ...
-    @property
-    def claimed_at(self) -> datetime | None: ...
-
-
 @dataclass(frozen=True)
 class ClaimSeen:
-    """A claim's figures, taken before its transaction commits."""
+    """What counting a claim needs, read inside the claim's transaction (counted once it
+    committed, when its rows may no longer be loaded)."""
 
     action: str
     due_at: datetime | None
@@ -86,7 +75,7 @@ class ClaimSeen:
         )
 
 
-def attempts_claimed(claims: Iterable[Claimed]) -> None:
+def attempts_claimed(claims: Iterable[ClaimSeen]) -> None:
     """Each claimed operation's move to RUNNING, and its wait from due to claimed."""
     for claim in claims:
         metrics.OPERATION_TRANSITIONS.labels(claim.action, OperationStatus.RUNNING.value).inc()

@@ -14,6 +14,8 @@ import pytest
 from hudi import HudiTable as OracleTable
 from tests import oracle
 from tests.services.timeline_files import timeline_dir
+from tms.executors import HUDI, NATIVE
+from tms.hudi.actions import CLUSTERING
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
 from tms.hudi.files.markers import TEMP_FOLDER
@@ -28,6 +30,7 @@ from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.transitions import new_instant_time, request
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
 from tms.services.clustering.plan import EXECUTION_STRATEGY, SORT_COLUMNS_PARAM
+from tms.services.registry import ExecutorDecision, Work, table_service
 
 ROWS = 1200
 FILE_ROWS = 60  # 10 small file groups per partition
@@ -296,3 +299,28 @@ def test_executing_what_is_not_a_pending_clustering_plan_fails(
         execute_clustering(no_spark, HudiTable.open(base), commit)
     with pytest.raises(PlanNotFoundError, match="no replacecommit"):
         execute_clustering(no_spark, HudiTable.open(base), "20990101000000000")
+
+
+def test_a_sort_column_tms_cannot_order_is_refused_and_auto_hands_it_to_hudi(
+    tmp_path: Path, table_version: int
+) -> None:
+    """A list column: Arrow's sort cannot order it, so tms's own planner refuses it by name
+    before anything is written, and `auto` gives the operation to Hudi's code, saying why."""
+    base = str(tmp_path / "t")
+    table = create_table(
+        base, "t", record_key_fields=["id"], ordering_field="ts", table_version=table_version
+    )
+    rows = trips(range(40), ts=1)
+    rows = rows.append_column("tags", pa.array([["a", str(i % 3)] for i in range(40)]))
+    HudiWriter(table, max_file_rows=10).insert(rows)
+
+    with pytest.raises(ValueError, match=r"sort column\(s\) tags \(list<.+cannot be ordered"):
+        schedule_clustering(HudiTable.open(base), sort_columns=["fare", "tags"])
+    assert not HudiTable.open(base).timeline().pending()
+
+    service = table_service(CLUSTERING)
+    by_tags = service.decide(HudiTable.open(base), "auto", Work({"sort_columns": ["tags"]}))
+    assert by_tags.executor == HUDI
+    assert by_tags.native_declined is not None and "tags (list<" in by_tags.native_declined
+    by_fare = service.decide(HudiTable.open(base), "auto", Work({"sort_columns": ["fare"]}))
+    assert by_fare == ExecutorDecision(NATIVE)

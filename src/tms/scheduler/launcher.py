@@ -4,7 +4,6 @@ jobs this instance runs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +29,6 @@ class ClaimedJob:
     extra_params: dict[str, Any]
     executor: str
     run_times: int
-    due_at: datetime
-    claimed_at: datetime
     token: str = field(repr=False)
 
     @classmethod
@@ -49,8 +46,6 @@ class ClaimedJob:
             extra_params=dict(op.extra_params or {}),
             executor=op.executor,
             run_times=op.run_times,
-            due_at=op.next_run_at,
-            claimed_at=attempt.started_at,
             token=token,
         )
 

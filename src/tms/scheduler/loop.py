@@ -305,7 +305,8 @@ class Scheduler:
             jobs = [
                 ClaimedJob.from_claim(c, issue_attempt_token(session, c.attempt)) for c in claims
             ]
-        observe.attempts_claimed(jobs)
+            seen = [observe.ClaimSeen.of(c) for c in claims]
+        observe.attempts_claimed(seen)
         launched: list[tuple[ClaimedJob, RunningJob]] = []
         for job in jobs:
             running = self._launch(job)

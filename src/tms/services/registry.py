@@ -236,6 +236,7 @@ SERVICES: Mapping[str, TableService] = {
         {NATIVE: clustering.ClusteringExecutor(), HUDI: HudiExecutor(CLUSTERING)},
         _pending_on_timeline(Timeline.pending_clusterings),
         HudiPlanner(CLUSTERING),
+        _declines=lambda table, work: clustering_plan.declines(table, work.planning, work.instant),
     ),
     CLEAN: TableService(
         CLEAN,

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from tms.hudi.avro import codec as avro_codec
+from tms.hudi.avro.schema import arrow_schema_from_avro
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.markers import (
     list_markers,
@@ -180,6 +183,7 @@ def _check_sort_columns(timeline: Timeline, columns: Sequence[str]) -> None:
 
 
 def check_columns(avro_schema: dict[str, Any], columns: Sequence[str]) -> None:
+    """Refuse sort columns the schema lacks, and those tms's own sort cannot order."""
     known = [f["name"] for f in avro_schema["fields"]]
     unknown = [c for c in columns if c not in known]
     if unknown:
@@ -187,6 +191,63 @@ def check_columns(avro_schema: dict[str, Any], columns: Sequence[str]) -> None:
             f"unknown sort column(s) {', '.join(unknown)}; the table's columns are "
             f"{', '.join(c for c in known if c not in META_FIELDS)}"
         )
+    unordered = unordered_columns(avro_schema, columns)
+    if unordered:
+        raise ValueError(_unordered_reason(unordered))
+
+
+def unordered_columns(avro_schema: dict[str, Any], columns: Sequence[str]) -> list[str]:
+    """The sort columns of a type Arrow's sort cannot order (a list or a map, or a struct
+    holding one), each with its type; columns the schema lacks are left out."""
+    schema = arrow_schema_from_avro(avro_schema)
+    return [
+        f"{column} ({schema.field(column).type})"
+        for column in columns
+        if schema.get_field_index(column) >= 0 and not _orderable(schema.field(column).type)
+    ]
+
+
+def declines(
+    table: HudiTable, planning: Mapping[str, Any] | None, instant_time: str | None
+) -> tuple[list[str], list[str]]:
+    """Why tms's own clustering declines an operation (the sort columns its planning names,
+    else its pending plan's): a column its sort cannot order. (native's reasons, Hudi's)."""
+    if planning is None and instant_time is None:
+        return [], []
+    if planning is not None and not planning.get("sort_columns"):
+        return [], []  # decided without reading the table
+    timeline = table.timeline()
+    columns: Sequence[str] = ()
+    if planning is not None:
+        columns = planning["sort_columns"]
+    elif instant_time is not None:
+        instant = timeline.get(instant_time)
+        if instant is not None and instant.is_pending and timeline.is_clustering(instant):
+            params = (timeline.clustering_plan(instant).get("strategy") or {}).get(
+                "strategyParams"
+            ) or {}
+            columns = [c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(",")]
+    columns = [c for c in columns if c]
+    schema_json = timeline.latest_schema() if columns else None
+    if not schema_json:
+        return [], []
+    unordered = unordered_columns(json.loads(schema_json), columns)
+    return ([_unordered_reason(unordered)] if unordered else []), []
+
+
+def _unordered_reason(unordered: Sequence[str]) -> str:
+    return (
+        f"sort column(s) {', '.join(unordered)} cannot be ordered by tms's own sort (a list "
+        "or a map); run the clustering with executor hudi, or sort by other columns"
+    )
+
+
+def _orderable(data_type: pa.DataType) -> bool:
+    try:
+        pa.table({"column": pa.nulls(2, data_type)}).sort_by("column")
+    except (pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return False
+    return True
 
 
 def _file_groups_being_written(table: HudiTable, timeline: Timeline) -> set[tuple[str, str]]:
