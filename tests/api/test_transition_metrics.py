@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.api.conftest import MakeClient
 from tests.api.helpers import register, submit
 from tests.scheduler.fakes import FakeEngine, scheduler_for, settings_for
-from tms.store import Operation, get_attempt
+from tms.store import Operation, get_attempt, session_scope
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient
@@ -58,16 +58,16 @@ def _counts(client: TestClient) -> dict[str, float]:
     }
 
 
-def _expire_lease(session: Session, operation_id: int) -> None:
-    session.execute(
-        update(Operation)
-        .where(Operation.id == operation_id)
-        .values(lease_expires_at=func.now() - timedelta(seconds=1))
-    )
-    session.commit()
+def _expire_lease(factory: sessionmaker[Session], operation_id: int) -> None:
+    with session_scope(factory) as session:
+        session.execute(
+            update(Operation)
+            .where(Operation.id == operation_id)
+            .values(lease_expires_at=func.now() - timedelta(seconds=1))
+        )
 
 
-def _by_worker(client: TestClient, session: Session, _: Path) -> None:
+def _by_worker(client: TestClient, factory: sessionmaker[Session], _: Path) -> None:
     """Claim, let the lease expire, claim again: the second claim reaps the first."""
     client.post("/v1/workers", json=WORKER).raise_for_status()
 
@@ -79,17 +79,18 @@ def _by_worker(client: TestClient, session: Session, _: Path) -> None:
         return attempts
 
     (first,) = claim()
-    _expire_lease(session, int(str(first["operation_id"])))
+    _expire_lease(factory, int(str(first["operation_id"])))
     assert claim() == [], "the reaped operation waits for its retry"
 
 
-def _by_scheduler(client: TestClient, session: Session, tmp_path: Path) -> None:
+def _by_scheduler(client: TestClient, factory: sessionmaker[Session], tmp_path: Path) -> None:
     """A tick claims and launches (spark-submit), the lease expires, a tick reaps it."""
-    factory = sessionmaker(bind=session.get_bind(), expire_on_commit=False)
     settings = settings_for(tmp_path, retry_base_seconds=600.0)
     scheduler = scheduler_for(settings, factory, FakeEngine())
     (claimed,) = scheduler.tick().launched
-    _expire_lease(session, get_attempt(session, claimed).operation_id)
+    with session_scope(factory) as session:
+        operation_id = get_attempt(session, claimed).operation_id
+    _expire_lease(factory, operation_id)
     assert scheduler.tick().launched == [], "the reaped operation waits for its retry"
 
 
@@ -98,16 +99,16 @@ def _by_scheduler(client: TestClient, session: Session, tmp_path: Path) -> None:
 )
 def test_every_engine_counts_claims_and_reaped_leases_the_same(
     make_client: MakeClient,
-    session: Session,
+    factory: sessionmaker[Session],
     tmp_path: Path,
-    run_by: Callable[[TestClient, Session, Path], None],
+    run_by: Callable[[TestClient, sessionmaker[Session], Path], None],
 ) -> None:
     client = make_client(retry_base_seconds=600, retry_jitter=0)
     register(client)
     submit(client).raise_for_status()
     before = _counts(client)
 
-    run_by(client, session, tmp_path)
+    run_by(client, factory, tmp_path)
 
     after = _counts(client)
     moved = {what: after[what] - before[what] for what in COUNTED}

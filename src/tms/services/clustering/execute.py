@@ -36,9 +36,9 @@ from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION, Timeline
 from tms.services.clustering.plan import (
     HUDI_TARGET_FILE_SIZE,
-    SORT_COLUMNS_PARAM,
     TARGET_FILE_SIZE_PARAM,
     check_columns,
+    plan_sort_columns,
     schedule_clustering,
 )
 from tms.services.clustering.ranges import rewrite_split_groups, splittable
@@ -87,9 +87,7 @@ class ClusteringExecutor(CommitActionExecutor[_ClusteringPlan, GroupTask, GroupR
             raise PlanNotFoundError(f"replacecommit {instant_time} is not a clustering plan")
         plan = timeline.clustering_plan(instant)
         params = (plan.get("strategy") or {}).get("strategyParams") or {}
-        sort_columns = tuple(
-            c for c in (c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(",")) if c
-        )
+        sort_columns = plan_sort_columns(plan)
         schema_json = timeline.latest_schema()
         keys = virtual_key_generation(table.config)
         if schema_json:

@@ -219,20 +219,23 @@ def declines(
     timeline = table.timeline()
     columns: Sequence[str] = ()
     if planning is not None:
-        columns = planning["sort_columns"]
+        columns = [c for c in planning["sort_columns"] if c]
     elif instant_time is not None:
         instant = timeline.get(instant_time)
         if instant is not None and instant.is_pending and timeline.is_clustering(instant):
-            params = (timeline.clustering_plan(instant).get("strategy") or {}).get(
-                "strategyParams"
-            ) or {}
-            columns = [c.strip() for c in (params.get(SORT_COLUMNS_PARAM) or "").split(",")]
-    columns = [c for c in columns if c]
+            columns = plan_sort_columns(timeline.clustering_plan(instant))
     schema_json = timeline.latest_schema() if columns else None
     if not schema_json:
         return [], []
     unordered = unordered_columns(json.loads(schema_json), columns)
     return ([_unordered_reason(unordered)] if unordered else []), []
+
+
+def plan_sort_columns(plan: Mapping[str, Any]) -> tuple[str, ...]:
+    """The sort columns a clustering plan's strategy names (`SORT_COLUMNS_PARAM`)."""
+    params = (plan.get("strategy") or {}).get("strategyParams") or {}
+    named = (params.get(SORT_COLUMNS_PARAM) or "").split(",")
+    return tuple(column.strip() for column in named if column.strip())
 
 
 def _unordered_reason(unordered: Sequence[str]) -> str:
