@@ -1,11 +1,11 @@
 """Metric updates for what the store recorded, shared by the API, ingest and the scheduler.
 
 Callers update metrics once the transaction they describe committed (a rolled-back request or
-tick must not count). An attempt's transitions are counted by one function each, whichever
-engine made them: `attempts_claimed` (the scheduler for spark-submit, the workers' route for
-resident workers), `attempt_finished` (a job's report, its process's exit, a failed launch,
-a lease reaped by a scheduler tick or a worker's claim), so `/metrics` counts the same
-whatever runs the jobs.
+tick must not count). An attempt's transitions are counted by one function each, called by
+`application.manager.OperationManager` alone, whichever engine made them: `attempts_claimed`
+(a claim for spark-submit or for a resident worker), `first_heartbeat`, `attempt_finished` (a
+job's report, its process's exit, a failed launch, a lease reaped by a scheduler tick or a
+worker's claim), so `/metrics` counts the same whatever runs the jobs.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from tms.store import (
     OperationStatus,
     Tbl,
     claim_due_operations,
-    claim_for_worker,
+    claim_worker_operations,
     finish_attempt,
     get_operation,
     register_worker,
@@ -213,7 +213,7 @@ def test_a_worker_claim_obeys_the_same_limits(factory: sessionmaker[Session]) ->
         with session_scope(factory) as s:
             worker = worker_seen(s, "w1", busy=0)
             assert worker is not None
-            claims = claim_for_worker(
+            claims = claim_worker_operations(
                 s,
                 worker,
                 limit=4,

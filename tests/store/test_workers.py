@@ -15,7 +15,7 @@ from tms.store import (
     Operation,
     Worker,
     claim_due_operations,
-    claim_for_worker,
+    claim_worker_operations,
     engine_note,
     get_attempt,
     list_workers,
@@ -45,7 +45,7 @@ def _scheduler_claims(session: Session) -> list[int]:
 
 
 def _worker_claims(session: Session, worker: Worker) -> list[int]:
-    claims = claim_for_worker(session, worker, limit=10, queue_limits=None, lease_seconds=60)
+    claims = claim_worker_operations(session, worker, limit=10, queue_limits=None, lease_seconds=60)
     return sorted(c.operation.id for c in claims)
 
 

@@ -41,6 +41,7 @@ from tms.api.routes import (
     whoami,
     workers,
 )
+from tms.application import OperationManager
 from tms.blocking_calls import BlockingCalls
 from tms.config import Settings
 from tms.ingest.callback import CALLBACK_PATH, handle_callback, openapi_path
@@ -142,6 +143,7 @@ def create_app(
         whole_batch_failure=database_unreachable,
     )
     app.state.table_locks = TableLocks(session_factory.kw["bind"])
+    app.state.manager = OperationManager(settings)
     app.state.storage_calls = BlockingCalls(
         "tms-storage", threads=settings.storage_threads, timeout=settings.storage_timeout_seconds
     )

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tms.api.auth import authorize, unauthorized
 from tms.api.schemas.common import MAX_ID
-from tms.application import TableAccess
+from tms.application import OperationManager, TableAccess
 from tms.blocking_calls import BlockingCalls
 from tms.config import Role, Settings
 from tms.store import Attempt, attempt_for_token
@@ -26,6 +26,7 @@ from tms.store import Attempt, attempt_for_token
 __all__ = [
     "BearerDep",
     "JobAttemptDep",
+    "ManagerDep",
     "RoleCheck",
     "SessionDep",
     "SettingsDep",
@@ -71,7 +72,14 @@ _bearer = HTTPBearer(
     description="A role token from TMS_AUTH_TOKENS, or on /v1/jobs the attempt's job token.",
 )
 
+
+async def _manager(request: Request) -> OperationManager:
+    manager: OperationManager = request.app.state.manager
+    return manager
+
+
 SettingsDep = Annotated[Settings, Depends(_settings)]
+ManagerDep = Annotated[OperationManager, Depends(_manager)]
 SessionDep = Annotated[Session, Depends(_session)]
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 

@@ -11,6 +11,7 @@ then touches storage; registering and the triggers run inside the caller's trans
 """
 
 from tms.application.cancel import Cancelled, TableAccess, cancel
+from tms.application.manager import ClaimedJob, JobReport, LeaseLost, OperationManager, Reported
 from tms.application.refusals import (
     NothingToCompact,
     NotRetryable,
@@ -27,10 +28,15 @@ from tms.application.triggers import apply_triggers
 __all__ = [
     "Cancelled",
     "CheckedRequest",
+    "ClaimedJob",
+    "JobReport",
+    "LeaseLost",
     "NotRetryable",
     "NothingToCompact",
+    "OperationManager",
     "OwnPlanOnly",
     "Refused",
+    "Reported",
     "StorageShows",
     "SubmitRequest",
     "TableAccess",

@@ -1,53 +1,15 @@
-"""From a claimed operation to a launched job: the launch request, and the record of the
-jobs this instance runs."""
+"""From a claimed attempt to a launched job: the launch request, and the record of the jobs
+this instance runs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from tms.application import ClaimedJob
 from tms.engines.base import JobHandle, LaunchSpec
-from tms.store import Claim
 
-__all__ = ["ClaimedJob", "RunningJob", "exit_error", "launch_spec", "log_path_for"]
-
-
-@dataclass(frozen=True)
-class ClaimedJob:
-    """What launching needs from a claim, copied out of the ORM rows while the session is
-    open (the launch happens after the claim's transaction ended)."""
-
-    operation_id: int
-    attempt_id: int
-    attempt_number: int
-    action: str
-    engine: str
-    queue: str
-    resource: str | None
-    parallelism: int | None
-    extra_params: dict[str, Any]
-    executor: str
-    run_times: int
-    token: str = field(repr=False)
-
-    @classmethod
-    def from_claim(cls, claim: Claim, token: str) -> ClaimedJob:
-        op, attempt = claim.operation, claim.attempt
-        return cls(
-            operation_id=op.id,
-            attempt_id=attempt.id,
-            attempt_number=attempt.number,
-            action=op.action.value,
-            engine=op.engine,
-            queue=op.queue,
-            resource=op.resource,
-            parallelism=op.parallelism,
-            extra_params=dict(op.extra_params or {}),
-            executor=op.executor,
-            run_times=op.run_times,
-            token=token,
-        )
+__all__ = ["RunningJob", "exit_error", "launch_spec", "log_path_for"]
 
 
 @dataclass

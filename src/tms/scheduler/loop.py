@@ -48,36 +48,24 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics, observe
 from tms.alerts import AlertDelivery
+from tms.application import ClaimedJob, OperationManager
 from tms.engines.base import LaunchError
 from tms.engines.process import tail_log
 from tms.scheduler.cancel_scan import CancelScan
 from tms.scheduler.cancelled_plans import CancelledPlans
-from tms.scheduler.launcher import ClaimedJob, RunningJob, exit_error, launch_spec
+from tms.scheduler.launcher import RunningJob, exit_error, launch_spec
 from tms.scheduler.pull import PullSweep
 from tms.scheduler.wakeup import Wakeup
 from tms.store import (
-    SPARK_SUBMIT,
-    Attempt,
     Backoff,
-    Exited,
-    LaunchFailed,
     OperationStatus,
     TableLocks,
-    claim_due_operations,
-    engine_note,
-    finish_attempt,
     heartbeat_instance,
-    issue_attempt_token,
     list_workers,
-    live_worker_queues,
     operation_states,
     queue_depth,
-    reap_expired_leases,
-    record_engine,
-    record_launch,
     register_instance,
     session_scope,
-    set_exit_code,
 )
 
 if TYPE_CHECKING:
@@ -139,7 +127,7 @@ class Scheduler:
         self.pulls = PullSweep(session_factory, settings, instance_id, clock=clock)
         self._factory = session_factory
         self._engines = engine_registry
-        self._backoff = backoff or Backoff.from_settings(settings)
+        self._manager = OperationManager(settings, backoff=backoff)
         # A job learns of a cancel at its next heartbeat, then needs time to roll back.
         self._grace = (
             cancel_grace_seconds
@@ -207,11 +195,10 @@ class Scheduler:
 
     def _housekeeping(self, report: TickReport) -> None:
         lost: list[RunningJob] = []
-        with session_scope(self._factory) as session:
+        with self._factory() as session:  # the manager commits (the instance's heartbeat too)
             if not heartbeat_instance(session, self.instance_id):
                 register_instance(session, self.instance_id)
-            for reaped in reap_expired_leases(session, backoff=self._backoff):
-                observe.attempt_finished(reaped.operation, reaped.attempt)
+            for reaped in self._manager.reap(session):
                 report.reaped.append(reaped.operation.id)
                 job = self._running.pop(reaped.attempt.id, None)
                 if job is not None:
@@ -223,8 +210,7 @@ class Scheduler:
             report.killed.append(job.attempt_id)
             code = job.handle.poll()
             if code is not None:
-                with session_scope(self._factory) as session:
-                    set_exit_code(session, job.attempt_id, code)
+                self._job_exited(job, code)
 
     # 2. watching our jobs ---------------------------------------------------------------
 
@@ -263,20 +249,15 @@ class Scheduler:
             report.exited.append(job.attempt_id)
 
     def _job_exited(self, job: RunningJob, code: int) -> None:
-        del self._running[job.attempt_id]
+        self._running.pop(job.attempt_id, None)
         error = exit_error(
             code,
             killed_because=job.stop_reason if job.killed else None,
             log_path=job.handle.log_path,
             tail=tail_log(job.handle.log_path),
         )
-        with session_scope(self._factory) as session:
-            set_exit_code(session, job.attempt_id, code)
-            attempt = session.get_one(Attempt, job.attempt_id)
-            finished = finish_attempt(session, attempt, Exited(error, code), backoff=self._backoff)
-            # None: the job reported (or the lease was reaped): nothing to add.
-            if finished is not None:
-                observe.attempt_finished(finished.operation, finished.attempt)
+        with self._factory() as session:
+            self._manager.exited(session, job.attempt_id, code, error)
 
     # 3. claiming and launching ----------------------------------------------------------
 
@@ -284,47 +265,21 @@ class Scheduler:
         free = self.settings.max_running_per_instance - len(self._running)
         if free <= 0:
             return
-        with session_scope(self._factory) as session:
-            worker_queues = live_worker_queues(
-                session, within=timedelta(seconds=self.settings.worker_timeout_seconds)
-            )
-            claims = claim_due_operations(
-                session,
-                self.instance_id,
-                limit=free,
-                queue_limits=self.settings.queue_limits,
-                lease_seconds=self.settings.lease_seconds + self.settings.launch_grace_seconds,
-                worker_queues=worker_queues,
-                owner_limits=self.settings.owner_limits,
-                table_runs_per_hour=self.settings.table_runs_per_hour,
-            )
-            for c in claims:
-                note = engine_note(c.operation, c.operation.table, worker_queues)
-                record_engine(session, [c.attempt.id], SPARK_SUBMIT, note=note)
-            # Tokens in the claim's transaction: a committed attempt always has one.
-            jobs = [
-                ClaimedJob.from_claim(c, issue_attempt_token(session, c.attempt)) for c in claims
-            ]
-            seen = [observe.ClaimSeen.of(c) for c in claims]
-        observe.attempts_claimed(seen)
-        launched: list[tuple[ClaimedJob, RunningJob]] = []
+        with self._factory() as session:
+            jobs = self._manager.claim_for_instance(session, self.instance_id, limit=free)
+        launched: dict[int, str] = {}
         for job in jobs:
             running = self._launch(job)
             if running is None:
                 report.launch_failed.append(job.attempt_id)
                 continue
             self._running[job.attempt_id] = running
-            launched.append((job, running))
+            launched[job.attempt_id] = str(running.handle.log_path)
             report.launched.append(job.attempt_id)
         if launched:
             try:
-                with session_scope(self._factory) as session:
-                    for job, running in launched:
-                        record_launch(
-                            session,
-                            session.get_one(Attempt, job.attempt_id),
-                            log_path=str(running.handle.log_path),
-                        )
+                with self._factory() as session:
+                    self._manager.launched(session, launched)
             except Exception:
                 log.exception("could not record launches (the jobs run regardless)")
 
@@ -351,17 +306,11 @@ class Scheduler:
 
     def _launch_failed(self, job: ClaimedJob, exc: LaunchError) -> None:
         # The outcome (failed, or a retry scheduled, with the reason) is logged by the store.
-        with session_scope(self._factory) as session:
-            attempt = session.get_one(Attempt, job.attempt_id)
-            finished = finish_attempt(
-                session,
-                attempt,
-                LaunchFailed(str(exc), retryable=exc.retryable),
-                backoff=self._backoff,
+        with self._factory() as session:
+            ended = self._manager.launch_failed(
+                session, job.attempt_id, str(exc), retryable=exc.retryable
             )
-            if finished is not None:
-                observe.attempt_finished(finished.operation, finished.attempt)
-        if finished is None:
+        if not ended:
             log.info("attempt %s was finished elsewhere meanwhile", job.attempt_id)
 
     # 5. metrics -----------------------------------------------------------------------

@@ -25,7 +25,7 @@ __all__ = [
     "SPARK_SUBMIT",
     "SPARK_WORKER",
     "asked_engine",
-    "claim_for_worker",
+    "claim_worker_operations",
     "engine_note",
     "list_workers",
     "live_worker_queues",
@@ -108,7 +108,7 @@ def live_worker_queues(session: Session, *, within: timedelta) -> list[str]:
     return sorted(session.scalars(stmt))
 
 
-def claim_for_worker(
+def claim_worker_operations(
     session: Session,
     worker: Worker,
     *,

@@ -9,25 +9,12 @@ from __future__ import annotations
 import time
 
 from fastapi import APIRouter, Path, Request, Response
-from sqlalchemy.orm import Session
 
-from tms import observe
-from tms.api.deps import SessionDep, SettingsDep, require
+from tms.api.deps import ManagerDep, SessionDep, SettingsDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.schemas.workers import ClaimedAttempt, ClaimIn, ClaimOut, WorkerIn, WorkerOut
 from tms.config import Role, Settings
-from tms.store import (
-    Backoff,
-    Worker,
-    claim_for_worker,
-    issue_attempt_token,
-    list_workers,
-    reap_expired_leases,
-    record_launch,
-    register_worker,
-    remove_worker,
-    worker_seen,
-)
+from tms.store import NotFound, Worker, list_workers, register_worker, remove_worker
 
 router = APIRouter(
     prefix="/v1/workers", tags=["workers"], responses=error_responses(401, 403, 422, 503)
@@ -96,70 +83,43 @@ def claim_route(
     body: ClaimIn,
     session: SessionDep,
     settings: SettingsDep,
+    manager: ManagerDep,
     request: Request,
     worker_id: str = WorkerIdPath,
 ) -> ClaimOut:
     """Claim up to `free` due attempts the worker can run, waiting up to `wait_seconds`
     for some (a long poll: an empty answer means ask again; it ends early when the service
-    shuts down). Each call tells the service the worker is alive and how busy it is."""
+    shuts down). Each call tells the service the worker is alive and how busy it is. Expired
+    leases are reaped first, as every scheduler tick does: where workers run all the attempts,
+    an instance may have no scheduler, and a worker killed outright must still lose them."""
     deadline = time.monotonic() + min(body.wait_seconds, settings.worker_poll_seconds)
-    _reap(session, settings)
+    manager.reap(session)
     while True:
-        claimed = _claim_once(session, settings, worker_id, body)
+        try:
+            claimed = manager.claim_for_worker(
+                session, worker_id, free=body.free, busy=body.busy, log_dir=body.log_dir
+            )
+        except NotFound:
+            raise ApiError.not_found(f"no worker {worker_id}: register it again") from None
         done = claimed or body.free == 0 or time.monotonic() >= deadline
         if done or _shutting_down(request):
-            return ClaimOut(attempts=claimed)
+            return ClaimOut(
+                attempts=[
+                    ClaimedAttempt(
+                        attempt_id=job.attempt_id,
+                        operation_id=job.operation_id,
+                        action=job.action,
+                        token=job.token,
+                    )
+                    for job in claimed
+                ]
+            )
         time.sleep(POLL_STEP_SECONDS)
 
 
 def _shutting_down(request: Request) -> bool:
     server = getattr(request.app.state, "server", None)
     return bool(getattr(server, "should_exit", False))
-
-
-def _reap(session: Session, settings: Settings) -> None:
-    """Reap expired leases first, as every scheduler tick does: where workers run all the
-    attempts, an instance may have no scheduler (API only), and a worker killed outright
-    must still lose its attempts."""
-    for reaped in reap_expired_leases(session, backoff=Backoff.from_settings(settings)):
-        observe.attempt_finished(reaped.operation, reaped.attempt)
-    session.commit()
-
-
-def _claim_once(
-    session: Session, settings: Settings, worker_id: str, body: ClaimIn
-) -> list[ClaimedAttempt]:
-    worker = worker_seen(session, worker_id, busy=body.busy)
-    if worker is None:
-        session.rollback()
-        raise ApiError.not_found(f"no worker {worker_id}: register it again")
-    claims = claim_for_worker(
-        session,
-        worker,
-        limit=min(body.free, worker.slots),
-        queue_limits=settings.queue_limits,
-        lease_seconds=settings.lease_seconds,
-        owner_limits=settings.owner_limits,
-        table_runs_per_hour=settings.table_runs_per_hour,
-    )
-    claimed = []
-    seen = [observe.ClaimSeen.of(claim) for claim in claims]
-    for claim in claims:
-        token = issue_attempt_token(session, claim.attempt)
-        if body.log_dir:
-            log_path = f"{body.log_dir.rstrip('/')}/{claim.operation.id}/{claim.attempt.id}.log"
-            record_launch(session, claim.attempt, log_path=log_path)
-        claimed.append(
-            ClaimedAttempt(
-                attempt_id=claim.attempt.id,
-                operation_id=claim.operation.id,
-                action=claim.operation.action.value,
-                token=token,
-            )
-        )
-    session.commit()
-    observe.attempts_claimed(seen)
-    return claimed
 
 
 @router.delete("/{worker_id}", status_code=204, dependencies=[require(Role.ADMIN)], responses=_404)
