@@ -131,7 +131,7 @@ def postgres_server() -> Iterator[str]:
     if os.environ.get(ADMIN_URL_ENV):
         yield admin_url()
         return
-    from tms.store import start_embedded
+    from tms.embedded_postgres import start_embedded
 
     with tempfile.TemporaryDirectory(prefix="tms-pg-") as folder:
         server = start_embedded(Path(folder), cleanup="delete")

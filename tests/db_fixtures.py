@@ -25,7 +25,8 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
-from tms.store import EmbeddedPostgres, make_engine, make_session_factory, start_embedded, upgrade
+from tms.embedded_postgres import EmbeddedPostgres, start_embedded
+from tms.store import make_engine, make_session_factory, upgrade
 
 
 @dataclass

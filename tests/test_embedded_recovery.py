@@ -20,8 +20,8 @@ import psycopg
 import pytest
 
 from tests.test_serve import ServeProcess
+from tms.embedded_postgres import BACKOFF_MAX_SECONDS, restart_delay
 from tms.serve import free_port
-from tms.store import BACKOFF_MAX_SECONDS, restart_delay
 
 WAIT_SECONDS = 120.0
 

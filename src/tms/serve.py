@@ -27,16 +27,10 @@ from sqlalchemy.engine import make_url
 from tms.api.app import create_app
 from tms.api.http_protocol import JsonErrorsHttpToolsProtocol
 from tms.config import Settings
+from tms.embedded_postgres import EmbeddedSupervisor, start_embedded
 from tms.scheduler import create_scheduler, start_scheduler
 from tms.serve_workers import WorkerProcesses
-from tms.store import (
-    EmbeddedSupervisor,
-    head_revision,
-    make_engine,
-    make_session_factory,
-    start_embedded,
-    upgrade,
-)
+from tms.store import head_revision, make_engine, make_session_factory, upgrade
 
 if TYPE_CHECKING:
     import uvicorn
@@ -44,7 +38,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
     from sqlalchemy.orm import Session, sessionmaker
 
-    from tms.store import EmbeddedPostgres, EmbeddedSupervisor
+    from tms.embedded_postgres import EmbeddedPostgres, EmbeddedSupervisor
 
 __all__ = [
     "Database",

@@ -12,6 +12,8 @@ from pathlib import Path
 import psutil
 import psycopg
 
+from tms.embedded_postgres import start_embedded
+from tms.embedded_postgres.orphans import find_orphans
 from tms.store import (
     Action,
     is_up_to_date,
@@ -19,11 +21,9 @@ from tms.store import (
     make_session_factory,
     register_table,
     session_scope,
-    start_embedded,
     submit_operation,
     upgrade,
 )
-from tms.store.embedded_orphans import find_orphans
 
 
 def test_embedded_server_starts_creates_database_and_migrates(tmp_path: Path) -> None:

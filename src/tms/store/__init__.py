@@ -63,6 +63,7 @@ from tms.store.commits import (
 from tms.store.db import (
     alembic_config,
     check_ready,
+    create_database,
     current_revision,
     head_revision,
     is_up_to_date,
@@ -71,16 +72,6 @@ from tms.store.db import (
     probe_engine,
     session_scope,
     upgrade,
-)
-from tms.store.embedded import (
-    EmbeddedPostgres,
-    start_embedded,
-)
-from tms.store.embedded_supervisor import (
-    BACKOFF_MAX_SECONDS,
-    EmbeddedSupervisor,
-    SupervisorStatus,
-    restart_delay,
 )
 from tms.store.errors import (
     NotFound,
@@ -173,7 +164,6 @@ from tms.store.workers import (
 
 __all__ = [
     "ALERT_KINDS",
-    "BACKOFF_MAX_SECONDS",
     "COUNTED",
     "OPERATION_FAILED",
     "SPARK_SUBMIT",
@@ -195,8 +185,6 @@ __all__ = [
     "Completed",
     "CountedTable",
     "Delivery",
-    "EmbeddedPostgres",
-    "EmbeddedSupervisor",
     "Exited",
     "Failed",
     "Finished",
@@ -215,7 +203,6 @@ __all__ = [
     "Registered",
     "StoreError",
     "Submitted",
-    "SupervisorStatus",
     "TableBusy",
     "TableConflict",
     "TableLocks",
@@ -237,6 +224,7 @@ __all__ = [
     "complete_operation",
     "count_operations",
     "counted_tables",
+    "create_database",
     "current_revision",
     "delete_table",
     "engine_note",
@@ -302,13 +290,11 @@ __all__ = [
     "remove_worker",
     "reschedule_operation",
     "reset_counter",
-    "restart_delay",
     "resubmit_cancelled",
     "retry_operation",
     "session_scope",
     "set_exit_code",
     "set_operation_instant",
-    "start_embedded",
     "submit_operation",
     "tables_by_id",
     "update_table",

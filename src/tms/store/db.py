@@ -7,6 +7,7 @@ repository functions never commit.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -16,10 +17,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from psycopg import sql
 from sqlalchemy import Engine, create_engine, literal, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
@@ -29,6 +32,7 @@ __all__ = [
     "alembic_config",
     "check_ready",
     "connect_args",
+    "create_database",
     "current_revision",
     "head_revision",
     "is_up_to_date",
@@ -214,3 +218,16 @@ def check_ready(engine: Engine) -> str | None:
     if current != head:
         return f"database at migration {current}, code expects {head}"
     return None
+
+
+def create_database(admin_url: str, database: str) -> None:
+    """Create `database` on the server `admin_url` (a libpq URL) unless it exists."""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
+        if exists:
+            return
+        # Another process may create it in the meantime; then it exists, as wanted. CREATE
+        # DATABASE has no SQLAlchemy construct (and runs before any engine exists): psycopg
+        # composes it, quoting the name as an identifier.
+        with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))

@@ -27,7 +27,7 @@ from tms.store import (
 
 if TYPE_CHECKING:
     from tms.config import Settings
-    from tms.store import EmbeddedSupervisor, SupervisorStatus
+    from tms.embedded_postgres import EmbeddedSupervisor, SupervisorStatus
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tms import metrics
-from tms.store.embedded import EmbeddedPostgres
+from tms.embedded_postgres.server import EmbeddedPostgres
 
 __all__ = [
     "BACKOFF_BASE_SECONDS",

