@@ -17,14 +17,15 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.scheduler.fakes import FakeEngine, FakeHandle, failing_launch, scheduler_for
 from tests.scheduler.fakes import settings_for as scheduler_settings
 from tests.store.helpers import claim, make_op, make_table
+from tms.application.attempt_end import Exited, Failed, finish_attempt
 from tms.engines import LaunchSpec
 from tms.store import (
     Attempt,
+    Backoff,
     Operation,
     OperationStatus,
     cancel_operation,
     complete_operation,
-    fail_attempt,
     finish_cancelled,
     invalidate_operation,
     remove_operation,
@@ -33,6 +34,8 @@ from tms.store import (
 )
 
 LOGGER = "tms.outcomes"
+NO_DELAY = Backoff(base_seconds=0, jitter=0)
+"""A retry due at once, so the test claims it again."""
 
 
 def _lines(caplog: pytest.LogCaptureFixture, operation_id: int) -> list[tuple[int, str]]:
@@ -78,17 +81,14 @@ def test_failed_with_a_retry_then_out_of_retries(
     factory: sessionmaker[Session], caplog: pytest.LogCaptureFixture
 ) -> None:
     op, attempt_id = _running(factory, max_retries=1)
+    error = "job process exited with code 1 without reporting a result\n--- tail ---\nx"
     with session_scope(factory) as s:
-        fail_attempt(
-            s,
-            _attempt(s, attempt_id),
-            error="job process exited with code 1 without reporting a result\n--- tail ---\nx",
-            retry_at=timedelta(0),
-        )
+        finish_attempt(s, _attempt(s, attempt_id), Exited(error, 1), backoff=NO_DELAY)
     with session_scope(factory) as s:
         (again,) = claim(s)
     with session_scope(factory) as s:
-        fail_attempt(s, _attempt(s, again.attempt.id), error="boom", retry_at=timedelta(0))
+        failed = Failed("boom", retryable=True)
+        finish_attempt(s, _attempt(s, again.attempt.id), failed, backoff=NO_DELAY)
     lines = _lines(caplog, op.id)
     assert [level for level, _ in lines] == [logging.WARNING, logging.WARNING]
     assert lines[0][1] == (

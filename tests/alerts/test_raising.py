@@ -10,27 +10,23 @@ from sqlalchemy.orm import Session
 
 from tests.alerts.helpers import NO_JITTER, alerts, counted, fail_for_good, set_table
 from tests.store.helpers import claim, db_now, make_op, make_table
+from tms.application.attempt_end import Failed, finish_attempt, reap_expired_leases
 from tms.store import (
     OPERATION_FAILED,
     TABLE_SILENT,
     AlertStatus,
     AttemptOutcome,
-    Failed,
     OperationStatus,
     alerts_of_operation,
-    finish_attempt,
     list_attempts,
     raise_alert,
     raise_silent_tables,
-    reap_expired_leases,
     retry_operation,
     update_table,
 )
 
 
-def test_an_operation_that_fails_for_good_raises_one_alert_with_its_story(
-    session: Session,
-) -> None:
+def test_an_operation_that_fails_for_good_raises_one_alert_with_its_story(session: Session) -> None:
     before = counted(OPERATION_FAILED, "raised")
     operation = fail_for_good(session, error="unsupported table: bad plan\n  at line 3")
 
@@ -68,9 +64,7 @@ def test_an_operation_that_fails_for_good_raises_one_alert_with_its_story(
     assert counted(OPERATION_FAILED, "raised") == before + 1
 
 
-def test_a_retry_raises_nothing_and_each_failure_for_good_raises_again(
-    session: Session,
-) -> None:
+def test_a_retry_raises_nothing_and_each_failure_for_good_raises_again(session: Session) -> None:
     table = make_table(session)
     operation = make_op(session, table, max_retries=1)
     first = claim(session)[0]
@@ -168,9 +162,7 @@ def test_a_table_silent_for_n_timeouts_alerts_once_per_silence(session: Session)
     assert len(alerts(session)) == 2
 
 
-def test_the_silence_timeout_comes_from_the_policy_and_zero_means_never(
-    session: Session,
-) -> None:
+def test_the_silence_timeout_comes_from_the_policy_and_zero_means_never(session: Session) -> None:
     never = make_table(session, "never", policy={"notification_timeout_seconds": 0})
     longer = make_table(session, "longer", policy={"notification_timeout_seconds": 1000})
     shorter = make_table(session, "shorter", policy={"notification_timeout_seconds": 10})

@@ -12,7 +12,8 @@ from tests.api.conftest import ADMIN, AUTH_TOKENS, VIEWER, MakeClient, bearer
 from tests.api.helpers import instant, register, submit
 from tests.store.helpers import claim, db_now
 from tms import metrics
-from tms.store import Backoff, Claim, issue_attempt_token, reap_expired_leases
+from tms.application.attempt_end import reap_expired_leases
+from tms.store import Backoff, Claim, issue_attempt_token
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient

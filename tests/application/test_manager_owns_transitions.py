@@ -1,10 +1,11 @@
 """An attempt's transitions are made in one place: `tms.application.manager`.
 
-The store's statements that claim, launch, heartbeat, finish or reap an attempt, and the
-`observe` functions that count those transitions, are called by `OperationManager` alone; the
-scheduler, the workers' and the jobs' routes go through it. A second caller would be a second
-copy of a transition, free to drift (as the RUNNING count once did between the scheduler and
-the workers' route).
+The store's statements that claim, launch, heartbeat, finish or reap an attempt are called by
+`OperationManager` alone (and, for an attempt's end, by the rule it applies,
+`application.attempt_end`); the `observe` functions that count those transitions by the
+manager alone. The scheduler, the workers' and the jobs' routes go through it. A second
+caller would be a second copy of a transition, free to drift (as the RUNNING count once did
+between the scheduler and the workers' route).
 """
 
 from __future__ import annotations
@@ -14,14 +15,22 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tms"
 MANAGER = SRC / "application" / "manager.py"
+ATTEMPT_END = SRC / "application" / "attempt_end.py"
 
 TRANSITION_STATEMENTS = frozenset(
     {
         "claim_due_operations",
         "claim_worker_operations",
+        "complete_operation",
+        "expired_lease_attempts",
         "extend_lease",
+        "fail_attempt",
         "finish_attempt",
+        "finish_cancelled",
+        "invalidate_operation",
         "issue_attempt_token",
+        "lock_running_operation",
+        "lose_attempt",
         "reap_expired_leases",
         "record_engine",
         "record_executor_report",
@@ -67,7 +76,7 @@ def callers_outside(owners: set[Path], names: frozenset[str]) -> dict[str, list[
 
 def test_only_the_manager_runs_an_attempts_transitions() -> None:
     store = set((SRC / "store").rglob("*.py"))
-    assert callers_outside(store | {MANAGER}, TRANSITION_STATEMENTS) == {}
+    assert callers_outside(store | {MANAGER, ATTEMPT_END}, TRANSITION_STATEMENTS) == {}
 
 
 def test_only_the_manager_counts_an_attempts_transitions() -> None:

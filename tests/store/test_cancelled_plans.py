@@ -8,19 +8,17 @@ from datetime import timedelta
 from sqlalchemy.orm import Session
 
 from tests.store.helpers import claim, db_now, make_op, make_table
+from tms.application.attempt_end import Exited, finish_attempt, reap_expired_leases
 from tms.store import (
     Action,
     Backoff,
-    Exited,
     OperationStatus,
     cancel_operation,
     complete_operation,
-    finish_attempt,
     finish_cancelled,
     get_operation,
     plan_settled,
     plans_to_abort,
-    reap_expired_leases,
     remove_operation,
 )
 

@@ -12,16 +12,15 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.store.helpers import db_now, make_op, make_table
+from tms.application.attempt_end import Completed, finish_attempt
 from tms.store import (
     Attempt,
     Backoff,
-    Completed,
     Operation,
     OperationStatus,
     Tbl,
     claim_due_operations,
     claim_worker_operations,
-    finish_attempt,
     get_operation,
     register_worker,
     session_scope,

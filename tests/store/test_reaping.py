@@ -5,6 +5,7 @@ from datetime import timedelta
 from sqlalchemy.orm import Session
 
 from tests.store.helpers import claim, db_now, make_op, make_table
+from tms.application.attempt_end import reap_expired_leases
 from tms.store import (
     AttemptOutcome,
     Backoff,
@@ -13,7 +14,6 @@ from tms.store import (
     extend_lease,
     get_attempt,
     list_events,
-    reap_expired_leases,
 )
 
 S = OperationStatus

@@ -95,43 +95,20 @@ def test_a_stale_attempt_cannot_finish_a_newer_one(session: Session) -> None:
     ]
 
 
-def test_fail_retries_with_backoff_until_out_of_retries(session: Session) -> None:
-    op = make_op(session, make_table(session), max_retries=1)
+def test_a_failure_applies_the_decided_status(session: Session) -> None:
+    """The store applies what `application.attempt_end` decided: with `retry_at`, SCHEDULED
+    then; without, FAILED (the retry budget is the application's rule)."""
+    op = make_op(session, make_table(session), max_retries=0)
     (c,) = claim(session)
     retried = fail_attempt(
-        session, c.attempt, error="executor lost", exit_code=1, retry_at=timedelta(seconds=30)
+        session, c.attempt, error="lost", exit_code=1, retry_at=timedelta(seconds=30)
     )
-    assert retried.status is S.SCHEDULED and retried.last_error == "executor lost"
+    assert (retried.status, retried.last_error) == (S.SCHEDULED, "lost")
     assert retried.next_run_at == db_now(session) + timedelta(seconds=30)
-    assert retried.lease_owner is None and retried.finished_at is None
-    assert claim(session) == []  # not due yet
     (c2,) = claim(session, now=db_now(session) + timedelta(seconds=31))
-    failed = fail_attempt(session, c2.attempt, error="again", retry_at=timedelta(seconds=30))
-    assert (failed.status, failed.run_times, failed.last_error) == (S.FAILED, 2, "again")
-    assert failed.finished_at is not None
-    attempts = list_attempts(session, op.id)
-    assert [(a.number, a.outcome, a.error) for a in attempts] == [
-        (1, AttemptOutcome.FAILED, "executor lost"),
-        (2, AttemptOutcome.FAILED, "again"),
-    ]
-    assert attempts[0].exit_code == 1
-    assert [(e.from_status, e.to_status) for e in list_events(session, op.id)][2:] == [
-        (S.RUNNING, S.SCHEDULED),
-        (S.SCHEDULED, S.RUNNING),
-        (S.RUNNING, S.FAILED),
-    ]
-
-
-def test_no_retry_when_not_retryable(session: Session) -> None:
-    op = make_op(session, make_table(session), retry_on_error=False)
-    (c,) = claim(session)
-    assert fail_attempt(session, c.attempt, error="x", retry_at=timedelta(0)).status is S.FAILED
-    # An operator retry starts a fresh budget; attempt numbers keep counting.
-    again = retry_operation(session, op.id)
-    assert (again.status, again.run_times, again.finished_at) == (S.SCHEDULED, 0, None)
-    (c2,) = claim(session)
-    assert (c2.attempt.number, c2.operation.run_times) == (2, 1)
-    assert fail_attempt(session, c2.attempt, error="y").status is S.FAILED
+    failed = fail_attempt(session, c2.attempt, error="again", reason="failed, out of retries")
+    assert (failed.status, failed.finished_at is not None) == (S.FAILED, True)
+    assert [e.reason for e in list_events(session, op.id)][-1] == "failed, out of retries"
 
 
 def test_cancel(session: Session) -> None:

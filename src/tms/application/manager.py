@@ -18,34 +18,36 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms import observe
+from tms.application.attempt_end import (
+    AttemptEnd,
+    Cancelled,
+    Completed,
+    Exited,
+    Failed,
+    Finished,
+    LaunchFailed,
+    PlanInvalid,
+    finish_attempt,
+    reap_expired_leases,
+)
 from tms.application.refusals import Refused
 from tms.config import Settings
 from tms.store import (
     SPARK_SUBMIT,
     Attempt,
-    AttemptEnd,
     AttemptOutcome,
     Backoff,
-    Cancelled,
     Claim,
-    Completed,
-    Exited,
-    Failed,
-    LaunchFailed,
     NotFound,
     Operation,
-    PlanInvalid,
-    Reaped,
     claim_due_operations,
     claim_worker_operations,
     engine_note,
     extend_lease,
-    finish_attempt,
     holds_lease,
     issue_attempt_token,
     live_worker_queues,
     lock_attempt_operation,
-    reap_expired_leases,
     record_engine,
     record_executor_report,
     record_first_heartbeat,
@@ -291,7 +293,7 @@ class OperationManager:
         end = LaunchFailed(error, retryable=retryable)
         return self._finish(session, session.get_one(Attempt, attempt_id), end)
 
-    def reap(self, session: Session) -> list[Reaped]:
+    def reap(self, session: Session) -> list[Finished]:
         """End as LOST the attempts whose lease expired (their operations retried after a
         backoff, failed or cancelled). A scheduler tick and a worker's claim both reap: an
         instance may run no scheduler."""

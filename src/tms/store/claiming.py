@@ -1,4 +1,4 @@
-"""Claiming due operations, extending leases, and reaping the leases that expired.
+"""Claiming due operations and extending leases (the leases that expired: `store.leases`).
 
 Claims are one statement (see `_claim`): lock due rows with `FOR UPDATE SKIP LOCKED` in
 order of priority, due time and id; keep the first of each table and at most the free slots
@@ -56,7 +56,6 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import Session
 
-from tms.store.attempt_outcome import Lost, finish_attempt
 from tms.store.cancelled_plans import still_to_abort
 from tms.store.models import (
     ATTEMPT_OUTCOME,
@@ -68,17 +67,14 @@ from tms.store.models import (
     OperationStatus,
     Tbl,
 )
-from tms.store.retry import Backoff
 from tms.store.transitions import clock
 
 __all__ = [
     "CLAIM_LOCK_KEY",
     "Claim",
-    "Reaped",
     "claim_due_operations",
     "extend_lease",
     "lock_scheduling",
-    "reap_expired_leases",
 ]
 
 CLAIM_LOCK_KEY = 0x746D735F636C6169  # "tms_clai"
@@ -394,14 +390,6 @@ class Claim:
     attempt: Attempt
 
 
-@dataclass(frozen=True)
-class Reaped:
-    """An operation whose attempt was LOST: back to SCHEDULED, or FAILED/CANCELLED."""
-
-    operation: Operation
-    attempt: Attempt
-
-
 def lock_scheduling(session: Session) -> None:
     """Serialise claimers (and table deletion) until the caller's transaction ends."""
     session.execute(select(func.pg_advisory_xact_lock(literal(CLAIM_LOCK_KEY, BigInteger))))
@@ -484,40 +472,6 @@ def extend_lease(
         .execution_options(populate_existing=True, synchronize_session=False)
     )
     return session.scalars(stmt).one_or_none()
-
-
-def reap_expired_leases(
-    session: Session,
-    *,
-    backoff: Backoff,
-    now: datetime | None = None,
-    limit: int = 100,
-) -> list[Reaped]:
-    """Mark attempts whose lease expired LOST, up to `limit` at a time (oldest expiry first;
-    rows another transaction holds are skipped, not waited on).
-
-    Each operation goes back to SCHEDULED after a backoff delay while it has retries left
-    (a lost attempt counts as one), to FAILED when it has none, and to CANCELLED if a
-    cancellation was requested. The caller rolls back what the lost attempt left on storage.
-    """
-    expired = session.execute(
-        select(Operation.id, Operation.current_attempt_id)
-        .where(
-            Operation.status == OperationStatus.RUNNING,
-            Operation.lease_expires_at < clock(now),
-            Operation.current_attempt_id.is_not(None),
-        )
-        .order_by(Operation.lease_expires_at, Operation.id)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-    ).all()
-    reaped: list[Reaped] = []
-    for row in expired:
-        attempt = session.get_one(Attempt, row.current_attempt_id, populate_existing=True)
-        finished = finish_attempt(session, attempt, Lost(), backoff=backoff, now=now)
-        if finished is not None:
-            reaped.append(Reaped(finished.operation, finished.attempt))
-    return reaped
 
 
 _Row = TypeVar("_Row", Operation, Attempt)

@@ -20,7 +20,7 @@ _MAX_EXPONENT = 60  # factor ** 60 already exceeds any sane cap; keeps floats fi
 class Backoff:
     """`delay(n)` = min(max, base · factor^(n-1)) · (1 ± jitter) after the n-th launch failed.
 
-    The one computation of a retry's delay: `store.attempt_outcome` applies it to failed,
+    The one computation of a retry's delay: `application.attempt_end` applies it to failed,
     exited, unlaunched and lost attempts alike.
     """
 

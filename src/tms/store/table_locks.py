@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy import BigInteger, Connection, Engine, func, literal, select
 from sqlalchemy.orm import Session
 
-from tms.store.attempt_outcome import holds_lease
+from tms.store.leases import holds_lease
 from tms.store.models import Attempt, Operation
 
 __all__ = ["TableLocks"]

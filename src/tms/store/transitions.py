@@ -29,6 +29,8 @@ __all__ = [
     "fail_attempt",
     "finish_cancelled",
     "invalidate_operation",
+    "lock_running_operation",
+    "lose_attempt",
     "reschedule_operation",
     "retry_operation",
 ]
@@ -213,33 +215,20 @@ def fail_attempt(
     exit_code: int | None = None,
     figures: dict[str, Any] | None = None,
     retry_at: datetime | timedelta | None = None,
+    reason: str = "failed",
 ) -> Operation:
-    """The attempt FAILED. With `retry_at` (a time, or a delay on the database clock) the
-    operation retries then if it allows retries and has some left (`run_times <=
-    max_retries`): RUNNING → SCHEDULED. Otherwise RUNNING → FAILED. The error is kept on
-    the attempt and as the operation's `last_error` either way."""
-    current = lock_running_operation(session, attempt.operation_id, attempt.id)
-    if current is None:
-        raise _refused(session, attempt.operation_id, "fail", {S.RUNNING}, attempt)
-    retry = (
-        retry_at is not None
-        and current.retry_on_error
-        and not current.cancel_requested
-        and current.run_times <= current.max_retries
-    )
+    """The attempt FAILED: RUNNING → SCHEDULED at `retry_at` (a time, or a delay on the
+    database clock), or RUNNING → FAILED without one (`application.attempt_end` decides).
+    The error is kept on the attempt and as the operation's `last_error` either way."""
     values: dict[str, Any] = {**LEASE_CLEARED, "last_error": error}
-    if retry:
+    if retry_at is not None:
         values |= {"next_run_at": when(retry_at), "scheduled_at": func.now()}
-        reason = f"attempt {current.run_times} failed; retry {current.run_times} of "
-        reason += f"{current.max_retries}"
-    else:
-        reason = "failed" if retry_at is None else "failed, out of retries"
     operation = transition(
         session,
         attempt.operation_id,
         wanted="fail",
         expected={S.RUNNING},
-        to=S.SCHEDULED if retry else S.FAILED,
+        to=S.FAILED if retry_at is None else S.SCHEDULED,
         values=values,
         reason=reason,
         attempt=attempt,
@@ -251,6 +240,58 @@ def fail_attempt(
     if operation.status is S.FAILED:
         raise_operation_failed(session, operation, attempt)
     return operation
+
+
+# What a lost attempt meant for its operation, by the status it moved to.
+_LOST = {
+    S.SCHEDULED: "lost, retry scheduled",
+    S.FAILED: "lost, out of retries",
+    S.CANCELLED: "lost, cancelled",
+}
+
+
+def lose_attempt(
+    session: Session,
+    operation: Operation,
+    attempt: Attempt,
+    *,
+    to: OperationStatus,
+    retry_at: datetime | timedelta,
+    now: datetime | None = None,
+) -> Operation:
+    """The attempt's lease expired: it is LOST, and its operation (locked by the caller)
+    RUNNING → `to` (SCHEDULED at `retry_at`, FAILED or CANCELLED)."""
+    expired = operation.lease_expires_at
+    heartbeat = operation.last_heartbeat_at
+    detail = f"lease expired at {expired} (last heartbeat {heartbeat or 'never'})"
+    error = f"{attempt.error}\n{detail}" if attempt.error else detail
+    values: dict[str, Any] = {
+        **LEASE_CLEARED,
+        "last_error": f"attempt {attempt.id} lost: lease expired at {expired}",
+    }
+    if to is S.SCHEDULED:
+        values |= {
+            "next_run_at": when(retry_at, now),
+            "scheduled_at": clock(now),
+            "finished_at": None,
+        }
+    moved = transition(
+        session,
+        operation.id,
+        wanted="reap",
+        expected={S.RUNNING},
+        to=to,
+        values=values,
+        reason="lease expired",
+        attempt=attempt,
+        detail=error,
+        label=_LOST[to],
+        now=now,
+    )
+    finish_attempt_row(session, attempt, AttemptOutcome.LOST, error=error, now=now)
+    if moved.status is S.FAILED:
+        raise_operation_failed(session, moved, attempt, now=now)
+    return moved
 
 
 def finish_cancelled(

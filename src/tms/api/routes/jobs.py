@@ -27,18 +27,11 @@ from tms.api.schemas import (
 )
 from tms.api.schemas.jobs import MAX_ERROR_CHARS
 from tms.application import JobReport, LeaseLost, Reported
+from tms.application.attempt_end import Cancelled, Completed, Failed, PlanInvalid
 from tms.executors import parse_executor
 from tms.hudi.locks import advisory_key
 from tms.policies.triggers import table_wide_params
-from tms.store import (
-    Cancelled,
-    Completed,
-    Failed,
-    OperationStatus,
-    PlanInvalid,
-    TableLocks,
-    Tbl,
-)
+from tms.store import OperationStatus, TableLocks, Tbl
 
 router = APIRouter(
     prefix="/v1/jobs/attempts/{attempt_id}",

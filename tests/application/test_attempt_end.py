@@ -8,31 +8,34 @@ from datetime import timedelta
 from sqlalchemy.orm import Session
 
 from tests.store.helpers import claim, db_now, make_op, make_table
-from tms.store import (
-    AttemptOutcome,
-    Backoff,
+from tms.application.attempt_end import (
     Cancelled,
     Completed,
     Exited,
     Failed,
     LaunchFailed,
-    OperationStatus,
     PlanInvalid,
-    cancel_operation,
     finish_attempt,
+    reap_expired_leases,
+)
+from tms.store import (
+    AttemptOutcome,
+    Backoff,
+    OperationStatus,
+    cancel_operation,
     get_attempt,
     get_operation,
+    list_attempts,
     list_events,
-    reap_expired_leases,
+    retry_operation,
 )
 
 S = OperationStatus
 NO_JITTER = Backoff(base_seconds=5, factor=2, max_seconds=600, jitter=0)
+THIRTY_SECONDS = Backoff(base_seconds=30, jitter=0)
 
 
-def test_a_failed_a_lost_and_an_unlaunched_attempt_wait_the_same_backoff(
-    session: Session,
-) -> None:
+def test_a_failed_a_lost_and_an_unlaunched_attempt_wait_the_same_backoff(session: Session) -> None:
     failed_op = make_op(session, make_table(session, "f"), max_retries=2)
     lost_op = make_op(session, make_table(session, "l"), max_retries=2)
     unlaunched_op = make_op(session, make_table(session, "u"), max_retries=2)
@@ -120,3 +123,44 @@ def test_final_outcomes_without_retry(session: Session) -> None:
 
     assert statuses == {refused.id: S.FAILED, cancelled.id: S.CANCELLED, invalid.id: S.INVALID}
     assert get_attempt(session, claims[invalid.id].attempt.id).outcome is AttemptOutcome.FAILED
+
+
+def test_fail_retries_with_backoff_until_out_of_retries(session: Session) -> None:
+    op = make_op(session, make_table(session), max_retries=1)
+    (c,) = claim(session)
+    failed_once = Failed("executor lost", retryable=True, exit_code=1)
+    retried = finish_attempt(session, c.attempt, failed_once, backoff=THIRTY_SECONDS).operation
+    assert retried.status is S.SCHEDULED and retried.last_error == "executor lost"
+    assert retried.next_run_at == db_now(session) + timedelta(seconds=30)
+    assert retried.lease_owner is None and retried.finished_at is None
+    assert claim(session) == []  # not due yet
+    (c2,) = claim(session, now=db_now(session) + timedelta(seconds=31))
+    again = Failed("again", retryable=True)
+    failed = finish_attempt(session, c2.attempt, again, backoff=THIRTY_SECONDS).operation
+    assert (failed.status, failed.run_times, failed.last_error) == (S.FAILED, 2, "again")
+    assert failed.finished_at is not None
+    attempts = list_attempts(session, op.id)
+    assert [(a.number, a.outcome, a.error) for a in attempts] == [
+        (1, AttemptOutcome.FAILED, "executor lost"),
+        (2, AttemptOutcome.FAILED, "again"),
+    ]
+    assert attempts[0].exit_code == 1
+    assert [(e.from_status, e.to_status) for e in list_events(session, op.id)][2:] == [
+        (S.RUNNING, S.SCHEDULED),
+        (S.SCHEDULED, S.RUNNING),
+        (S.RUNNING, S.FAILED),
+    ]
+
+
+def test_no_retry_when_not_retryable(session: Session) -> None:
+    op = make_op(session, make_table(session), retry_on_error=False)
+    (c,) = claim(session)
+    finished = finish_attempt(session, c.attempt, Failed("x", retryable=True), backoff=NO_JITTER)
+    assert finished is not None and finished.operation.status is S.FAILED
+    # An operator retry starts a fresh budget; attempt numbers keep counting.
+    again = retry_operation(session, op.id)
+    assert (again.status, again.run_times, again.finished_at) == (S.SCHEDULED, 0, None)
+    (c2,) = claim(session)
+    assert (c2.attempt.number, c2.operation.run_times) == (2, 1)
+    finished = finish_attempt(session, c2.attempt, Failed("y", retryable=False), backoff=NO_JITTER)
+    assert finished is not None and finished.operation.status is S.FAILED
