@@ -229,34 +229,14 @@ class CommitActionExecutor(ABC, Generic[P, T, O]):
         plan = self.read_plan(table, timeline, instant)
         MetadataSync.of(table, timeline)  # refusals, before anything is written
         cancellable = plan_is_cancellable(plan.plan)
-        conflicts = ConflictCheck(
-            table.base_path,
-            instant_time,
-            plan.file_groups,
-            any_file=self.conflicts_on_log_files,
-            cancellable=cancellable,
-            lock=table.lock,
-        )
+        conflicts = self._conflict_check(table, instant_time, plan, cancellable)
         schema_json = timeline.latest_schema()
         schema = {"schema": schema_json} if schema_json else {}
         result = ServiceResult(action=self.name, instant=instant_time)
         with executing(
             table, instant, result, heartbeat_interval, cancellable=cancellable
         ) as inflight:
-            timeline = table.timeline()
-            sync = MetadataSync.of(table, timeline)  # after an earlier attempt's rollback
-            context = ExecutionContext(
-                table,
-                instant_time,
-                timeline,
-                sync,
-                None,
-                conflicts,
-                cancellable,
-                memory_budget=task_memory_budget(spark),
-            )
-            if sync is not None:
-                context = replace(context, pending=self.begin_sync(context))
+            context = self._inflight_context(spark, table, instant_time, conflicts, cancellable)
             tasks = self.tasks(plan, context)
             resolve_conflicts(table, conflicts, wait=True)
             progress.enter(self.stage)
@@ -264,11 +244,50 @@ class CommitActionExecutor(ABC, Generic[P, T, O]):
                 spark, plan, context, tasks, f"tms {self.name} {instant_time} of {table.name}"
             )
             stats = self._complete(plan, context, inflight, outcomes, schema, result)
-        result.files_written = len(stats)
-        result.bytes_written = sum(s.total_write_bytes for s in stats)
-        result.records_written = sum(s.num_writes for s in stats)
+        _add_written(result, stats)
         self.totals(result, plan, outcomes)
         return result
+
+    def _conflict_check(
+        self, table: HudiTable, instant_time: str, plan: P, cancellable: bool
+    ) -> ConflictCheck:
+        """Other writers' writes on the plan's file groups (RFC-56), checked before the tasks,
+        by them when the plan is cancellable, and at the commit."""
+        return ConflictCheck(
+            table.base_path,
+            instant_time,
+            plan.file_groups,
+            any_file=self.conflicts_on_log_files,
+            cancellable=cancellable,
+            lock=table.lock,
+        )
+
+    def _inflight_context(
+        self,
+        spark: Any,
+        table: HudiTable,
+        instant_time: str,
+        conflicts: ConflictCheck,
+        cancellable: bool,
+    ) -> ExecutionContext:
+        """What the hooks see once the instant is inflight: the timeline and the metadata
+        table read again (an earlier attempt's rollback may have changed them), and the
+        metadata table's delta commit begun when the action writes into one."""
+        timeline = table.timeline()
+        sync = MetadataSync.of(table, timeline)  # after an earlier attempt's rollback
+        context = ExecutionContext(
+            table,
+            instant_time,
+            timeline,
+            sync,
+            None,
+            conflicts,
+            cancellable,
+            memory_budget=task_memory_budget(spark),
+        )
+        if sync is not None:
+            context = replace(context, pending=self.begin_sync(context))
+        return context
 
     def _complete(
         self,
@@ -308,3 +327,10 @@ class CommitActionExecutor(ABC, Generic[P, T, O]):
             transition(table.storage, table.config, inflight, State.COMPLETED, metadata)
         delete_markers(table.storage, instant_time)
         return stats
+
+
+def _add_written(result: ServiceResult, stats: Sequence[WriteStat]) -> None:
+    """The figures of the new files, from their write stats."""
+    result.files_written = len(stats)
+    result.bytes_written = sum(s.total_write_bytes for s in stats)
+    result.records_written = sum(s.num_writes for s in stats)

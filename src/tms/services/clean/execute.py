@@ -30,7 +30,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
 from tms.hudi.task_pause import TASKS_WRITING
 from tms.hudi.timeline import heartbeat
-from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import transition
 from tms.services import progress
 from tms.services.clean.plan import KEEP_LATEST_COMMITS, schedule_clean
@@ -72,11 +72,7 @@ def execute_clean(
     storage, config = table.storage, table.config
     timeline = table.timeline()
     table.ensure_supported(timeline)
-    instant = pending_plan(table, instant_time, (Action.CLEAN,))
-    if heartbeat.is_alive(storage, instant_time, heartbeat_interval):
-        raise InstantInFlightError(
-            f"clean {instant_time} has a live heartbeat (a job is running it)"
-        )
+    instant = _pending_clean(table, instant_time, heartbeat_interval)
     requested_bytes = timeline.read_instant(instant, State.REQUESTED)
     plan = avro_codec.decode(requested_bytes)
     files = plan_files(plan, TablePaths(storage, f"clean plan {instant_time}"))
@@ -85,39 +81,12 @@ def execute_clean(
     with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
         if instant.state is State.REQUESTED:
             instant = transition(storage, config, instant, State.INFLIGHT, requested_bytes)
-        items = [
-            (storage, partition, chunk)
-            for partition, paths in sorted(files.items())
-            for chunk in _chunks(paths, FILES_PER_TASK)
-        ]
-        progress.enter(f"{stage_prefix}cleaning")  # its tasks are chunks of files
-        outcomes = run_tasks(
-            spark,
-            _delete_files,
-            items,
-            f"tms clean {instant_time}",
-            file_groups=False,
-            pause_step=f"{stage_prefix}{TASKS_WRITING}",
-        )
+        outcomes = _delete_on_spark(spark, storage, instant_time, files, stage_prefix)
         partition_metadata = _partition_metadata(plan, files, outcomes)
         deleted = sum(len(p["successDeleteFiles"]) for p in partition_metadata.values())
         if sync is not None:
-            progress.enter("syncing metadata")
-            names = {p: m["deletePathPatterns"] for p, m in partition_metadata.items()}
-            sync.write(instant_time, sync.clean_update(instant_time, names))
-            pause_point("metadata committed")
-        earliest = plan.get("earliestInstantToRetain") or {}
-        metadata = {
-            "startCleanTime": instant_time,
-            "timeTakenInMillis": int((time.monotonic() - started) * 1000),
-            "totalFilesDeleted": deleted,
-            "earliestCommitToRetain": earliest.get("timestamp") or "",
-            "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
-            "partitionMetadata": partition_metadata,
-            "version": CLEAN_METADATA_VERSION,
-            "bootstrapPartitionMetadata": {},
-            "extraMetadata": plan.get("extraMetadata") or {},
-        }
+            _sync_metadata_table(sync, instant_time, partition_metadata)
+        metadata = _clean_metadata(plan, instant_time, started, deleted, partition_metadata)
         progress.enter(f"{stage_prefix}committing")
         with committing(table, instant_time, cancellable=False):
             transition(
@@ -128,15 +97,89 @@ def execute_clean(
                 avro_codec.encode("HoodieCleanMetadata", metadata),
             )
     result.files_deleted = deleted
-    result.file_groups = len(
+    result.file_groups = _file_groups_deleted_from(partition_metadata)
+    result.duration_seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _pending_clean(table: HudiTable, instant_time: str, heartbeat_interval: float) -> Instant:
+    """The pending clean at `instant_time`, unless another job's live heartbeat says it is
+    running it (an inflight clean without one was left by a crash and is run again)."""
+    instant = pending_plan(table, instant_time, (Action.CLEAN,))
+    if heartbeat.is_alive(table.storage, instant_time, heartbeat_interval):
+        raise InstantInFlightError(
+            f"clean {instant_time} has a live heartbeat (a job is running it)"
+        )
+    return instant
+
+
+def _delete_on_spark(
+    spark: SparkSession,
+    storage: Storage,
+    instant_time: str,
+    files: dict[str, list[str]],
+    stage_prefix: str,
+) -> list[tuple[str, list[str], list[str]]]:
+    """The plan's files deleted by Spark tasks of at most `FILES_PER_TASK` files each, a
+    partition at a time; per task, (partition, names deleted, names failed)."""
+    items = [
+        (storage, partition, chunk)
+        for partition, paths in sorted(files.items())
+        for chunk in _chunks(paths, FILES_PER_TASK)
+    ]
+    progress.enter(f"{stage_prefix}cleaning")  # its tasks are chunks of files
+    return run_tasks(
+        spark,
+        _delete_files,
+        items,
+        f"tms clean {instant_time}",
+        file_groups=False,
+        pause_step=f"{stage_prefix}{TASKS_WRITING}",
+    )
+
+
+def _sync_metadata_table(
+    sync: MetadataSync, instant_time: str, partition_metadata: dict[str, dict[str, Any]]
+) -> None:
+    """The metadata table's delta commit of the clean: the planned files' deletions."""
+    progress.enter("syncing metadata")
+    names = {p: m["deletePathPatterns"] for p, m in partition_metadata.items()}
+    sync.write(instant_time, sync.clean_update(instant_time, names))
+    pause_point("metadata committed")
+
+
+def _clean_metadata(
+    plan: dict[str, Any],
+    instant_time: str,
+    started: float,
+    deleted: int,
+    partition_metadata: dict[str, dict[str, Any]],
+) -> dict[str, Any]:
+    """The `HoodieCleanMetadata` record the completed instant holds; its time taken runs
+    from `started` (`time.monotonic()`) to now."""
+    earliest = plan.get("earliestInstantToRetain") or {}
+    return {
+        "startCleanTime": instant_time,
+        "timeTakenInMillis": int((time.monotonic() - started) * 1000),
+        "totalFilesDeleted": deleted,
+        "earliestCommitToRetain": earliest.get("timestamp") or "",
+        "lastCompletedCommitTimestamp": plan.get("lastCompletedCommitTimestamp") or "",
+        "partitionMetadata": partition_metadata,
+        "version": CLEAN_METADATA_VERSION,
+        "bootstrapPartitionMetadata": {},
+        "extraMetadata": plan.get("extraMetadata") or {},
+    }
+
+
+def _file_groups_deleted_from(partition_metadata: dict[str, dict[str, Any]]) -> int:
+    """How many file groups lost a file, told by the deleted files' names."""
+    return len(
         {
             (partition, _file_id(name))
             for partition, meta in partition_metadata.items()
             for name in meta["successDeleteFiles"]
         }
     )
-    result.duration_seconds = round(time.monotonic() - started, 3)
-    return result
 
 
 def plan_files(plan: dict[str, Any], paths: TablePaths) -> dict[str, list[str]]:

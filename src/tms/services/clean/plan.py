@@ -62,10 +62,50 @@ def schedule_clean(
     cancelled, and with `rollback_failed_writes` failed writes are rolled back
     (`tms.services.clean.rollbacks`): what they leave is cleaned like the rest.
     """
+    _check_policy(policy, retained)
+    timeline = _timeline_after_rollbacks(
+        table,
+        cancel_plans_after_hours=cancel_plans_after_hours,
+        cancel_plans_after_instants=cancel_plans_after_instants,
+        rollback_failed_writes=rollback_failed_writes,
+    )
+    pending = timeline.pending((Action.CLEAN,))
+    if pending:
+        return pending[0].requested_time
+    _check_new_instant_time(timeline, instant_time)
+    planner = CleanPlanner.build(table, timeline)
+    earliest, files = _files_to_delete(planner, timeline, policy, retained)
+    if not any(files.values()):
+        return None
+    instant_time = instant_time or new_instant_time(timeline.instants)
+    plan = _cleaner_plan(table, timeline, planner, policy, earliest, files)
+    request(
+        table.storage,
+        table.config,
+        instant_time,
+        Action.CLEAN,
+        avro_codec.encode("HoodieCleanerPlan", plan),
+    )
+    return instant_time
+
+
+def _check_policy(policy: str, retained: int) -> None:
+    """Refuse a bad policy or count before the table is read (let alone rolled back)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown clean policy {policy!r}; valid policies: {', '.join(POLICIES)}")
     if retained < 1:
         raise ValueError(f"retained must be at least 1, not {retained}")
+
+
+def _timeline_after_rollbacks(
+    table: HudiTable,
+    *,
+    cancel_plans_after_hours: int | None,
+    cancel_plans_after_instants: int | None,
+    rollback_failed_writes: bool,
+) -> Timeline:
+    """The timeline to plan on, once what a clean finishes first is done
+    (`finish_before_clean`); read again only when that aborted or rolled back an instant."""
     timeline = table.timeline()
     table.ensure_supported(timeline)
     finished = finish_before_clean(
@@ -78,24 +118,39 @@ def schedule_clean(
     if finished.aborted or finished.rolled_back:
         log.info("before planning the clean: aborted %s, rolled back %s", *finished.changed)
         timeline = table.timeline()
-    pending = timeline.pending((Action.CLEAN,))
-    if pending:
-        return pending[0].requested_time
+    return timeline
+
+
+def _check_new_instant_time(timeline: Timeline, instant_time: str | None) -> None:
+    """A caller's instant time must be well formed and not on the timeline yet."""
     if instant_time is not None and (
         not is_instant_time(instant_time) or timeline.get(instant_time) is not None
     ):
         raise ValueError(f"{instant_time!r} is not a new instant time for this table")
-    planner = CleanPlanner.build(table, timeline)
+
+
+def _files_to_delete(
+    planner: CleanPlanner, timeline: Timeline, policy: str, retained: int
+) -> tuple[Instant | None, dict[str, list[str]]]:
+    """The policy's choice: the earliest commit to retain (None when keeping file versions)
+    and the files to delete per partition."""
     if policy == KEEP_LATEST_COMMITS:
         earliest = earliest_commit_to_retain(timeline, retained)
-        files = planner.keep_latest_commits(earliest)
-    else:
-        earliest, files = None, planner.keep_latest_file_versions(retained)
-    if not any(files.values()):
-        return None
-    instant_time = instant_time or new_instant_time(timeline.instants)
+        return earliest, planner.keep_latest_commits(earliest)
+    return None, planner.keep_latest_file_versions(retained)
+
+
+def _cleaner_plan(
+    table: HudiTable,
+    timeline: Timeline,
+    planner: CleanPlanner,
+    policy: str,
+    earliest: Instant | None,
+    files: dict[str, list[str]],
+) -> dict[str, Any]:
+    """The `HoodieCleanerPlan` record (version 2: absolute paths per partition)."""
     commits = timeline.commits()
-    plan: dict[str, Any] = {
+    return {
         "earliestInstantToRetain": (
             {
                 "timestamp": earliest.requested_time,
@@ -124,14 +179,6 @@ def schedule_clean(
             else {}
         ),
     }
-    request(
-        table.storage,
-        table.config,
-        instant_time,
-        Action.CLEAN,
-        avro_codec.encode("HoodieCleanerPlan", plan),
-    )
-    return instant_time
 
 
 def earliest_commit_to_retain(timeline: Timeline, retained: int) -> Instant | None:

@@ -69,11 +69,7 @@ def schedule_clustering(
     File groups in a pending compaction or clustering, or being written by an inflight
     commit, are left out: rewriting them would lose what those instants add.
     """
-    if target_file_size <= 0 or small_file_limit <= 0:
-        raise ValueError("target_file_size and small_file_limit must be positive")
-    group_limit = max_bytes_per_group or target_file_size
-    if group_limit <= 0:
-        raise ValueError("max_bytes_per_group must be positive")
+    group_limit = _group_limit(target_file_size, small_file_limit, max_bytes_per_group)
     timeline = table.timeline()
     table.ensure_supported(timeline)
     view = table.file_system_view(timeline)
@@ -91,17 +87,55 @@ def schedule_clustering(
             for s in view.latest_file_slices(partition)
             if (s.partition_path, s.file_id) not in busy and s.total_size < small_file_limit
         ]
-        for members in _bin_pack(candidates, group_limit):
-            outputs = max(1, math.ceil(sum(s.total_size for s in members) / target_file_size))
-            if outputs < len(members):  # otherwise the file count would not drop
-                groups.append(_clustering_group(table.storage, members, outputs, target_file_size))
+        groups += _partition_groups(table.storage, candidates, group_limit, target_file_size)
     if not groups:
         return None
     instant = _instant_time(timeline, instant_time)
+    requested = _requested_replace(groups, target_file_size, columns, cancellable)
+    content = avro_codec.encode("HoodieRequestedReplaceMetadata", requested)
+    action = TimelineLayout.of(table.config).clustering_action
+    request(table.storage, table.config, instant, action, content)
+    return instant
+
+
+def _group_limit(
+    target_file_size: int, small_file_limit: int, max_bytes_per_group: int | None
+) -> int:
+    """The most bytes of slices one clustering group takes (the target file size unless
+    `max_bytes_per_group` says otherwise); sizes that are not positive are refused."""
+    if target_file_size <= 0 or small_file_limit <= 0:
+        raise ValueError("target_file_size and small_file_limit must be positive")
+    group_limit = max_bytes_per_group or target_file_size
+    if group_limit <= 0:
+        raise ValueError("max_bytes_per_group must be positive")
+    return group_limit
+
+
+def _partition_groups(
+    storage: Storage, candidates: Sequence[FileSlice], group_limit: int, target_file_size: int
+) -> list[dict[str, Any]]:
+    """The clustering groups of one partition's small slices: those bins that would come
+    out as fewer file groups than go in."""
+    groups: list[dict[str, Any]] = []
+    for members in _bin_pack(candidates, group_limit):
+        outputs = max(1, math.ceil(sum(s.total_size for s in members) / target_file_size))
+        if outputs < len(members):  # otherwise the file count would not drop
+            groups.append(_clustering_group(storage, members, outputs, target_file_size))
+    return groups
+
+
+def _requested_replace(
+    groups: list[dict[str, Any]],
+    target_file_size: int,
+    columns: Sequence[str],
+    cancellable: bool,
+) -> dict[str, Any]:
+    """The `HoodieRequestedReplaceMetadata` record of a clustering plan over `groups`, its
+    strategy parameters as Hudi's execution strategy reads them."""
     params = {TARGET_FILE_SIZE_PARAM: str(target_file_size)}
     if columns:
         params[SORT_COLUMNS_PARAM] = ",".join(columns)
-    requested = {
+    return {
         "operationType": CLUSTER_OPERATION,
         "clusteringPlan": {
             "inputGroups": groups,
@@ -118,10 +152,6 @@ def schedule_clustering(
         "extraMetadata": {},
         "version": PLAN_VERSION,
     }
-    content = avro_codec.encode("HoodieRequestedReplaceMetadata", requested)
-    action = TimelineLayout.of(table.config).clustering_action
-    request(table.storage, table.config, instant, action, content)
-    return instant
 
 
 def _bin_pack(slices: Sequence[FileSlice], limit: int) -> list[list[FileSlice]]:

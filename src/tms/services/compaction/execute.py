@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,22 +207,65 @@ def _compact_slice(
             keys=execution.keys,
         )
         writing = _SliceWriting(execution, operation, file_slice, task, storage, workdir)
-        try:
-            for part in merge.parts:
-                writing.add(part)
-        except TaskMemoryExceeded as exc:
-            raise exc.with_remedy(REMEDY) from None
+        _write_parts(writing, merge.parts)
         scanned = time.perf_counter()
         if not writing.started and file_slice.base_file is None:
             return None  # a log-only slice whose records were all deleted: nothing to write
         size = writing.close()
     write_ms = int((time.perf_counter() - scanned) * 1000)
+    stat = _write_stat(
+        operation,
+        file_slice,
+        storage,
+        writing,
+        size=size,
+        log_records=merge.log_records,
+        runtime_stats=_runtime_stats(file_slice, started, scanned, write_ms),
+    )
+    return WrittenFile(stat, file_stats(storage, writing.path, execution.stats))
+
+
+def _write_parts(writing: _SliceWriting, parts: Iterator[MergedPart]) -> None:
+    """Every merged part into the new file; a task out of memory is told how to give it
+    more (`REMEDY`)."""
+    try:
+        for part in parts:
+            writing.add(part)
+    except TaskMemoryExceeded as exc:
+        raise exc.with_remedy(REMEDY) from None
+
+
+def _runtime_stats(
+    file_slice: FileSlice, started: float, scanned: float, write_ms: int
+) -> RuntimeStats:
+    """The task's timings as Hudi records them: writing over a base file is an upsert, a
+    log-only slice's first base file a create."""
+    has_base = file_slice.base_file is not None
+    return RuntimeStats(
+        total_scan_time=int((scanned - started) * 1000),
+        total_upsert_time=write_ms if has_base else 0,
+        total_create_time=0 if has_base else write_ms,
+    )
+
+
+def _write_stat(
+    operation: CompactionOperation,
+    file_slice: FileSlice,
+    storage: Storage,
+    writing: _SliceWriting,
+    *,
+    size: int,
+    log_records: int,
+    runtime_stats: RuntimeStats,
+) -> WriteStat:
+    """The new base file's write stat; the log files' size comes from the plan's metrics
+    when it has them, else from storage."""
     has_base = file_slice.base_file is not None
     log_size = operation.metrics.get(TOTAL_LOG_FILES_SIZE)
     if log_size is None:
         log_size = sum(storage.info(log.path).size for log in file_slice.log_files)
     updates, inserts, deletes = writing.counts
-    stat = WriteStat(
+    return WriteStat(
         file_id=operation.file_id,
         path=writing.path,
         prev_commit=operation.base_instant_time if has_base else NULL_COMMIT,
@@ -232,18 +275,13 @@ def _compact_slice(
         num_inserts=inserts,
         total_write_bytes=size,
         partition_path=operation.partition_path,
-        total_log_records=merge.log_records,
+        total_log_records=log_records,
         total_log_files_compacted=len(file_slice.log_files),
         total_log_size_compacted=int(log_size),
         total_updated_records_compacted=updates + inserts + deletes,
         file_size_in_bytes=size,
-        runtime_stats=RuntimeStats(
-            total_scan_time=int((scanned - started) * 1000),
-            total_upsert_time=write_ms if has_base else 0,
-            total_create_time=0 if has_base else write_ms,
-        ),
+        runtime_stats=runtime_stats,
     )
-    return WrittenFile(stat, file_stats(storage, writing.path, execution.stats))
 
 
 class _SliceWriting:
