@@ -9,12 +9,12 @@ from sqlalchemy.orm import Session
 
 from tests.store.helpers import claim, db_now, make_op, make_table
 from tms.application.attempt_end import (
-    Cancelled,
     Completed,
     Exited,
     Failed,
     LaunchFailed,
     PlanInvalid,
+    StoppedOnCancel,
     finish_attempt,
     reap_expired_leases,
 )
@@ -112,7 +112,7 @@ def test_final_outcomes_without_retry(session: Session) -> None:
 
     ends = {
         refused.id: Failed("bad plan parameters", retryable=False),
-        cancelled.id: Cancelled(error="stopped"),
+        cancelled.id: StoppedOnCancel(error="stopped"),
         invalid.id: PlanInvalid("the plan vanished from the timeline"),
     }
     statuses = {}

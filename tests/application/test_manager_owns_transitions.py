@@ -83,11 +83,49 @@ def test_only_the_manager_counts_an_attempts_transitions() -> None:
     assert callers_outside({SRC / "observe.py", MANAGER}, TRANSITION_COUNTS) == {}
 
 
+REQUEST_USE_CASES = frozenset(
+    {
+        "apply_triggers",
+        "cancel",
+        "check_auto_register",
+        "check_request",
+        "register",
+        "remove",
+        "retry",
+        "submit",
+        "writer_table_names",
+    }
+)
+"""The application's request use cases, which callers reach through `OperationManager`."""
+
+
+def _application_imports(path: Path) -> set[str]:
+    """The names a module imports from `tms.application` (the package or its modules)."""
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("tms.application"):
+            imported |= {alias.name for alias in node.names}
+    return imported
+
+
+def test_callers_reach_the_request_use_cases_through_the_manager() -> None:
+    """The routes, ingest and the scheduler call `OperationManager`'s methods, never the use
+    case functions themselves (the manager is the one place an operation changes)."""
+    outside = {
+        str(path.relative_to(SRC)): sorted(_application_imports(path) & REQUEST_USE_CASES)
+        for path in sorted(SRC.rglob("*.py"))
+        if (SRC / "application") not in path.parents
+    }
+    assert {module: names for module, names in outside.items() if names} == {}
+
+
 def test_the_check_sees_a_second_caller(tmp_path: Path) -> None:
     """The scan finds a call by attribute and an import by name (so the checks above can
     fail)."""
     module = tmp_path / "second.py"
     module.write_text(
         "from tms.store import finish_attempt\nimport tms.store as s\ns.extend_lease(None)\n"
+        "from tms.application.cancel import cancel\n"
     )
     assert _names_used(module) >= {"finish_attempt", "extend_lease"}
+    assert _application_imports(module) == {"cancel"}

@@ -14,6 +14,8 @@ from tests import oracle
 from tests.scheduler.fakes import FakeEngine, scheduler_for, settings_for
 from tests.services.test_clustering import group_target, small_files_table
 from tests.store.helpers import make_op
+from tms.application import OperationManager
+from tms.config import Settings
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
@@ -52,7 +54,10 @@ def _writer_cancels(base: str, instant: str) -> None:
 
 
 def _scan(factory: sessionmaker[Session]) -> CancelScan:
-    return CancelScan(factory, interval_seconds=30, storage_timeout_seconds=10, storage_threads=8)
+    manager = OperationManager(Settings())
+    return CancelScan(
+        factory, manager, interval_seconds=30, storage_timeout_seconds=10, storage_threads=8
+    )
 
 
 def test_a_waiting_operation_is_cancelled_by_a_writers_request(

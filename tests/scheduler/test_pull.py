@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from tms.application import OperationManager
 from tms.config import Settings, load_settings
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
@@ -121,7 +122,7 @@ def test_the_sweep_lists_a_thousand_tables_at_its_rate_each_once(
         add_tables(session, 1000)
     clock = Clock()
     reader = CountingReader(clock=clock)
-    sweep = PullSweep(factory, pull_settings(), "i1", reader=reader, clock=clock)
+    sweep = PullSweep(factory, OperationManager(pull_settings()), "i1", reader=reader, clock=clock)
     minutes = 9  # 9 × 120 = 1,080 listings' worth: all 1,000 tables, then nothing is due
     for _ in range(minutes * 60):
         sweep.run()
@@ -205,7 +206,7 @@ def test_a_failing_storage_read_ends_the_lease_and_the_table_waits_its_turn(
         fine = register_table(
             session, db_name="db", table_name="fine", base_path=writer.table.base_path
         ).table
-    sweep = PullSweep(factory, pull_settings(), "i1", clock=Clock())
+    sweep = PullSweep(factory, OperationManager(pull_settings()), "i1", clock=Clock())
     report = sweep.run()  # one round: both tables, one transaction for what was read
     assert report.failed == [gone.id]
     assert report.pulled == [fine.id] and report.new_commits == {fine.id: 1}
@@ -258,7 +259,7 @@ def test_a_pull_records_what_notifications_would_and_runs_the_triggers(
             base_path=base,
             policy={"compaction_delta_commits": 3},
         ).table
-    sweep = PullSweep(factory, pull_settings(), "i1", clock=Clock())
+    sweep = PullSweep(factory, OperationManager(pull_settings()), "i1", clock=Clock())
 
     report = sweep.run()
     assert report.pulled == [table.id] and report.new_commits == {table.id: 3}

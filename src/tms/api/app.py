@@ -136,14 +136,14 @@ def create_app(
     )
     app.state.settings = settings
     app.state.session_factory = session_factory
+    app.state.manager = manager = OperationManager(settings)
     app.state.commits = GroupCommit(
-        partial(write_notifications, session_factory, settings),
+        partial(write_notifications, session_factory, manager),
         max_batch=COMMIT_BATCH_MAX,
         max_in_flight=COMMITS_IN_FLIGHT,
         whole_batch_failure=database_unreachable,
     )
     app.state.table_locks = TableLocks(session_factory.kw["bind"])
-    app.state.manager = OperationManager(settings)
     app.state.storage_calls = BlockingCalls(
         "tms-storage", threads=settings.storage_threads, timeout=settings.storage_timeout_seconds
     )

@@ -19,13 +19,19 @@ from tms.application.refusals import (
     Refused,
     UnusableParams,
 )
-from tms.application.registration import StorageShows, register
+from tms.application.registration import (
+    AutoRegistrationOff,
+    StorageShows,
+    TableRegistration,
+    register,
+)
 from tms.application.remove import remove
 from tms.application.retry import retry
 from tms.application.submit import CheckedRequest, SubmitRequest, check_request, submit
 from tms.application.triggers import apply_triggers
 
 __all__ = [
+    "AutoRegistrationOff",
     "Cancelled",
     "CheckedRequest",
     "ClaimedJob",
@@ -40,6 +46,7 @@ __all__ = [
     "StorageShows",
     "SubmitRequest",
     "TableAccess",
+    "TableRegistration",
     "UnusableParams",
     "apply_triggers",
     "cancel",

@@ -37,7 +37,6 @@ from tms.store import (
 
 __all__ = [
     "AttemptEnd",
-    "Cancelled",
     "Completed",
     "Exited",
     "Failed",
@@ -45,6 +44,7 @@ __all__ = [
     "LaunchFailed",
     "Lost",
     "PlanInvalid",
+    "StoppedOnCancel",
     "finish_attempt",
     "reap_expired_leases",
 ]
@@ -88,7 +88,7 @@ class LaunchFailed:
 
 
 @dataclass(frozen=True)
-class Cancelled:
+class StoppedOnCancel:
     """The job stopped on a cancel request."""
 
     error: str | None = None
@@ -107,7 +107,7 @@ class Lost:
     """The attempt's lease expired: its job went silent."""
 
 
-AttemptEnd = Completed | Failed | Exited | LaunchFailed | Cancelled | PlanInvalid | Lost
+AttemptEnd = Completed | Failed | Exited | LaunchFailed | StoppedOnCancel | PlanInvalid | Lost
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def finish_attempt(
             moved = _fail(
                 session, operation, attempt, f"launch failed: {error}", retryable, retry_at
             )
-        case Cancelled(error=error, exit_code=exit_code):
+        case StoppedOnCancel(error=error, exit_code=exit_code):
             moved = finish_cancelled(session, attempt, error=error, exit_code=exit_code)
         case PlanInvalid(reason=reason):
             moved = invalidate_operation(session, operation.id, reason=reason)

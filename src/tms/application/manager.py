@@ -1,16 +1,20 @@
-"""An attempt's whole life, one method per state change, after procrastinate's `JobManager`.
+"""An operation's whole life, one method per state change, after procrastinate's `JobManager`.
 
-The scheduler (spark-submit), the workers' routes (resident workers) and the jobs' routes call
-`OperationManager` and decide nothing themselves: claiming, recording a launch, a heartbeat, the
-plan's instant, a job's report, a process's exit, a failed launch and a reaped lease are each
-one method here. Each method runs the store's guarded statements in the caller's session,
-commits, and only then counts what changed (`observe`), so a rolled-back change never counts
-and every engine counts the same.
+Every caller goes through `OperationManager` and decides nothing itself: the operator's and
+RFC-43's routes, the table-service-manager client's calls, commit ingest and the scheduler's
+cancel scan for an operation's requests (register its table, create it, submit, cancel,
+retry, remove), and the scheduler (spark-submit), the workers' routes (resident workers) and
+the jobs' routes for its attempts (claim, launch, heartbeat, the plan's instant, a job's
+report, a process's exit, a failed launch, a reaped lease). The requests are decided in their
+own modules (`submit`, `cancel`, `retry`, `remove`, `registration`, `triggers`); an attempt's
+methods run the store's guarded statements in the caller's session, commit, and only then
+count what changed (`observe`), so a rolled-back change never counts and every engine counts
+the same.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -20,17 +24,29 @@ from sqlalchemy.orm import Session
 from tms import observe
 from tms.application.attempt_end import (
     AttemptEnd,
-    Cancelled,
     Completed,
     Exited,
     Failed,
     Finished,
     LaunchFailed,
     PlanInvalid,
+    StoppedOnCancel,
     finish_attempt,
     reap_expired_leases,
 )
+from tms.application.cancel import Cancelled, TableAccess, cancel
 from tms.application.refusals import Refused
+from tms.application.registration import (
+    StorageShows,
+    TableRegistration,
+    check_auto_register,
+    register,
+    writer_table_names,
+)
+from tms.application.remove import remove
+from tms.application.retry import retry
+from tms.application.submit import CheckedRequest, SubmitRequest, check_request, submit
+from tms.application.triggers import apply_triggers
 from tms.config import Settings
 from tms.store import (
     SPARK_SUBMIT,
@@ -38,8 +54,12 @@ from tms.store import (
     AttemptOutcome,
     Backoff,
     Claim,
+    CountedTable,
     NotFound,
     Operation,
+    Registered,
+    Submitted,
+    Tbl,
     claim_due_operations,
     claim_worker_operations,
     engine_note,
@@ -113,7 +133,7 @@ class LeaseLost(Refused):
 class JobReport:
     """What a job reported at its end: how it ended, its figures, its Spark application."""
 
-    end: Completed | Failed | Cancelled | PlanInvalid
+    end: Completed | Failed | StoppedOnCancel | PlanInvalid
     figures: Mapping[str, Any]
     spark_app_id: str | None = None
 
@@ -132,7 +152,7 @@ def _reported_outcome(end: AttemptEnd) -> AttemptOutcome:
     """The attempt outcome a report leaves behind (an invalid plan fails the attempt)."""
     if isinstance(end, Completed):
         return AttemptOutcome.SUCCEEDED
-    if isinstance(end, Cancelled):
+    if isinstance(end, StoppedOnCancel):
         return AttemptOutcome.CANCELLED
     return AttemptOutcome.FAILED
 
@@ -143,6 +163,73 @@ class OperationManager:
     def __init__(self, settings: Settings, *, backoff: Backoff | None = None) -> None:
         self.settings = settings
         self.backoff = backoff or Backoff.from_settings(settings)
+
+    # an operation's requests -------------------------------------------------------------
+
+    def check_request(self, request: SubmitRequest) -> CheckedRequest:
+        """What a submit may carry, checked before anything is stored (`Refused` if not)."""
+        return check_request(request, self.settings)
+
+    def submit(self, session: Session, table: Tbl, checked: CheckedRequest) -> list[Submitted]:
+        """Create the requested operations (idempotent per instant); committed."""
+        return submit(session, table, checked, self.settings)
+
+    def create_due(
+        self, session: Session, tables: Iterable[CountedTable]
+    ) -> dict[int, list[Operation]]:
+        """Create the operations the tables' trigger policies make due, in the caller's
+        transaction (the one that stored the commits that counted); per table id."""
+        return apply_triggers(session, tables, self.settings)
+
+    def cancel(
+        self,
+        session: Session,
+        operation_ids: Sequence[int],
+        *,
+        reason: str,
+        table: TableAccess | None,
+    ) -> list[Cancelled]:
+        """Cancel the operations (a running one's job is asked to stop); committed, and the
+        cancel request written on the table through `table` for a scheduled plan."""
+        return cancel(session, operation_ids, reason=reason, table=table)
+
+    def retry(self, session: Session, operation_id: int, *, reason: str) -> Operation:
+        """Run a FAILED operation again, or a CANCELLED one as a new operation; committed."""
+        return retry(session, operation_id, reason=reason)
+
+    def remove(
+        self, session: Session, operation_id: int, *, reason: str, table: TableAccess
+    ) -> Operation:
+        """Remove the operation (cancelled first when it waits or runs); committed."""
+        return remove(session, operation_id, reason=reason, table=table)
+
+    def register(self, session: Session, registration: TableRegistration) -> Registered:
+        """Register the table (idempotent), with what storage shows of it; in the caller's
+        transaction."""
+        return register(session, registration)
+
+    def check_auto_register(self, name: str) -> None:
+        """`AutoRegistrationOff` unless a table a writer names (`name`) may be registered."""
+        check_auto_register(self.settings, name)
+
+    def register_for_writer(
+        self,
+        session: Session,
+        *,
+        base_path: str,
+        info: StorageShows | None,
+        db_name: str | None = None,
+        table_name: str | None = None,
+        owner: str | None = None,
+    ) -> Registered:
+        """Register the table a writer names (its commit callback, its table-service-manager
+        client) under the names it gave, else those storage shows (`writer_table_names`);
+        storage this service cannot read (`info` None) does not refuse it."""
+        db_name, table_name = writer_table_names(
+            base_path, info, db_name=db_name, table_name=table_name
+        )
+        registration = TableRegistration(db_name, table_name, base_path, info=info, owner=owner)
+        return register(session, registration)
 
     # claiming ------------------------------------------------------------------------
 

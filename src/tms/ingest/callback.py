@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from tms import observe
-from tms.application import register
+from tms.application import AutoRegistrationOff, OperationManager
 from tms.blocking_calls import BlockingCalls
 from tms.config import Settings
 from tms.http.errors import ApiError
@@ -34,7 +34,7 @@ from tms.ingest.commit_action import action_from_payload, action_from_stats
 from tms.ingest.commit_batch import Notification, Outcome
 from tms.ingest.group_commit import GroupCommit
 from tms.ingest.probe import StorageInfo, StorageUnavailable, TableProbe
-from tms.ingest.registration import DEFAULT_DB_NAME, checked_base_path, is_local
+from tms.ingest.registration import checked_base_path, is_local
 from tms.ingest.schema import CallbackIn, CallbackOut
 from tms.store import find_table_by_base_path
 
@@ -97,13 +97,14 @@ async def handle_callback(request: Request, authorize: Authorize) -> Response:
     outcome = await commits.submit(note)
     registered = False
     if outcome.table_id is None:
-        if not settings.auto_register:
-            raise ApiError.not_found(
-                f"no table is registered at {base_path} and auto-registration is off"
-            )
+        manager: OperationManager = state.manager
+        try:
+            manager.check_auto_register(base_path)
+        except AutoRegistrationOff as exc:
+            raise ApiError.not_found(str(exc)) from None
         info = (await call_storage_async(calls, probe.look)).info
         registered = await asyncio.to_thread(
-            _register, state.session_factory, body, base_path, info
+            _register, state.session_factory, manager, body, base_path, info
         )
         outcome = await commits.submit(note)
         if outcome.table_id is None:
@@ -139,18 +140,17 @@ def _storage_options(factory: sessionmaker[Session], base_path: str) -> dict[str
 
 
 def _register(
-    factory: sessionmaker[Session], body: CallbackIn, base_path: str, info: StorageInfo | None
+    factory: sessionmaker[Session],
+    manager: OperationManager,
+    body: CallbackIn,
+    base_path: str,
+    info: StorageInfo | None,
 ) -> bool:
     """Auto-registration of the callback's table, in its own transaction; True if created.
     Storage this service cannot read does not refuse a writer's table."""
-    db_name = info.database_name if info is not None and info.database_name else None
     with factory() as session, session.begin():
-        return register(
-            session,
-            db_name=db_name or DEFAULT_DB_NAME,
-            table_name=body.table_name,
-            base_path=base_path,
-            info=info,
+        return manager.register_for_writer(
+            session, base_path=base_path, info=info, table_name=body.table_name
         ).created
 
 

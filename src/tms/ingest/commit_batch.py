@@ -16,8 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics
-from tms.application import apply_triggers
-from tms.config import Settings
+from tms.application import OperationManager
 from tms.ingest.commit_action import CommitSummary, action_from_table_type
 from tms.store import (
     CommitIn,
@@ -57,14 +56,16 @@ class Outcome:
 
 
 def write_notifications(
-    factory: sessionmaker[Session], settings: Settings, notifications: Sequence[Notification]
+    factory: sessionmaker[Session],
+    manager: OperationManager,
+    notifications: Sequence[Notification],
 ) -> list[Outcome]:
     """Store the batch and commit; one outcome per notification, in order."""
     metrics.COMMIT_BATCH_SIZE.observe(len(notifications))
     for attempt in range(1, _ATTEMPTS + 1):
         try:
             with factory() as session, session.begin():
-                return _write(session, settings, notifications)
+                return _write(session, manager, notifications)
         except DBAPIError as exc:
             conflict = psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure
             if attempt == _ATTEMPTS or not isinstance(exc.orig, conflict):
@@ -81,7 +82,7 @@ def database_unreachable(exc: Exception) -> bool:
 
 
 def _write(
-    session: Session, settings: Settings, notifications: Sequence[Notification]
+    session: Session, manager: OperationManager, notifications: Sequence[Notification]
 ) -> list[Outcome]:
     tables = lock_tables_by_base_path(session, [n.base_path for n in notifications])
     outcomes: list[Outcome] = []
@@ -108,7 +109,7 @@ def _write(
             )
         )
     recorded = record_commits(session, commits)
-    created = apply_triggers(session, recorded.tables.values(), settings)
+    created = manager.create_due(session, recorded.tables.values())
     # Pair results with the notifications that had a table; operations go to the newest new
     # notification of their table.
     stored = iter(zip(commits, recorded.new, strict=True))

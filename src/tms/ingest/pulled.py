@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
 
-from tms.application import apply_triggers
-from tms.config import Settings
+from tms.application import OperationManager
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action as HudiAction
 from tms.hudi.timeline.instant import Instant
@@ -123,7 +122,7 @@ class Recorded:
 
 
 def write_pulled(
-    session: Session, settings: Settings, pulled: Mapping[int, list[PulledCommit]]
+    session: Session, manager: OperationManager, pulled: Mapping[int, list[PulledCommit]]
 ) -> dict[int, Recorded]:
     """Record the commits pulled per table id and run the tables' triggers (also with no
     new commit: time-based triggers fire on a table that went quiet), in the caller's
@@ -149,7 +148,7 @@ def write_pulled(
     ]
     recorded = record_commits(session, rows)
     tables = [recorded.tables.get(table.id, table) for table in locked]
-    created = apply_triggers(session, tables, settings)
+    created = manager.create_due(session, tables)
     new = {table.id: 0 for table in locked}
     for row, is_new in zip(rows, recorded.new, strict=True):
         new[row.tbl_id] += is_new

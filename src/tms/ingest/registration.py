@@ -22,15 +22,11 @@ from tms.http.storage_calls import call_storage
 from tms.ingest.probe import Seen, TableState
 
 __all__ = [
-    "DEFAULT_DB_NAME",
     "checked_base_path",
     "is_local",
     "located_base_path",
     "require_table",
 ]
-
-DEFAULT_DB_NAME = "default"
-"""Database name of a table whose writer names none (Hudi's own default)."""
 
 
 def checked_base_path(

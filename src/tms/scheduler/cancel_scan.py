@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from tms.application import cancel
+from tms.application import OperationManager
 from tms.blocking_calls import BlockingCalls
 from tms.hudi.actions import PLANNED_ACTIONS
 from tms.hudi.storage import Storage
@@ -54,6 +54,7 @@ class CancelScan:
     def __init__(
         self,
         session_factory: sessionmaker[Session],
+        manager: OperationManager,
         *,
         interval_seconds: float,
         storage_timeout_seconds: float,
@@ -61,6 +62,7 @@ class CancelScan:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._factory = session_factory
+        self._manager = manager
         self.interval_seconds = interval_seconds
         self._calls = BlockingCalls(
             "tms-cancel-scan-storage", threads=storage_threads, timeout=storage_timeout_seconds
@@ -127,7 +129,7 @@ class CancelScan:
         reason = f"a writer requested the cancel of plan {instant} ({path})"
         try:
             with session_scope(self._factory) as session:
-                (done,) = cancel(session, [operation_id], reason=reason, table=None)
+                (done,) = self._manager.cancel(session, [operation_id], reason=reason, table=None)
         except TransitionRefused:
             return False  # it started (its job sees the request) or ended meanwhile
         if not done.changed or done.operation.status is not OperationStatus.CANCELLED:

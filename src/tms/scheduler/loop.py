@@ -115,8 +115,10 @@ class Scheduler:
             storage_threads=settings.storage_threads,
             clock=clock,
         )
+        self._manager = OperationManager(settings, backoff=backoff)
         self.cancel_scan = CancelScan(
             session_factory,
+            self._manager,
             interval_seconds=settings.cancel_scan_interval_seconds,
             storage_timeout_seconds=settings.storage_timeout_seconds,
             storage_threads=settings.storage_threads,
@@ -124,10 +126,9 @@ class Scheduler:
         )
         self.alert_delivery = AlertDelivery(session_factory, settings, clock=clock)
         self.instance_id = instance_id
-        self.pulls = PullSweep(session_factory, settings, instance_id, clock=clock)
+        self.pulls = PullSweep(session_factory, self._manager, instance_id, clock=clock)
         self._factory = session_factory
         self._engines = engine_registry
-        self._manager = OperationManager(settings, backoff=backoff)
         # A job learns of a cancel at its next heartbeat, then needs time to roll back.
         self._grace = (
             cancel_grace_seconds

@@ -25,8 +25,8 @@ from typing import Protocol
 from sqlalchemy.orm import Session, sessionmaker
 
 from tms import metrics, observe
+from tms.application import OperationManager
 from tms.blocking_calls import BlockingCalls
-from tms.config import Settings
 from tms.ingest.pulled import PulledCommit, PulledTimeline, read_new, read_timeline, write_pulled
 from tms.rounds import BackgroundRound
 from tms.store import PullTarget, claim_pulls, finish_pulls, known_instants, session_scope
@@ -111,14 +111,15 @@ class PullSweep:
     def __init__(
         self,
         session_factory: sessionmaker[Session],
-        settings: Settings,
+        manager: OperationManager,
         instance_id: str,
         *,
         reader: TimelineReader | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._factory = session_factory
-        self._settings = settings
+        self._manager = manager
+        self._settings = settings = manager.settings
         self._owner = instance_id
         self._reader = reader or StorageTimelineReader(settings.small_file_bytes)
         per_minute = settings.pull_listings_per_minute
@@ -206,7 +207,7 @@ class PullSweep:
         ids = [t.tbl_id for t in targets]
         try:
             with session_scope(self._factory) as session:
-                recorded = write_pulled(session, self._settings, read)
+                recorded = write_pulled(session, self._manager, read)
                 finish_pulls(session, ids, self._owner)
         except Exception:  # the database, not storage: the leases run out, pulled again
             log.exception("pulls of tables %s not recorded", ids)

@@ -13,14 +13,13 @@ it). `CANCEL`, `REGISTER` and remove by the instant the job planned work as for 
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from sqlalchemy.orm import Session
 
-from tms.api.deps import SessionDep, SettingsDep, StorageCallsDep, TableAccessDep, require
+from tms.api.deps import ManagerDep, SessionDep, StorageCallsDep, TableAccessDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.extra_params import unusable_params
 from tms.api.routes.tables import PendingQuery, register_body
@@ -35,24 +34,21 @@ from tms.api.schemas import (
     TableOut,
 )
 from tms.application import (
+    AutoRegistrationOff,
     CheckedRequest,
     NothingToCompact,
+    OperationManager,
     OwnPlanOnly,
     Refused,
     SubmitRequest,
     TableAccess,
     UnusableParams,
-    cancel,
-    check_request,
-    register,
-    remove,
-    submit,
 )
 from tms.blocking_calls import BlockingCalls
-from tms.config import Role, Settings
+from tms.config import Role
 from tms.http.storage_calls import call_storage
 from tms.ingest.probe import TableProbe
-from tms.ingest.registration import DEFAULT_DB_NAME, located_base_path
+from tms.ingest.registration import located_base_path
 from tms.store import Action, Operation, Tbl, find_operation, find_table, find_table_by_base_path
 
 router = APIRouter(
@@ -94,12 +90,12 @@ def register_table_route(
     body: RegisterIn,
     response: Response,
     session: SessionDep,
-    settings: SettingsDep,
+    manager: ManagerDep,
     calls: StorageCallsDep,
     pending: PendingQuery = False,
 ) -> TableOut:
     """201 when created, 200 when this name and base path were registered already."""
-    return register_body(session, body, response, settings, calls, pending=pending)
+    return register_body(session, body, response, manager, calls, pending=pending)
 
 
 def _table(session: Session, db_name: str, table_name: str) -> Tbl:
@@ -110,7 +106,11 @@ def _table(session: Session, db_name: str, table_name: str) -> Tbl:
 
 
 def _submit(
-    action: Action, body: SubmitIn, response: Response, session: Session, settings: Settings
+    action: Action,
+    body: SubmitIn,
+    response: Response,
+    session: Session,
+    manager: OperationManager,
 ) -> SubmitOut:
     request = SubmitRequest(
         action=action,
@@ -128,9 +128,9 @@ def _submit(
         origin="submit",
     )
     try:
-        checked = check_request(request, settings)
+        checked = manager.check_request(request)
         table = _table(session, body.db_name, body.table_name)
-        (submitted,) = submit(session, table, checked, settings)
+        (submitted,) = manager.submit(session, table, checked)
     except Refused as exc:
         raise _refusal(exc, "body.instant", ("body", "extra_params")) from None
     response.status_code = 201 if submitted.created else 200
@@ -150,14 +150,21 @@ def _refusal(exc: Refused, instant_field: str, params: tuple[str, ...]) -> Excep
     return ApiError.conflict("conflict", str(exc))
 
 
-def _remove(action: Action, body: RemoveIn, session: Session, table: TableAccess) -> OperationOut:
+def _remove(
+    action: Action,
+    body: RemoveIn,
+    session: Session,
+    manager: OperationManager,
+    table: TableAccess,
+) -> OperationOut:
     tbl = _table(session, body.db_name, body.table_name)
     operation = find_operation(session, tbl_id=tbl.id, action=action, instant=body.instant)
     if operation is None:
         raise ApiError.not_found(
             f"no {action} operation for {tbl.qualified_name} at instant {body.instant}"
         )
-    removed = remove(session, operation.id, reason="removed by RFC-43 remove", table=table)
+    reason = "removed by RFC-43 remove"
+    removed = manager.remove(session, operation.id, reason=reason, table=table)
     out: OperationOut = OperationOut.build(removed, tbl)
     return out
 
@@ -166,10 +173,11 @@ def _client(
     action: Action,
     query: ClientQuery,
     session: Session,
-    settings: Settings,
+    manager: OperationManager,
     calls: BlockingCalls,
     access: TableAccess,
 ) -> ClientOut:
+    settings = manager.settings
     request = SubmitRequest(
         action=action,
         instants=tuple(query.instants),
@@ -185,7 +193,7 @@ def _client(
     checked: CheckedRequest | None = None
     if query.action == "REQUEST":
         try:
-            checked = check_request(request, settings)
+            checked = manager.check_request(request)
         except Refused as exc:
             raise _client_refusal(exc) from None
     base_path = (
@@ -193,17 +201,17 @@ def _client(
         if query.basepath
         else None
     )
-    table = _client_table(query, base_path, session, settings)
+    table = _client_table(query, base_path, session, manager)
     created_table = table is None
     if table is None:
         assert base_path is not None
         session.rollback()  # no transaction held open while storage is read
-        table = _register_for_client(query, base_path, session, calls)
+        table = _register_for_client(query, base_path, session, manager, calls)
     operations: list[SubmitOut] = []
     missing: list[str] = []
     if checked is not None:
         try:
-            submitted = submit(session, table, checked, settings)
+            submitted = manager.submit(session, table, checked)
         except Refused as exc:
             raise _client_refusal(exc) from None
         operations = [SubmitOut.build(s.operation, table, created=s.created) for s in submitted]
@@ -216,7 +224,7 @@ def _client(
             else:
                 found.append(operation)
         reason = "cancelled by the Hudi client"
-        cancelled = cancel(session, [o.id for o in found], reason=reason, table=access)
+        cancelled = manager.cancel(session, [o.id for o in found], reason=reason, table=access)
         operations = [SubmitOut.build(c.operation, table, created=False) for c in cancelled]
     else:
         session.commit()
@@ -238,7 +246,7 @@ def _client_refusal(exc: Refused) -> Exception:
 
 
 def _client_table(
-    query: ClientQuery, base_path: str | None, session: Session, settings: Settings
+    query: ClientQuery, base_path: str | None, session: Session, manager: OperationManager
 ) -> Tbl | None:
     table = None
     if base_path:
@@ -250,29 +258,32 @@ def _client_table(
     name = base_path or f"{query.db_name}.{query.table_name}"
     if query.action == "CANCEL":
         raise ApiError.not_found(f"no table is registered at {name}")
-    if query.action == "REQUEST" and not settings.auto_register:
-        raise ApiError.not_found(f"no table is registered at {name} and auto-registration is off")
+    if query.action == "REQUEST":
+        try:
+            manager.check_auto_register(name)
+        except AutoRegistrationOff as exc:
+            raise ApiError.not_found(str(exc)) from None
     if not base_path:
         raise ApiError.invalid("query.basepath", "required to register an unknown table")
     return None
 
 
 def _register_for_client(
-    query: ClientQuery, base_path: str, session: Session, calls: BlockingCalls
+    query: ClientQuery,
+    base_path: str,
+    session: Session,
+    manager: OperationManager,
+    calls: BlockingCalls,
 ) -> Tbl:
     """A writer's client names a table it writes: storage that this service cannot read
     does not refuse it (as with the commit callback), a hung one does (504/503)."""
     info = call_storage(calls, TableProbe(base_path).look).info
-    db_name = query.db_name or (info.database_name if info else "") or DEFAULT_DB_NAME
-    table_name = (
-        query.table_name or (info.table_name if info else "") or posixpath.basename(base_path)
-    )
-    return register(
+    return manager.register_for_writer(
         session,
-        db_name=db_name,
-        table_name=table_name,
         base_path=base_path,
         info=info,
+        db_name=query.db_name,
+        table_name=query.table_name,
         owner=query.username,
     ).table
 
@@ -282,21 +293,23 @@ def _routes(segment: str, action: Action) -> None:
     index)."""
 
     def submit(
-        body: SubmitIn, response: Response, session: SessionDep, settings: SettingsDep
+        body: SubmitIn, response: Response, session: SessionDep, manager: ManagerDep
     ) -> SubmitOut:
-        return _submit(action, body, response, session, settings)
+        return _submit(action, body, response, session, manager)
 
-    def remove_route(body: RemoveIn, session: SessionDep, table: TableAccessDep) -> OperationOut:
-        return _remove(action, body, session, table)
+    def remove_route(
+        body: RemoveIn, session: SessionDep, manager: ManagerDep, table: TableAccessDep
+    ) -> OperationOut:
+        return _remove(action, body, session, manager, table)
 
     def client(
         query: Annotated[ClientQuery, Query()],
         session: SessionDep,
-        settings: SettingsDep,
+        manager: ManagerDep,
         calls: StorageCallsDep,
         table: TableAccessDep,
     ) -> ClientOut:
-        return _client(action, query, session, settings, calls, table)
+        return _client(action, query, session, manager, calls, table)
 
     index = action is Action.INDEXING
     add: Callable[..., Any] = router.add_api_route

@@ -27,7 +27,7 @@ from tms.api.schemas import (
 )
 from tms.api.schemas.jobs import MAX_ERROR_CHARS
 from tms.application import JobReport, LeaseLost, Reported
-from tms.application.attempt_end import Cancelled, Completed, Failed, PlanInvalid
+from tms.application.attempt_end import Completed, Failed, PlanInvalid, StoppedOnCancel
 from tms.executors import parse_executor
 from tms.hudi.locks import advisory_key
 from tms.policies.triggers import table_wide_params
@@ -182,7 +182,7 @@ def report_result(
 
 def _attempt_end(
     body: ResultIn, error: str | None, figures: dict[str, Any]
-) -> Completed | Failed | Cancelled | PlanInvalid:
+) -> Completed | Failed | StoppedOnCancel | PlanInvalid:
     """The store's name for what the job reported."""
     if body.outcome is JobOutcome.SUCCEEDED:
         return Completed(figures=figures)
@@ -193,7 +193,7 @@ def _attempt_end(
             figures=figures,
         )
     if body.outcome is JobOutcome.CANCELLED:
-        return Cancelled(error=error)
+        return StoppedOnCancel(error=error)
     return PlanInvalid(reason=error or "the plan vanished from the timeline")
 
 

@@ -7,14 +7,14 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 from pydantic import WithJsonSchema
 
-from tms.api.deps import SessionDep, TableAccessDep, require
+from tms.api.deps import ManagerDep, SessionDep, TableAccessDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.responses import operation_out, operations_out
 from tms.api.routes.tables import Cursor, parse_cursor
 from tms.api.schemas import AttemptOut, EventOut, OperationDetail, OperationOut, OperationPage
 from tms.api.schemas.alerts import AlertBrief
 from tms.api.schemas.common import MAX_ID, Label, Text, parse_action
-from tms.application import NotRetryable, cancel, retry
+from tms.application import NotRetryable
 from tms.config import Role
 from tms.store import (
     Action,
@@ -115,7 +115,7 @@ def get_operation_route(operation_id: OperationId, session: SessionDep) -> Opera
     responses={**_404, **_409},
 )
 def cancel_operation_route(
-    operation_id: OperationId, session: SessionDep, table: TableAccessDep
+    operation_id: OperationId, session: SessionDep, manager: ManagerDep, table: TableAccessDep
 ) -> OperationOut:
     """Scheduled → CANCELLED at once; running → `cancel_requested` (its job stops at its
     next heartbeat). Cancelling a cancelled operation is a no-op; a finished one is 409.
@@ -125,7 +125,8 @@ def cancel_operation_route(
     scheduler then aborts the plan of every cancelled operation, whenever its job stopped.
     Cancelled in tms either way: what the table refused or storage failed to do is logged,
     not answered."""
-    (cancelled,) = cancel(session, [operation_id], reason="cancelled by operator", table=table)
+    reason = "cancelled by operator"
+    (cancelled,) = manager.cancel(session, [operation_id], reason=reason, table=table)
     return operation_out(session, cancelled.operation)
 
 
@@ -135,13 +136,15 @@ def cancel_operation_route(
     dependencies=[require(Role.WRITER)],
     responses={**_404, **_409},
 )
-def retry_operation_route(operation_id: OperationId, session: SessionDep) -> OperationOut:
+def retry_operation_route(
+    operation_id: OperationId, session: SessionDep, manager: ManagerDep
+) -> OperationOut:
     """FAILED → SCHEDULED, due now, with a fresh retry budget. CANCELLED is terminal: its
     retry is a new operation (returned) that plans anew, so a cancelled (aborted) plan is
     never run again; retrying the same cancelled operation again returns that one while it
     waits to plan."""
     try:
-        operation = retry(session, operation_id, reason="retried by operator")
+        operation = manager.retry(session, operation_id, reason="retried by operator")
     except NotRetryable as exc:
         raise ApiError.conflict("transition_refused", str(exc)) from None
     return operation_out(session, operation)

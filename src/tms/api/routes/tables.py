@@ -9,16 +9,16 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import Field, StringConstraints
 from sqlalchemy.orm import Session
 
-from tms.api.deps import SessionDep, SettingsDep, StorageCallsDep, require
+from tms.api.deps import ManagerDep, SessionDep, SettingsDep, StorageCallsDep, require
 from tms.api.errors import ApiError, error_responses
 from tms.api.responses import table_out
 from tms.api.schemas import TableIn, TableOut, TablePage, TablePatch, TimelineInstant, TimelineOut
 from tms.api.schemas.common import MAX_ID, Identifier, Text
 from tms.api.schemas.tables import TableFields
 from tms.api.table_reads import read_registered_table
-from tms.application import register
+from tms.application import OperationManager, TableRegistration
 from tms.blocking_calls import BlockingCalls
-from tms.config import Role, Settings
+from tms.config import Role
 from tms.http.storage_calls import call_storage
 from tms.hudi.storage.options import StorageOptionError, check_storage_options
 from tms.hudi.table import HudiTable
@@ -52,7 +52,7 @@ def register_body(
     session: Session,
     body: TableFields,
     response: Response,
-    settings: Settings,
+    manager: OperationManager,
     calls: BlockingCalls,
     *,
     pending: bool = False,
@@ -62,15 +62,14 @@ def register_body(
     `storage_options`) before the transaction; 201 when created, 200 when this name and base
     path were registered already. Unless `pending`, storage must show a Hudi table at the
     base path."""
-    field = "body.base_path"
+    field, settings = "body.base_path", manager.settings
     base_path = located_base_path(settings, calls, body.base_path, field)
     if storage_options:
         checked_storage_options(base_path, storage_options)
     seen = call_storage(calls, TableProbe(base_path, storage_options).look)
     if not pending:
         require_table(seen, field)
-    registered = register(
-        session,
+    registration = TableRegistration(
         db_name=body.db_name,
         table_name=body.table_name,
         base_path=base_path,
@@ -86,6 +85,7 @@ def register_body(
         paused=body.paused,
         storage_options=storage_options or None,
     )
+    registered = manager.register(session, registration)
     session.commit()
     response.status_code = 201 if registered.created else 200
     return table_out(registered.table, settings, created=registered.created)
@@ -157,7 +157,7 @@ def create_table_route(
     body: TableIn,
     response: Response,
     session: SessionDep,
-    settings: SettingsDep,
+    manager: ManagerDep,
     calls: StorageCallsDep,
     role: Annotated[Role, require(Role.WRITER)],
     pending: PendingQuery = False,
@@ -173,7 +173,7 @@ def create_table_route(
         session,
         body,
         response,
-        settings,
+        manager,
         calls,
         pending=pending,
         storage_options=body.storage_options,
