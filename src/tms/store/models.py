@@ -23,11 +23,13 @@ from sqlalchemy import (
     MetaData,
     Sequence,
     Text,
+    TypeDecorator,
     UniqueConstraint,
     func,
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from tms.executors import AUTO, EXECUTORS
@@ -52,7 +54,8 @@ __all__ = [
 
 
 class Action(enum.StrEnum):
-    """Table service kinds; values are the RFC-43 action names."""
+    """Table service kinds; values are the RFC-43 action names. Stored as text
+    (`ActionText`): a new table service is a new member, not a migration."""
 
     COMPACTION = "compaction"
     CLUSTERING = "clustering"
@@ -104,7 +107,22 @@ def _pg_enum(cls: type[enum.StrEnum], name: str) -> Enum:
     return Enum(cls, name=name, values_callable=lambda members: [m.value for m in members])
 
 
-ACTION = _pg_enum(Action, "action")
+class ActionText(TypeDecorator[Action]):
+    """An `Action` stored as its text value: the database keeps no list of the table
+    services (a PostgreSQL enum would need a migration for each new one), so the values
+    are checked here, on the way in and out."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        return None if value is None else Action(value).value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Action | None:
+        return None if value is None else Action(value)
+
+
+ACTION = ActionText()
 OPERATION_STATUS = _pg_enum(OperationStatus, "operation_status")
 ATTEMPT_OUTCOME = _pg_enum(AttemptOutcome, "attempt_outcome")
 TABLE_TYPE = _pg_enum(TableType, "table_type")
@@ -177,7 +195,7 @@ class Tbl(Base):
     queue: Mapped[str] = mapped_column(server_default="default")
     priority: Mapped[int] = mapped_column(server_default="0")
     enabled_actions: Mapped[list[Action]] = mapped_column(
-        ARRAY(ACTION), server_default=text("'{compaction,clean}'::action[]")
+        ARRAY(ACTION), server_default=text("'{compaction,clean}'::text[]")
     )
     policy: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     table_type: Mapped[TableType | None] = mapped_column(TABLE_TYPE)
