@@ -200,7 +200,8 @@ class OperationManager:
     def remove(
         self, session: Session, operation_id: int, *, reason: str, table: TableAccess
     ) -> Operation:
-        """Remove the operation (cancelled first when it waits or runs); committed."""
+        """Hide the operation (a waiting one is cancelled first; a running one is refused:
+        cancel it); committed."""
         return remove(session, operation_id, reason=reason, table=table)
 
     def register(self, session: Session, registration: TableRegistration) -> Registered:

@@ -1,4 +1,4 @@
-"""The PostgreSQL data model (ARCHITECTURE.md): tables, commits, operations, attempts.
+"""The PostgreSQL data model (docs/architecture.md): tables, commits, operations, attempts.
 
 Constraints live in the database, not only in code: uniqueness makes repeated requests
 idempotent (`INSERT … ON CONFLICT`), partial unique indexes enforce "one pending plan-less
@@ -65,7 +65,8 @@ class Action(enum.StrEnum):
 
 
 class OperationStatus(enum.StrEnum):
-    """Lifecycle of an operation; see ARCHITECTURE.md for the transitions."""
+    """Lifecycle of an operation; the transitions are drawn in docs/architecture.md
+    ("An operation, from claim to result")."""
 
     SCHEDULED = "SCHEDULED"
     RUNNING = "RUNNING"
