@@ -21,6 +21,7 @@ __all__ = [
     "BadJobInput",
     "index_partitions",
     "lock_settings",
+    "planning_arguments",
     "planning_problems",
     "schedule_kwargs",
 ]
@@ -183,6 +184,12 @@ _LOCK: dict[str, tuple[_Parser, str]] = {
 }
 """How the table's writers lock it, in Hudi's keys: every action takes them (a table
 policy sets them for all its operations)."""
+
+
+def planning_arguments(action: str) -> tuple[str, ...]:
+    """The keyword arguments the planner of `action` takes, as this module's one table of
+    planning parameters names them (none for an action that plans without any)."""
+    return tuple(_PARAMS.get(action, {}))
 
 
 def lock_settings(extra_params: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
+from tms.planning import planning_arguments
 from tms.services.cancel import execute_cancel, request_cancel
 from tms.services.clean import execute as clean
 from tms.services.clean import plan as clean_plan
@@ -60,17 +61,20 @@ class Work:
 Declines = tuple[list[str], list[str]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TableService:
-    """One table service: `planning_params` names the keyword arguments its planner takes."""
+    """One table service, built with keywords: a new service is one module and one entry
+    here (see docs/architecture.md, "Adding a table service")."""
 
     action: str
-    planning_params: tuple[str, ...]
-    _schedule: Callable[..., str | None]
+    planner: Callable[..., str | None]
+    """Writes a plan (its instant, or None when nothing is due), taking the keyword
+    arguments `tms.planning` lists for `action`."""
     executors: Mapping[str, PlanExecutor]
     """Who may run its plans, by name (`tms.executors`); `NATIVE` (tms's own Spark tasks)
     always, `HUDI` (Hudi's own code) where it has one."""
-    _pending: Callable[[HudiTable], list[str]]
+    find_pending: Callable[[HudiTable], list[str]]
+    """Requested times of its pending plans, oldest first."""
     hudi_planner: HudiPlanner | HudiIndexPlanner | None = None
     """Plans with Hudi's own code, for operations its executor runs."""
     checks_data_table: bool = True
@@ -78,12 +82,17 @@ class TableService:
     table's own compaction refuses by its own rules instead."""
     hold_stages: frozenset[str] = frozenset()
     """Stages a cancel request no longer stops once the execution enters one."""
-    _cancelled: Callable[[HudiTable, str, float], None] | None = None
+    after_cancel: Callable[[HudiTable, str, float], None] | None = None
     """What a cancelled execution leaves (`cancelled`); None: its inflight instant is rolled
     back to requested, as after a crash."""
-    _declines: Callable[[HudiTable, Work], Declines] | None = None
+    declines_work: Callable[[HudiTable, Work], Declines] | None = None
     """Why each executor declines the operation's work itself, beyond the table (an index
     build's partitions): (native's reasons, Hudi's reasons)."""
+
+    @property
+    def planning_params(self) -> tuple[str, ...]:
+        """The keyword arguments its planner takes (`tms.planning`'s one table)."""
+        return planning_arguments(self.action)
 
     def ensure_supported(self, table: HudiTable) -> None:
         """Refuse, before anything is written, a table this service would damage."""
@@ -102,8 +111,8 @@ class TableService:
             hudi_reasons = hudi.refusals(table)
         else:
             hudi_reasons = []
-        if self._declines is not None:
-            native_work, hudi_work = self._declines(table, work or Work())
+        if self.declines_work is not None:
+            native_work, hudi_work = self.declines_work(table, work or Work())
             native, hudi_reasons = native + native_work, hudi_reasons + hudi_work
         return native, hudi_reasons
 
@@ -147,9 +156,9 @@ class TableService:
         if executor == HUDI and self.hudi_planner is not None:
             return self.hudi_planner.schedule(spark, table, kwargs)
         if not self.checks_data_table:
-            return self._schedule(table, **kwargs)
+            return self.planner(table, **kwargs)
         with table.lock.hold(table.storage):
-            return self._schedule(table, **kwargs)
+            return self.planner(table, **kwargs)
 
     def executor(self, name: str = NATIVE) -> PlanExecutor:
         """The executor `name` of this service's plans; ValueError for one it has not."""
@@ -181,8 +190,8 @@ class TableService:
         (RFC-79) is cancelled on the table: the request written (a writer sees it too), its
         files rolled back, the plan aborted. Any other plan goes back to requested, as
         after a crash, to run again later."""
-        if self._cancelled is not None:
-            self._cancelled(table, instant, heartbeat_interval)
+        if self.after_cancel is not None:
+            self.after_cancel(table, instant, heartbeat_interval)
             return
         timeline = table.timeline()
         pending = timeline.get(instant)
@@ -196,7 +205,7 @@ class TableService:
 
     def pending_plans(self, table: HudiTable) -> list[str]:
         """Requested times of this service's pending plans, oldest first."""
-        return self._pending(table)
+        return self.find_pending(table)
 
 
 def _pending_on_timeline(
@@ -216,64 +225,52 @@ def _leave_inflight(table: HudiTable, instant: str, heartbeat_interval: float) -
 
 SERVICES: Mapping[str, TableService] = {
     COMPACTION: TableService(
-        COMPACTION,
-        ("strategy", "cancellable"),
-        compaction_plan.schedule_compaction,
-        {NATIVE: compaction.CompactionExecutor(), HUDI: HudiExecutor(COMPACTION)},
-        _pending_on_timeline(Timeline.pending_compactions),
-        HudiPlanner(COMPACTION),
+        action=COMPACTION,
+        planner=compaction_plan.schedule_compaction,
+        executors={NATIVE: compaction.CompactionExecutor(), HUDI: HudiExecutor(COMPACTION)},
+        find_pending=_pending_on_timeline(Timeline.pending_compactions),
+        hudi_planner=HudiPlanner(COMPACTION),
     ),
     CLUSTERING: TableService(
-        CLUSTERING,
-        (
-            "target_file_size",
-            "small_file_limit",
-            "max_bytes_per_group",
-            "sort_columns",
-            "cancellable",
+        action=CLUSTERING,
+        planner=clustering_plan.schedule_clustering,
+        executors={NATIVE: clustering.ClusteringExecutor(), HUDI: HudiExecutor(CLUSTERING)},
+        find_pending=_pending_on_timeline(Timeline.pending_clusterings),
+        hudi_planner=HudiPlanner(CLUSTERING),
+        declines_work=lambda table, work: clustering_plan.declines(
+            table, work.planning, work.instant
         ),
-        clustering_plan.schedule_clustering,
-        {NATIVE: clustering.ClusteringExecutor(), HUDI: HudiExecutor(CLUSTERING)},
-        _pending_on_timeline(Timeline.pending_clusterings),
-        HudiPlanner(CLUSTERING),
-        _declines=lambda table, work: clustering_plan.declines(table, work.planning, work.instant),
     ),
     CLEAN: TableService(
-        CLEAN,
-        (
-            "policy",
-            "retained",
-            "cancel_plans_after_hours",
-            "cancel_plans_after_instants",
-            "rollback_failed_writes",
-        ),
-        clean_plan.schedule_clean,
-        {NATIVE: FunctionExecutor(clean.execute_clean), HUDI: HudiExecutor(CLEAN)},
-        _pending_on_timeline(_pending_cleans),
-        HudiPlanner(CLEAN),
+        action=CLEAN,
+        planner=clean_plan.schedule_clean,
+        executors={NATIVE: FunctionExecutor(clean.execute_clean), HUDI: HudiExecutor(CLEAN)},
+        find_pending=_pending_on_timeline(_pending_cleans),
+        hudi_planner=HudiPlanner(CLEAN),
         # half-deleted files cannot come back: the clean stays inflight, the next one ends it
-        _cancelled=_leave_inflight,
+        after_cancel=_leave_inflight,
     ),
     METADATA_COMPACTION: TableService(
-        METADATA_COMPACTION,
-        (),
-        metadata_compaction.schedule,
-        {NATIVE: metadata_compaction.MetadataCompactionExecutor()},
-        metadata_compaction.pending_plans,
+        action=METADATA_COMPACTION,
+        planner=metadata_compaction.schedule,
+        executors={NATIVE: metadata_compaction.MetadataCompactionExecutor()},
+        find_pending=metadata_compaction.pending_plans,
         checks_data_table=False,
     ),
     INDEXING: TableService(
-        INDEXING,
-        ("partitions", "drop"),
-        index.schedule,
-        {NATIVE: FunctionExecutor(index.execute, names_stages=True), HUDI: HudiIndexExecutor()},
-        index.pending_plans,
-        HudiIndexPlanner(),
+        action=INDEXING,
+        planner=index.schedule,
+        executors={
+            NATIVE: FunctionExecutor(index.execute, names_stages=True),
+            HUDI: HudiIndexExecutor(),
+        },
+        find_pending=index.pending_plans,
+        hudi_planner=HudiIndexPlanner(),
         # the data table checks refuse inflight partitions (a crashed build's): it checks itself
         checks_data_table=False,
         hold_stages=index.HOLD_STAGES,
-        _cancelled=index.discard,
-        _declines=lambda table, work: index.declines(table, work.planning, work.instant),
+        after_cancel=index.discard,
+        declines_work=lambda table, work: index.declines(table, work.planning, work.instant),
     ),
 }
 """Every table service by action, in `TABLE_SERVICE_ACTIONS` order (a test checks it)."""
