@@ -623,8 +623,8 @@ def explain_api(db: BenchDatabase, loaded: Loaded, args: argparse.Namespace) -> 
     """The SQL each API case runs (`list_operations` + `operations_out`), EXPLAIN ANALYZEd."""
     from tms.api.responses import operations_out
     from tms.store import (
-        Action,
         OperationStatus,
+        ServiceAction,
         list_operations,
         make_engine,
         make_session_factory,
@@ -645,7 +645,7 @@ def explain_api(db: BenchDatabase, loaded: Loaded, args: argparse.Namespace) -> 
                     tbl_id=int(query["table_id"]) if "table_id" in query else None,
                     status=[OperationStatus(v) for v in query.get("status", "").split(",") if v]
                     or None,
-                    action=Action(query["action"]) if "action" in query else None,
+                    action=ServiceAction(query["action"]) if "action" in query else None,
                     limit=int(query.get("limit", 50)),
                     before_id=int(query["cursor"]) if "cursor" in query else None,
                 )

@@ -166,7 +166,7 @@ def claim_baseline(db: BenchDatabase, rounds: int) -> dict[str, Any]:
     from sqlalchemy import text
 
     from tms.store import (
-        Action,
+        ServiceAction,
         claim_due_operations,
         complete_operation,
         make_engine,
@@ -183,7 +183,7 @@ def claim_baseline(db: BenchDatabase, rounds: int) -> dict[str, Any]:
     try:
         for table in tables:
             with session_scope(factory) as session:
-                submit_operation(session, tbl_id=table.id, action=Action.COMPACTION)
+                submit_operation(session, tbl_id=table.id, action=ServiceAction.COMPACTION)
             started = time.perf_counter()
             with session_scope(factory) as session:
                 claimed = claim_due_operations(session, "baseline", limit=1, lease_seconds=60)

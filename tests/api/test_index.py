@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tests.api.helpers import client_params, instant, register, submit
-from tms.store import Action, Operation, set_operation_instant
+from tms.store import Operation, ServiceAction, set_operation_instant
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient
@@ -170,7 +170,7 @@ def test_client_request_for_index_is_refused_cancel_works(
     assert cancel.status_code == 200, cancel.text
     assert [o["status"] for o in cancel.json()["operations"]] == ["CANCELLED"]
     stored = session.get(Operation, op["id"])
-    assert stored is not None and stored.action is Action.INDEXING
+    assert stored is not None and stored.action is ServiceAction.INDEXING
 
 
 def test_the_openapi_document_lists_the_index_routes(client: TestClient) -> None:

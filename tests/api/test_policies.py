@@ -16,10 +16,10 @@ from tms.config import load_settings
 from tms.policies import Thresholds, due_triggers, thresholds_for
 from tms.policies.triggers import policy_params
 from tms.store import (
-    Action,
     CommitIn,
     CountedTable,
     OperationStatus,
+    ServiceAction,
     TableType,
     Tbl,
     list_operations,
@@ -30,18 +30,18 @@ if TYPE_CHECKING:
     from starlette.testclient import TestClient
 
 DEFAULTS = Thresholds(compaction_delta_commits=5, clean_commits=10, clustering_commits=0)
-ALL = (Action.COMPACTION, Action.CLEAN, Action.CLUSTERING)
+ALL = (ServiceAction.COMPACTION, ServiceAction.CLEAN, ServiceAction.CLUSTERING)
 
 
 def decide(
     counters: tuple[int, ...],
     *,
     table_type: TableType | None = TableType.MERGE_ON_READ,
-    enabled: tuple[Action, ...] = (Action.COMPACTION, Action.CLEAN),
+    enabled: tuple[ServiceAction, ...] = (ServiceAction.COMPACTION, ServiceAction.CLEAN),
     paused: bool = False,
     thresholds: Thresholds = DEFAULTS,
-    pending: tuple[Action, ...] = (),
-) -> list[Action]:
+    pending: tuple[ServiceAction, ...] = (),
+) -> list[ServiceAction]:
     """The actions the count thresholds make due for a table with no policy of its own, with
     `counters` (delta commits since compaction, commits since clean, since clustering and,
     if given, since metadata table compaction)."""
@@ -63,33 +63,35 @@ def decide(
     ("counters", "expected"),
     [
         ((4, 4, 4), []),
-        ((5, 5, 5), [Action.COMPACTION]),
-        ((6, 9, 9), [Action.COMPACTION]),
-        ((0, 10, 10), [Action.CLEAN]),
-        ((5, 10, 10), [Action.COMPACTION, Action.CLEAN]),
+        ((5, 5, 5), [ServiceAction.COMPACTION]),
+        ((6, 9, 9), [ServiceAction.COMPACTION]),
+        ((0, 10, 10), [ServiceAction.CLEAN]),
+        ((5, 10, 10), [ServiceAction.COMPACTION, ServiceAction.CLEAN]),
     ],
 )
-def test_thresholds_are_inclusive(counters: tuple[int, int, int], expected: list[Action]) -> None:
+def test_thresholds_are_inclusive(
+    counters: tuple[int, int, int], expected: list[ServiceAction]
+) -> None:
     assert decide(counters) == expected
 
 
 def test_compaction_only_for_merge_on_read() -> None:
     assert decide((9, 0, 0), table_type=TableType.COPY_ON_WRITE) == []
     # Only merge-on-read tables make delta commits: an unknown type with some counts as one.
-    assert decide((9, 0, 0), table_type=None) == [Action.COMPACTION]
+    assert decide((9, 0, 0), table_type=None) == [ServiceAction.COMPACTION]
 
 
 def test_paused_disabled_and_pending_actions_are_skipped() -> None:
     assert decide((9, 20, 20), paused=True) == []
-    assert decide((9, 20, 20), enabled=(Action.CLEAN,)) == [Action.CLEAN]
-    assert decide((9, 20, 20), pending=(Action.COMPACTION,)) == [Action.CLEAN]
+    assert decide((9, 20, 20), enabled=(ServiceAction.CLEAN,)) == [ServiceAction.CLEAN]
+    assert decide((9, 20, 20), pending=(ServiceAction.COMPACTION,)) == [ServiceAction.CLEAN]
 
 
 def test_clustering_needs_enabling_and_a_threshold() -> None:
     with_clustering = Thresholds(5, 10, 3)
     assert decide((0, 0, 3), thresholds=with_clustering) == []  # not enabled
     assert decide((0, 0, 3), enabled=ALL) == []  # enabled, threshold 0 = off
-    assert decide((0, 0, 3), enabled=ALL, thresholds=with_clustering) == [Action.CLUSTERING]
+    assert decide((0, 0, 3), enabled=ALL, thresholds=with_clustering) == [ServiceAction.CLUSTERING]
 
 
 def test_zero_threshold_turns_an_action_off() -> None:
@@ -115,7 +117,7 @@ def test_apply_triggers_creates_once_and_resets_the_counter(session: Session) ->
     table = make_table(session, table_type=TableType.MERGE_ON_READ)
     counted = _commits(session, table, range(5))
     created = apply_triggers(session, [counted], settings)[table.id]
-    assert [op.action for op in created] == [Action.COMPACTION]
+    assert [op.action for op in created] == [ServiceAction.COMPACTION]
     assert created[0].instant is None and created[0].status is OperationStatus.SCHEDULED
     session.refresh(table)
     assert table.delta_commits_since_compaction == 0
@@ -123,9 +125,9 @@ def test_apply_triggers_creates_once_and_resets_the_counter(session: Session) ->
     # Counting on while the compaction is pending creates no second one.
     counted = _commits(session, table, range(5, 10))
     second = apply_triggers(session, [counted], settings)[table.id]
-    assert [op.action for op in second] == [Action.CLEAN]
+    assert [op.action for op in second] == [ServiceAction.CLEAN]
     ops = list_operations(session, tbl_id=table.id)
-    assert sorted(op.action for op in ops) == [Action.CLEAN, Action.COMPACTION]
+    assert sorted(op.action for op in ops) == [ServiceAction.CLEAN, ServiceAction.COMPACTION]
     assert apply_triggers(session, [counted], settings) == {}
 
 
@@ -135,7 +137,7 @@ def test_apply_triggers_decides_for_many_tables_at_once(session: Session) -> Non
     counted = [_commits(session, t, range(n)) for t, n in zip(tables, (5, 4, 6), strict=True)]
     created = apply_triggers(session, counted, settings)
     assert sorted(created) == [tables[0].id, tables[2].id]
-    assert all([op.action for op in ops] == [Action.COMPACTION] for ops in created.values())
+    assert all([op.action for op in ops] == [ServiceAction.COMPACTION] for ops in created.values())
 
 
 def test_policy_made_operations_carry_the_tables_planning_parameters(session: Session) -> None:
@@ -150,19 +152,19 @@ def test_policy_made_operations_carry_the_tables_planning_parameters(session: Se
     table = make_table(session, table_type=TableType.MERGE_ON_READ, policy=policy)
     counted = _commits(session, table, range(2))
     created = {op.action: op for op in apply_triggers(session, [counted], settings)[table.id]}
-    assert created[Action.CLEAN].extra_params == {
+    assert created[ServiceAction.CLEAN].extra_params == {
         "policy": "KEEP_LATEST_FILE_VERSIONS",
         "retained": 1,
     }
-    assert created[Action.COMPACTION].extra_params == {"strategy": "log-size"}
-    assert policy_params({}, Action.CLEAN) == {}
+    assert created[ServiceAction.COMPACTION].extra_params == {"strategy": "log-size"}
+    assert policy_params({}, ServiceAction.CLEAN) == {}
 
 
 MDT = Thresholds(0, 0, 0, metadata_compaction_delta_commits=10)
 
 
 def test_metadata_compaction_after_its_delta_commits() -> None:
-    on = (Action.METADATA_COMPACTION,)
+    on = (ServiceAction.METADATA_COMPACTION,)
     cow = TableType.COPY_ON_WRITE  # every table has delta commits on its metadata table
     assert decide((0, 0, 0, 9), table_type=cow, enabled=on, thresholds=MDT) == []
     assert decide((0, 0, 0, 10), table_type=cow, enabled=on, thresholds=MDT) == list(on)
@@ -178,7 +180,7 @@ def test_stored_commits_of_every_action_trigger_one_metadata_compaction(
     table = make_table(
         session,
         table_type=TableType.MERGE_ON_READ,
-        enabled_actions=[Action.METADATA_COMPACTION],
+        enabled_actions=[ServiceAction.METADATA_COMPACTION],
     )
     # Writes and table services alike each make one metadata table delta commit.
     actions = ["deltacommit"] * 6 + ["compaction", "clean", "rollback", "deltacommit"]
@@ -188,24 +190,24 @@ def test_stored_commits_of_every_action_trigger_one_metadata_compaction(
     assert apply_triggers(session, [nine], settings) == {}
     ten = record_commits(session, commits[9:]).tables[table.id]
     created = apply_triggers(session, [ten], settings)[table.id]
-    assert [op.action for op in created] == [Action.METADATA_COMPACTION]
+    assert [op.action for op in created] == [ServiceAction.METADATA_COMPACTION]
     session.refresh(table)
     assert table.commits_since_metadata_compaction == 0
     assert [op.action for op in list_operations(session, tbl_id=table.id)] == [
-        Action.METADATA_COMPACTION
+        ServiceAction.METADATA_COMPACTION
     ]
 
 
 def test_no_policy_ever_creates_an_index_operation() -> None:
     """An index is built only on request: with every action enabled, every threshold at 1
     and every counter far past it, the policies create every other action, never indexing."""
-    every = tuple(Action)
+    every = tuple(ServiceAction)
     due = decide(
         (1000, 1000, 1000, 1000),
         enabled=every,
         thresholds=Thresholds(1, 1, 1, metadata_compaction_delta_commits=1),
     )
-    assert set(due) == set(every) - {Action.INDEXING}
+    assert set(due) == set(every) - {ServiceAction.INDEXING}
 
 
 TABLE = {"db_name": "lake", "table_name": "other", "base_path": "/data/lake/other"}

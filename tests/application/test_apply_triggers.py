@@ -11,7 +11,14 @@ from sqlalchemy.orm import Session
 from tests.store.helpers import make_table, record
 from tms.application import apply_triggers
 from tms.config import load_settings
-from tms.store import Action, OperationStatus, TableType, get_table, list_events, list_operations
+from tms.store import (
+    OperationStatus,
+    ServiceAction,
+    TableType,
+    get_table,
+    list_events,
+    list_operations,
+)
 from tms.store.pulls import counted_tables
 
 TIMED = {"triggers": {"compaction": {"any": [{"delta_commits": 10}, {"elapsed_hours": 24}]}}}
@@ -32,7 +39,10 @@ def test_a_time_trigger_creates_its_operation_without_a_new_commit(session: Sess
     assert apply_triggers(session, [quiet], settings, now=early) == {}
     later = registered + timedelta(hours=24, minutes=30)
     (operation,) = apply_triggers(session, [quiet], settings, now=later)[table.id]
-    assert (operation.action, operation.status) == (Action.COMPACTION, OperationStatus.SCHEDULED)
+    assert (operation.action, operation.status) == (
+        ServiceAction.COMPACTION,
+        OperationStatus.SCHEDULED,
+    )
     assert operation.instant is None
     (event,) = list_events(session, operation.id)
     assert event.reason == (
@@ -45,7 +55,7 @@ def test_a_time_trigger_creates_its_operation_without_a_new_commit(session: Sess
     assert stored.delta_commits_since_compaction == 0
     assert stored.last_compaction_at is not None
     (after,) = counted_tables(session, [table.id])
-    assert Action.COMPACTION in after.pending_actions
+    assert ServiceAction.COMPACTION in after.pending_actions
     much_later = later + timedelta(days=30)
     assert apply_triggers(session, [after], settings, now=much_later) == {}
     # Even once that compaction is no longer pending, a clock without a new commit waits.

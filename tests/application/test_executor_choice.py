@@ -13,7 +13,7 @@ from tms.application import SubmitRequest, apply_triggers, check_request, submit
 from tms.application.executor_choice import chosen_executor
 from tms.config import Settings, load_settings
 from tms.executors import ExecutorChoice
-from tms.store import Action, TableType
+from tms.store import ServiceAction, TableType
 
 
 def _settings(**overrides: Any) -> Settings:
@@ -54,15 +54,15 @@ def test_policy_made_operations_take_the_policy_else_the_setting(
     counted = record(session, table.id, "20260101000000001", "deltacommit")
     assert counted is not None
     (operation,) = apply_triggers(session, [counted], _settings(executor=setting))[table.id]
-    assert (operation.action, operation.executor) == (Action.COMPACTION, expected)
+    assert (operation.action, operation.executor) == (ServiceAction.COMPACTION, expected)
 
 
 def test_a_submit_stores_what_it_resolved(session: Session) -> None:
     settings = _settings(executor="native")
     table = make_table(session, table_type=TableType.MERGE_ON_READ, policy={"executor": "hudi"})
     session.commit()
-    asked = SubmitRequest(action=Action.CLEAN, executor="native")
+    asked = SubmitRequest(action=ServiceAction.CLEAN, executor="native")
     (one,) = submit(session, table, check_request(asked, settings), settings)
-    unasked = SubmitRequest(action=Action.COMPACTION)
+    unasked = SubmitRequest(action=ServiceAction.COMPACTION)
     (other,) = submit(session, table, check_request(unasked, settings), settings)
     assert (one.operation.executor, other.operation.executor) == ("native", "hudi")

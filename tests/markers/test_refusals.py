@@ -18,8 +18,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action
 from tms.metrics import MARKERS_REFUSED
-from tms.store import Action as OperationAction
-from tms.store import find_table_by_base_path, submit_operation
+from tms.store import ServiceAction, find_table_by_base_path, submit_operation
 
 INSTANT = "20260101120000000"
 
@@ -97,7 +96,7 @@ def test_markers_of_an_instant_tms_runs_are_refused(
         registered = find_table_by_base_path(session, table.base_path)
         assert registered is not None
         submit_operation(
-            session, tbl_id=registered.id, action=OperationAction.COMPACTION, instant=INSTANT
+            session, tbl_id=registered.id, action=ServiceAction.COMPACTION, instant=INSTANT
         )
         session.commit()
     before = refused_count("planned_by_tms")

@@ -5,11 +5,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tms.store import Action, CountedTable, TableType
+from tms.store import CountedTable, ServiceAction, TableType
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 REGISTERED = NOW - timedelta(days=30)
-ALL = [Action.COMPACTION, Action.CLUSTERING, Action.CLEAN, Action.METADATA_COMPACTION]
+ALL = [
+    ServiceAction.COMPACTION,
+    ServiceAction.CLUSTERING,
+    ServiceAction.CLEAN,
+    ServiceAction.METADATA_COMPACTION,
+]
 
 
 def table(**fields: Any) -> CountedTable:

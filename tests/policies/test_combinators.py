@@ -6,20 +6,24 @@ from typing import Any
 
 from tests.policies.tables import NOW, hours_ago, table
 from tms.policies import parse_condition
-from tms.store import Action, CountedTable
+from tms.store import CountedTable, ServiceAction
 
-QUIET = table(delta_commits_since_compaction=2, last_run_at={Action.COMPACTION: hours_ago(1)})
-BUSY = table(delta_commits_since_compaction=12, last_run_at={Action.COMPACTION: hours_ago(1)})
-OLD = table(delta_commits_since_compaction=2, last_run_at={Action.COMPACTION: hours_ago(30)})
+QUIET = table(
+    delta_commits_since_compaction=2, last_run_at={ServiceAction.COMPACTION: hours_ago(1)}
+)
+BUSY = table(
+    delta_commits_since_compaction=12, last_run_at={ServiceAction.COMPACTION: hours_ago(1)}
+)
+OLD = table(delta_commits_since_compaction=2, last_run_at={ServiceAction.COMPACTION: hours_ago(30)})
 HEAVY = table(
     delta_commits_since_compaction=2,
     log_bytes_since_compaction=2000,
-    last_run_at={Action.COMPACTION: hours_ago(30)},
+    last_run_at={ServiceAction.COMPACTION: hours_ago(30)},
 )
 
 
 def reason(spec: dict[str, Any], counted: CountedTable) -> str | None:
-    return parse_condition(spec, Action.COMPACTION, ("compaction",)).evaluate(counted, NOW)
+    return parse_condition(spec, ServiceAction.COMPACTION, ("compaction",)).evaluate(counted, NOW)
 
 
 def test_any_is_due_when_one_part_is_and_says_which() -> None:
@@ -29,7 +33,9 @@ def test_any_is_due_when_one_part_is_and_says_which() -> None:
     assert reason(spec, OLD) == (
         "30.0 hours since the last compaction (threshold 24), 2 new delta commits"
     )
-    both = table(delta_commits_since_compaction=12, last_run_at={Action.COMPACTION: hours_ago(30)})
+    both = table(
+        delta_commits_since_compaction=12, last_run_at={ServiceAction.COMPACTION: hours_ago(30)}
+    )
     assert reason(spec, both) == (
         "12 delta commits since the last compaction (threshold 5); "
         "30.0 hours since the last compaction (threshold 24), 12 new delta commits"
@@ -65,7 +71,7 @@ def test_combinators_nest() -> None:
     many_files = table(
         delta_commits_since_compaction=1,
         log_files_since_compaction=5,
-        last_run_at={Action.COMPACTION: hours_ago(25)},
+        last_run_at={ServiceAction.COMPACTION: hours_ago(25)},
     )
     assert reason(spec, many_files) == (
         "25.0 hours since the last compaction (threshold 24), 1 new delta commit and "

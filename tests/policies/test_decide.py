@@ -15,7 +15,7 @@ import pytest
 
 from tests.policies.tables import ALL, NOW, hours_ago, table
 from tms.policies import Thresholds, Trigger, due_triggers
-from tms.store import Action, CountedTable, TableType
+from tms.store import CountedTable, ServiceAction, TableType
 
 DEFAULTS = Thresholds(
     compaction_delta_commits=5,
@@ -31,7 +31,7 @@ EVERYTHING_DUE: dict[str, Any] = {
 }
 
 
-def due(counted: CountedTable, defaults: Thresholds = DEFAULTS) -> list[Action]:
+def due(counted: CountedTable, defaults: Thresholds = DEFAULTS) -> list[ServiceAction]:
     return [t.action for t in due_triggers(counted, defaults, NOW)]
 
 
@@ -41,11 +41,13 @@ def test_order_is_compaction_clustering_clean_metadata_compaction() -> None:
 
 def test_paused_not_enabled_and_pending_actions_are_skipped() -> None:
     assert due(table(paused=True, **EVERYTHING_DUE)) == []
-    assert due(table(enabled_actions=[Action.CLEAN], **EVERYTHING_DUE)) == [Action.CLEAN]
-    pending = frozenset({Action.COMPACTION, Action.METADATA_COMPACTION})
+    assert due(table(enabled_actions=[ServiceAction.CLEAN], **EVERYTHING_DUE)) == [
+        ServiceAction.CLEAN
+    ]
+    pending = frozenset({ServiceAction.COMPACTION, ServiceAction.METADATA_COMPACTION})
     assert due(table(pending_actions=pending, **EVERYTHING_DUE)) == [
-        Action.CLUSTERING,
-        Action.CLEAN,
+        ServiceAction.CLUSTERING,
+        ServiceAction.CLEAN,
     ]
 
 
@@ -60,16 +62,18 @@ def test_the_rules_hold_for_configured_strategies_too() -> None:
         "policy": timed,
         "delta_commits_since_compaction": 1,
         "commits_since_clean": 1,
-        "last_run_at": {Action.COMPACTION: hours_ago(5), Action.CLEAN: hours_ago(5)},
-        "enabled_actions": [Action.COMPACTION, Action.CLEAN],
+        "last_run_at": {ServiceAction.COMPACTION: hours_ago(5), ServiceAction.CLEAN: hours_ago(5)},
+        "enabled_actions": [ServiceAction.COMPACTION, ServiceAction.CLEAN],
     }
-    assert due(table(**stale)) == [Action.COMPACTION, Action.CLEAN]
+    assert due(table(**stale)) == [ServiceAction.COMPACTION, ServiceAction.CLEAN]
     assert due(table(**{**stale, "paused": True})) == []
-    assert due(table(**{**stale, "enabled_actions": [Action.CLEAN]})) == [Action.CLEAN]
-    assert due(table(**{**stale, "pending_actions": frozenset({Action.CLEAN})})) == [
-        Action.COMPACTION
+    assert due(table(**{**stale, "enabled_actions": [ServiceAction.CLEAN]})) == [
+        ServiceAction.CLEAN
     ]
-    assert due(table(**{**stale, "table_type": TableType.COPY_ON_WRITE})) == [Action.CLEAN]
+    assert due(table(**{**stale, "pending_actions": frozenset({ServiceAction.CLEAN})})) == [
+        ServiceAction.COMPACTION
+    ]
+    assert due(table(**{**stale, "table_type": TableType.COPY_ON_WRITE})) == [ServiceAction.CLEAN]
 
 
 def test_compaction_never_for_copy_on_write_whatever_its_trigger() -> None:
@@ -78,14 +82,17 @@ def test_compaction_never_for_copy_on_write_whatever_its_trigger() -> None:
     assert due(table(table_type=cow, log_files_since_compaction=9, policy=log_heavy)) == []
     assert due(table(table_type=cow, delta_commits_since_compaction=9)) == []
     # Only merge-on-read tables make delta commits: an unknown type counts as one.
-    assert due(table(table_type=None, delta_commits_since_compaction=9)) == [Action.COMPACTION]
+    assert due(table(table_type=None, delta_commits_since_compaction=9)) == [
+        ServiceAction.COMPACTION
+    ]
 
 
 def test_every_trigger_reason_starts_with_policy() -> None:
     triggers = due_triggers(table(delta_commits_since_compaction=7), DEFAULTS, NOW)
     assert triggers == [
         Trigger(
-            Action.COMPACTION, "policy: 7 delta commits since the last compaction (threshold 5)"
+            ServiceAction.COMPACTION,
+            "policy: 7 delta commits since the last compaction (threshold 5)",
         )
     ]
 
@@ -93,12 +100,12 @@ def test_every_trigger_reason_starts_with_policy() -> None:
 def _today(counts: Sequence[int], thresholds: Thresholds) -> list[Trigger]:
     """The count rule of the policies before strategies, written out as it was."""
     rules = (
-        (Action.COMPACTION, thresholds.compaction_delta_commits, counts[0],
+        (ServiceAction.COMPACTION, thresholds.compaction_delta_commits, counts[0],
          "delta commits since the last compaction"),
-        (Action.CLUSTERING, thresholds.clustering_commits, counts[2],
+        (ServiceAction.CLUSTERING, thresholds.clustering_commits, counts[2],
          "commits since the last clustering"),
-        (Action.CLEAN, thresholds.clean_commits, counts[1], "commits since the last clean"),
-        (Action.METADATA_COMPACTION, thresholds.metadata_compaction_delta_commits, counts[3],
+        (ServiceAction.CLEAN, thresholds.clean_commits, counts[1], "commits since the last clean"),
+        (ServiceAction.METADATA_COMPACTION, thresholds.metadata_compaction_delta_commits, counts[3],
          "metadata table delta commits since the last metadata compaction"),
     )  # fmt: skip
     return [
@@ -132,7 +139,7 @@ def test_without_triggers_the_count_thresholds_decide_as_before(thresholds: Thre
 def test_the_old_policy_keys_still_override_the_settings() -> None:
     policy = {"compaction_delta_commits": 2, "clean_commits": 0}
     counted = table(policy=policy, delta_commits_since_compaction=2, commits_since_clean=99)
-    assert due(counted) == [Action.COMPACTION]
+    assert due(counted) == [ServiceAction.COMPACTION]
 
 
 def test_a_triggers_entry_replaces_only_its_actions_count() -> None:
@@ -143,10 +150,10 @@ def test_a_triggers_entry_replaces_only_its_actions_count() -> None:
         log_files_since_compaction=19,
         commits_since_clean=4,
     )
-    assert due(counted) == [Action.CLEAN]
+    assert due(counted) == [ServiceAction.CLEAN]
     assert due(replace(counted, log_files_since_compaction=20)) == [
-        Action.COMPACTION,
-        Action.CLEAN,
+        ServiceAction.COMPACTION,
+        ServiceAction.CLEAN,
     ]
 
 
@@ -157,7 +164,7 @@ def test_a_time_trigger_fires_without_a_new_notification() -> None:
     counted = table(
         policy=policy,
         delta_commits_since_compaction=2,
-        last_run_at={Action.COMPACTION: NOW},
+        last_run_at={ServiceAction.COMPACTION: NOW},
     )
     assert due_triggers(counted, DEFAULTS, NOW + timedelta(hours=5)) == []
     (trigger,) = due_triggers(counted, DEFAULTS, NOW + timedelta(hours=6))
@@ -172,6 +179,6 @@ def test_an_unusable_stored_spec_falls_back_to_the_counts(
     broken = {"triggers": {"compaction": {"elapsed_days": 1}}}
     with caplog.at_level(logging.WARNING, "tms.policies.triggers"):
         assert due(table(id=7, policy=broken, delta_commits_since_compaction=5)) == [
-            Action.COMPACTION
+            ServiceAction.COMPACTION
         ]
     assert "table 7" in caplog.text and "compaction: unknown strategy" in caplog.text

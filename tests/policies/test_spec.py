@@ -13,7 +13,7 @@ from tms.policies.strategies.delta_commits import DeltaCommits
 from tms.policies.strategies.elapsed import Elapsed
 from tms.policies.strategies.log_bytes import LogBytes
 from tms.policies.strategies.small_files import SmallFiles
-from tms.store import Action
+from tms.store import ServiceAction
 
 
 def test_a_full_spec_parses_into_conditions_per_action() -> None:
@@ -27,12 +27,12 @@ def test_a_full_spec_parses_into_conditions_per_action() -> None:
             "metadata-compaction": {"delta_commits": 10},
         }
     )
-    c, k = Action.COMPACTION, Action.CLUSTERING
+    c, k = ServiceAction.COMPACTION, ServiceAction.CLUSTERING
     assert parsed == {
         c: AnyOf((DeltaCommits(c, 5), Elapsed(c, 24.0), LogBytes(c, 1 << 30))),
         k: AllOf((SmallFiles(k, 10), Commits(k, 4))),
-        Action.CLEAN: Elapsed(Action.CLEAN, 0.5),
-        Action.METADATA_COMPACTION: DeltaCommits(Action.METADATA_COMPACTION, 10),
+        ServiceAction.CLEAN: Elapsed(ServiceAction.CLEAN, 0.5),
+        ServiceAction.METADATA_COMPACTION: DeltaCommits(ServiceAction.METADATA_COMPACTION, 10),
     }
     assert parse_triggers({}) == {}
     assert parse_triggers({"compaction": {"delta_commits": 5.0}}) == {c: DeltaCommits(c, 5)}

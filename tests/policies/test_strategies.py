@@ -9,10 +9,10 @@ import pytest
 
 from tests.policies.tables import NOW, table
 from tms.policies import STRATEGIES, Strategy, parse_condition
-from tms.store import Action, CountedTable
+from tms.store import CountedTable, ServiceAction
 
 
-def reason(spec: dict[str, Any], action: Action, counted: CountedTable) -> str | None:
+def reason(spec: dict[str, Any], action: ServiceAction, counted: CountedTable) -> str | None:
     return parse_condition(spec, action, (action.value,)).evaluate(counted, NOW)
 
 
@@ -20,32 +20,32 @@ def reason(spec: dict[str, Any], action: Action, counted: CountedTable) -> str |
 COUNTS = [
     (
         "delta_commits",
-        Action.COMPACTION,
+        ServiceAction.COMPACTION,
         "delta_commits_since_compaction",
         "delta commits since the last compaction",
     ),
     (
         "delta_commits",
-        Action.METADATA_COMPACTION,
+        ServiceAction.METADATA_COMPACTION,
         "commits_since_metadata_compaction",
         "metadata table delta commits since the last metadata compaction",
     ),
-    ("commits", Action.CLEAN, "commits_since_clean", "commits since the last clean"),
+    ("commits", ServiceAction.CLEAN, "commits_since_clean", "commits since the last clean"),
     (
         "commits",
-        Action.CLUSTERING,
+        ServiceAction.CLUSTERING,
         "commits_since_clustering",
         "commits since the last clustering",
     ),
     (
         "log_bytes",
-        Action.COMPACTION,
+        ServiceAction.COMPACTION,
         "log_bytes_since_compaction",
         "log bytes written since the last compaction",
     ),
     (
         "log_files",
-        Action.COMPACTION,
+        ServiceAction.COMPACTION,
         "log_files_since_compaction",
         "log files written since the last compaction",
     ),
@@ -54,7 +54,7 @@ COUNTS = [
 
 @pytest.mark.parametrize(("name", "action", "field", "words"), COUNTS)
 def test_a_count_is_due_from_its_threshold_on(
-    name: str, action: Action, field: str, words: str
+    name: str, action: ServiceAction, field: str, words: str
 ) -> None:
     spec = {name: 5}
     assert reason(spec, action, table(**{field: 4})) is None
@@ -64,7 +64,7 @@ def test_a_count_is_due_from_its_threshold_on(
 
 @pytest.mark.parametrize(("name", "action", "field", "words"), COUNTS)
 def test_a_zero_threshold_is_off_and_no_data_is_not_due(
-    name: str, action: Action, field: str, words: str
+    name: str, action: ServiceAction, field: str, words: str
 ) -> None:
     assert reason({name: 0}, action, table(**{field: 10**9})) is None
     assert reason({name: 1}, action, table()) is None  # nothing counted since the last run
@@ -72,16 +72,19 @@ def test_a_zero_threshold_is_off_and_no_data_is_not_due(
 
 def test_the_count_strategies_read_only_their_actions_counter() -> None:
     busy = table(commits_since_clean=50, delta_commits_since_compaction=0)
-    assert reason({"commits": 10}, Action.CLEAN, busy) is not None
-    assert reason({"commits": 10}, Action.CLUSTERING, busy) is None
-    assert reason({"delta_commits": 10}, Action.COMPACTION, busy) is None
+    assert reason({"commits": 10}, ServiceAction.CLEAN, busy) is not None
+    assert reason({"commits": 10}, ServiceAction.CLUSTERING, busy) is None
+    assert reason({"delta_commits": 10}, ServiceAction.COMPACTION, busy) is None
 
 
 def test_log_bytes_take_sizes_beyond_32_bits() -> None:
     gib = 1 << 30
     spec = {"log_bytes": 5 * gib}
-    assert reason(spec, Action.COMPACTION, table(log_bytes_since_compaction=5 * gib - 1)) is None
-    assert reason(spec, Action.COMPACTION, table(log_bytes_since_compaction=5 * gib)) == (
+    assert (
+        reason(spec, ServiceAction.COMPACTION, table(log_bytes_since_compaction=5 * gib - 1))
+        is None
+    )
+    assert reason(spec, ServiceAction.COMPACTION, table(log_bytes_since_compaction=5 * gib)) == (
         f"{5 * gib} log bytes written since the last compaction (threshold {5 * gib})"
     )
 
@@ -89,15 +92,15 @@ def test_log_bytes_take_sizes_beyond_32_bits() -> None:
 def test_small_files_count_the_fullest_single_partition() -> None:
     spec = {"small_files": 10}
     spread = table(small_files_since_clustering={"a": 9, "b": 9, "c": 9})  # 27 in all
-    assert reason(spec, Action.CLUSTERING, spread) is None
+    assert reason(spec, ServiceAction.CLUSTERING, spread) is None
     at = table(small_files_since_clustering={"a": 9, "2026/01/02": 10})
-    assert reason(spec, Action.CLUSTERING, at) == (
+    assert reason(spec, ServiceAction.CLUSTERING, at) == (
         '10 small base files in partition "2026/01/02" since the last clustering (threshold 10)'
     )
     tie = table(small_files_since_clustering={"z": 12, "b": 12, "a": 3})
-    assert 'partition "b"' in (reason(spec, Action.CLUSTERING, tie) or "")
+    assert 'partition "b"' in (reason(spec, ServiceAction.CLUSTERING, tie) or "")
     flat = table(small_files_since_clustering={"": 11})
-    assert reason(spec, Action.CLUSTERING, flat) == (
+    assert reason(spec, ServiceAction.CLUSTERING, flat) == (
         "11 small base files in the table (not partitioned) since the last clustering "
         "(threshold 10)"
     )
@@ -105,12 +108,16 @@ def test_small_files_count_the_fullest_single_partition() -> None:
 
 def test_small_files_edges() -> None:
     spec = {"small_files": 3}
-    assert reason(spec, Action.CLUSTERING, table()) is None  # no partition counted
-    assert reason(spec, Action.CLUSTERING, table(small_files_since_clustering={"p": 2})) is None
-    assert reason(spec, Action.CLUSTERING, table(small_files_since_clustering={"p": 3}))
+    assert reason(spec, ServiceAction.CLUSTERING, table()) is None  # no partition counted
+    assert (
+        reason(spec, ServiceAction.CLUSTERING, table(small_files_since_clustering={"p": 2})) is None
+    )
+    assert reason(spec, ServiceAction.CLUSTERING, table(small_files_since_clustering={"p": 3}))
     assert (
         reason(
-            {"small_files": 0}, Action.CLUSTERING, table(small_files_since_clustering={"p": 100})
+            {"small_files": 0},
+            ServiceAction.CLUSTERING,
+            table(small_files_since_clustering={"p": 100}),
         )
         is None
     )

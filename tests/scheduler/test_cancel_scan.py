@@ -24,8 +24,8 @@ from tms.scheduler.cancel_scan import CancelScan
 from tms.services.clustering.execute import schedule_clustering
 from tms.services.registry import table_service
 from tms.store import (
-    Action,
     OperationStatus,
+    ServiceAction,
     Tbl,
     get_operation,
     list_events,
@@ -67,7 +67,7 @@ def test_a_waiting_operation_is_cancelled_by_a_writers_request(
     before = oracle.snapshot(base)
     with session_scope(factory) as s:
         table, planned = table_with_plan(s, base, "a", cancellable=True)
-        waiting = make_op(s, table, Action.CLUSTERING, at=planned, run_at=timedelta(hours=1))
+        waiting = make_op(s, table, ServiceAction.CLUSTERING, at=planned, run_at=timedelta(hours=1))
     scan = _scan(factory)
     assert scan.run() == [], "no request yet: nothing to cancel"
     _writer_cancels(base, planned)
@@ -98,9 +98,9 @@ def test_plans_that_are_not_cancellable_and_unreadable_tables_are_left_alone(
         kept_table, kept_plan = table_with_plan(s, kept_base, "kept", cancellable=False)
         gone_table, gone_plan = table_with_plan(s, gone_base, "gone", cancellable=True)
         live_table, live_plan = table_with_plan(s, live_base, "live", cancellable=True)
-        kept = make_op(s, kept_table, Action.CLUSTERING, at=kept_plan)
-        make_op(s, gone_table, Action.CLUSTERING, at=gone_plan)
-        live = make_op(s, live_table, Action.CLUSTERING, at=live_plan)
+        kept = make_op(s, kept_table, ServiceAction.CLUSTERING, at=kept_plan)
+        make_op(s, gone_table, ServiceAction.CLUSTERING, at=gone_plan)
+        live = make_op(s, live_table, ServiceAction.CLUSTERING, at=live_plan)
     for base, planned in [(kept_base, kept_plan), (gone_base, gone_plan), (live_base, live_plan)]:
         _writer_cancels(base, planned)
     (Path(gone_base) / ".hoodie" / "hoodie.properties").unlink()  # its storage fails
@@ -116,7 +116,7 @@ def test_the_scheduler_scans_in_the_background_every_interval(
     base = small_files_table(tmp_path, COPY_ON_WRITE, rows=240, table_version=9)
     with session_scope(factory) as s:
         table, planned = table_with_plan(s, base, "t", cancellable=True)
-        waiting = make_op(s, table, Action.CLUSTERING, at=planned, run_at=timedelta(hours=1))
+        waiting = make_op(s, table, ServiceAction.CLUSTERING, at=planned, run_at=timedelta(hours=1))
     _writer_cancels(base, planned)
     engine = FakeEngine()
     scheduler = scheduler_for(

@@ -22,9 +22,9 @@ from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import State
 from tms.services.clustering.execute import schedule_clustering
 from tms.store import (
-    Action,
     AttemptOutcome,
     OperationStatus,
+    ServiceAction,
     get_attempt,
     get_operation,
     plans_to_abort,
@@ -58,7 +58,7 @@ def test_a_job_killed_while_starting_leaves_no_plan_pending(
     base = small_files_table(tmp_path / "t", COPY_ON_WRITE, rows=240, table_version=9)
     with session_scope(factory) as s:
         table, planned = table_with_plan(s, base, "t", cancellable=True)
-        op = make_op(s, table, Action.CLUSTERING, at=planned)
+        op = make_op(s, table, ServiceAction.CLUSTERING, at=planned)
     before = oracle.snapshot(base)
     engine = FakeEngine()  # the job never gets past starting Spark: it writes nothing
     settings = settings_for(tmp_path, heartbeat_interval_seconds=2)
@@ -96,8 +96,8 @@ def test_plans_that_run_to_completion_or_still_beat_are_left_alone(
     with session_scope(factory) as s:
         kept_table, kept_plan = table_with_plan(s, kept_base, "kept", cancellable=False)
         live_table, live_plan = table_with_plan(s, live_base, "live", cancellable=True)
-        kept = make_op(s, kept_table, Action.CLUSTERING, at=kept_plan)
-        live = make_op(s, live_table, Action.CLUSTERING, at=live_plan)
+        kept = make_op(s, kept_table, ServiceAction.CLUSTERING, at=kept_plan)
+        live = make_op(s, live_table, ServiceAction.CLUSTERING, at=live_plan)
         cancel(s, [kept.id, live.id], reason="operator", table=None)
     live_storage = HudiTable.open(live_base).storage
     heartbeat.beat(live_storage, live_plan)  # a job on another instance still runs it

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.scheduler.fakes import CompletingHandle, FakeEngine, scheduler_for, settings_for
 from tests.store.helpers import make_op, make_table
 from tms.engines import LaunchSpec
-from tms.store import Action, OperationStatus, list_attempts, session_scope
+from tms.store import OperationStatus, ServiceAction, list_attempts, session_scope
 
 
 def test_two_instances_run_each_operation_exactly_once(
@@ -21,7 +21,9 @@ def test_two_instances_run_each_operation_exactly_once(
     with session_scope(factory) as s:
         tables = [make_table(s, f"t{i}") for i in range(10)]
         ops = [
-            make_op(s, t, action) for t in tables for action in (Action.COMPACTION, Action.CLEAN)
+            make_op(s, t, action)
+            for t in tables
+            for action in (ServiceAction.COMPACTION, ServiceAction.CLEAN)
         ]
     running: set[int] = set()
     violations: list[str] = []

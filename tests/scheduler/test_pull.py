@@ -25,10 +25,10 @@ from tms.hudi.sample_writer.writer import HudiWriter
 from tms.ingest.pulled import PulledCommit, PulledTimeline
 from tms.scheduler.pull import Pacer, PullSweep
 from tms.store import (
-    Action,
     Commit,
     Operation,
     PullTarget,
+    ServiceAction,
     Tbl,
     claim_pulls,
     get_table,
@@ -276,7 +276,7 @@ def test_a_pull_records_what_notifications_would_and_runs_the_triggers(
         assert row.last_commit_instant == instants[-1]
         # the third delta commit crossed the threshold: the trigger made a compaction
         [operation] = session.scalars(select(Operation).where(Operation.tbl_id == table.id))
-        assert operation.action is Action.COMPACTION
+        assert operation.action is ServiceAction.COMPACTION
         assert report.operations == {table.id: [operation.id]}
         assert row.delta_commits_since_compaction == 0  # restarted by the trigger
         assert row.log_files_since_compaction == 0

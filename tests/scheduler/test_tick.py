@@ -14,9 +14,9 @@ from tests.store.helpers import make_op, make_table
 from tms import metrics
 from tms.scheduler import start_scheduler
 from tms.store import (
-    Action,
     AttemptOutcome,
     OperationStatus,
+    ServiceAction,
     attempt_for_token,
     complete_operation,
     get_attempt,
@@ -63,7 +63,7 @@ def test_one_running_operation_per_table(factory: sessionmaker[Session], tmp_pat
     with session_scope(factory) as s:
         table = make_table(s, "t")
         first = make_op(s, table, run_at=timedelta(seconds=-2))
-        second = make_op(s, table, Action.CLEAN, run_at=timedelta(seconds=-1))
+        second = make_op(s, table, ServiceAction.CLEAN, run_at=timedelta(seconds=-1))
     engine = FakeEngine()
     scheduler = scheduler_for(settings_for(tmp_path), factory, engine)
 

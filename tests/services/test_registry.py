@@ -12,7 +12,7 @@ from tms.hudi.actions import TABLE_SERVICE_ACTIONS
 from tms.planning import schedule_kwargs
 from tms.services.registry import SERVICES, table_service
 from tms.services.runner import ServiceRequest
-from tms.store.models import Action as StoredAction
+from tms.store.models import ServiceAction
 
 EVERY_PARAM = {
     "strategy": "log-size",
@@ -33,7 +33,7 @@ def test_the_registry_has_one_entry_per_table_service_action_in_order() -> None:
 
 
 def test_the_stored_action_enum_holds_every_table_service_action() -> None:
-    stored = [action.value for action in StoredAction]
+    stored = [action.value for action in ServiceAction]
     assert stored[: len(TABLE_SERVICE_ACTIONS)] == list(TABLE_SERVICE_ACTIONS)
     assert set(stored) == set(TABLE_SERVICE_ACTIONS)
 

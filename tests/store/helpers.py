@@ -11,11 +11,11 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from tms.store import (
-    Action,
     Claim,
     CommitIn,
     CountedTable,
     Operation,
+    ServiceAction,
     Tbl,
     claim_due_operations,
     record_commits,
@@ -48,7 +48,7 @@ def record(
 def make_op(
     session: Session,
     table: Tbl,
-    action: Action = Action.COMPACTION,
+    action: ServiceAction = ServiceAction.COMPACTION,
     *,
     at: str | None = "new",
     **kwargs: Any,

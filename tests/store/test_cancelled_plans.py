@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 from tests.store.helpers import claim, db_now, make_op, make_table
 from tms.application.attempt_end import Exited, finish_attempt, reap_expired_leases
 from tms.store import (
-    Action,
     Backoff,
     OperationStatus,
+    ServiceAction,
     cancel_operation,
     complete_operation,
     finish_cancelled,
@@ -32,13 +32,13 @@ def _marked(session: Session) -> list[int]:
 
 def test_every_way_to_cancelled_marks_an_operation_with_a_plan(session: Session) -> None:
     tables = [make_table(session, name) for name in "abcdefg"]
-    scheduled = make_op(session, tables[0], Action.CLUSTERING)
-    removed = make_op(session, tables[1], Action.COMPACTION)
-    reported = make_op(session, tables[2], Action.CLUSTERING)
-    killed = make_op(session, tables[3], Action.CLUSTERING)
-    lost = make_op(session, tables[4], Action.CLUSTERING)
-    unplanned = make_op(session, tables[5], Action.CLUSTERING, at=None)
-    clean = make_op(session, tables[6], Action.CLEAN)
+    scheduled = make_op(session, tables[0], ServiceAction.CLUSTERING)
+    removed = make_op(session, tables[1], ServiceAction.COMPACTION)
+    reported = make_op(session, tables[2], ServiceAction.CLUSTERING)
+    killed = make_op(session, tables[3], ServiceAction.CLUSTERING)
+    lost = make_op(session, tables[4], ServiceAction.CLUSTERING)
+    unplanned = make_op(session, tables[5], ServiceAction.CLUSTERING, at=None)
+    clean = make_op(session, tables[6], ServiceAction.CLEAN)
     cancel_operation(session, scheduled.id)
     remove_operation(session, removed.id)
     claims = {c.operation.id: c for c in claim(session, lease_seconds=10)}
@@ -64,11 +64,11 @@ def test_every_way_to_cancelled_marks_an_operation_with_a_plan(session: Session)
 
 def test_a_marked_plan_holds_back_what_would_plan_until_it_is_settled(session: Session) -> None:
     table, other = make_table(session, "t"), make_table(session, "u")
-    cancelled = make_op(session, table, Action.CLUSTERING)
+    cancelled = make_op(session, table, ServiceAction.CLUSTERING)
     cancel_operation(session, cancelled.id)
-    retry = make_op(session, table, Action.CLUSTERING, at=None)  # plans anew when it runs
-    compaction = make_op(session, table, Action.COMPACTION, at=None)
-    elsewhere = make_op(session, other, Action.CLUSTERING, at=None)
+    retry = make_op(session, table, ServiceAction.CLUSTERING, at=None)  # plans anew when it runs
+    compaction = make_op(session, table, ServiceAction.COMPACTION, at=None)
+    elsewhere = make_op(session, other, ServiceAction.CLUSTERING, at=None)
 
     claims = {c.operation.id: c for c in claim(session)}
     assert set(claims) == {compaction.id, elsewhere.id}, (
@@ -85,8 +85,8 @@ def test_a_marked_plan_holds_back_what_would_plan_until_it_is_settled(session: S
 
 def test_an_operation_with_its_own_plan_is_not_held_back(session: Session) -> None:
     table = make_table(session)
-    cancelled = make_op(session, table, Action.CLUSTERING)
+    cancelled = make_op(session, table, ServiceAction.CLUSTERING)
     cancel_operation(session, cancelled.id)
-    own_plan = make_op(session, table, Action.CLUSTERING)
+    own_plan = make_op(session, table, ServiceAction.CLUSTERING)
 
     assert [c.operation.id for c in claim(session)] == [own_plan.id]

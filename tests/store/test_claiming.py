@@ -10,10 +10,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.store.helpers import claim, db_now, make_op, make_table
 from tms.store import (
-    Action,
     AttemptOutcome,
     Operation,
     OperationStatus,
+    ServiceAction,
     extend_lease,
     get_operation,
     list_attempts,
@@ -75,7 +75,7 @@ def test_claim_skips_not_due_and_paused_tables(session: Session) -> None:
 def test_one_running_operation_per_table(factory: sessionmaker[Session]) -> None:
     with factory.begin() as session:
         table, other = make_table(session, "t"), make_table(session, "u")
-        ops = [make_op(session, table, a) for a in (Action.COMPACTION, Action.CLEAN)]
+        ops = [make_op(session, table, a) for a in (ServiceAction.COMPACTION, ServiceAction.CLEAN)]
         other_op = make_op(session, other)
     with factory.begin() as session:  # in one batch: the first of each table only
         assert sorted(c.operation.id for c in claim(session)) == [ops[0].id, other_op.id]
@@ -129,7 +129,11 @@ def test_skip_locked_rows_without_waiting(factory: sessionmaker[Session]) -> Non
 def test_concurrent_claimers_never_share_an_operation(factory: sessionmaker[Session]) -> None:
     with factory.begin() as session:
         tables = [make_table(session, f"t{i}") for i in range(12)]
-        ops = {make_op(session, t, a).id for t in tables for a in (Action.COMPACTION, Action.CLEAN)}
+        ops = {
+            make_op(session, t, a).id
+            for t in tables
+            for a in (ServiceAction.COMPACTION, ServiceAction.CLEAN)
+        }
     claimed: dict[str, list[int]] = {"a": [], "b": []}
     barrier = threading.Barrier(2)
     errors: list[BaseException] = []

@@ -11,11 +11,11 @@ from tests.store.helpers import make_table, record
 from tms.application import apply_triggers
 from tms.config import load_settings
 from tms.store import (
-    Action,
     Commit,
     CommitIn,
     NotFound,
     Operation,
+    ServiceAction,
     TableType,
     alembic_config,
     counted_tables,
@@ -52,7 +52,7 @@ def test_a_recorded_table_reads_as_counted_tables_reads_it(session: Session) -> 
     """`record_commits` returns its counters with PostgreSQL's own RETURNING list, and the
     pull fallback reads them with `COUNTED`: both give the triggers the same table."""
     table = make_table(session)
-    submit_operation(session, tbl_id=table.id, action=Action.CLEAN)
+    submit_operation(session, tbl_id=table.id, action=ServiceAction.CLEAN)
     record(session, table.id, "20250101000000001", "deltacommit", log_bytes=9, log_files=1)
     counted = record(session, table.id, "20250101000000002", "compaction")
     assert counted is not None
@@ -73,7 +73,7 @@ def test_counters_follow_the_action(session: Session) -> None:
     assert table.last_notification_at is not None
     assert table.last_commit_seen_at is not None
 
-    reset_counter(session, table.id, Action.COMPACTION)
+    reset_counter(session, table.id, ServiceAction.COMPACTION)
     assert get_table(session, table.id).delta_commits_since_compaction == 0
     assert get_table(session, table.id).last_compaction_at is not None
     assert get_table(session, table.id).commits_since_clean == 1
@@ -127,7 +127,7 @@ def test_a_compaction_heard_late_recounts_the_commits_stored_after_it(session: S
     table = make_table(session)
     for i in (10, 20, 30):
         record(session, table.id, f"202501010000000{i}", "deltacommit")
-    reset_counter(session, table.id, Action.COMPACTION)  # the trigger scheduled one
+    reset_counter(session, table.id, ServiceAction.COMPACTION)  # the trigger scheduled one
     for i in (40, 50):
         record_commits(
             session,
@@ -139,7 +139,7 @@ def test_a_compaction_heard_late_recounts_the_commits_stored_after_it(session: S
     after = recorded.tables[table.id]
     assert after.delta_commits_since_compaction == 2
     assert (after.log_files_since_compaction, after.log_bytes_since_compaction) == (2, 20)
-    assert Action.COMPACTION in after.last_run_at
+    assert ServiceAction.COMPACTION in after.last_run_at
     # An older compaction heard later changes nothing: the newest one counts.
     recorded = record_commits(
         session, [CommitIn(table.id, "20250101000000015", "compaction", pulled=True)]
@@ -241,7 +241,7 @@ def test_commit_order_follows_the_table_lock_not_the_transaction_start(
         created = apply_triggers(
             session, record_commits(session, commits).tables.values(), settings
         )
-        assert [op.action for op in created[tbl_id]] == [Action.COMPACTION]
+        assert [op.action for op in created[tbl_id]] == [ServiceAction.COMPACTION]
     lock_tables_by_base_path(late, ["/data/t"])
     record_commits(
         late, [CommitIn(tbl_id, f"2025010100000001{i}", "deltacommit") for i in range(2)]

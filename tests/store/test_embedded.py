@@ -15,7 +15,7 @@ import psycopg
 from tms.embedded_postgres import start_embedded
 from tms.embedded_postgres.orphans import find_orphans
 from tms.store import (
-    Action,
+    ServiceAction,
     is_up_to_date,
     make_engine,
     make_session_factory,
@@ -40,7 +40,7 @@ def test_embedded_server_starts_creates_database_and_migrates(tmp_path: Path) ->
                 table = register_table(
                     session, db_name="db", table_name="t", base_path="/data/t"
                 ).table
-                submit_operation(session, tbl_id=table.id, action=Action.CLEAN)
+                submit_operation(session, tbl_id=table.id, action=ServiceAction.CLEAN)
             # A second start on the same directory joins the running server.
             assert start_embedded(data_dir).url() == url
         finally:

@@ -16,7 +16,7 @@ from sqlalchemy.pool import NullPool
 from tests.db_fixtures import PgServer, database_at
 from tests.store.helpers import make_op, make_table
 from tms.store import (
-    Action,
+    ServiceAction,
     cancel_operation,
     get_operation,
     record_executor_report,
@@ -61,12 +61,12 @@ def test_migration_0012_gives_existing_operations_auto(at_0011: str) -> None:
 def test_the_database_refuses_other_executors(session: Session) -> None:
     table = make_table(session)
     with pytest.raises(IntegrityError, match="ck_operation_executor"):
-        submit_operation(session, tbl_id=table.id, action=Action.CLEAN, executor="spark")
+        submit_operation(session, tbl_id=table.id, action=ServiceAction.CLEAN, executor="spark")
 
 
 def test_a_cancelled_operations_retry_keeps_its_executor(session: Session) -> None:
     table = make_table(session)
-    operation = make_op(session, table, Action.CLEAN, at=None, executor="hudi")
+    operation = make_op(session, table, ServiceAction.CLEAN, at=None, executor="hudi")
     cancelled = cancel_operation(session, operation.id, reason="test")
     retried = resubmit_cancelled(session, cancelled)
     assert retried.created and retried.operation.id != operation.id

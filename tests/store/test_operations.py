@@ -7,10 +7,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.store.helpers import claim, db_now, make_op, make_table
 from tms.store import (
-    Action,
     NotFound,
     OperationConflict,
     OperationStatus,
+    ServiceAction,
     TransitionRefused,
     complete_operation,
     count_operations,
@@ -34,7 +34,10 @@ def test_submit_is_idempotent_per_instant(factory: sessionmaker[Session]) -> Non
         with factory.begin() as session:
             results.append(
                 submit_operation(
-                    session, tbl_id=table.id, action=Action.COMPACTION, instant="20250101000000001"
+                    session,
+                    tbl_id=table.id,
+                    action=ServiceAction.COMPACTION,
+                    instant="20250101000000001",
                 )
             )
     first, again = results
@@ -45,7 +48,7 @@ def test_submit_is_idempotent_per_instant(factory: sessionmaker[Session]) -> Non
     assert (op.engine, op.max_retries, op.retry_on_error, op.extra_params) == ("spark", 3, True, {})
     with factory.begin() as session:
         other = submit_operation(
-            session, tbl_id=table.id, action=Action.CLEAN, instant="20250101000000001"
+            session, tbl_id=table.id, action=ServiceAction.CLEAN, instant="20250101000000001"
         )
         assert other.created  # same instant, other action: another operation
         events = list_events(session, op.id)
@@ -56,24 +59,24 @@ def test_submit_is_idempotent_per_instant(factory: sessionmaker[Session]) -> Non
 
 def test_submit_without_instant_keeps_one_pending(session: Session) -> None:
     table = make_table(session)
-    first = submit_operation(session, tbl_id=table.id, action=Action.CLEAN)
-    again = submit_operation(session, tbl_id=table.id, action=Action.CLEAN)
+    first = submit_operation(session, tbl_id=table.id, action=ServiceAction.CLEAN)
+    again = submit_operation(session, tbl_id=table.id, action=ServiceAction.CLEAN)
     assert first.created and not again.created and again.operation.id == first.operation.id
-    other = submit_operation(session, tbl_id=table.id, action=Action.COMPACTION)
+    other = submit_operation(session, tbl_id=table.id, action=ServiceAction.COMPACTION)
     assert other.created
 
     (claimed,) = [c for c in claim(session) if c.operation.id == first.operation.id]
-    assert not submit_operation(session, tbl_id=table.id, action=Action.CLEAN).created
+    assert not submit_operation(session, tbl_id=table.id, action=ServiceAction.CLEAN).created
     set_operation_instant(session, first.operation.id, "20250101000000007")
     complete_operation(session, claimed.attempt)
     # The earlier one planned itself and finished: a new plan-less one may be submitted.
-    assert submit_operation(session, tbl_id=table.id, action=Action.CLEAN).created
+    assert submit_operation(session, tbl_id=table.id, action=ServiceAction.CLEAN).created
 
 
 def test_set_instant_conflicts(session: Session) -> None:
     table = make_table(session)
-    make_op(session, table, Action.CLEAN, at="20250101000000001")
-    pending = make_op(session, table, Action.CLEAN, at=None)
+    make_op(session, table, ServiceAction.CLEAN, at="20250101000000001")
+    pending = make_op(session, table, ServiceAction.CLEAN, at=None)
     with pytest.raises(OperationConflict):
         set_operation_instant(session, pending.id, "20250101000000001")
     # The savepoint kept the transaction usable.
@@ -90,7 +93,7 @@ def test_submit_options_and_unknown_table(session: Session) -> None:
     op = make_op(
         session,
         table,
-        Action.CLUSTERING,
+        ServiceAction.CLUSTERING,
         owner="bob",
         queue="adhoc",
         priority=9,
@@ -113,14 +116,18 @@ def test_submit_options_and_unknown_table(session: Session) -> None:
     assert not op.retry_on_error and not op.cancellable and op.max_retries == 0
     assert op.next_run_at > db_now(session) + timedelta(minutes=4)
     with pytest.raises(NotFound):
-        submit_operation(session, tbl_id=999_999, action=Action.CLEAN)
+        submit_operation(session, tbl_id=999_999, action=ServiceAction.CLEAN)
     with pytest.raises(NotFound):
         get_operation(session, 999_999)
 
 
 def test_list_filters_and_keyset_pages(session: Session) -> None:
     t1, t2 = make_table(session, "a"), make_table(session, "b")
-    ops = [make_op(session, t, a) for t in (t1, t2) for a in (Action.COMPACTION, Action.CLEAN)]
+    ops = [
+        make_op(session, t, a)
+        for t in (t1, t2)
+        for a in (ServiceAction.COMPACTION, ServiceAction.CLEAN)
+    ]
     remove_operation(session, ops[3].id)
 
     newest_first = [o.id for o in reversed(ops[:3])]
@@ -128,22 +135,22 @@ def test_list_filters_and_keyset_pages(session: Session) -> None:
     nxt = list_operations(session, limit=2, before_id=page[-1].id)
     assert [o.id for o in page + nxt] == newest_first
     assert [o.id for o in list_operations(session, tbl_id=t1.id)] == [ops[1].id, ops[0].id]
-    assert [o.id for o in list_operations(session, action=Action.CLEAN)] == [ops[1].id]
+    assert [o.id for o in list_operations(session, action=ServiceAction.CLEAN)] == [ops[1].id]
     assert len(list_operations(session, include_deleted=True)) == 4
     assert [o.id for o in list_operations(session, status=S.CANCELLED, include_deleted=True)] == [
         ops[3].id
     ]
     assert list_operations(session, status=[S.RUNNING, S.FAILED]) == []
     assert count_operations(session) == {
-        (Action.COMPACTION, S.SCHEDULED): 2,
-        (Action.CLEAN, S.SCHEDULED): 1,
+        (ServiceAction.COMPACTION, S.SCHEDULED): 2,
+        (ServiceAction.CLEAN, S.SCHEDULED): 1,
     }
     assert queue_depth(session) == {"default": 3}
 
 
 def test_remove(session: Session) -> None:
     table = make_table(session)
-    first, second = make_op(session, table), make_op(session, table, Action.CLEAN)
+    first, second = make_op(session, table), make_op(session, table, ServiceAction.CLEAN)
     claim(session)  # claims `first` only: one running operation per table
     assert get_operation(session, first.id).status is S.RUNNING
     with pytest.raises(TransitionRefused, match="cancel it first"):

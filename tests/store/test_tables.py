@@ -8,8 +8,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.store.helpers import make_op, make_table, record
 from tms.store import (
-    Action,
     NotFound,
+    ServiceAction,
     TableBusy,
     TableConflict,
     TableType,
@@ -34,7 +34,7 @@ def test_register_creates_with_defaults(session: Session) -> None:
     table = registered.table
     assert (table.db_name, table.table_name, table.base_path) == ("db", "t", "s3://b/t")
     assert (table.queue, table.priority, table.paused, table.owner) == ("default", 0, False, "ann")
-    assert table.enabled_actions == [Action.COMPACTION, Action.CLEAN]
+    assert table.enabled_actions == [ServiceAction.COMPACTION, ServiceAction.CLEAN]
     assert table.policy == {}
     assert table.created_at is not None
 
@@ -86,10 +86,10 @@ def test_lookups_and_update(session: Session) -> None:
         session,
         table.id,
         paused=True,
-        enabled_actions=[Action.CLUSTERING],
+        enabled_actions=[ServiceAction.CLUSTERING],
         policy={"clustering_commits": 4},
     )
-    assert updated.paused and updated.enabled_actions == [Action.CLUSTERING]
+    assert updated.paused and updated.enabled_actions == [ServiceAction.CLUSTERING]
     assert updated.policy == {"clustering_commits": 4}
     assert updated.table_type is TableType.MERGE_ON_READ
     with pytest.raises(TypeError, match="db_name"):

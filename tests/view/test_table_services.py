@@ -17,7 +17,7 @@ from tests.view.test_reads import oracle_slices
 from tms.hudi.table import HudiTable
 from tms.services.clustering.plan import schedule_clustering
 from tms.services.compaction.plan import schedule_compaction
-from tms.store import Action, find_table_by_base_path, submit_operation
+from tms.store import ServiceAction, find_table_by_base_path, submit_operation
 
 
 def test_a_pending_compaction_on_a_version_6_table(
@@ -100,7 +100,9 @@ def test_a_clustering_tms_plans_on_a_version_6_table_reaches_the_view(
     with factory() as session:  # what the clustering job reports once it wrote its plan
         table = find_table_by_base_path(session, str(root))
         assert table is not None
-        submit_operation(session, tbl_id=table.id, action=Action.CLUSTERING, instant=clustering)
+        submit_operation(
+            session, tbl_id=table.id, action=ServiceAction.CLUSTERING, instant=clustering
+        )
         session.commit()
     client.reload()
     advanced = requests("advanced", "PENDING_CLUSTERING_FILEGROUPS")

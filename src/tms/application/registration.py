@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from tms.application.refusals import Refused
 from tms.config import Settings
-from tms.store import Action, Registered, TableType, register_table, update_table
+from tms.store import Registered, ServiceAction, TableType, register_table, update_table
 
 __all__ = [
     "DEFAULT_DB_NAME",
@@ -91,7 +91,7 @@ class TableRegistration:
     queue: str | None = None
     priority: int | None = None
     table_type: TableType | None = None
-    enabled_actions: Sequence[Action] | None = None
+    enabled_actions: Sequence[ServiceAction] | None = None
     policy: dict[str, Any] | None = None
     paused: bool | None = None
     storage_options: dict[str, Any] | None = None

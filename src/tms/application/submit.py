@@ -26,9 +26,9 @@ from tms.config.spark_conf import allow_list, value_problems
 from tms.executors import ExecutorChoice
 from tms.planning import BadJobInput, planning_problems, schedule_kwargs
 from tms.store import (
-    Action,
     Operation,
     OperationConflict,
+    ServiceAction,
     Submitted,
     TableType,
     Tbl,
@@ -48,7 +48,7 @@ class SubmitRequest:
     """One request for operations of one action on one table: one per instant (`None`: the
     operation plans itself)."""
 
-    action: Action
+    action: ServiceAction
     instants: Sequence[str | None] = (None,)
     engine: str = "spark"
     executor: ExecutorChoice | None = None
@@ -80,7 +80,7 @@ def check_request(request: SubmitRequest, settings: Settings) -> CheckedRequest:
     the one operation that plans itself (naming instants, or none at all), `UnusableParams`
     listing every `extra_params` key the operation cannot carry. Callers check before they
     look up or register the table, so a bad request changes nothing."""
-    if request.action is Action.INDEXING and tuple(request.instants) != (None,):
+    if request.action is ServiceAction.INDEXING and tuple(request.instants) != (None,):
         raise OwnPlanOnly(OWN_PLAN_ONLY)
     refused = allow_list(settings).refused(request.extra_params)
     problems = {key: f"{key} is not allowed: {reason}" for key, reason in refused.items()}
@@ -97,7 +97,7 @@ def submit(
     """The operations the checked request asks for on `table`, created or found (the same
     request again finds what the first one made), committed; per instant, in order."""
     request = checked.request
-    if request.action is Action.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
+    if request.action is ServiceAction.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
         raise NothingToCompact(f"{table.qualified_name} is COPY_ON_WRITE: nothing to compact")
     max_retries = (
         request.max_retries if request.max_retries is not None else settings.default_max_retries
@@ -122,7 +122,7 @@ def submit(
             max_retries=max_retries,
             reason=request.reason,
         )
-        if request.action is Action.INDEXING and not one.created:
+        if request.action is ServiceAction.INDEXING and not one.created:
             _same_index_request(one.operation, request.extra_params)
         submitted.append(one)
     session.commit()
@@ -131,7 +131,7 @@ def submit(
 
 
 def _index_request(extra_params: Mapping[str, Any]) -> tuple[frozenset[str], bool]:
-    kwargs = schedule_kwargs(Action.INDEXING.value, extra_params)
+    kwargs = schedule_kwargs(ServiceAction.INDEXING.value, extra_params)
     return frozenset(kwargs.get("partitions", ())), bool(kwargs.get("drop", False))
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from tms.policies.strategies.commits import Commits
 from tms.policies.strategies.delta_commits import DeltaCommits
 from tms.policies.strategy import Condition
-from tms.store import Action
+from tms.store import ServiceAction
 
 if TYPE_CHECKING:
     from tms.config import Settings
@@ -26,10 +26,10 @@ POLICY_KEYS = (
 """Per-table overrides `tbl.policy` may hold; each is a commit count, 0 turns it off."""
 
 COUNT_KEYS = {
-    Action.COMPACTION: "compaction_delta_commits",
-    Action.CLUSTERING: "clustering_commits",
-    Action.CLEAN: "clean_commits",
-    Action.METADATA_COMPACTION: "metadata_compaction_delta_commits",
+    ServiceAction.COMPACTION: "compaction_delta_commits",
+    ServiceAction.CLUSTERING: "clustering_commits",
+    ServiceAction.CLEAN: "clean_commits",
+    ServiceAction.METADATA_COMPACTION: "metadata_compaction_delta_commits",
 }
 """The policy key of each action's count threshold, which a `triggers` entry replaces."""
 
@@ -69,13 +69,15 @@ def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Threshold
     )
 
 
-def default_conditions(thresholds: Thresholds) -> dict[Action, Condition]:
+def default_conditions(thresholds: Thresholds) -> dict[ServiceAction, Condition]:
     """The count strategies the thresholds stand for, one per action."""
     return {
-        Action.COMPACTION: DeltaCommits(Action.COMPACTION, thresholds.compaction_delta_commits),
-        Action.CLUSTERING: Commits(Action.CLUSTERING, thresholds.clustering_commits),
-        Action.CLEAN: Commits(Action.CLEAN, thresholds.clean_commits),
-        Action.METADATA_COMPACTION: DeltaCommits(
-            Action.METADATA_COMPACTION, thresholds.metadata_compaction_delta_commits
+        ServiceAction.COMPACTION: DeltaCommits(
+            ServiceAction.COMPACTION, thresholds.compaction_delta_commits
+        ),
+        ServiceAction.CLUSTERING: Commits(ServiceAction.CLUSTERING, thresholds.clustering_commits),
+        ServiceAction.CLEAN: Commits(ServiceAction.CLEAN, thresholds.clean_commits),
+        ServiceAction.METADATA_COMPACTION: DeltaCommits(
+            ServiceAction.METADATA_COMPACTION, thresholds.metadata_compaction_delta_commits
         ),
     }

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tms.executors import ExecutorChoice, parse_executor
-from tms.store import Action
+from tms.store import ServiceAction
 
 __all__ = [
     "EXECUTOR_KEY",
@@ -21,16 +21,19 @@ __all__ = [
 ]
 
 
-POLICY_PARAMS: dict[Action, dict[str, str]] = {
-    Action.COMPACTION: {"compaction_strategy": "strategy", "compaction_cancellable": "cancellable"},
-    Action.CLEAN: {
+POLICY_PARAMS: dict[ServiceAction, dict[str, str]] = {
+    ServiceAction.COMPACTION: {
+        "compaction_strategy": "strategy",
+        "compaction_cancellable": "cancellable",
+    },
+    ServiceAction.CLEAN: {
         "clean_policy": "policy",
         "clean_retained": "retained",
         "clean_cancel_plans_after_hours": "cancel_plans_after_hours",
         "clean_cancel_plans_after_instants": "cancel_plans_after_instants",
         "clean_rollback_failed_writes": "rollback_failed_writes",
     },
-    Action.CLUSTERING: {
+    ServiceAction.CLUSTERING: {
         "clustering_sort_columns": "sort_columns",
         "clustering_target_file_size": "target_file_size",
         "clustering_cancellable": "cancellable",
@@ -72,14 +75,14 @@ def table_wide_params(policy: Mapping[str, Any], action: str) -> dict[str, Any]:
     settings, and the planning parameters the policy sets table-wide."""
     locks = {key: policy[name] for name, key in LOCK_PARAMS.items() if policy.get(name) is not None}
     try:
-        params = policy_params(policy, Action(action))
+        params = policy_params(policy, ServiceAction(action))
     except ValueError:
         return locks
     wide = {name: value for name, value in params.items() if name in TABLE_WIDE_PARAMS}
     return {**locks, **wide}
 
 
-def policy_params(policy: Mapping[str, Any], action: Action) -> dict[str, Any]:
+def policy_params(policy: Mapping[str, Any], action: ServiceAction) -> dict[str, Any]:
     """The planning parameters a policy-made operation of `action` carries (`extra_params`)."""
     return {
         param: policy[key]

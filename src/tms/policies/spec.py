@@ -23,15 +23,15 @@ from typing import Any
 from tms.policies.combinators import AllOf, AnyOf
 from tms.policies.registry import STRATEGIES
 from tms.policies.strategy import Condition, Path, SpecError
-from tms.store import Action
+from tms.store import ServiceAction
 
 __all__ = ["MAX_DEPTH", "MAX_PARTS", "TRIGGER_ACTIONS", "parse_condition", "parse_triggers"]
 
 TRIGGER_ACTIONS = (
-    Action.COMPACTION,
-    Action.CLUSTERING,
-    Action.CLEAN,
-    Action.METADATA_COMPACTION,
+    ServiceAction.COMPACTION,
+    ServiceAction.CLUSTERING,
+    ServiceAction.CLEAN,
+    ServiceAction.METADATA_COMPACTION,
 )
 """The actions triggers create, in the order they are created (indexing only on request)."""
 
@@ -50,12 +50,12 @@ def _shown(key: object) -> str:
     return f" {key!r}" if isinstance(key, str) and _SAFE_KEY.fullmatch(key) else ""
 
 
-def parse_triggers(value: Any) -> dict[Action, Condition]:
+def parse_triggers(value: Any) -> dict[ServiceAction, Condition]:
     """The conditions of a `triggers` object, by action; `SpecError` for the first problem."""
     actions = ", ".join(a.value for a in TRIGGER_ACTIONS)
     if not isinstance(value, Mapping):
         raise SpecError((), f"expected an object of actions ({actions}) to trigger specs")
-    conditions: dict[Action, Condition] = {}
+    conditions: dict[ServiceAction, Condition] = {}
     for key, spec in value.items():
         action = next((a for a in TRIGGER_ACTIONS if a.value == key), None)
         if action is None:
@@ -64,7 +64,7 @@ def parse_triggers(value: Any) -> dict[Action, Condition]:
     return conditions
 
 
-def parse_condition(value: Any, action: Action, path: Path, depth: int = 0) -> Condition:
+def parse_condition(value: Any, action: ServiceAction, path: Path, depth: int = 0) -> Condition:
     """One condition for `action` at `path` (see the module doc for the grammar)."""
     names = ", ".join(STRATEGIES)
     if not isinstance(value, Mapping) or len(value) != 1:

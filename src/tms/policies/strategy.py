@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, ClassVar, Protocol, Self
 
-from tms.store import Action, CountedTable
+from tms.store import CountedTable, ServiceAction
 
 __all__ = [
     "SINCE",
@@ -54,12 +54,12 @@ class Strategy(ABC):
     """One registered trigger strategy (see `registry.py`), bound to the action it
     watches, since the same measure reads different counters for different actions."""
 
-    actions: ClassVar[frozenset[Action]]
+    actions: ClassVar[frozenset[ServiceAction]]
     """The actions it may watch; a spec using it for another is refused."""
 
     @classmethod
     @abstractmethod
-    def parse(cls, value: Any, action: Action, path: Path) -> Self:
+    def parse(cls, value: Any, action: ServiceAction, path: Path) -> Self:
         """The strategy from its JSON parameters (the value under its name); `SpecError`
         naming `path` when they are unusable."""
 
@@ -69,22 +69,22 @@ class Strategy(ABC):
 
 
 _COUNTERS = {
-    Action.COMPACTION: "delta_commits_since_compaction",
-    Action.CLUSTERING: "commits_since_clustering",
-    Action.CLEAN: "commits_since_clean",
-    Action.METADATA_COMPACTION: "commits_since_metadata_compaction",
+    ServiceAction.COMPACTION: "delta_commits_since_compaction",
+    ServiceAction.CLUSTERING: "commits_since_clustering",
+    ServiceAction.CLEAN: "commits_since_clean",
+    ServiceAction.METADATA_COMPACTION: "commits_since_metadata_compaction",
 }
 
 SINCE = {
-    Action.COMPACTION: "since the last compaction",
-    Action.CLUSTERING: "since the last clustering",
-    Action.CLEAN: "since the last clean",
-    Action.METADATA_COMPACTION: "since the last metadata compaction",
+    ServiceAction.COMPACTION: "since the last compaction",
+    ServiceAction.CLUSTERING: "since the last clustering",
+    ServiceAction.CLEAN: "since the last clean",
+    ServiceAction.METADATA_COMPACTION: "since the last metadata compaction",
 }
 """How reasons name the point each action's counters restart from."""
 
 
-def commits_since(table: CountedTable, action: Action) -> int:
+def commits_since(table: CountedTable, action: ServiceAction) -> int:
     """The action's own commit counter: delta commits for compaction, writes for clean and
     clustering, metadata table delta commits for metadata compaction."""
     value: int = getattr(table, _COUNTERS[action])

@@ -23,7 +23,7 @@ from tms.policies.params import (
 )
 from tms.policies.spec import TRIGGER_ACTIONS, parse_triggers
 from tms.policies.strategy import Condition, SpecError
-from tms.store import Action, CountedTable, TableType
+from tms.store import CountedTable, ServiceAction, TableType
 
 __all__ = [
     "LOCK_PARAMS",
@@ -46,13 +46,13 @@ log = logging.getLogger(__name__)
 class Trigger:
     """One action that is due, and why (recorded as the operation's first event)."""
 
-    action: Action
+    action: ServiceAction
     reason: str
 
 
 def conditions_for(
     policy: Mapping[str, Any], defaults: Thresholds, *, tbl_id: int | None = None
-) -> dict[Action, Condition]:
+) -> dict[ServiceAction, Condition]:
     """Per action, what makes it due for a table with `policy`: its `triggers` entry, else
     the count threshold (the policy's old key, else the service's).
 
@@ -83,7 +83,7 @@ def due_triggers(table: CountedTable, defaults: Thresholds, now: datetime) -> li
     for action in TRIGGER_ACTIONS:
         if action not in table.enabled_actions or action in table.pending_actions:
             continue
-        if action is Action.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
+        if action is ServiceAction.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
             continue
         reason = conditions[action].evaluate(table, now)
         if reason:

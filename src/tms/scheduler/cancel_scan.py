@@ -29,13 +29,19 @@ from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel as table_cancel
 from tms.rounds import BackgroundRound
-from tms.store import Action, OperationStatus, TransitionRefused, session_scope, waiting_plans
+from tms.store import (
+    OperationStatus,
+    ServiceAction,
+    TransitionRefused,
+    session_scope,
+    waiting_plans,
+)
 
 __all__ = ["CancelScan"]
 
 log = logging.getLogger(__name__)
 
-PLANNED = tuple(Action(action) for action in PLANNED_ACTIONS)
+PLANNED = tuple(ServiceAction(action) for action in PLANNED_ACTIONS)
 BATCH = 500
 """Waiting operations one scan reads; the next scan goes on from the last table."""
 

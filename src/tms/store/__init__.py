@@ -76,7 +76,6 @@ from tms.store.instances import (
 )
 from tms.store.leases import expired_lease_attempts, holds_lease, lock_attempt_operation
 from tms.store.models import (
-    Action,
     Alert,
     AlertStatus,
     Attempt,
@@ -87,6 +86,7 @@ from tms.store.models import (
     Operation,
     OperationEvent,
     OperationStatus,
+    ServiceAction,
     TableType,
     Tbl,
     Worker,
@@ -156,7 +156,6 @@ __all__ = [
     "SPARK_SUBMIT",
     "SPARK_WORKER",
     "TABLE_SILENT",
-    "Action",
     "Alert",
     "AlertStatus",
     "Attempt",
@@ -178,6 +177,7 @@ __all__ = [
     "OperationStatus",
     "PullTarget",
     "Registered",
+    "ServiceAction",
     "StoreError",
     "Submitted",
     "TableBusy",

@@ -15,11 +15,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, and_, select, update
 from sqlalchemy.orm import Session
 
-from tms.store.models import Action, Operation, OperationStatus, Tbl
+from tms.store.models import Operation, OperationStatus, ServiceAction, Tbl
 
 __all__ = ["PLANNED", "abort_due_on_cancel", "plan_settled", "plans_to_abort", "still_to_abort"]
 
-PLANNED = (Action.COMPACTION, Action.CLUSTERING)
+PLANNED = (ServiceAction.COMPACTION, ServiceAction.CLUSTERING)
 """The actions whose operations run a plan that is an instant on the timeline."""
 
 

@@ -22,7 +22,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.orm.util import identity_key
 
 from tms.store.errors import NotFound
-from tms.store.models import Action, Commit, Operation, OperationStatus, TableType, Tbl
+from tms.store.models import Commit, Operation, OperationStatus, ServiceAction, TableType, Tbl
 from tms.store.tables import normalize_base_path
 
 __all__ = [
@@ -82,19 +82,19 @@ class CountedTable:
 
     id: int
     table_type: TableType | None
-    enabled_actions: list[Action]
+    enabled_actions: list[ServiceAction]
     paused: bool
     policy: dict[str, Any]
     delta_commits_since_compaction: int
     commits_since_clean: int
     commits_since_clustering: int
     commits_since_metadata_compaction: int
-    pending_actions: frozenset[Action]
+    pending_actions: frozenset[ServiceAction]
     log_bytes_since_compaction: int = 0
     log_files_since_compaction: int = 0
     small_files_since_clustering: dict[str, int] = field(default_factory=dict)
     """Small base files written since the last clustering, per partition path."""
-    last_run_at: dict[Action, datetime] = field(default_factory=dict)
+    last_run_at: dict[ServiceAction, datetime] = field(default_factory=dict)
     """When compaction, clustering and clean last ran (their counters restarted)."""
     created_at: datetime | None = None
     """When the table was registered: the time-based triggers' clock before a first run."""
@@ -123,23 +123,23 @@ class CountedTable:
         last_run_at = {
             action: at
             for action, at in (
-                (Action.COMPACTION, last_compaction_at),
-                (Action.CLUSTERING, last_clustering_at),
-                (Action.CLEAN, last_clean_at),
+                (ServiceAction.COMPACTION, last_compaction_at),
+                (ServiceAction.CLUSTERING, last_clustering_at),
+                (ServiceAction.CLEAN, last_clean_at),
             )
             if at is not None
         }
         return cls(
             id,
             TableType(table_type) if table_type else None,
-            [Action(a) for a in enabled or ()],
+            [ServiceAction(a) for a in enabled or ()],
             paused,
             policy or {},
             deltas,
             since_clean,
             since_clustering,
             since_metadata_compaction,
-            frozenset(Action(a) for a in pending),
+            frozenset(ServiceAction(a) for a in pending),
             log_bytes,
             log_files,
             {str(k): int(v) for k, v in (small_files or {}).items()},

@@ -36,7 +36,6 @@ from tms.executors import AUTO, EXECUTORS
 
 __all__ = [
     "COMMIT_ORDER",
-    "Action",
     "Alert",
     "AlertStatus",
     "Attempt",
@@ -47,13 +46,14 @@ __all__ = [
     "Operation",
     "OperationEvent",
     "OperationStatus",
+    "ServiceAction",
     "TableType",
     "Tbl",
     "Worker",
 ]
 
 
-class Action(enum.StrEnum):
+class ServiceAction(enum.StrEnum):
     """Table service kinds; values are the RFC-43 action names. Stored as text
     (`ActionText`): a new table service is a new member, not a migration."""
 
@@ -108,8 +108,8 @@ def _pg_enum(cls: type[enum.StrEnum], name: str) -> Enum:
     return Enum(cls, name=name, values_callable=lambda members: [m.value for m in members])
 
 
-class ActionText(TypeDecorator[Action]):
-    """An `Action` stored as its text value: the database keeps no list of the table
+class ActionText(TypeDecorator[ServiceAction]):
+    """A `ServiceAction` stored as its text value: the database keeps no list of the table
     services (a PostgreSQL enum would need a migration for each new one), so the values
     are checked here, on the way in and out."""
 
@@ -117,10 +117,10 @@ class ActionText(TypeDecorator[Action]):
     cache_ok = True
 
     def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
-        return None if value is None else Action(value).value
+        return None if value is None else ServiceAction(value).value
 
-    def process_result_value(self, value: Any, dialect: Dialect) -> Action | None:
-        return None if value is None else Action(value)
+    def process_result_value(self, value: Any, dialect: Dialect) -> ServiceAction | None:
+        return None if value is None else ServiceAction(value)
 
 
 ACTION = ActionText()
@@ -195,7 +195,7 @@ class Tbl(Base):
     owner: Mapped[str | None]
     queue: Mapped[str] = mapped_column(server_default="default")
     priority: Mapped[int] = mapped_column(server_default="0")
-    enabled_actions: Mapped[list[Action]] = mapped_column(
+    enabled_actions: Mapped[list[ServiceAction]] = mapped_column(
         ARRAY(ACTION), server_default=text("'{compaction,clean}'::text[]")
     )
     policy: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
@@ -314,7 +314,7 @@ class Operation(Base):
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     tbl_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tbl.id"))
-    action: Mapped[Action] = mapped_column(ACTION)
+    action: Mapped[ServiceAction] = mapped_column(ACTION)
     instant: Mapped[str | None]
     status: Mapped[OperationStatus] = mapped_column(
         OPERATION_STATUS, server_default=OperationStatus.SCHEDULED.value

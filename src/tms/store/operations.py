@@ -22,7 +22,7 @@ from tms.executors import AUTO
 from tms.store.cancelled_plans import abort_due_on_cancel
 from tms.store.errors import NotFound, OperationConflict, TransitionRefused
 from tms.store.events import record_event
-from tms.store.models import UNPLANNED, Action, Operation, OperationStatus, Tbl
+from tms.store.models import UNPLANNED, Operation, OperationStatus, ServiceAction, Tbl
 from tms.store.outcome_log import note_outcome
 from tms.store.wakeups import notify_due
 
@@ -61,7 +61,7 @@ def submit_operation(
     session: Session,
     *,
     tbl_id: int,
-    action: Action,
+    action: ServiceAction,
     instant: str | None = None,
     engine: str = "spark",
     owner: str | None = None,
@@ -151,7 +151,7 @@ def resubmit_cancelled(session: Session, cancelled: Operation) -> Submitted:
 
 
 def _existing(
-    session: Session, tbl_id: int, action: Action, instant: str | None
+    session: Session, tbl_id: int, action: ServiceAction, instant: str | None
 ) -> Operation | None:
     stmt = select(Operation).where(Operation.tbl_id == tbl_id, Operation.action == action)
     if instant is None:
@@ -173,7 +173,7 @@ def get_operation(session: Session, operation_id: int) -> Operation:
 
 
 def find_operation(
-    session: Session, *, tbl_id: int, action: Action, instant: str
+    session: Session, *, tbl_id: int, action: ServiceAction, instant: str
 ) -> Operation | None:
     return _existing(session, tbl_id, action, instant)
 
@@ -195,7 +195,7 @@ def _conditions(
     *,
     tbl_id: int | None,
     status: OperationStatus | Collection[OperationStatus] | None,
-    action: Action | None,
+    action: ServiceAction | None,
     include_deleted: bool,
     queue: str | None = None,
 ) -> list[ColumnElement[bool]]:
@@ -220,7 +220,7 @@ def list_operations(
     *,
     tbl_id: int | None = None,
     status: OperationStatus | Collection[OperationStatus] | None = None,
-    action: Action | None = None,
+    action: ServiceAction | None = None,
     include_deleted: bool = False,
     limit: int = 50,
     before_id: int | None = None,
@@ -247,9 +247,9 @@ def count_operations(
     *,
     tbl_id: int | None = None,
     status: OperationStatus | Collection[OperationStatus] | None = None,
-    action: Action | None = None,
+    action: ServiceAction | None = None,
     include_deleted: bool = False,
-) -> dict[tuple[Action, OperationStatus], int]:
+) -> dict[tuple[ServiceAction, OperationStatus], int]:
     """Operations per (action, status) with the same filters as `list_operations` (metrics,
     page totals)."""
     stmt = (
@@ -279,7 +279,7 @@ def queue_depth(session: Session, *, now: datetime | None = None) -> dict[str, i
 
 
 def waiting_plans(
-    session: Session, actions: Collection[Action], *, after_table: int = 0, limit: int
+    session: Session, actions: Collection[ServiceAction], *, after_table: int = 0, limit: int
 ) -> list[tuple[Operation, Tbl]]:
     """Scheduled operations of `actions` that run a plan already on the table (an instant),
     with their tables, in table order from the table after `after_table`: what a writer's

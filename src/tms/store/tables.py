@@ -15,13 +15,13 @@ from tms.base_path import normalize_base_path as _normalize
 from tms.store.claiming import lock_scheduling
 from tms.store.errors import NotFound, TableBusy, TableConflict
 from tms.store.models import (
-    Action,
     Alert,
     Attempt,
     Commit,
     Operation,
     OperationEvent,
     OperationStatus,
+    ServiceAction,
     TableType,
     Tbl,
 )
@@ -41,20 +41,20 @@ __all__ = [
 ]
 
 # Which counter a scheduled (or finished) operation of each action starts again from zero.
-_RESET: dict[Action, dict[Any, Any]] = {
-    Action.COMPACTION: {
+_RESET: dict[ServiceAction, dict[Any, Any]] = {
+    ServiceAction.COMPACTION: {
         Tbl.delta_commits_since_compaction: 0,
         Tbl.log_bytes_since_compaction: 0,
         Tbl.log_files_since_compaction: 0,
         Tbl.last_compaction_at: func.now(),
     },
-    Action.CLEAN: {Tbl.commits_since_clean: 0, Tbl.last_clean_at: func.now()},
-    Action.CLUSTERING: {
+    ServiceAction.CLEAN: {Tbl.commits_since_clean: 0, Tbl.last_clean_at: func.now()},
+    ServiceAction.CLUSTERING: {
         Tbl.commits_since_clustering: 0,
         Tbl.small_files_since_clustering: {},
         Tbl.last_clustering_at: func.now(),
     },
-    Action.METADATA_COMPACTION: {Tbl.commits_since_metadata_compaction: 0},
+    ServiceAction.METADATA_COMPACTION: {Tbl.commits_since_metadata_compaction: 0},
 }
 """What restarts when an action is scheduled: its counters, and the clock of its last run."""
 _UPDATABLE = frozenset(
@@ -99,7 +99,7 @@ def register_table(
     priority: int | None = None,
     table_type: TableType | None = None,
     table_version: int | None = None,
-    enabled_actions: Sequence[Action] | None = None,
+    enabled_actions: Sequence[ServiceAction] | None = None,
     policy: dict[str, Any] | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> Registered:
@@ -243,7 +243,7 @@ def update_table(session: Session, tbl_id: int, **changes: Any) -> Tbl:
     return table
 
 
-def reset_counter(session: Session, tbl_id: int, action: Action) -> None:
+def reset_counter(session: Session, tbl_id: int, action: ServiceAction) -> None:
     """Restart the counters `action`'s triggers watch, and its clock (when a trigger
     schedules one)."""
     reset = _RESET.get(action)

@@ -16,8 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from tms import metrics
 from tms.engines.hudi_bundle import bundle_fetcher
 from tms.store import (
-    Action,
     OperationStatus,
+    ServiceAction,
     check_ready,
     count_operations,
     head_revision,
@@ -135,7 +135,7 @@ def _refresh_gauges(factory: sessionmaker[Session]) -> None:
     with factory() as session:
         counts = count_operations(session)
         depth = queue_depth(session)
-    for action in Action:
+    for action in ServiceAction:
         for status in OperationStatus:
             value = counts.get((action, status), 0)
             metrics.OPERATIONS_BY_STATUS.labels(status.value, action.value).set(value)

@@ -49,7 +49,14 @@ from tms.config import Role
 from tms.http.storage_calls import call_storage
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import located_base_path
-from tms.store import Action, Operation, Tbl, find_operation, find_table, find_table_by_base_path
+from tms.store import (
+    Operation,
+    ServiceAction,
+    Tbl,
+    find_operation,
+    find_table,
+    find_table_by_base_path,
+)
 
 router = APIRouter(
     prefix="/v1/hoodie/service",
@@ -58,11 +65,11 @@ router = APIRouter(
 )
 
 SERVICES = {
-    "compact": Action.COMPACTION,
-    "cluster": Action.CLUSTERING,
-    "clean": Action.CLEAN,
-    "index": Action.INDEXING,
-    "metadata-compaction": Action.METADATA_COMPACTION,
+    "compact": ServiceAction.COMPACTION,
+    "cluster": ServiceAction.CLUSTERING,
+    "clean": ServiceAction.CLEAN,
+    "index": ServiceAction.INDEXING,
+    "metadata-compaction": ServiceAction.METADATA_COMPACTION,
 }
 """RFC-43's path words, and `metadata-compaction` (not in RFC-43: Hudi's writers compact their
 metadata table themselves) for operators who hand that to tms."""
@@ -106,7 +113,7 @@ def _table(session: Session, db_name: str, table_name: str) -> Tbl:
 
 
 def _submit(
-    action: Action,
+    action: ServiceAction,
     body: SubmitIn,
     response: Response,
     session: Session,
@@ -151,7 +158,7 @@ def _refusal(exc: Refused, instant_field: str, params: tuple[str, ...]) -> Excep
 
 
 def _remove(
-    action: Action,
+    action: ServiceAction,
     body: RemoveIn,
     session: Session,
     manager: OperationManager,
@@ -170,7 +177,7 @@ def _remove(
 
 
 def _client(
-    action: Action,
+    action: ServiceAction,
     query: ClientQuery,
     session: Session,
     manager: OperationManager,
@@ -288,7 +295,7 @@ def _register_for_client(
     ).table
 
 
-def _routes(segment: str, action: Action) -> None:
+def _routes(segment: str, action: ServiceAction) -> None:
     """Submit, remove and the client GET for one RFC-43 path word (compact, cluster, clean,
     index)."""
 
@@ -311,7 +318,7 @@ def _routes(segment: str, action: Action) -> None:
     ) -> ClientOut:
         return _client(action, query, session, manager, calls, table)
 
-    index = action is Action.INDEXING
+    index = action is ServiceAction.INDEXING
     add: Callable[..., Any] = router.add_api_route
     add(
         f"/{segment}/submit",

@@ -17,8 +17,8 @@ from tms.api.schemas.common import MAX_ID, Label, Text, parse_action
 from tms.application import NotRetryable
 from tms.config import Role
 from tms.store import (
-    Action,
     OperationStatus,
+    ServiceAction,
     alerts_of_operation,
     get_operation,
     list_attempts,
@@ -40,7 +40,7 @@ StatusName = Annotated[
 """A status, case-insensitive; `A,B` lists several (the schema shows the single names)."""
 ActionName = Annotated[
     Text,
-    WithJsonSchema({"type": "string", "enum": [a.value for a in Action]}),
+    WithJsonSchema({"type": "string", "enum": [a.value for a in ServiceAction]}),
 ]
 """An action, case-insensitive; RFC-43's words (compact, cluster) are accepted too."""
 
@@ -57,7 +57,7 @@ def _statuses(values: list[str] | None) -> list[OperationStatus] | None:
         raise ApiError.invalid("query.status", f"expected one or more of {names}") from None
 
 
-def _action(value: str | None) -> Action | None:
+def _action(value: str | None) -> ServiceAction | None:
     if value is None or not value.strip():
         return None
     try:

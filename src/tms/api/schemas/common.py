@@ -37,7 +37,7 @@ from tms.http.fields import (
     check_unicode,
 )
 from tms.hudi.actions import action_named
-from tms.store import Action
+from tms.store import ServiceAction
 
 __all__ = [
     "MAX_ID",
@@ -166,13 +166,13 @@ def parse_extra_params(value: Any) -> dict[str, str]:
     return result
 
 
-def parse_action(value: str) -> Action:
+def parse_action(value: str) -> ServiceAction:
     """An action by its value, case-insensitive; RFC-43's path words are aliases."""
     name = action_named(value)
     if name is None:
-        names = ", ".join(a.value for a in Action)
+        names = ", ".join(a.value for a in ServiceAction)
         raise ValueError(f"unknown action; expected one of {names}")
-    return Action(name)
+    return ServiceAction(name)
 
 
 _SIZE = r"[1-9][0-9]{0,8}([kmgtp]b?|b)?"

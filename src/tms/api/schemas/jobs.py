@@ -11,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from tms.api.schemas.common import Instant, Text, check_json_text, check_text
 from tms.executors import ExecutorChoice
 from tms.http.fields import strip_text
-from tms.store import Action, AttemptOutcome, OperationStatus
+from tms.store import AttemptOutcome, OperationStatus, ServiceAction
 
 __all__ = [
     "HeartbeatIn",
@@ -33,7 +33,7 @@ MAX_FILE_GROUPS = 10_000_000
 class SpecOut(BaseModel):
     attempt_id: int
     operation_id: int
-    action: Action
+    action: ServiceAction
     instant: str | None = Field(description="null: the job schedules the plan itself")
     base_path: str
     db_name: str

@@ -23,12 +23,12 @@ from tms.api.schemas.common import (
 )
 from tms.executors import ExecutorChoice
 from tms.store import (
-    Action,
     Attempt,
     AttemptOutcome,
     Operation,
     OperationEvent,
     OperationStatus,
+    ServiceAction,
     Tbl,
 )
 
@@ -118,7 +118,7 @@ class OperationOut(BaseModel):
     table_id: int
     db_name: str | None
     table_name: str | None
-    action: Action
+    action: ServiceAction
     instant: str | None
     status: OperationStatus
     engine: str

@@ -35,7 +35,7 @@ from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import PROVIDER_ALIASES, LockSpec
 from tms.planning import BadJobInput, lock_settings
 from tms.policies import COUNT_KEYS, SpecError, parse_triggers
-from tms.store import Action, TableType
+from tms.store import ServiceAction, TableType
 
 __all__ = [
     "PolicyIn",
@@ -214,7 +214,7 @@ class TableFields(Strict):
     table_type: TableType | None = Field(
         None, description="read from hoodie.properties when the table is on storage"
     )
-    enabled_actions: list[Action] | None = Field(
+    enabled_actions: list[ServiceAction] | None = Field(
         None, description="actions the policies may create; default compaction, clean"
     )
     policy: PolicyIn | None = None
@@ -263,7 +263,7 @@ class TablePatch(Strict):
     owner: Label | None = None
     queue: Label | None = None
     priority: Priority | None = None
-    enabled_actions: list[Action] | None = None
+    enabled_actions: list[ServiceAction] | None = None
     policy: PolicyIn | None = None
     storage_options: StorageOptions | None = Field(
         None, description="replaces all the table's storage options; `{}` removes them"
@@ -289,7 +289,7 @@ class TableOut(BaseModel):
     owner: str | None
     queue: str
     priority: int
-    enabled_actions: list[Action]
+    enabled_actions: list[ServiceAction]
     policy: dict[str, Any]
     thresholds: Thresholds
     table_type: TableType | None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from tms.policies.strategies.threshold import Threshold
 from tms.policies.strategy import SINCE, commits_since
-from tms.store import Action, CountedTable
+from tms.store import CountedTable, ServiceAction
 
 __all__ = ["Commits"]
 
@@ -16,7 +16,7 @@ __all__ = ["Commits"]
 class Commits(Threshold):
     """Due after `threshold` writes since the action last ran."""
 
-    actions = frozenset({Action.CLEAN, Action.CLUSTERING})
+    actions = frozenset({ServiceAction.CLEAN, ServiceAction.CLUSTERING})
     unit = "commits"
 
     def figure(self, table: CountedTable) -> tuple[int, str]:

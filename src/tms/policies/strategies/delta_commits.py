@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from tms.policies.strategies.threshold import Threshold
 from tms.policies.strategy import SINCE, commits_since
-from tms.store import Action, CountedTable
+from tms.store import CountedTable, ServiceAction
 
 __all__ = ["DeltaCommits"]
 
@@ -19,11 +19,11 @@ __all__ = ["DeltaCommits"]
 class DeltaCommits(Threshold):
     """Due after `threshold` delta commits since the action last ran."""
 
-    actions = frozenset({Action.COMPACTION, Action.METADATA_COMPACTION})
+    actions = frozenset({ServiceAction.COMPACTION, ServiceAction.METADATA_COMPACTION})
     unit = "delta commits"
 
     def figure(self, table: CountedTable) -> tuple[int, str]:
         what = "delta commits"
-        if self.action is Action.METADATA_COMPACTION:
+        if self.action is ServiceAction.METADATA_COMPACTION:
             what = "metadata table delta commits"
         return commits_since(table, self.action), f"{what} {SINCE[self.action]}"

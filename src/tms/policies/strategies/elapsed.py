@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, Self
 
 from tms.policies.strategy import SINCE, Path, Strategy, commits_since, parse_number
-from tms.store import Action, CountedTable
+from tms.store import CountedTable, ServiceAction
 
 __all__ = ["Elapsed"]
 
@@ -23,14 +23,14 @@ class Elapsed(Strategy):
     """Due `hours` after the action last ran (or the table was registered), given at
     least one new commit of the kind the action's counter counts."""
 
-    action: Action
+    action: ServiceAction
     hours: float
 
     # Metadata compaction keeps no clock of its last run.
-    actions = frozenset({Action.COMPACTION, Action.CLUSTERING, Action.CLEAN})
+    actions = frozenset({ServiceAction.COMPACTION, ServiceAction.CLUSTERING, ServiceAction.CLEAN})
 
     @classmethod
-    def parse(cls, value: Any, action: Action, path: Path) -> Self:
+    def parse(cls, value: Any, action: ServiceAction, path: Path) -> Self:
         hours = parse_number(value, path, what="hours", integer=False, maximum=100_000)
         return cls(action, float(hours))
 
@@ -48,7 +48,7 @@ class Elapsed(Strategy):
         if elapsed < timedelta(hours=self.hours):
             return None
         since = SINCE[self.action] if last is not None else "since the table was registered"
-        kind = "delta commit" if self.action is Action.COMPACTION else "commit"
+        kind = "delta commit" if self.action is ServiceAction.COMPACTION else "commit"
         kind += "" if new == 1 else "s"
         return (
             f"{elapsed / timedelta(hours=1):.1f} hours {since} (threshold {self.hours:g}), "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tms.policies.strategies.threshold import Threshold
-from tms.store import Action, CountedTable
+from tms.store import CountedTable, ServiceAction
 
 __all__ = ["LogBytes"]
 
@@ -16,7 +16,7 @@ __all__ = ["LogBytes"]
 class LogBytes(Threshold):
     """Due once `threshold` log bytes were written since the last compaction."""
 
-    actions = frozenset({Action.COMPACTION})
+    actions = frozenset({ServiceAction.COMPACTION})
     unit = "log bytes"
     maximum = 1 << 50
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tms.policies.strategies.threshold import Threshold
-from tms.store import Action, CountedTable
+from tms.store import CountedTable, ServiceAction
 
 __all__ = ["LogFiles"]
 
@@ -15,7 +15,7 @@ __all__ = ["LogFiles"]
 class LogFiles(Threshold):
     """Due once `threshold` log files were written since the last compaction."""
 
-    actions = frozenset({Action.COMPACTION})
+    actions = frozenset({ServiceAction.COMPACTION})
     unit = "log files"
 
     def figure(self, table: CountedTable) -> tuple[int, str]:

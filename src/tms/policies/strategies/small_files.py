@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tms.policies.strategies.threshold import Threshold
-from tms.store import Action, CountedTable
+from tms.store import CountedTable, ServiceAction
 
 __all__ = ["SmallFiles"]
 
@@ -19,7 +19,7 @@ __all__ = ["SmallFiles"]
 class SmallFiles(Threshold):
     """Due once one partition got `threshold` small base files since the last clustering."""
 
-    actions = frozenset({Action.CLUSTERING})
+    actions = frozenset({ServiceAction.CLUSTERING})
     unit = "small base files in one partition"
 
     def figure(self, table: CountedTable) -> tuple[int, str]:

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, ClassVar, Self
 
 from tms.policies.strategy import Path, Strategy, parse_number
-from tms.store import Action, CountedTable
+from tms.store import CountedTable, ServiceAction
 
 __all__ = ["Threshold"]
 
@@ -21,7 +21,7 @@ __all__ = ["Threshold"]
 class Threshold(Strategy):
     """Due when `figure(table)` reaches `threshold` (> 0)."""
 
-    action: Action
+    action: ServiceAction
     threshold: int
 
     unit: ClassVar[str]
@@ -29,7 +29,7 @@ class Threshold(Strategy):
     maximum: ClassVar[int] = 1_000_000
 
     @classmethod
-    def parse(cls, value: Any, action: Action, path: Path) -> Self:
+    def parse(cls, value: Any, action: ServiceAction, path: Path) -> Self:
         return cls(
             action, int(parse_number(value, path, what=cls.unit, integer=True, maximum=cls.maximum))
         )
