@@ -1,6 +1,8 @@
-"""What every plan execution shares: recovery of an earlier crashed attempt, the move to
-inflight, a heartbeat while it runs, the figures it reports, and for a cancellable plan
-(RFC-79) the cancel checks: before it starts, in its tasks, and before it completes."""
+"""What every plan execution shares: the one path of a pending plan's run (`running_plan`:
+the refusal of a plan another job's live heartbeat says it runs, what an inflight instant left
+by a crashed attempt means, the heartbeat while it runs, the move to inflight, its time), the
+figures it reports, and for a cancellable plan (RFC-79) the cancel checks: before it starts,
+in its tasks, and before it completes."""
 
 from __future__ import annotations
 
@@ -9,9 +11,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
-from tms.hudi.errors import PlanCancelledError, PlanCompletedError, PlanNotFoundError
+from tms.hudi.errors import (
+    InstantInFlightError,
+    PlanCancelledError,
+    PlanCompletedError,
+    PlanNotFoundError,
+)
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
@@ -66,6 +74,91 @@ def pending_plan(table: HudiTable, instant_time: str, actions: tuple[Action, ...
     return instant
 
 
+class Inflight(Enum):
+    """What an inflight instant left by a crashed attempt (its heartbeat no longer alive)
+    means to the next run of its plan (`PlanRun.inflight`)."""
+
+    ROLL_BACK = "roll back"
+    """Its partial files are rolled back and its plan requested again before the heartbeat
+    starts (`rollback_inflight`, which refuses a live heartbeat), then it runs from the start:
+    compaction and clustering, whose failed attempts Hudi rolls back too."""
+    RUN_AGAIN = "run again"
+    """It runs again as it stands: a clean, whose deletes cannot be undone and are idempotent
+    (Hudi re-executes an inflight clean)."""
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    """A pending plan's run as `running_plan` hands it to its executor: the heartbeat on its
+    instant while it writes, and the move of that instant to inflight."""
+
+    storage: Storage
+    """The storage of the instant's table (the metadata table's, for its compaction)."""
+    instant_time: str
+    result: ServiceResult
+    heartbeat_interval: float
+
+    @contextmanager
+    def heartbeating(self) -> Iterator[None]:
+        """Heartbeat the instant while the body runs, so no other job runs the plan or rolls
+        it back meanwhile; the heartbeat file goes when the body ends. Used alone by a body
+        that recovers an inflight instant left by a crash itself, under the heartbeat, and
+        moves its instant to inflight when it is ready to (`move_to_inflight`): an index build
+        (completed, or aborted back to its plan) and the metadata table's compaction (rolled
+        back by `tms.hudi.metadata.compaction`)."""
+        with heartbeat.Heartbeat(self.storage, self.instant_time, self.heartbeat_interval):
+            yield
+
+    @contextmanager
+    def inflight(
+        self, table: HudiTable, instant: Instant, crashed: Inflight, plan: bytes = b""
+    ) -> Iterator[Instant]:
+        """Yield the instant inflight, heartbeating while the body runs. An inflight instant
+        left by a crash is rolled back first or run again, as `crashed` says; a requested one
+        moves to inflight once the heartbeat started, its file holding `plan` (a clean's
+        inflight instant holds its plan again, as Hudi writes it)."""
+        if instant.state is State.INFLIGHT and crashed is Inflight.ROLL_BACK:
+            rolled = rollback_inflight(table, instant, heartbeat_interval=self.heartbeat_interval)
+            self.result.rolled_back.append(rolled.rollback_instant)
+            instant = Instant(instant.requested_time, instant.action, State.REQUESTED)
+        with self.heartbeating():
+            yield move_to_inflight(table, instant, plan)
+
+
+def move_to_inflight(table: HudiTable, instant: Instant, plan: bytes = b"") -> Instant:
+    """A requested instant moved to inflight, its file holding `plan`; an inflight one (run
+    again) stays as it is."""
+    if instant.state is not State.REQUESTED:
+        return instant
+    return transition(table.storage, table.config, instant, State.INFLIGHT, plan)
+
+
+@contextmanager
+def running_plan(
+    storage: Storage,
+    instant_time: str,
+    result: ServiceResult,
+    heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
+    *,
+    busy: str | None,
+    started: float | None = None,
+) -> Iterator[PlanRun]:
+    """Run a pending plan: the one path of every executor of tms's own.
+
+    A live heartbeat on the instant means another job runs the plan: `busy` is what the
+    `InstantInFlightError` refusing it says, before anything is written (None where only an
+    inflight instant's rollback refuses it: `Inflight.ROLL_BACK`). The body heartbeats the
+    instant while it writes (`PlanRun.inflight`, or `PlanRun.heartbeating`), and the run's
+    time goes to `result.duration_seconds` when it ends well: from `started` when the
+    executor's clock started before this refusal (it checked the plan first), else from now.
+    """
+    started = time.monotonic() if started is None else started
+    if busy is not None and heartbeat.is_alive(storage, instant_time, heartbeat_interval):
+        raise InstantInFlightError(busy)
+    yield PlanRun(storage, instant_time, result, heartbeat_interval)
+    result.duration_seconds = round(time.monotonic() - started, 3)
+
+
 @contextmanager
 def executing(
     table: HudiTable,
@@ -78,35 +171,29 @@ def executing(
     """Run a pending plan's execution: yields the inflight instant, heartbeating meanwhile.
 
     An inflight instant left by a crashed attempt is rolled back first (its partial files
-    deleted, its state back to requested); a live heartbeat means another job runs it and
-    raises `InstantInFlightError`. The body completes the instant itself, since only it
-    knows the metadata.
+    deleted, its state back to requested: `Inflight.ROLL_BACK`); a live heartbeat on it means
+    another job runs it and raises `InstantInFlightError`. The body completes the instant
+    itself, since only it knows the metadata.
 
     A `cancellable` plan whose cancel was requested (`.hoodie/.cancel/<instant>`) does not
     start, and a body that finds the request (`PlanCancelledError`, from its tasks or from
     `committing`) stops: once the heartbeat has stopped, its partial files are rolled back
     and the plan is aborted (`execute_cancel`), and the error goes on to the caller.
     """
-    started = time.monotonic()
     ts = instant.requested_time
-    try:
-        if cancellable:
-            check_not_cancelled(table, ts)
-        if instant.state is State.INFLIGHT:
-            rolled = rollback_inflight(table, instant, heartbeat_interval=heartbeat_interval)
-            result.rolled_back.append(rolled.rollback_instant)
-            instant = Instant(ts, instant.action, State.REQUESTED)
-        with heartbeat.Heartbeat(table.storage, ts, heartbeat_interval):
-            inflight = transition(table.storage, table.config, instant, State.INFLIGHT)
-            yield inflight
-    except PlanCancelledError:
-        if not cancellable:
+    with running_plan(table.storage, ts, result, heartbeat_interval, busy=None) as run:
+        try:
+            if cancellable:
+                check_not_cancelled(table, ts)
+            with run.inflight(table, instant, Inflight.ROLL_BACK) as inflight:
+                yield inflight
+        except PlanCancelledError:
+            if not cancellable:
+                raise
+            outcome = execute_cancel(table, ts, heartbeat_interval=heartbeat_interval)
+            if outcome.rolled_back:
+                result.rolled_back.append(outcome.rolled_back)
             raise
-        outcome = execute_cancel(table, ts, heartbeat_interval=heartbeat_interval)
-        if outcome.rolled_back:
-            result.rolled_back.append(outcome.rolled_back)
-        raise
-    result.duration_seconds = round(time.monotonic() - started, 3)
 
 
 @contextmanager

@@ -9,20 +9,20 @@ re-exported here so this module stays the clean service's entry point, as
 confined to the table (`tms.hudi.table_paths`) before anything moves.
 
 A crashed clean is finished, never rolled back: deletes cannot be undone and are idempotent,
-so running the plan again (files already gone count as deleted) is what Hudi does too. On a
-table with a metadata table, the metadata table's delta commit of the clean (deletions of the
-plan's files, their column stats, the touched partitions' stats) is written before the clean
-completes; one left by a crashed attempt is rolled back and written again.
+so running the plan again (files already gone count as deleted: `Inflight.RUN_AGAIN`) is what
+Hudi does too. On a table with a metadata table, the metadata table's delta commit of the clean
+(deletions of the plan's files, their column stats, the touched partitions' stats) is written
+before the clean completes; one left by a crashed attempt is rolled back and written again.
 """
 
 from __future__ import annotations
 
 import posixpath
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tms.hudi.avro import codec as avro_codec
-from tms.hudi.errors import InstantInFlightError
 from tms.hudi.fault_pause import pause_point
 from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.storage import Storage
@@ -34,7 +34,13 @@ from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import transition
 from tms.services import progress
 from tms.services.clean.plan import KEEP_LATEST_COMMITS, schedule_clean
-from tms.services.execution import ServiceResult, committing, pending_plan
+from tms.services.execution import (
+    Inflight,
+    ServiceResult,
+    committing,
+    pending_plan,
+    running_plan,
+)
 from tms.services.metadata_sync import MetadataSync
 from tms.services.spark import TaskInfo, run_tasks
 
@@ -69,48 +75,66 @@ def execute_clean(
     its compaction), in the work's progress and for the fault tests.
     """
     started = time.monotonic()
-    storage, config = table.storage, table.config
     timeline = table.timeline()
     table.ensure_supported(timeline)
-    instant = _pending_clean(table, instant_time, heartbeat_interval)
-    requested_bytes = timeline.read_instant(instant, State.REQUESTED)
-    plan = avro_codec.decode(requested_bytes)
-    files = plan_files(plan, TablePaths(storage, f"clean plan {instant_time}"))
-    sync = MetadataSync.of(table, timeline)  # refusals, before anything is written
+    instant = pending_plan(table, instant_time, (Action.CLEAN,))
     result = ServiceResult(action=Action.CLEAN.value, instant=instant_time)
-    with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
-        if instant.state is State.REQUESTED:
-            instant = transition(storage, config, instant, State.INFLIGHT, requested_bytes)
-        outcomes = _delete_on_spark(spark, storage, instant_time, files, stage_prefix)
-        partition_metadata = _partition_metadata(plan, files, outcomes)
-        deleted = sum(len(p["successDeleteFiles"]) for p in partition_metadata.values())
-        if sync is not None:
-            _sync_metadata_table(sync, instant_time, partition_metadata)
-        metadata = _clean_metadata(plan, instant_time, started, deleted, partition_metadata)
-        progress.enter(f"{stage_prefix}committing")
-        with committing(table, instant_time, cancellable=False):
-            transition(
-                storage,
-                config,
-                instant,
-                State.COMPLETED,
-                avro_codec.encode("HoodieCleanMetadata", metadata),
-            )
-    result.files_deleted = deleted
-    result.file_groups = _file_groups_deleted_from(partition_metadata)
-    result.duration_seconds = round(time.monotonic() - started, 3)
+    busy = f"clean {instant_time} has a live heartbeat (a job is running it)"
+    with running_plan(
+        table.storage, instant_time, result, heartbeat_interval, busy=busy, started=started
+    ) as run:
+        requested_bytes = timeline.read_instant(instant, State.REQUESTED)
+        plan = avro_codec.decode(requested_bytes)
+        files = plan_files(plan, TablePaths(table.storage, f"clean plan {instant_time}"))
+        sync = MetadataSync.of(table, timeline)  # refusals, before anything is written
+        clean = _CleanRun(spark, table, plan, files, sync, started, stage_prefix)
+        with run.inflight(table, instant, Inflight.RUN_AGAIN, requested_bytes) as inflight:
+            partition_metadata = clean.delete_and_complete(inflight)
+        result.files_deleted = _files_deleted(partition_metadata)
+        result.file_groups = _file_groups_deleted_from(partition_metadata)
     return result
 
 
-def _pending_clean(table: HudiTable, instant_time: str, heartbeat_interval: float) -> Instant:
-    """The pending clean at `instant_time`, unless another job's live heartbeat says it is
-    running it (an inflight clean without one was left by a crash and is run again)."""
-    instant = pending_plan(table, instant_time, (Action.CLEAN,))
-    if heartbeat.is_alive(table.storage, instant_time, heartbeat_interval):
-        raise InstantInFlightError(
-            f"clean {instant_time} has a live heartbeat (a job is running it)"
+@dataclass(frozen=True)
+class _CleanRun:
+    """A clean plan as its run read it, before anything was written."""
+
+    spark: SparkSession
+    table: HudiTable
+    plan: dict[str, Any]
+    files: dict[str, list[str]]
+    """The files to delete per partition, confined to the table (`plan_files`)."""
+    sync: MetadataSync | None
+    started: float
+    """When the run's clock started (`time.monotonic()`), for the clean metadata's time."""
+    stage_prefix: str
+
+    def delete_and_complete(self, inflight: Instant) -> dict[str, dict[str, Any]]:
+        """The plan's files deleted on Spark, the metadata table's delta commit of the clean,
+        then the instant completed under the table lock; the partitions' clean metadata."""
+        table, instant_time, prefix = self.table, inflight.requested_time, self.stage_prefix
+        outcomes = _delete_on_spark(self.spark, table.storage, instant_time, self.files, prefix)
+        partition_metadata = _partition_metadata(self.plan, self.files, outcomes)
+        deleted = _files_deleted(partition_metadata)
+        if self.sync is not None:
+            _sync_metadata_table(self.sync, instant_time, partition_metadata)
+        metadata = _clean_metadata(
+            self.plan, instant_time, self.started, deleted, partition_metadata
         )
-    return instant
+        progress.enter(f"{prefix}committing")
+        with committing(table, instant_time, cancellable=False):
+            transition(
+                table.storage,
+                table.config,
+                inflight,
+                State.COMPLETED,
+                avro_codec.encode("HoodieCleanMetadata", metadata),
+            )
+        return partition_metadata
+
+
+def _files_deleted(partition_metadata: dict[str, dict[str, Any]]) -> int:
+    return sum(len(p["successDeleteFiles"]) for p in partition_metadata.values())
 
 
 def _delete_on_spark(

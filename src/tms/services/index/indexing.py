@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tms.hudi.actions import INDEXING
-from tms.hudi.errors import InstantInFlightError, UnsupportedTableError
+from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.metadata.index_build import (
     IndexSpec,
     IndexWrite,
@@ -61,11 +61,9 @@ from tms.hudi.metadata.reader import metadata_storage
 from tms.hudi.metadata.valid_instants import rolled_back_instants
 from tms.hudi.properties import TableConfig
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
-from tms.hudi.timeline.transitions import transition
-from tms.services.execution import ServiceResult, pending_plan
+from tms.services.execution import ServiceResult, move_to_inflight, pending_plan, running_plan
 from tms.services.hudi.indexing import hudi_refusals
 from tms.spark_runtime.task_memory import task_memory_budget
 
@@ -181,22 +179,26 @@ def execute(
     on_stage: Stage | None = None,
     catch_up_timeout: float = DEFAULT_CATCH_UP_TIMEOUT,
 ) -> ServiceResult:
-    """Run the pending `indexing` plan at `instant_time` on Spark."""
+    """Run the pending `indexing` plan at `instant_time` on Spark. A live heartbeat means
+    another job runs it; an inflight instant left by a crashed run is recovered under the
+    heartbeat (`_recover`), and the instant moves to inflight once the table still allows the
+    build (`_run`)."""
     started = time.monotonic()
     stage: Stage = on_stage or (lambda _: None)
     instant = pending_plan(table, instant_time, (Action.INDEXING,))
-    if heartbeat.is_alive(table.storage, instant_time, heartbeat_interval):
-        raise InstantInFlightError(
-            f"indexing {instant_time} is being run by another job (live heartbeat)"
-        )
     result = ServiceResult(action=INDEXING, instant=instant_time)
-    with heartbeat.Heartbeat(table.storage, instant_time, heartbeat_interval):
+    busy = f"indexing {instant_time} is being run by another job (live heartbeat)"
+    with (
+        running_plan(
+            table.storage, instant_time, result, heartbeat_interval, busy=busy, started=started
+        ) as run,
+        run.heartbeating(),
+    ):
         plan = read_plan(table.timeline(), instant)
         if instant.state is State.INFLIGHT:
             instant = _recover(table, instant, plan, result, stage)
         if instant.state is State.REQUESTED:
             _run(spark, _reloaded(table), instant, plan, result, stage, catch_up_timeout)
-    result.duration_seconds = round(time.monotonic() - started, 3)
     return result
 
 
@@ -235,7 +237,7 @@ def _run(
         table.ensure_supported()
         timeline = table.timeline()
         spec = index_spec(table, timeline, plan.partitions)
-        inflight = transition(storage, table.config, requested, State.INFLIGHT)
+        inflight = move_to_inflight(table, requested)
         stage(BUILD)
         if spec.partitions == (FILES,):
             built = build_files_partition(table, timeline, up_to, instant_time)

@@ -6,15 +6,15 @@ a second run of the same plan while one is alive is refused. The metadata table'
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from tms.hudi.actions import METADATA_COMPACTION
 from tms.hudi.avro.write_stat import WriteStat
-from tms.hudi.errors import InstantInFlightError, PlanCompletedError
+from tms.hudi.errors import PlanCompletedError
 from tms.hudi.metadata.compaction import (
     CompactionTask,
+    MetadataCompactionResult,
     compact_file_group,
     execute_metadata_compaction,
     pending_metadata_compactions,
@@ -23,9 +23,8 @@ from tms.hudi.metadata.compaction import (
 from tms.hudi.metadata.reader import metadata_storage
 from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import heartbeat
 from tms.services import progress
-from tms.services.execution import ServiceResult
+from tms.services.execution import ServiceResult, running_plan
 from tms.services.executor import StageHook
 from tms.services.metadata.clean import clean_metadata_table
 from tms.services.spark import TaskInfo, run_tasks
@@ -77,12 +76,9 @@ class MetadataCompactionExecutor:
         heartbeat_interval: float = 60.0,
         on_stage: StageHook | None = None,
     ) -> ServiceResult:
-        started = time.monotonic()
         storage = metadata_storage(table.storage)
-        if heartbeat.is_alive(storage, instant_time, heartbeat_interval):
-            raise InstantInFlightError(
-                f"metadata compaction {instant_time} is being run by another job (live heartbeat)"
-            )
+        result = ServiceResult(action=METADATA_COMPACTION, instant=instant_time)
+        busy = f"metadata compaction {instant_time} is being run by another job (live heartbeat)"
 
         def on_spark(tasks: Sequence[CompactionTask]) -> list[WriteStat]:
             description = f"tms metadata compaction {instant_time} of {table.name}"
@@ -93,32 +89,36 @@ class MetadataCompactionExecutor:
             progress.enter("cleaning")
             return clean_metadata_table(spark, table, heartbeat_interval=heartbeat_interval)
 
-        try:
-            with heartbeat.Heartbeat(storage, instant_time, heartbeat_interval):
-                done = execute_metadata_compaction(
-                    table.storage,
-                    instant_time,
-                    run=on_spark,
-                    memory_budget=task_memory_budget(spark),
-                )
-        except PlanCompletedError:
-            # a retry of a job lost after the compaction committed: its clean, perhaps left
-            # pending on the metadata table, is still this operation's to finish
-            clean()
-            raise
-        cleaned = clean()
-        return ServiceResult(
-            action=METADATA_COMPACTION,
-            instant=instant_time,
-            file_groups=done.file_groups,
-            files_written=done.files_written,
-            bytes_written=done.bytes_written,
-            records_written=done.records_written,
-            log_files_compacted=done.log_files_compacted,
-            files_deleted=cleaned.files_deleted if cleaned else 0,
-            rolled_back=done.rolled_back,
-            duration_seconds=round(time.monotonic() - started, 3),
-        )
+        with running_plan(storage, instant_time, result, heartbeat_interval, busy=busy) as plan_run:
+            try:
+                with plan_run.heartbeating():  # its rollback and inflight are the metadata table's
+                    done = execute_metadata_compaction(
+                        table.storage,
+                        instant_time,
+                        run=on_spark,
+                        memory_budget=task_memory_budget(spark),
+                    )
+            except PlanCompletedError:
+                # a retry of a job lost after the compaction committed: its clean, perhaps left
+                # pending on the metadata table, is still this operation's to finish
+                clean()
+                raise
+            cleaned = clean()
+            _add_figures(result, done, cleaned)
+        return result
+
+
+def _add_figures(
+    result: ServiceResult, done: MetadataCompactionResult, cleaned: ServiceResult | None
+) -> None:
+    """The compaction's figures, and the files its clean deleted."""
+    result.file_groups = done.file_groups
+    result.files_written = done.files_written
+    result.bytes_written = done.bytes_written
+    result.records_written = done.records_written
+    result.log_files_compacted = done.log_files_compacted
+    result.files_deleted = cleaned.files_deleted if cleaned else 0
+    result.rolled_back = done.rolled_back
 
 
 execute = MetadataCompactionExecutor().execute
