@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from tms import metrics
-from tms.executors import HUDI, NATIVE
+from tms.executor_choice import HUDI, NATIVE
 from tms.store import Attempt, Claim, Operation, OperationStatus, Worker
 
 __all__ = [

@@ -10,8 +10,8 @@ from tests.jobs.stub_api import OK_BEAT, spec_json, stub_api
 from tms.hudi.table import HudiTable
 from tms.jobs.client import JobClient
 from tms.jobs.runner import JobRunner
-from tms.services.hudi.executor import HUDI_STAGE
-from tms.services.hudi.options import session_options
+from tms.services.apache_hudi.executor import HUDI_STAGE
+from tms.services.apache_hudi.options import session_options
 
 META_COLUMNS = (
     "_hoodie_commit_time",

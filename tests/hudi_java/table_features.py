@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tms.hudi.table import HudiTable
-from tms.services.hudi.procedures import write_client
+from tms.services.apache_hudi.procedures import write_client
 
 EXPRESSION_INDEX = "ts_day"
 """The expression index `create_expression_index` makes: `expr_index_ts_day` in the metadata

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.jobs.stub_api import spec_json
-from tms.executors import NATIVE
+from tms.executor_choice import NATIVE
 from tms.jobs.client import JobSpec
 from tms.jobs.job import Job
 from tms.planning import BadJobInput

@@ -123,7 +123,7 @@ class SharedSpark:
 def make_clustering_stuck(monkeypatch: pytest.MonkeyPatch, finished: Path) -> None:
     """Clustering's Spark work starts with a task that sleeps for ten minutes, then writes
     `finished`: only a cancel of its Spark job stops it in time."""
-    import tms.services.executor as executor_module
+    import tms.services.plan_executor as executor_module
 
     real = executor_module.run_tasks
 

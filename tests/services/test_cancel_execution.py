@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import tms.services.executor as executor_module
+import tms.services.plan_executor as executor_module
 from tests import oracle
 from tests.services.test_clustering import group_target, small_files_table
 from tests.services.test_metadata_table_services import (

@@ -14,7 +14,7 @@ import pytest
 from hudi import HudiTable as OracleTable
 from tests import oracle
 from tests.services.timeline_files import timeline_dir
-from tms.executors import HUDI, NATIVE
+from tms.executor_choice import HUDI, NATIVE
 from tms.hudi.actions import CLUSTERING
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import tms.services.execution as execution_module
-import tms.services.executor as executor_module
+import tms.services.plan_executor as executor_module
 from tests import oracle
 from tests.services.test_clustering import group_target, small_files_table, trips
 from tms.hudi.errors import PlanCancelledError

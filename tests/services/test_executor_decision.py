@@ -1,5 +1,5 @@
 """Which executor runs an operation's plan (`TableService.decide`), and the configs Hudi's
-code runs with (`tms.services.hudi.options`): decided from the table before anything is
+code runs with (`tms.services.apache_hudi.options`): decided from the table before anything is
 written."""
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from tms.hudi.metadata.indexing import schedule_indexing
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
-from tms.services.hudi.indexing import index_configs
-from tms.services.hudi.options import (
+from tms.services.apache_hudi.indexing import index_configs
+from tms.services.apache_hudi.options import (
     IN_PROCESS_PROVIDER,
     PARTITIONED_RECORD_INDEX,
     lock_options,
     procedure_options,
     session_options,
 )
-from tms.services.hudi.procedures import hadoop_path, location_refusals
+from tms.services.apache_hudi.procedures import hadoop_path, location_refusals
 from tms.services.registry import Work, table_service
 from tms.spark_runtime.hudi_bundle import bundle_in_cache, hudi_jars, hudi_spark_conf
 

@@ -18,7 +18,7 @@ from tms.hudi.properties import METADATA_PARTITIONS, TableConfig
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
-from tms.services.hudi.indexing import HudiIndexExecutor
+from tms.services.apache_hudi.indexing import HudiIndexExecutor
 from tms.services.index import indexing as index
 
 NO_HUDI: Any = SimpleNamespace(

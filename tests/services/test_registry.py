@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from tms.executors import NATIVE
+from tms.executor_choice import NATIVE
 from tms.hudi.actions import TABLE_SERVICE_ACTIONS
 from tms.planning import schedule_kwargs
 from tms.services.registry import SERVICES, table_service

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import tms.services.executor as executor_module
+import tms.services.plan_executor as executor_module
 from tests.storage.conftest import S3Endpoint, spark_environment
 from tests.storage.test_tables_on_s3 import oracle_rows
 from tests.storage.test_write_and_compact_on_s3 import log_files, written_table

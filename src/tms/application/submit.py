@@ -19,11 +19,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms import observe
-from tms.application.executor_choice import chosen_executor
+from tms.application.chosen_executor import chosen_executor
 from tms.application.refusals import NothingToCompact, OwnPlanOnly, UnusableParams
 from tms.config import Settings
 from tms.config.spark_conf import allow_list, value_problems
-from tms.executors import ExecutorChoice
+from tms.executor_choice import ExecutorChoice
 from tms.planning import BadJobInput, planning_problems, schedule_kwargs
 from tms.store import (
     Operation,

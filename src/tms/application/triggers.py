@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
-from tms.application.executor_choice import chosen_executor
+from tms.application.chosen_executor import chosen_executor
 from tms.config import Settings
 from tms.policies import Thresholds, due_triggers
 from tms.policies.params import policy_params

@@ -11,7 +11,7 @@ import typer
 
 from tms.api_client import ApiClient, Json, ServiceRefused, ServiceUnreachable
 from tms.config import SettingsError, load_settings
-from tms.executors import EXECUTORS, ExecutorChoice, parse_executor
+from tms.executor_choice import EXECUTORS, ExecutorChoice, parse_executor
 
 __all__ = [
     "AsJson",
@@ -64,7 +64,7 @@ ExecutorOption = Annotated[
     ),
 ]
 """`tms ops submit`'s choice and `tms tables set`'s policy key, refused (exit 2) unless one
-of `tms.executors`' names."""
+of `tms.executor_choice`' names."""
 
 
 def service_url(url: str | None) -> str:

@@ -15,7 +15,7 @@ from tms.cli.render import cell, print_rows
 from tms.cli.run_output import RunLog, StagePrinter, default_log_file
 from tms.config import load_settings
 from tms.engines.hudi_bundle import bundle_fetcher
-from tms.executors import AUTO, HUDI, NATIVE
+from tms.executor_choice import AUTO, HUDI, NATIVE
 from tms.hudi.errors import HudiError
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.table import HudiTable
@@ -120,7 +120,7 @@ RESULT_NOTES = {
 
 
 class Executor(enum.StrEnum):
-    """The choices of `tms.executors`, the service's."""
+    """The choices of `tms.executor_choice`, the service's."""
 
     auto = AUTO
     native = NATIVE

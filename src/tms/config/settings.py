@@ -25,7 +25,7 @@ from pydantic_settings import (
 
 from tms.base_path import BasePathError, normalize_base_path
 from tms.config.sources import ENV_PREFIX, current_sources
-from tms.executors import AUTO, ExecutorChoice, parse_executor
+from tms.executor_choice import AUTO, ExecutorChoice, parse_executor
 from tms.spark_runtime.task_memory import parse_size
 
 __all__ = ["DEFAULT_CALLBACK_KEY", "AuthToken", "CallbackKey", "Role", "Settings"]

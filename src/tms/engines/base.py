@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from tms.executors import AUTO
+from tms.executor_choice import AUTO
 
 __all__ = ["Engine", "JobHandle", "LaunchError", "LaunchSpec"]
 
@@ -34,7 +34,7 @@ class LaunchSpec:
     parallelism: int | None = None
     extra_params: Mapping[str, Any] = field(default_factory=dict)
     executor: str = AUTO
-    """Who the operation asked to run its plans (`tms.executors`): Hudi's bundle goes on
+    """Who the operation asked to run its plans (`tms.executor_choice`): Hudi's bundle goes on
     the job's Spark unless `native`."""
 
     @property

@@ -27,7 +27,7 @@ from tms.config.spark_conf import (
 from tms.engines.base import JobHandle, LaunchError, LaunchSpec
 from tms.engines.hudi_bundle import bundle_fetcher
 from tms.engines.process import start_process
-from tms.executors import NATIVE
+from tms.executor_choice import NATIVE
 from tms.spark_runtime import ensure_java, spark_home
 from tms.spark_runtime.hudi_bundle import hudi_jars, hudi_spark_conf
 from tms.spark_runtime.package import package_zip

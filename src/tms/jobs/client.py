@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import httpx
 
-from tms.executors import AUTO, ExecutorChoice, parse_executor
+from tms.executor_choice import AUTO, ExecutorChoice, parse_executor
 
 __all__ = [
     "ApiRejected",
@@ -90,7 +90,7 @@ class JobSpec:
     storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
     """The table's storage options (secrets): passed to fsspec and Spark tasks, never shown."""
     executor: ExecutorChoice = AUTO
-    """Who runs the plan (`tms.executors`); `auto` decides once the job has read the table."""
+    """Who runs the plan (`tms.executor_choice`); `auto` decides once the job has read the table."""
 
     @classmethod
     def from_json(cls, data: Any) -> JobSpec:

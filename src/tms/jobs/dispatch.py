@@ -15,7 +15,7 @@ from tms.jobs.client import JobSpec
 from tms.jobs.job import Job
 from tms.planning import BadJobInput
 from tms.services.execution import ServiceResult
-from tms.services.executor import StageHook
+from tms.services.plan_executor import StageHook
 from tms.services.registry import table_service
 from tms.spark_runtime import get_spark
 

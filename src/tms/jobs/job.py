@@ -8,14 +8,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tms.executors import HUDI, NATIVE
+from tms.executor_choice import HUDI, NATIVE
 from tms.hudi.actions import INDEXING, TABLE_SERVICE_ACTIONS
 from tms.hudi.locks import LockSpec
 from tms.hudi.table import HudiTable
 from tms.jobs.client import JobSpec
 from tms.planning import BadJobInput, lock_settings, schedule_kwargs
 from tms.services.execution import ServiceResult
-from tms.services.executor import StageHook
+from tms.services.plan_executor import StageHook
 from tms.services.registry import ExecutorDecision, TableService, Work, table_service
 
 __all__ = ["Job"]

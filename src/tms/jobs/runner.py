@@ -58,7 +58,7 @@ from tms.jobs.table_lock import ServiceTableLocks
 from tms.planning import BadJobInput
 from tms.services.conflicts import WriteConflictError
 from tms.services.execution import ServiceResult
-from tms.services.executor import StageHook
+from tms.services.plan_executor import StageHook
 from tms.services.progress import tracking
 
 __all__ = [
@@ -83,7 +83,7 @@ EXIT_STOPPED = 3  # the attempt is no longer ours (lease lost, token refused)
 EXIT_UNREPORTED = 4  # the service could not be told; the scheduler records the failure
 
 Planner = Callable[[Job, HudiTable], str | None]
-Executor = Callable[[Job, HudiTable, str, Any, StageHook], ServiceResult]
+ExecutePlan = Callable[[Job, HudiTable, str, Any, StageHook], ServiceResult]
 SparkFactory = Callable[[JobSpec, str], Any]
 
 
@@ -124,7 +124,7 @@ class JobRunner:
     client: JobClient
     plan: Planner = schedule_plan
     pending: Callable[[HudiTable, str], list[str]] = pending_plans
-    execute: Executor = execute_plan
+    execute: ExecutePlan = execute_plan
     spark_factory: SparkFactory = spark_session
     # False where the SparkSession outlives the attempt (a resident worker's): not stopped.
     owns_spark: bool = True

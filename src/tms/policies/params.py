@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tms.executors import ExecutorChoice, parse_executor
+from tms.executor_choice import ExecutorChoice, parse_executor
 from tms.store import ServiceAction
 
 __all__ = [
@@ -55,7 +55,7 @@ LOCK_PARAMS: dict[str, str] = {
 
 EXECUTOR_KEY = "executor"
 """The table policy key naming who runs the plans of the table's operations that do not
-name an executor themselves (`tms.executors`)."""
+name an executor themselves (`tms.executor_choice`)."""
 
 
 def policy_executor(policy: Mapping[str, Any]) -> ExecutorChoice | None:

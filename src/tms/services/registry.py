@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tms.executors import HUDI, NATIVE, parse_executor
+from tms.executor_choice import HUDI, NATIVE, parse_executor
 from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION, INDEXING, METADATA_COMPACTION
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.table import HudiTable
@@ -16,6 +16,8 @@ from tms.hudi.timeline import cancel
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.planning import planning_arguments
+from tms.services.apache_hudi.executor import HudiExecutor, HudiPlanner
+from tms.services.apache_hudi.indexing import HudiIndexExecutor, HudiIndexPlanner
 from tms.services.cancel import execute_cancel, request_cancel
 from tms.services.clean import execute as clean
 from tms.services.clean import plan as clean_plan
@@ -24,11 +26,9 @@ from tms.services.clustering import plan as clustering_plan
 from tms.services.compaction import execute as compaction
 from tms.services.compaction import plan as compaction_plan
 from tms.services.execution import ServiceResult
-from tms.services.executor import FunctionExecutor, PlanExecutor, StageHook
-from tms.services.hudi.executor import HudiExecutor, HudiPlanner
-from tms.services.hudi.indexing import HudiIndexExecutor, HudiIndexPlanner
 from tms.services.index import indexing as index
 from tms.services.metadata import compaction as metadata_compaction
+from tms.services.plan_executor import FunctionExecutor, PlanExecutor, StageHook
 from tms.services.rollback import rollback_inflight
 
 __all__ = ["SERVICES", "ExecutorDecision", "TableService", "Work", "table_service"]
@@ -71,7 +71,7 @@ class TableService:
     """Writes a plan (its instant, or None when nothing is due), taking the keyword
     arguments `tms.planning` lists for `action`."""
     executors: Mapping[str, PlanExecutor]
-    """Who may run its plans, by name (`tms.executors`); `NATIVE` (tms's own Spark tasks)
+    """Who may run its plans, by name (`tms.executor_choice`); `NATIVE` (tms's own Spark tasks)
     always, `HUDI` (Hudi's own code) where it has one."""
     find_pending: Callable[[HudiTable], list[str]]
     """Requested times of its pending plans, oldest first."""
@@ -119,7 +119,7 @@ class TableService:
     def decide(
         self, table: HudiTable, requested: str, work: Work | None = None
     ) -> ExecutorDecision:
-        """The executor of an operation that asked for `requested` (`tms.executors`): `auto`
+        """The executor of an operation that asked for `requested` (`tms.executor_choice`): `auto`
         is native where it supports the table and the `work`, else Hudi's code with the
         reason native declined. `UnsupportedTableError` when the one asked for, or every
         one, cannot."""

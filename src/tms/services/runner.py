@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tms.executors import AUTO, HUDI, NATIVE
+from tms.executor_choice import AUTO, HUDI, NATIVE
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.table import HudiTable
 from tms.services import progress
@@ -55,7 +55,7 @@ class ServiceRequest:
     """Where the Spark driver's JVM writes its stdout and stderr when this run starts it
     (None: this process's)."""
     executor: str = AUTO
-    """Who plans and runs the plan (`tms.executors`): `auto` is tms's own code where it
+    """Who plans and runs the plan (`tms.executor_choice`): `auto` is tms's own code where it
     serves the table and the work, else Hudi's code."""
 
     def planning_params(self) -> dict[str, Any]:

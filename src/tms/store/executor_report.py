@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from tms.executors import HUDI, NATIVE
+from tms.executor_choice import HUDI, NATIVE
 from tms.store.models import Operation
 
 __all__ = ["MAX_DECLINED_CHARS", "record_executor_report"]

@@ -32,7 +32,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
-from tms.executors import AUTO, EXECUTORS
+from tms.executor_choice import AUTO, EXECUTORS
 
 __all__ = [
     "COMMIT_ORDER",
@@ -141,7 +141,7 @@ NAMING = {
 # Partial index predicates and server defaults are SQL text (`text()`): DDL, which the
 # migrations write as SQL and `tests/store/test_schema.py` compares with the database's.
 EXECUTOR_CHECK = "executor IN ({})".format(", ".join(f"'{name}'" for name in EXECUTORS))
-"""An operation's executor is one of `tms.executors`' choices: `ck_operation_executor`."""
+"""An operation's executor is one of `tms.executor_choice`' choices: `ck_operation_executor`."""
 UNPLANNED = "instant IS NULL AND status IN ('SCHEDULED', 'RUNNING') AND NOT is_deleted"
 """Operations without a plan yet that wait or run: `ux_operation_unplanned`'s predicate."""
 
@@ -350,7 +350,7 @@ class Operation(Base):
     """Place in the store's commit order when created: its table's commits with a greater
     `seq` were stored after it (those are what the counters count after a trigger)."""
     executor: Mapped[str] = mapped_column(server_default=AUTO)
-    """Who was asked to run its plans (`tms.executors`): the submit's choice, else its
+    """Who was asked to run its plans (`tms.executor_choice`): the submit's choice, else its
     table policy's, else the installation's."""
     executed_by: Mapped[str | None]
     """The executor its latest job reported having run (`native` or `hudi`)."""

@@ -18,7 +18,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from tms.executors import AUTO
+from tms.executor_choice import AUTO
 from tms.store.cancelled_plans import abort_due_on_cancel
 from tms.store.errors import NotFound, OperationConflict, TransitionRefused
 from tms.store.events import record_event

@@ -28,7 +28,7 @@ from tms.api.schemas import (
 from tms.api.schemas.jobs import MAX_ERROR_CHARS
 from tms.application import JobReport, LeaseLost, Reported
 from tms.application.attempt_end import Completed, Failed, PlanInvalid, StoppedOnCancel
-from tms.executors import parse_executor
+from tms.executor_choice import parse_executor
 from tms.hudi.locks import advisory_key
 from tms.policies.triggers import table_wide_params
 from tms.store import OperationStatus, TableLocks, Tbl

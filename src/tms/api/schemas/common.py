@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from tms.executors import ExecutorChoice, parse_executor
+from tms.executor_choice import ExecutorChoice, parse_executor
 from tms.http.fields import (
     BasePath,
     Identifier,
@@ -198,7 +198,7 @@ Executor = Annotated[
         "table-service code) or auto (native where it supports the table, else hudi)",
     ),
 ]
-"""Executor choices (`tms.executors`, case-insensitive): `auto`, `native`, `hudi`."""
+"""Executor choices (`tms.executor_choice`, case-insensitive): `auto`, `native`, `hudi`."""
 
 MAX_PARALLELISM = 100_000
 _WHOLE = re.compile(r"[+-]?[0-9]+")

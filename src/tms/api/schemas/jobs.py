@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from tms.api.schemas.common import Instant, Text, check_json_text, check_text
-from tms.executors import ExecutorChoice
+from tms.executor_choice import ExecutorChoice
 from tms.http.fields import strip_text
 from tms.store import AttemptOutcome, OperationStatus, ServiceAction
 

@@ -21,7 +21,7 @@ from tms.api.schemas.common import (
     Priority,
     Resource,
 )
-from tms.executors import ExecutorChoice
+from tms.executor_choice import ExecutorChoice
 from tms.store import (
     Attempt,
     AttemptOutcome,

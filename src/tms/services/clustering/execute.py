@@ -44,8 +44,8 @@ from tms.services.clustering.plan import (
 from tms.services.clustering.ranges import rewrite_split_groups, splittable
 from tms.services.clustering.rewrite import GroupResult, GroupTask, SliceInput, rewrite_group
 from tms.services.execution import ServiceResult
-from tms.services.executor import CommitActionExecutor, ExecutionContext
 from tms.services.metadata_sync import WrittenFile
+from tms.services.plan_executor import CommitActionExecutor, ExecutionContext
 from tms.services.spark import TaskInfo
 
 __all__ = ["ClusteringExecutor", "execute_clustering", "schedule_clustering"]

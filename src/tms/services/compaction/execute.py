@@ -48,8 +48,8 @@ from tms.services.compaction.plan import (
 from tms.services.compaction.strategy import TOTAL_LOG_FILES_SIZE
 from tms.services.conflicts import ConflictCheck
 from tms.services.execution import ServiceResult, cancel_requested_in_task, conflict_in_task
-from tms.services.executor import CommitActionExecutor, ExecutionContext
 from tms.services.metadata_sync import StatsSpec, WrittenFile, file_stats
+from tms.services.plan_executor import CommitActionExecutor, ExecutionContext
 from tms.services.spark import TaskInfo
 from tms.spark_runtime.task_memory import DEFAULT_BUDGET, REMEDY
 

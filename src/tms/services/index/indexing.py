@@ -63,8 +63,8 @@ from tms.hudi.properties import TableConfig
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
+from tms.services.apache_hudi.indexing import hudi_refusals
 from tms.services.execution import ServiceResult, move_to_inflight, pending_plan, running_plan
-from tms.services.hudi.indexing import hudi_refusals
 from tms.spark_runtime.task_memory import task_memory_budget
 
 __all__ = [

@@ -25,8 +25,8 @@ from tms.hudi.properties import PROPERTIES_PATH
 from tms.hudi.table import HudiTable
 from tms.services import progress
 from tms.services.execution import ServiceResult, running_plan
-from tms.services.executor import StageHook
 from tms.services.metadata.clean import clean_metadata_table
+from tms.services.plan_executor import StageHook
 from tms.services.spark import TaskInfo, run_tasks
 from tms.spark_runtime.task_memory import task_memory_budget
 

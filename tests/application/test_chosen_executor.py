@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 
 from tests.store.helpers import make_table, record
 from tms.application import SubmitRequest, apply_triggers, check_request, submit
-from tms.application.executor_choice import chosen_executor
+from tms.application.chosen_executor import chosen_executor
 from tms.config import Settings, load_settings
-from tms.executors import ExecutorChoice
+from tms.executor_choice import ExecutorChoice
 from tms.store import ServiceAction, TableType
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tms.config import Settings
-from tms.executors import ExecutorChoice
+from tms.executor_choice import ExecutorChoice
 from tms.policies.params import policy_executor
 
 __all__ = ["chosen_executor"]

@@ -34,21 +34,21 @@ from tms.hudi.properties import CREATE_SCHEMA, TableConfig
 from tms.hudi.record_keys.table_keys import ambiguous_complex_keys
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
-from tms.services.execution import ServiceResult, pending_plan
-from tms.services.executor import StageHook
-from tms.services.hudi.executor import HUDI_STAGE
-from tms.services.hudi.options import (
+from tms.services.apache_hudi.executor import HUDI_STAGE
+from tms.services.apache_hudi.options import (
     PARTITION_SWITCHES,
     key_generator_options,
     lock_options,
     session_options,
 )
-from tms.services.hudi.procedures import (
+from tms.services.apache_hudi.procedures import (
     ensure_hudi,
     hadoop_path,
     location_refusals,
     write_client,
 )
+from tms.services.execution import ServiceResult, pending_plan
+from tms.services.plan_executor import StageHook
 
 __all__ = [
     "CATCH_UP_TIMEOUT_SECONDS",

@@ -1,4 +1,4 @@
-"""Apache Hudi's own table-service code as an executor of plans (`tms.executors.HUDI`).
+"""Apache Hudi's own table-service code as an executor of plans (`tms.executor_choice.HUDI`).
 
 It runs Hudi's Spark SQL procedures (`run_compaction`, `run_clustering`, `run_clean`) on the
 job's SparkSession, which carries Hudi's Spark bundle (`tms.spark_runtime.hudi_bundle`). Hudi

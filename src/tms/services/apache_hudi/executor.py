@@ -21,10 +21,8 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline.heartbeat import stop_heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
-from tms.services.execution import ServiceResult, pending_plan
-from tms.services.executor import StageHook
-from tms.services.hudi.options import lock_options, procedure_options, session_options
-from tms.services.hudi.procedures import (
+from tms.services.apache_hudi.options import lock_options, procedure_options, session_options
+from tms.services.apache_hudi.procedures import (
     call,
     catalog_table,
     ensure_hudi,
@@ -32,6 +30,8 @@ from tms.services.hudi.procedures import (
     location_refusals,
     session,
 )
+from tms.services.execution import ServiceResult, pending_plan
+from tms.services.plan_executor import StageHook
 
 __all__ = ["HUDI_STAGE", "HudiExecutor", "HudiPlanner", "clean_refusals", "figures_of"]
 

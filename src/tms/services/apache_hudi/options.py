@@ -9,7 +9,7 @@ from tms.hudi.metadata.index_defs import read_index_definitions
 from tms.hudi.metadata.partitions import RECORD_INDEX
 from tms.hudi.properties import KEY_GENERATOR_CLASS, KEY_GENERATOR_TYPE, PARTITION_FIELDS
 from tms.hudi.table import HudiTable
-from tms.services.hudi.procedures import hadoop_path
+from tms.services.apache_hudi.procedures import hadoop_path
 
 __all__ = [
     "IN_PROCESS_PROVIDER",
