@@ -15,6 +15,7 @@ from tests.hudi_java.support import HUDI_1_2, HudiSpark
 from tests.hudi_java.test_every_table_serviced import FEATURES, rows, writer_options
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA
 from tms.hudi.table import HudiTable
+from tms.services.table_refusals import unsupported_features
 from tms.spark_runtime.hudi_bundle import HUDI_ARTIFACT, HUDI_VERSION
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi_java]
@@ -32,7 +33,7 @@ def test_auto_fetches_hudis_bundle_into_an_empty_cache_and_hudis_code_completes_
     for start in (0, 4):
         batch = rows(start, start + 4, 1_700_000_000_000)
         hudi.write(path, batch, SCHEMA, {**options, "hoodie.datasource.write.operation": "insert"})
-    refusals = HudiTable.open(str(path)).unsupported_features()
+    refusals = unsupported_features(HudiTable.open(str(path)))
     assert any(FEATURE.declined in reason for reason in refusals), refusals
     before = sorted(hudi.read(path, COLUMNS))
 

@@ -26,6 +26,7 @@ from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
+from tms.services.table_refusals import ensure_supported, unsupported_features
 
 TIMELINE = ".hoodie/timeline"
 SCHEMA = pa.schema(
@@ -360,11 +361,11 @@ def test_cli_files_agree_with_the_oracle(table: Layout2Table) -> None:
 
 def test_services_refuse_layout2_tables_only_with_a_metadata_table(table: Layout2Table) -> None:
     hudi = HudiTable.open(table.base)
-    assert not [r for r in hudi.unsupported_features() if "table version" in r]
+    assert not [r for r in unsupported_features(hudi) if "table version" in r]
     properties = Path(table.base, ".hoodie", "hoodie.properties")
     properties.write_text(properties.read_text() + "hoodie.table.metadata.partitions=files\n")
     with pytest.raises(UnsupportedTableError, match="metadata table"):
-        HudiTable.open(table.base).ensure_supported()
+        ensure_supported(HudiTable.open(table.base))
 
 
 # Slicing by completion time, one rule per test. Times: requested Rn, completed Dn.

@@ -20,6 +20,7 @@ from tms.hudi.properties import TableConfig, parse_properties
 from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
+from tms.services.table_refusals import unsupported_features
 
 MODEL = "org.apache.hudi.common.model."
 EVENT_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
@@ -284,7 +285,7 @@ def v6_table(tmp_path: Path, props: dict[str, str]) -> str:
     keys = pa.array([f"k{i}" for i in range(10)])
     writer.insert(pa.table({"id": keys, "ts": pa.array([1] * 10, pa.int64())}))
     writer.upsert(pa.table({"id": keys[:4], "ts": pa.array([2] * 4, pa.int64())}))
-    assert HudiTable.open(base).unsupported_features() == []
+    assert unsupported_features(HudiTable.open(base)) == []
     set_properties(base, **props)
     return base
 
@@ -372,7 +373,7 @@ def test_virtual_keys_of_simple_and_non_partitioned_key_generators_are_accepted(
     tmp_path: Path, props: dict[str, str]
 ) -> None:
     base = v6_table(tmp_path, {"hoodie.populate.meta.fields": "false", **props})
-    assert HudiTable.open(base).unsupported_features() == []
+    assert unsupported_features(HudiTable.open(base)) == []
 
 
 @pytest.mark.parametrize(
@@ -393,7 +394,7 @@ def test_any_key_generator_is_accepted_while_keys_are_stored(
     """Services read `_hoodie_record_key` and `_hoodie_partition_path` as written; the key
     generator only matters when meta fields are not populated."""
     base = v6_table(tmp_path, props)
-    assert HudiTable.open(base).unsupported_features() == []
+    assert unsupported_features(HudiTable.open(base)) == []
 
 
 def test_a_missing_ordering_value_decides_alike_with_and_without_deletes() -> None:

@@ -15,6 +15,7 @@ from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.properties import TableConfig
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.services.table_refusals import ensure_supported, unsupported_features
 
 
 def set_properties(base: str, **changes: str) -> None:
@@ -74,7 +75,7 @@ def table_with(tmp_path: Path, case: str, table_version: int = 6) -> str:
     writer = new_table(base, table_version=table_version)
     write(writer, "insert", range(20), 1)
     write(writer, "upsert", range(0, 20, 2), 2)
-    assert HudiTable.open(base).unsupported_features() == []
+    assert unsupported_features(HudiTable.open(base)) == []
     CASES[case][0](base)
     return base
 
@@ -93,9 +94,9 @@ def test_ensure_supported_names_the_feature(tmp_path: Path, case: str) -> None:
     base = table_with(tmp_path, case)
     feature = CASES[case][1]
     table = HudiTable.open(base)
-    assert any(feature in reason for reason in table.unsupported_features())
+    assert any(feature in reason for reason in unsupported_features(table))
     with pytest.raises(UnsupportedTableError, match=feature):
-        table.ensure_supported()
+        ensure_supported(table)
 
 
 REFUSED_ON_RUN = [

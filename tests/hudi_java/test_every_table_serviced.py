@@ -21,6 +21,7 @@ from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_
 from tests.hudi_java.user_classes import LARGEST_VALUE_PAYLOAD
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
+from tms.services.table_refusals import unsupported_features
 
 pytestmark = [pytest.mark.hudi_java, pytest.mark.spark]
 
@@ -249,7 +250,7 @@ def test_auto_services_a_table_native_declines_with_hudis_code(
     write([(k, t + 1, p, v + 0.5) for k, t, p, v in rows(0, 3, ts)], "upsert")
     if feature.setup:
         hudi.run(f"tests.hudi_java.table_features:{feature.setup}", str(path), options)
-    refusals = HudiTable.open(str(path)).unsupported_features()
+    refusals = unsupported_features(HudiTable.open(str(path)))
     for words in (feature.declined, *feature.also_declined):
         assert any(words in reason for reason in refusals), refusals
     check_reads(hudi, path, model, feature)
@@ -310,7 +311,7 @@ def test_auto_services_every_fixture_table(
     hudi.run("tests.hudi_java.hudi_jobs:rewrite_some", str(path), 2)
     rows = snapshot_rows(hudi, path)
     table = HudiTable.open(str(path))
-    expected = "hudi" if table.unsupported_features() else "native"
+    expected = "hudi" if unsupported_features(table) else "native"
     actions = ["clustering", "clean"]
     if table.config.is_merge_on_read:
         actions.insert(0, "compaction")

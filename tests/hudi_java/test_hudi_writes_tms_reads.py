@@ -23,6 +23,7 @@ from tms.hudi.files.reader import read_file_slice
 from tms.hudi.merge_config import record_merging
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
+from tms.services.table_refusals import unsupported_features
 
 pytestmark = pytest.mark.hudi_java
 
@@ -99,7 +100,7 @@ def test_hudi_writes_a_merge_on_read_table_that_tms_and_hudi_rs_read_alike(
     assert [(i.requested_time, i.action.value) for i in timeline.completed()] == (
         oracle.completed_instants(base)
     )
-    assert table.unsupported_features(timeline) == []
+    assert unsupported_features(table, timeline) == []
 
     slices = [
         {

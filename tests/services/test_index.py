@@ -37,6 +37,7 @@ from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.transitions import new_instant_time, request
 from tms.services.registry import table_service
+from tms.services.table_refusals import unsupported_features
 
 FIXTURE = "cow_v9_txns_simple_meta"
 PROPERTIES = Path(".hoodie") / "hoodie.properties"
@@ -126,7 +127,7 @@ def test_a_record_index_built_on_hudis_table_equals_the_one_hudi_wrote(
     }
     assert locations(root) == truth
     assert hudi_rs_rows(root, tmp_path) == rows
-    assert HudiTable.open(str(root)).unsupported_features() == []
+    assert unsupported_features(HudiTable.open(str(root))) == []
 
 
 # Writers while the index is built ---------------------------------------------------------
@@ -333,7 +334,7 @@ def test_a_build_left_inflight_by_a_crash_is_aborted_and_run_again(
     left = HudiTable.open(str(root))
     assert left.config.get("hoodie.table.metadata.partitions.inflight") == "record_index"
     assert index.pending_plans(left) == [instant_time]
-    assert "being built by indexing " + instant_time in "; ".join(left.unsupported_features())
+    assert "being built by indexing " + instant_time in "; ".join(unsupported_features(left))
 
     result = table_service("indexing").execute(spark, left, instant_time, 60.0)
 
@@ -429,7 +430,7 @@ def test_drop_through_the_service_on_the_fixture(tmp_path: Path) -> None:
         assert not (root / ".hoodie" / "metadata" / gone).exists()
     assert hudi_rs_rows(root, tmp_path) == rows
     assert index.pending_plans(table) == []
-    assert table.unsupported_features() == []
+    assert unsupported_features(table) == []
 
 
 def test_drop_through_the_service_on_our_table(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from tms.hudi.timeline.instant import Action
 from tms.services.clean.execute import execute_clean, schedule_clean
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
 from tms.services.index import indexing as index
+from tms.services.table_refusals import unsupported_features
 
 NO_METADATA_TABLE = ("cow_v9_txns_simple_nometa", "mor_avro_v9_txns_simple_nometa")
 
@@ -36,7 +37,7 @@ def assert_files_true(root: Path, tmp_path: Path) -> None:
     take the table."""
     assert "files" in TableConfig.load(Storage(str(root))).metadata_partitions
     assert_metadata_table_true(root, tmp_path)
-    assert HudiTable.open(str(root)).unsupported_features() == []
+    assert unsupported_features(HudiTable.open(str(root))) == []
 
 
 def build_files(root: Path, on_stage: Any = None) -> str:

@@ -42,6 +42,7 @@ from tms.hudi.timeline.instant import Action, State
 from tms.services.clean.execute import execute_clean, schedule_clean
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
+from tms.services.table_refusals import unsupported_features
 
 pytestmark = [pytest.mark.spark]
 
@@ -77,7 +78,7 @@ def secondary(root: Path) -> dict[str, list[tuple[str | None, str]]]:
 def assert_metadata_table_true(root: Path, tmp_path: Path, before_rows: list[Any]) -> None:
     """Everything a user of the metadata table would notice, checked against storage."""
     hudi = HudiTable.open(str(root))
-    assert hudi.unsupported_features() == []
+    assert unsupported_features(hudi) == []
     listed = listing_copy(root, tmp_path / f"listed-{len(list(tmp_path.iterdir()))}")
     # hudi-rs planning from `files` and hudi-rs listing storage: same rows, same slices
     assert rows(root) == rows(listed) == before_rows

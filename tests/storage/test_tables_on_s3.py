@@ -15,6 +15,7 @@ from tests.storage.conftest import S3Endpoint, upload
 from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
 from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
+from tms.services.table_refusals import unsupported_features
 
 FIXTURES = ["cow_v8_nonpartitioned", "mor_avro_v9_txns_simple_meta"]
 
@@ -49,7 +50,7 @@ def test_timeline_and_latest_slices_on_s3_equal_the_local_copy(
     instants, slices = summary(on_s3)
     assert instants and slices
     assert (instants, slices) == summary(HudiTable.open(str(local)))
-    assert not on_s3.unsupported_features()
+    assert not unsupported_features(on_s3)
 
 
 def test_the_table_opens_from_the_environment_alone(copies: tuple[Path, str]) -> None:

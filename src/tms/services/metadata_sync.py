@@ -126,7 +126,7 @@ class MetadataSync:
     def of(cls, table: HudiTable, timeline: Timeline | None = None) -> MetadataSync | None:
         """None for a table without a metadata table. Refusals (`UnsupportedTableError`:
         unknown index types, stats of a column type Hudi cannot write) come here, before
-        anything is written; `HudiTable.ensure_supported` has checked the rest."""
+        anything is written; `services.table_refusals.ensure_supported` has checked the rest."""
         if not table.config.metadata_partitions:
             return None
         timeline = timeline or table.timeline()

@@ -43,6 +43,7 @@ from tms.services.execution import (
 )
 from tms.services.metadata_sync import MetadataSync, WrittenFile
 from tms.services.spark import TaskInfo, run_tasks
+from tms.services.table_refusals import ensure_supported
 from tms.spark_runtime.task_memory import DEFAULT_BUDGET, task_memory_budget
 
 __all__ = [
@@ -157,7 +158,7 @@ class CommitActionExecutor(ABC, Generic[P, T, O]):
 
     def refuse(self, table: HudiTable, timeline: Timeline) -> None:
         """Refuse, before anything is written, a table the action would damage."""
-        table.ensure_supported(timeline)
+        ensure_supported(table, timeline)
 
     @abstractmethod
     def read_plan(self, table: HudiTable, timeline: Timeline, instant: Instant) -> P:

@@ -30,6 +30,7 @@ from tms.services.index import indexing as index
 from tms.services.metadata import compaction as metadata_compaction
 from tms.services.plan_executor import FunctionExecutor, PlanExecutor, StageHook
 from tms.services.rollback import rollback_inflight
+from tms.services.table_refusals import ensure_supported, unsupported_features
 
 __all__ = ["SERVICES", "ExecutorDecision", "TableService", "Work", "table_service"]
 
@@ -97,13 +98,13 @@ class TableService:
     def ensure_supported(self, table: HudiTable) -> None:
         """Refuse, before anything is written, a table this service would damage."""
         if self.checks_data_table:
-            table.ensure_supported()
+            ensure_supported(table)
 
     def declines(self, table: HudiTable, work: Work | None = None) -> Declines:
         """Why tms's own executor and Hudi's code cannot serve `table`, or do `work`:
         (native's reasons, Hudi's reasons), each empty when it can. Decided before anything
         is planned, so a refusal leaves no plan behind."""
-        native = table.unsupported_features() if self.checks_data_table else []
+        native = unsupported_features(table) if self.checks_data_table else []
         hudi = self.executors.get(HUDI) if self.hudi_planner is not None else None
         if hudi is None:
             hudi_reasons = [f"{self.action} has no hudi executor"]

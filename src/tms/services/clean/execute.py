@@ -43,6 +43,7 @@ from tms.services.execution import (
 )
 from tms.services.metadata_sync import MetadataSync
 from tms.services.spark import TaskInfo, run_tasks
+from tms.services.table_refusals import ensure_supported
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -76,7 +77,7 @@ def execute_clean(
     """
     started = time.monotonic()
     timeline = table.timeline()
-    table.ensure_supported(timeline)
+    ensure_supported(table, timeline)
     instant = pending_plan(table, instant_time, (Action.CLEAN,))
     result = ServiceResult(action=Action.CLEAN.value, instant=instant_time)
     busy = f"clean {instant_time} has a live heartbeat (a job is running it)"

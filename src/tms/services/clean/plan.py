@@ -24,6 +24,7 @@ from tms.hudi.timeline.instant import Action, Instant, State, is_instant_time
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import new_instant_time, request
 from tms.services.clean.rollbacks import finish_before_clean
+from tms.services.table_refusals import ensure_supported
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ def _timeline_after_rollbacks(
     """The timeline to plan on, once what a clean finishes first is done
     (`finish_before_clean`); read again only when that aborted or rolled back an instant."""
     timeline = table.timeline()
-    table.ensure_supported(timeline)
+    ensure_supported(table, timeline)
     finished = finish_before_clean(
         table,
         timeline,

@@ -30,6 +30,7 @@ from tms.hudi.timeline.instant import Action, is_instant_time
 from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION, Timeline
 from tms.hudi.timeline.transitions import new_instant_time, request
+from tms.services.table_refusals import ensure_supported
 
 if TYPE_CHECKING:
     pass
@@ -71,7 +72,7 @@ def schedule_clustering(
     """
     group_limit = _group_limit(target_file_size, small_file_limit, max_bytes_per_group)
     timeline = table.timeline()
-    table.ensure_supported(timeline)
+    ensure_supported(table, timeline)
     view = table.file_system_view(timeline)
     columns = [c.strip() for c in sort_columns if c.strip()]
     _check_sort_columns(timeline, columns)

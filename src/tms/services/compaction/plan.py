@@ -21,6 +21,7 @@ from tms.hudi.timeline.instant import Action, is_instant_time
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import new_instant_time, request
 from tms.services.compaction.strategy import CompactionStrategy, slice_metrics, strategy_by_name
+from tms.services.table_refusals import ensure_supported
 
 PLAN_VERSION = 2
 """`CompactionUtils.LATEST_COMPACTION_METADATA_VERSION`: file names, not paths, in operations."""
@@ -120,7 +121,7 @@ def ensure_compactable(table: HudiTable, timeline: Timeline) -> None:
             f"compaction applies to MERGE_ON_READ tables; {table.base_path} is "
             f"{table.config.table_type}"
         )
-    table.ensure_supported(timeline)
+    ensure_supported(table, timeline)
 
 
 def _check_schedulable(timeline: Timeline, instant_time: str) -> None:

@@ -65,6 +65,7 @@ from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.services.apache_hudi.indexing import hudi_refusals
 from tms.services.execution import ServiceResult, move_to_inflight, pending_plan, running_plan
+from tms.services.table_refusals import ensure_supported
 from tms.spark_runtime.task_memory import task_memory_budget
 
 __all__ = [
@@ -113,7 +114,7 @@ def schedule(
     if drop:
         drop_partitions(table.storage, names)
         return None
-    table.ensure_supported()
+    ensure_supported(table)
     timeline = table.timeline()
     ensure_schedulable(table.storage, table.config, timeline, names)
     spec = index_spec(table, timeline, names)
@@ -234,7 +235,7 @@ def _run(
 ) -> None:
     storage, instant_time, up_to = table.storage, requested.requested_time, plan.up_to
     try:  # a plan the table no longer allows goes too: it would hold off every other build
-        table.ensure_supported()
+        ensure_supported(table)
         timeline = table.timeline()
         spec = index_spec(table, timeline, plan.partitions)
         inflight = move_to_inflight(table, requested)

@@ -15,15 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tms.hudi.errors import UnsupportedTableError
-from tms.hudi.metadata.reader import metadata_storage
-from tms.hudi.metadata.schema import layout_mismatch
-from tms.hudi.properties import TableConfig
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline.timeline import Timeline
 from tms.services.clean.execute import execute_clean
 from tms.services.clean.plan import KEEP_LATEST_COMMITS, schedule_clean
 from tms.services.execution import ServiceResult
+from tms.services.metadata.table import MetadataTable
 
 __all__ = [
     "METADATA_CLEANER_COMMITS_RETAINED",
@@ -37,24 +33,6 @@ METADATA_CLEANER_COMMITS_RETAINED = 20
 STAGE_PREFIX = "metadata table "
 """Its stages (`metadata table cleaning`, `metadata table tasks writing`, `metadata table
 committing`), apart from the compaction's that runs before it in the same job."""
-
-
-class MetadataTable(HudiTable):
-    """A data table's metadata table, opened as a table the clean service can plan and run on."""
-
-    @classmethod
-    def of(cls, data_table: HudiTable) -> MetadataTable:
-        """The metadata table on the data table's storage (its options and timeouts)."""
-        storage = metadata_storage(data_table.storage)
-        return cls(storage, TableConfig.load(storage))
-
-    def ensure_supported(self, timeline: Timeline | None = None) -> None:
-        """What the clean needs of a metadata table: a timeline it reads file slices from."""
-        mismatch = layout_mismatch(self.config.table_version, self.config.timeline_layout_version)
-        if mismatch:
-            raise UnsupportedTableError(
-                f"cannot clean the metadata table {self.base_path}: {mismatch}"
-            )
 
 
 def clean_metadata_table(
