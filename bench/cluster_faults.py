@@ -6,7 +6,7 @@ PySpark ships; `tests.spark_cluster`), `tms serve` (`tests.e2e.conftest.Service`
 services one after the other on one merge-on-read table of version 9 with a metadata table:
 compaction, clustering, clean, the metadata table's compaction (with the metadata clean
 after it) and a record index build. In each, once a Spark task has written its files and
-waits before reporting (`tms.hudi.task_pause`), the worker running it is SIGKILLed with its
+waits before reporting (`tms.testing.task_pause`), the worker running it is SIGKILLed with its
 executor; then the task is released, a new worker joins, and the run is checked: the
 operation completed, Spark ran the killed task again, the table reads the same through
 hudi-rs (and the record index through our reader is true to the file slices), and no file
@@ -45,7 +45,7 @@ from tests.spark_cluster import (
 )
 
 from bench.common import emit, fresh_database, log, machine, postgres_server
-from tms.hudi.sample_writer.writer import HudiWriter
+from tms.testing.sample_writer.writer import HudiWriter
 
 ENGINES: dict[str, dict[str, str]] = {
     "spark-submit": {},

@@ -52,12 +52,12 @@ from bench.executors import (
 )
 from tms.hudi.actions import CLUSTERING
 from tms.hudi.properties import COPY_ON_WRITE
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.transitions import new_instant_time
 from tms.services.clustering.plan import schedule_clustering
 from tms.spark_runtime.task_memory import SETTING
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 MIB = 2**20
 WARM_UP_ROWS = 20_000

@@ -44,11 +44,11 @@ from bench.executors import (
     parse_executors,
 )
 from tms.hudi.actions import COMPACTION
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.services.registry import table_service
 from tms.spark_runtime.task_memory import SETTING
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 CITIES = ["amsterdam", "berlin", "chennai", "denver"]
 

@@ -58,8 +58,6 @@ from bench.storage import CITIES, ENVIRONMENT, CountingMotoServer, WireLog, rows
 from tms.hudi.files import timeline_markers
 from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
 from tms.hudi.metadata.reader import MetadataTableReader
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.storage.retry import RETRIED
 from tms.hudi.table import HudiTable
@@ -69,6 +67,8 @@ from tms.ingest.probe import TableProbe
 from tms.services.registry import table_service
 from tms.services.runner import ServiceRequest
 from tms.spark_runtime import get_spark
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 from tms.view.listing import list_table
 
 BUCKET = "flaky"

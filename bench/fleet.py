@@ -54,8 +54,8 @@ def write_tables(root: Path, count: int) -> list[Path]:
     """Small merge-on-read tables with a log file per file group."""
     import pyarrow as pa
 
-    from tms.hudi.sample_writer.new_table import create_table
-    from tms.hudi.sample_writer.writer import HudiWriter
+    from tms.testing.sample_writer.new_table import create_table
+    from tms.testing.sample_writer.writer import HudiWriter
 
     def rows(ids: range, ts: int) -> pa.Table:
         items = list(ids)

@@ -33,9 +33,9 @@ from tms.hudi.avro.schema import avro_record_schema
 from tms.hudi.files.data import write_base_file
 from tms.hudi.files.log_writer import encode_avro_data_block
 from tms.hudi.meta_fields import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
-from tms.hudi.sample_writer.log_blocks import encode_parquet_data_block
 from tms.hudi.storage import Storage
 from tms.spark_runtime.task_memory import parse_size
+from tms.testing.sample_writer.log_blocks import encode_parquet_data_block
 
 FILE_ID = "bench-0"
 BASE_INSTANT = "20260101000000000"

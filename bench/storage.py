@@ -57,8 +57,6 @@ from werkzeug.serving import make_server
 from bench.common import emit, free_port, log, machine
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.properties import PROPERTIES_PATH
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.storage.requests import RequestKind, counting
 from tms.hudi.table import HudiTable
@@ -68,6 +66,8 @@ from tms.ingest.probe import TableProbe
 from tms.services.clean.execute import execute_clean, schedule_clean
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
 from tms.spark_runtime import get_spark
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 KINDS = tuple(kind.value for kind in RequestKind)
 CITIES = ("amsterdam", "berlin", "chennai", "denver")

@@ -51,8 +51,6 @@ from bench.common import (
     ratio,
 )
 from tms.hudi.files.fs_view import FileSystemView
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.store import (
     CommitIn,
@@ -61,6 +59,8 @@ from tms.store import (
     record_commits,
     register_table,
 )
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 from tms.view.visible_timeline import timeline_hash, visible_instants
 
 ROWS_PER_GROUP = 4

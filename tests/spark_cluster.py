@@ -2,7 +2,7 @@
 test (the Spark that PySpark ships), each worker's executors in JVMs of their own, and the
 loss of a worker while its tasks run.
 
-Workers start with `TMS_TASK_PAUSE_DIR` (`tms.hudi.task_pause`) in their environment,
+Workers start with `TMS_TASK_PAUSE_DIR` (`tms.testing.task_pause`) in their environment,
 which their executors inherit: every task attempt leaves a file in `pause_dir` once its work
 is written, and a first attempt waits there until `release()`. `kill_worker_of(task)` then
 SIGKILLs the worker that runs that task, with its executor and the executor's Python
@@ -24,9 +24,9 @@ from pathlib import Path
 import httpx
 
 from tms.hudi.table import HudiTable
-from tms.hudi.task_pause import ENV as PAUSE_ENV
-from tms.hudi.task_pause import RELEASE
 from tms.spark_runtime import ensure_java
+from tms.testing.task_pause import ENV as PAUSE_ENV
+from tms.testing.task_pause import RELEASE
 
 START_TIMEOUT = 120.0
 MASTER = "org.apache.spark.deploy.master.Master"
@@ -107,7 +107,7 @@ def committed_files(base_path: str) -> set[str]:
 
 @dataclass(frozen=True)
 class PausedTask:
-    """A task attempt's file in the pause folder (`tms.hudi.task_pause`)."""
+    """A task attempt's file in the pause folder (`tms.testing.task_pause`)."""
 
     stage: int
     partition: int

@@ -13,8 +13,8 @@ from tms.cli import app
 from tms.demo import DemoWriter
 from tms.demo.logs import demo_logging
 from tms.demo.s3 import local_s3
-from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.storage import Storage
+from tms.testing.sample_writer.new_table import create_table
 
 
 def _contents(*roots: Path) -> dict[str, str]:

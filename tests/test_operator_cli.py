@@ -15,9 +15,9 @@ from typer.testing import CliRunner, Result
 
 from tms.cli import app
 from tms.config import load_settings
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.serve import RunningService, free_port, serve_in_thread
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 ADMIN = "adm-5c81e2"
 VIEWER = "view-0b7d44"

@@ -14,8 +14,8 @@ from starlette.exceptions import StarletteDeprecationWarning
 
 from tms.api import create_app
 from tms.config import Settings, load_settings
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 with warnings.catch_warnings():
     # starlette 1.x prefers httpx2 for its TestClient; httpx works the same for our tests.

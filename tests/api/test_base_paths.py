@@ -19,8 +19,8 @@ import pytest
 from tests.api.conftest import ADMIN, AUTH_TOKENS, MakeClient, bearer
 from tests.api.helpers import callback_payload, instant
 from tms.config import SettingsError, load_settings
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.serve import free_port
+from tms.testing.sample_writer.writer import HudiWriter
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient

@@ -12,8 +12,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.api.conftest import WRITER, MakeClient, TestClient, bearer, make_settings
 from tests.api.helpers import callback_payload, instant, notify, register, write_stat
 from tms.api import create_app
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.store import Commit, Operation, Tbl
+from tms.testing.sample_writer.writer import HudiWriter
 
 
 def _ops(session: Session) -> list[tuple[str, str | None, str]]:

@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 from tests.api.conftest import MakeClient, bearer
 from tests.api.helpers import client_params, instant, register, submit
 from tests.store.helpers import claim, db_now
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.store import Claim, issue_attempt_token
+from tms.testing.sample_writer.writer import HudiWriter
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient

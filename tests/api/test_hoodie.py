@@ -10,8 +10,8 @@ from sqlalchemy.orm import Session
 
 from tests.api.conftest import MakeClient
 from tests.api.helpers import client_params, instant, register, submit
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.store import Operation
+from tms.testing.sample_writer.writer import HudiWriter
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient

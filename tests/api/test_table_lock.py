@@ -28,7 +28,6 @@ from tms.hudi.locks import (
     use_advisory_locks,
 )
 from tms.hudi.properties import COPY_ON_WRITE
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel
 from tms.jobs.client import JobClient
@@ -36,6 +35,7 @@ from tms.jobs.table_lock import ServiceTableLocks
 from tms.services.clustering.execute import schedule_clustering
 from tms.services.registry import table_service
 from tms.store import Backoff, Claim, TableLocks, issue_attempt_token
+from tms.testing.sample_writer.writer import HudiWriter
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient

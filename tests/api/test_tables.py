@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 
 from tests.api.helpers import register
 from tests.store.helpers import claim
-from tms.hudi.sample_writer.writer import HudiWriter
+from tms.testing.sample_writer.writer import HudiWriter
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient

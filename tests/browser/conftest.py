@@ -29,8 +29,8 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.e2e.conftest import Service
 from tests.e2e.writer_callbacks import CALLBACK_PATH, callback_payload
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 ADMIN = "console-admin-5b1e"
 WRITER = "console-writer-c27d"

@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from tests.test_operator_cli import Cli, cli_for, ok, start
 from tms.cli import app
-from tms.hudi.sample_writer.new_table import create_table
 from tms.serve import RunningService
 from tms.services import runner
 from tms.services.registry import ExecutorDecision
+from tms.testing.sample_writer.new_table import create_table
 
 
 @pytest.fixture

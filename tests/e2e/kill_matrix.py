@@ -3,7 +3,7 @@ and what the next attempt makes of it.
 
 Each case: a fresh table with work for its service (`table_for`; versions 6 and 9, with or
 without a metadata table) registered with a `tms serve` that runs its jobs by spark-submit
-or in a resident worker and holds them at one step (`tms.hudi.fault_pause`); once the
+or in a resident worker and holds them at one step (`tms.testing.fault_pause`); once the
 job is held there, its whole process group is killed, the hold is released, and the
 operation must complete on a later attempt. Then: the rows hudi-rs and Hudi's own reader
 (Hudi 1.2's Spark datasource) read are those each read before; the metadata table (where there
@@ -36,14 +36,14 @@ from tms.hudi.metadata.compaction import (
 )
 from tms.hudi.metadata.listing import metadata_file_system_view
 from tms.hudi.metadata.reader import MetadataTableReader
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.task_pause import TASKS_WRITING
 from tms.hudi.timeline.instant import Action
 from tms.services.metadata.clean import METADATA_CLEANER_COMMITS_RETAINED
 from tms.services.metadata.clean import STAGE_PREFIX as METADATA_STAGES
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
+from tms.testing.task_pause import TASKS_WRITING
 
 STEPS: dict[str, str] = {
     "plan written": "starting Spark",
@@ -52,7 +52,7 @@ STEPS: dict[str, str] = {
     "metadata committed, before the data commit": "metadata committed",
     "data committed, before the result": "committed",
 }
-"""Kill point → the job's step (`tms.hudi.fault_pause`) held there, for a compaction or
+"""Kill point → the job's step (`tms.testing.fault_pause`) held there, for a compaction or
 a clustering; `ServiceSpec.steps` says what each point is for the others."""
 
 

@@ -19,11 +19,11 @@ import pytest
 from tests import oracle
 from tests.e2e.conftest import Service, Services
 from tests.e2e.test_service_e2e import rows, trips
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.services.clustering.plan import schedule_clustering
 from tms.services.compaction.plan import schedule_compaction
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 pytestmark = pytest.mark.spark
 

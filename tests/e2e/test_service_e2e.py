@@ -31,10 +31,10 @@ from tests.e2e.writer_callbacks import (
 )
 from tests.services.test_clustering import small_files_table
 from tms.hudi.properties import COPY_ON_WRITE
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.store import Commit, Instance
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 pytestmark = pytest.mark.spark
 

@@ -2,7 +2,7 @@
 
 `tms serve` submits the job to `spark://` (a master and two one-core workers started by the
 test; each executor a JVM of its own); once a task has written its base file and waits
-before reporting (`tms.hudi.task_pause`), the worker running it is SIGKILLed with its
+before reporting (`tms.testing.task_pause`), the worker running it is SIGKILLed with its
 executor. Spark runs the task again on the other worker, the attempt completes, the table
 reads the same through hudi-rs, and the killed task's file is neither committed nor left on
 storage. The full matrix (every service, both engines) is `bench/cluster_faults.py`.

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from tms.config import DEFAULT_CALLBACK_KEY
 from tms.hudi.avro.commit_metadata import CommitMetadata
-from tms.hudi.sample_writer.writer import HudiWriter
+from tms.testing.sample_writer.writer import HudiWriter
 
 __all__ = [
     "CALLBACK_HEADERS",

@@ -34,12 +34,12 @@ from tms.hudi.metadata.indexing import (
 )
 from tms.hudi.metadata.reader import MetadataTableReader, metadata_storage
 from tms.hudi.properties import COPY_ON_WRITE, TableConfig, parse_properties
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import request, transition
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 FIXTURE = "cow_v9_txns_simple_meta"
 
@@ -385,7 +385,7 @@ def test_the_writer_reads_the_config_after_requesting_its_instant(
 ) -> None:
     """A partition listed inflight between the writer's first look and its requested instant
     (the build waits only for instants pending at its mark) gets the commit's log blocks."""
-    import tms.hudi.sample_writer.writer as writer_module
+    import tms.testing.sample_writer.writer as writer_module
 
     root = tmp_path / "t"
     own_table(root, ("files", "record_index"))

@@ -19,12 +19,12 @@ from tms.hudi.avro import codec as avro_codec
 from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State, parse_instant_file
 from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 FIXTURES = HUDI_TABLES
 FIXTURES_V8_V9 = [

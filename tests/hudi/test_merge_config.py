@@ -17,10 +17,10 @@ from tms.hudi.files.merge import DeleteVersion, latest_by_key, merge_versions
 from tms.hudi.merge_config import MergeMode, merge_refusals, record_merging
 from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.properties import TableConfig, parse_properties
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.services.table_refusals import unsupported_features
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 MODEL = "org.apache.hudi.common.model."
 EVENT_ID = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"

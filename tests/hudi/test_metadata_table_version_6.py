@@ -24,11 +24,11 @@ from tms.hudi.metadata.rollback import rollback_delta_commit
 from tms.hudi.metadata.schema import METADATA_RECORD_0X, METADATA_RECORD_1X, decode_record
 from tms.hudi.metadata.slice_reader import SCHEMA_INFO_KEY, slice_blocks
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, TableConfig
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import request
+from tms.testing.sample_writer.writer import HudiWriter
 
 METADATA = Path(".hoodie") / "metadata"
 

@@ -16,8 +16,8 @@ from tms.hudi.properties import (
     parse_properties,
     table_checksum,
 )
-from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.storage import Storage
+from tms.testing.sample_writer.new_table import create_table
 
 # As Hudi 0.14's `Properties.store` leaves it, plus what hand edits add: `!` comments, blank
 # lines, `:` and whitespace separators, continuation lines, `\uXXXX` escapes.

@@ -49,9 +49,9 @@ from tms.hudi.files.spilled_slice import (
 )
 from tms.hudi.memory import TaskMemoryExceeded
 from tms.hudi.meta_fields import COMMIT_SEQNO, COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
-from tms.hudi.sample_writer.log_blocks import encode_parquet_data_block
 from tms.hudi.storage import Storage
 from tms.spark_runtime.task_memory import REMEDY, SETTING
+from tms.testing.sample_writer.log_blocks import encode_parquet_data_block
 
 FILE_ID = "5f0c2b2e-0000-4000-8000-000000000001-0"
 BASE_INSTANT = "20260101000000000"

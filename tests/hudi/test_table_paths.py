@@ -10,9 +10,9 @@ import pytest
 from tms.hudi.errors import TableRefusedError, UnsafePathError
 from tms.hudi.files.fs_view import FileSystemView
 from tms.hudi.files.markers import Marker, MarkerType, create_marker, list_markers
-from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.storage import Storage
 from tms.hudi.table_paths import TablePaths
+from tms.testing.sample_writer.new_table import create_table
 
 SOURCE = "clean plan 20250101000000000"
 FILE = "f1-0_0-1-0_20250101000000000.parquet"

@@ -12,12 +12,12 @@ from tests import oracle
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.avro.commit_metadata import CommitMetadata, ReplaceCommitMetadata
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.hudi.timeline.transitions import new_instant_time
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 CLUSTERING_STRATEGY = (
     "org.apache.hudi.client.clustering.run.strategy.SparkSortAndSizeExecutionStrategy"

@@ -40,14 +40,14 @@ from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.files.reader import conform_table, read_file_slice
 from tms.hudi.meta_fields import COMMIT_TIME, META_FIELDS, RECORD_KEY
 from tms.hudi.properties import COPY_ON_WRITE
-from tms.hudi.sample_writer.log_blocks import (
+from tms.hudi.storage import Storage
+from tms.testing.sample_writer.log_blocks import (
     LogBlockFormat,
     encode_parquet_data_block,
     write_data_log_file,
 )
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
-from tms.hudi.storage import Storage
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 NS = "hoodie.t.t_record"
 UTC = dt.UTC

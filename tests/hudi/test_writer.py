@@ -14,13 +14,13 @@ from tms.hudi.files.log_block import BlockType
 from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.files.names import LogFileName
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, TableConfig
-from tms.hudi.sample_writer.log_blocks import LogBlockFormat
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
 from tms.hudi.timeline.timeline import Timeline
+from tms.testing.sample_writer.log_blocks import LogBlockFormat
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 
 def batch(ids: range | list[int], ts: int, city: list[str] | None = None) -> pa.Table:

@@ -19,10 +19,10 @@ from tms.hudi.metadata.column_stats import column_stats_entries
 from tms.hudi.metadata.listing import metadata_file_system_view
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, TableConfig
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 SCHEMA = batch([0], 0).schema
 

@@ -24,7 +24,6 @@ from tests.jobs.stub_api import OK_BEAT, spec_json, stub_api
 from tests.jobs.test_runner import ENTRY, FakeSpark
 from tests.worker import http
 from tests.worker.test_resident_worker import _api_only, _register, _wait_done, _worker
-from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.table import HudiTable
 from tms.jobs.client import JobClient, JobSpec
 from tms.jobs.control import JobControl
@@ -35,6 +34,7 @@ from tms.services import progress
 from tms.services.execution import ServiceResult
 from tms.services.spark import TaskInfo, run_tasks
 from tms.spark_runtime import ensure_java
+from tms.testing.sample_writer.new_table import create_table
 
 DEADLINE = 120.0
 

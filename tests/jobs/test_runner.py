@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from tests.jobs.stub_api import OK_BEAT, StubApi, spec_json, stub_api
-from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.jobs.client import JobClient, JobSpec
@@ -30,6 +29,7 @@ from tms.jobs.runner import (
 )
 from tms.services.execution import ServiceResult
 from tms.spark_runtime import ensure_java
+from tms.testing.sample_writer.new_table import create_table
 
 ENTRY = Path(__file__).resolve().parents[2] / "src" / "tms" / "jobs" / "entry.py"
 

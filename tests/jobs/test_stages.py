@@ -13,7 +13,6 @@ import pytest
 
 from tests.jobs.stub_api import OK_BEAT, Reply, StubApi, spec_json, stub_api
 from tms.hudi.metadata.indexing import IndexPartitionInfo, IndexPlan
-from tms.hudi.sample_writer.new_table import create_table
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import delete_pending, request, transition
@@ -22,6 +21,7 @@ from tms.jobs.control import JobControl, JobStopped
 from tms.jobs.job import Job
 from tms.jobs.runner import EXIT_FAILED, EXIT_OK, JobRunner, _roll_back_cancelled
 from tms.services.execution import ServiceResult
+from tms.testing.sample_writer.new_table import create_table
 
 CANCEL_BEAT: Reply = (200, {"lease_expires_at": None, "cancel_requested": True})
 INSTANT = "20250101000000001"

@@ -19,8 +19,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.api.conftest import batch
 from tests.markers.conftest import Serve, Table, create, register
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, State
@@ -29,6 +27,8 @@ from tms.markers import MarkerHandler
 from tms.metrics import MARKER_CONFLICTS
 from tms.services.conflicts import ConflictCheck, WriteConflictError, find_conflicts
 from tms.services.execution import conflict_in_task
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 
 def conflicts_counted() -> float:

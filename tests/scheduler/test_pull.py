@@ -20,8 +20,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tms.application import OperationManager
 from tms.config import Settings, load_settings
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.ingest.pulled import PulledCommit, PulledTimeline
 from tms.scheduler.pull import Pacer, PullSweep
 from tms.store import (
@@ -36,6 +34,8 @@ from tms.store import (
     register_table,
     session_scope,
 )
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 
 class Clock:

@@ -28,9 +28,6 @@ import pytest
 from tests import oracle
 from tms.hudi.avro.schema import AVRO_TYPE_KEY
 from tms.hudi.meta_fields import META_FIELDS, RECORD_KEY
-from tms.hudi.sample_writer.log_blocks import LogBlockFormat
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.services.clean.execute import execute_clean
 from tms.services.clean.plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
@@ -38,6 +35,9 @@ from tms.services.clustering.execute import execute_clustering
 from tms.services.clustering.plan import schedule_clustering
 from tms.services.compaction.execute import execute_compaction
 from tms.services.compaction.plan import schedule_compaction
+from tms.testing.sample_writer.log_blocks import LogBlockFormat
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 UTC = dt.UTC
 KEYS = 48

@@ -27,8 +27,6 @@ from tms.hudi.files.names import BaseFileName, LogFileName, new_file_id
 from tms.hudi.files.reader import read_file_slice
 from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
@@ -36,6 +34,8 @@ from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
 from tms.services.clean.execute import execute_clean, schedule_clean
 from tms.services.clean.plan import earliest_commit_to_retain
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 CITIES = ("sf", "nyc", "la")
 TOKEN = "0-1-0"

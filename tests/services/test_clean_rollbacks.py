@@ -12,7 +12,6 @@ from tests import oracle
 from tests.services.test_clustering import group_target, small_files_table, trips
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.properties import COPY_ON_WRITE
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, State
@@ -20,6 +19,7 @@ from tms.hudi.timeline.transitions import new_instant_time, request, transition
 from tms.services.clean.plan import schedule_clean
 from tms.services.clean.rollbacks import finish_before_clean
 from tms.services.clustering.execute import schedule_clustering
+from tms.testing.sample_writer.writer import HudiWriter
 
 
 def clustering_plan(tmp_path: Path, *, cancellable: bool = True) -> tuple[str, str]:

@@ -22,8 +22,6 @@ from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.files.names import BaseFileName
 from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
 from tms.hudi.timeline.instant import Action
@@ -31,6 +29,8 @@ from tms.hudi.timeline.transitions import new_instant_time, request
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
 from tms.services.clustering.plan import EXECUTION_STRATEGY, SORT_COLUMNS_PARAM
 from tms.services.registry import ExecutorDecision, Work, table_service
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 ROWS = 1200
 FILE_ROWS = 60  # 10 small file groups per partition

@@ -17,8 +17,6 @@ from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
 from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.properties import COPY_ON_WRITE, METADATA_PARTITIONS
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.heartbeat import HEARTBEAT_FOLDER
 from tms.hudi.timeline.instant import Action, State
@@ -35,6 +33,8 @@ from tms.services.compaction.strategy import (
     LogSizeStrategy,
     strategy_by_name,
 )
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 CITIES = ("sf", "nyc", "la")
 Model = dict[str, dict[str, Any]]

@@ -12,11 +12,11 @@ from tests import oracle
 from tests.crash import has_markers, kill_tms_when, run_tms
 from tests.services.test_compaction import batch
 from tests.services.timeline_files import completed_rollback_files, instant_files
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.services.compaction.execute import schedule_compaction
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 
 def new_base_files(base: str, instant: str) -> set[str]:

@@ -19,7 +19,6 @@ from tests.services.test_clustering import group_target, small_files_table, trip
 from tms.hudi.errors import PlanCancelledError
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, State
@@ -28,6 +27,7 @@ from tms.services.clustering.execute import execute_clustering, schedule_cluster
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
 from tms.services.conflicts import ConflictCheck, WriteConflictError, find_conflicts
 from tms.services.execution import resolve_conflicts
+from tms.testing.sample_writer.writer import HudiWriter
 
 pytestmark = [pytest.mark.spark]
 

@@ -15,8 +15,6 @@ from tms.hudi.actions import INDEXING, METADATA_COMPACTION
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import POSTGRES_PROVIDER, LockSpec
 from tms.hudi.metadata.indexing import schedule_indexing
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.services.apache_hudi.indexing import index_configs
 from tms.services.apache_hudi.options import (
@@ -29,6 +27,8 @@ from tms.services.apache_hudi.options import (
 from tms.services.apache_hudi.procedures import hadoop_path, location_refusals
 from tms.services.registry import Work, table_service
 from tms.spark_runtime.hudi_bundle import bundle_in_cache, hudi_jars, hudi_spark_conf
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 CUSTOM_PAYLOAD = {"hoodie.compaction.payload.class": "com.example.MyPayload"}
 

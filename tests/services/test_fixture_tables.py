@@ -17,10 +17,10 @@ from tests import oracle
 from tests.crash import run_tms
 from tests.hudi.test_fixture_views import WITHOUT_METADATA_TABLE, unzip_fixture
 from tms.hudi.meta_fields import RECORD_KEY
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.services.registry import table_service
+from tms.testing.sample_writer.writer import HudiWriter
 
 MERGE_ON_READ_FIXTURE = "mor_avro_v9_txns_simple_nometa"
 

@@ -29,7 +29,6 @@ from tms.hudi.metadata.column_stats import column_stats_entries
 from tms.hudi.metadata.index_defs import read_index_definitions
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.properties import TableConfig
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import heartbeat
@@ -38,6 +37,7 @@ from tms.hudi.timeline.rollback_instant import RollbackInstant
 from tms.hudi.timeline.transitions import new_instant_time, request
 from tms.services.registry import table_service
 from tms.services.table_refusals import unsupported_features
+from tms.testing.sample_writer.writer import HudiWriter
 
 FIXTURE = "cow_v9_txns_simple_meta"
 PROPERTIES = Path(".hoodie") / "hoodie.properties"

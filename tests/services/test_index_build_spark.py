@@ -26,7 +26,6 @@ from tms.hudi.metadata.partition_stats import partition_stats_entries
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.records import MetadataRecord
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ, METADATA_PARTITIONS, TableConfig
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.transitions import new_instant_time
@@ -34,6 +33,7 @@ from tms.services.clean.execute import execute_clean
 from tms.services.clean.plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
 from tms.services.clustering.execute import execute_clustering
 from tms.services.clustering.plan import schedule_clustering
+from tms.testing.sample_writer.writer import HudiWriter
 
 pytestmark = [pytest.mark.spark]
 

@@ -19,7 +19,6 @@ from tests.hudi.test_writer_metadata_table import assert_metadata_table_true
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.properties import TableConfig
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
@@ -27,6 +26,7 @@ from tms.services.clean.execute import execute_clean, schedule_clean
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
 from tms.services.index import indexing as index
 from tms.services.table_refusals import unsupported_features
+from tms.testing.sample_writer.writer import HudiWriter
 
 NO_METADATA_TABLE = ("cow_v9_txns_simple_nometa", "mor_avro_v9_txns_simple_nometa")
 

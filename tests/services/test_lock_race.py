@@ -15,13 +15,13 @@ from tests.services.test_clustering import trips
 from tms.hudi.errors import CompactionConflictError
 from tms.hudi.files.names import LogFileName
 from tms.hudi.properties import MERGE_ON_READ
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.timeline import Timeline
 from tms.services.compaction.execute import execute_compaction
 from tms.services.registry import table_service
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 pytestmark = [pytest.mark.spark]
 

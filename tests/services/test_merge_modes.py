@@ -12,12 +12,12 @@ import pytest
 from tests import oracle
 from tests.services.test_clustering import group_target
 from tms.hudi.properties import ORDERING_FIELDS, PRECOMBINE_FIELD, RECORD_MERGE_MODE, TableConfig
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 OVERWRITE_PAYLOAD = "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload"
 Model = dict[str, dict[str, Any]]

@@ -20,7 +20,6 @@ from tms.hudi.metadata.column_stats import column_stats_entries
 from tms.hudi.metadata.index_defs import column_stats_columns
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.properties import COPY_ON_WRITE
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
@@ -28,6 +27,7 @@ from tms.services.clean.execute import execute_clean, schedule_clean
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
 from tms.services.metadata.clean import clean_metadata_table
 from tms.services.registry import table_service
+from tms.testing.sample_writer.writer import HudiWriter
 
 pytestmark = [pytest.mark.spark]
 

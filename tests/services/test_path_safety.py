@@ -27,8 +27,6 @@ from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import UnsafePathError
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.properties import MERGE_ON_READ
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
@@ -38,6 +36,8 @@ from tms.services.clean.execute import execute_clean
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
 from tms.services.rollback import rollback_inflight
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 CITIES = ("sf", "nyc", "la")
 

@@ -23,12 +23,12 @@ from tests.services.test_merge_modes import cluster, compact
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.meta_fields import META_FIELDS
 from tms.hudi.properties import PARTITION_FIELDS, TableConfig
-from tms.hudi.sample_writer import keys
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
+from tms.testing.sample_writer import keys
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 VIRTUAL_KEYS = {"hoodie.populate.meta.fields": "false"}
 Model = dict[tuple[int, str], dict[str, Any]]

@@ -19,9 +19,9 @@ from tests.services.test_index_files import assert_files_true
 from tests.storage.conftest import S3Endpoint, upload
 from tests.storage.test_job_on_s3 import register_with_options
 from tests.storage.test_tables_on_s3 import oracle_rows
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.testing.sample_writer.writer import HudiWriter
 
 __all__ = ["services"]  # the e2e fixture, here next to the S3 server's
 

@@ -12,10 +12,10 @@ from tests.services.test_compaction import Model, batch, delete, upsert
 from tests.storage.conftest import S3Endpoint, spark_environment
 from tests.storage.test_tables_on_s3 import oracle_rows
 from tms.hudi.meta_fields import RECORD_KEY
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.table import HudiTable
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 
 def expected_rows(model: Model) -> pa.Table:

@@ -15,9 +15,9 @@ from starlette.exceptions import StarletteDeprecationWarning
 
 from tests.api.conftest import make_settings
 from tms.api import create_app
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.store import register_table
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 from tms.view import ViewCache, ViewHandler
 
 with warnings.catch_warnings():

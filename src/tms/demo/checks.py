@@ -15,7 +15,7 @@ from pathlib import Path
 from tms.demo.options import DemoOptions, DemoRefused
 from tms.demo.s3 import require_s3_server
 from tms.hudi.properties import TABLE_NAME, parse_properties
-from tms.hudi.sample_writer.new_table import TABLE_VERSIONS
+from tms.testing.sample_writer.new_table import TABLE_VERSIONS
 
 __all__ = [
     "DEMO_TABLE_NAME",

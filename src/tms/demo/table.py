@@ -11,10 +11,10 @@ import pyarrow as pa
 
 from tms.api_client import Json
 from tms.demo.checks import DEMO_TABLE_NAME, check_base_path
-from tms.hudi.sample_writer.new_table import create_table
-from tms.hudi.sample_writer.writer import HudiWriter
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.testing.sample_writer.new_table import create_table
+from tms.testing.sample_writer.writer import HudiWriter
 
 __all__ = ["CITIES", "DemoWriter", "callback_payload", "data_files", "file_groups", "trips"]
 

@@ -56,7 +56,7 @@ _ENGINE_NAME = re.compile(r"^[a-z][\w-]*$", re.IGNORECASE)
 # Quieter logs by default, so the tail kept on a failed attempt shows the job's own error.
 _DEFAULT_CONF = {"spark.log.level": "WARN"}
 FAULT_HOOKS = "TMS_FAULT_"
-"""The prefix of the fault tests' hooks (`tms.hudi.fault_pause`), which a job inherits."""
+"""The prefix of the fault tests' hooks (`tms.testing.fault_pause`), which a job inherits."""
 
 
 class Memory(NamedTuple):
@@ -154,7 +154,7 @@ def build_env(
     launch: LaunchSpec, *, home: Path, environ: Mapping[str, str], python: str = sys.executable
 ) -> dict[str, str]:
     """The job's environment: ours minus the service's `TMS_*` settings (but for the fault
-    tests' hooks, `tms.hudi.fault_pause`), plus what the job needs (API URL, token, attempt)
+    tests' hooks, `tms.testing.fault_pause`), plus what the job needs (API URL, token, attempt)
     and the Python that has `tms` installed."""
     env = {
         k: v for k, v in environ.items() if not k.startswith("TMS_") or k.startswith(FAULT_HOOKS)

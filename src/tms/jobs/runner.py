@@ -39,7 +39,6 @@ from tms.hudi.errors import (
     PlanNotFoundError,
     TableRefusedError,
 )
-from tms.hudi.fault_pause import pause_point
 from tms.hudi.locks import use_advisory_locks
 from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
@@ -60,6 +59,7 @@ from tms.services.conflicts import WriteConflictError
 from tms.services.execution import ServiceResult
 from tms.services.plan_executor import StageHook
 from tms.services.progress import tracking
+from tms.testing.fault_pause import pause_point
 
 __all__ = [
     "EXIT_FAILED",

@@ -22,7 +22,6 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.write_stat import WriteStat
-from tms.hudi.fault_pause import pause_point
 from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import delete_markers
 from tms.hudi.files.write_conflicts import FileGroupId
@@ -45,6 +44,7 @@ from tms.services.metadata_sync import MetadataSync, WrittenFile
 from tms.services.spark import TaskInfo, run_tasks
 from tms.services.table_refusals import ensure_supported
 from tms.spark_runtime.task_memory import DEFAULT_BUDGET, task_memory_budget
+from tms.testing.fault_pause import pause_point
 
 __all__ = [
     "CommitActionExecutor",

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from tms.hudi.fault_pause import pause_point
+from tms.testing.fault_pause import pause_point
 
 __all__ = [
     "Progress",

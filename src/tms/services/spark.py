@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tms.hudi.storage.requests import RequestKind, counting, record
-from tms.hudi.task_pause import TASKS_WRITING, after_task_work
 from tms.services import progress
 from tms.spark_runtime.zip_directories import read_zip_directories_once
+from tms.testing.task_pause import TASKS_WRITING, after_task_work
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,7 +63,7 @@ def run_tasks(
     Items and results must be small and picklable (plans in, figures out): data never passes
     through the driver. `file_groups`: the items are file groups (or clustering groups),
     counted in the work's progress. `pause_step`: the fault tests' name for the moment each
-    task's work is done (`tms.hudi.task_pause`), where one job runs two services' tasks.
+    task's work is done (`tms.testing.task_pause`), where one job runs two services' tasks.
     """
     if not items:
         return []

@@ -23,12 +23,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tms.hudi.avro import codec as avro_codec
-from tms.hudi.fault_pause import pause_point
 from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
-from tms.hudi.task_pause import TASKS_WRITING
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import transition
@@ -44,6 +42,8 @@ from tms.services.execution import (
 from tms.services.metadata_sync import MetadataSync
 from tms.services.spark import TaskInfo, run_tasks
 from tms.services.table_refusals import ensure_supported
+from tms.testing.fault_pause import pause_point
+from tms.testing.task_pause import TASKS_WRITING
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

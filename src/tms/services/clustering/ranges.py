@@ -36,7 +36,6 @@ from tms.hudi.files.external_sort import ExternalSort
 from tms.hudi.memory import task_workdir
 from tms.hudi.storage import Storage
 from tms.hudi.storage.requests import counting
-from tms.hudi.task_pause import TASKS_WRITING, after_task_work
 from tms.services import progress
 from tms.services.clustering.rewrite import (
     GroupFigures,
@@ -49,6 +48,7 @@ from tms.services.clustering.rewrite import (
 )
 from tms.services.spark import TaskInfo, current_task_info, record_task_requests, run_tasks
 from tms.spark_runtime.zip_directories import read_zip_directories_once
+from tms.testing.task_pause import TASKS_WRITING, after_task_work
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

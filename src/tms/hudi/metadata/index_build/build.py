@@ -54,8 +54,8 @@ from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.records import RecordLocation, instant_millis, stats_record
 from tms.hudi.metadata.schema import writer_schema
 from tms.hudi.metadata.stats_keys import column_stats_key
-from tms.hudi.task_pause import after_task_work
 from tms.hudi.timeline.timeline import Timeline
+from tms.testing.task_pause import after_task_work
 
 __all__ = ["build_partitions", "slice_location", "task_write_token"]
 

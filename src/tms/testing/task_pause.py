@@ -7,7 +7,7 @@ once its files are written and before it reports, leaves a file there naming its
 (`<stage>-<partition>-<attempt number>-<write token>-<pid>.task`), and a first attempt
 waits until a file `release` appears: whoever watches the folder can kill its executor at
 that moment and see Spark run the task again (as attempt number 1 or later, which never
-waits). The same moment is the step `tasks writing` of `tms.hudi.fault_pause`, which holds
+waits). The same moment is the step `tasks writing` of `tms.testing.fault_pause`, which holds
 the job's own tasks for tests that kill the job.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tms.hudi.fault_pause import hold, pause_point
+from tms.testing.fault_pause import hold, pause_point
 
 __all__ = ["ENV", "RELEASE", "TASKS_WRITING", "after_task_work"]
 

@@ -3,7 +3,7 @@
 Creating a table writes no instant, only the layout and the properties Hudi's writer lays out
 for the table version: version 6 (timeline layout 1, Hudi 0.14/0.15), version 8 (Hudi 1.0) or
 version 9 (Hudi 1.1), both with timeline layout 2 in `.hoodie/timeline/`. Hudi, hudi-rs and
-our reader all open them. Writing batches to it is `tms.hudi.sample_writer.writer`'s.
+our reader all open them. Writing batches to it is `tms.testing.sample_writer.writer`'s.
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ from tms.hudi.properties import (
     TIMELINE_TIMEZONE,
     TableConfig,
 )
-from tms.hudi.sample_writer import keys
-from tms.hudi.sample_writer.metadata_table import initialize_metadata_table
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
+from tms.testing.sample_writer import keys
+from tms.testing.sample_writer.metadata_table import initialize_metadata_table
 
 __all__ = ["TABLE_VERSIONS", "create_table"]
 

@@ -5,12 +5,12 @@ requested/inflight/completed instants with commit metadata (JSON in timeline lay
 and completion times in the file names in layout 2), partition metadata, markers while
 writing and a heartbeat while the instant is in flight. This module holds the instant and
 routes each batch's rows to file groups (existing ones by record key, new ones for the rest);
-the files themselves are written by `tms.hudi.sample_writer.handles`, and new tables are created by
-`tms.hudi.sample_writer.new_table`. Copy-on-write tables rewrite the base files they touch;
-merge-on-read tables append updates and deletes to log files. A table with a metadata table
-gets, before each instant completes, the metadata delta commit of the same instant
-(`tms.hudi.sample_writer.metadata_update`). It runs in one process and is
-meant for tests, demos, benchmarks and small tables.
+the files themselves are written by `tms.testing.sample_writer.handles`, and new tables are
+created by `tms.testing.sample_writer.new_table`. Copy-on-write tables rewrite the base files
+they touch; merge-on-read tables append updates and deletes to log files. A table with a
+metadata table gets, before each instant completes, the metadata delta commit of the same
+instant (`tms.testing.sample_writer.metadata_update`). It runs in one process and is meant
+for tests, demos, benchmarks and small tables.
 """
 
 from __future__ import annotations
@@ -41,22 +41,22 @@ from tms.hudi.meta_fields import (
 from tms.hudi.metadata.writer import write_delta_commit
 from tms.hudi.properties import TableConfig
 from tms.hudi.record_keys import virtual_key_generation
-from tms.hudi.sample_writer import keys
-from tms.hudi.sample_writer.handles import (
-    WriteOperation,
-    append_log_file,
-    create_file_groups,
-    merge_base_file,
-    read_keys,
-)
-from tms.hudi.sample_writer.log_blocks import LogBlockFormat
-from tms.hudi.sample_writer.metadata_update import WriterMetadata
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel, heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import delete_pending, new_instant_time, request, transition
+from tms.testing.sample_writer import keys
+from tms.testing.sample_writer.handles import (
+    WriteOperation,
+    append_log_file,
+    create_file_groups,
+    merge_base_file,
+    read_keys,
+)
+from tms.testing.sample_writer.log_blocks import LogBlockFormat
+from tms.testing.sample_writer.metadata_update import WriterMetadata
 
 __all__ = ["HudiWriter"]
 

@@ -6,7 +6,7 @@ slice, merge-on-read ones append a log file holding a data or delete block to th
 slice (a log file is named by its slice's base instant in timeline layout 1, by the delta
 commit writing it in layout 2). Files get Hudi's names, and each handle creates its marker
 before writing, so a rollback of the instant finds the file. The instant itself (timeline,
-heartbeat, commit metadata) is `tms.hudi.sample_writer.writer`'s: a handle only knows the file it
+heartbeat, commit metadata) is `tms.testing.sample_writer.writer`'s: a handle only knows the file it
 writes.
 """
 
@@ -32,9 +32,9 @@ from tms.hudi.files.reader import conform_table
 from tms.hudi.merge_config import record_merging
 from tms.hudi.meta_fields import COMMIT_SEQNO, FILE_NAME, PARTITION_PATH, RECORD_KEY
 from tms.hudi.record_keys import virtual_key_generation, without_meta_values
-from tms.hudi.sample_writer.log_blocks import LogBlockFormat, write_data_log_file
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.layout import TimelineLayout
+from tms.testing.sample_writer.log_blocks import LogBlockFormat, write_data_log_file
 
 __all__ = ["WriteOperation", "append_log_file", "create_file_groups", "merge_base_file"]
 
