@@ -186,9 +186,15 @@ def spark_environment(spark: Any, endpoint: S3Endpoint) -> None:
     spark.sparkContext.environment.update(endpoint.environment)
 
 
+UPLOAD_BATCH = 8
+"""Files one upload sends at once. fsspec's default is an eighth of the open-files limit
+(2,500 here): every file of a table at once, more connections than moto's one server
+process accepts in time under a loaded suite (a connect timeout)."""
+
+
 def upload(local_root: Path, endpoint: S3Endpoint, name: str) -> str:
     """A copy of a local table folder in the bucket; its `s3://` base path."""
     base_path = endpoint.base_path(name)
     storage = Storage(base_path, storage_options=endpoint.storage_options)
-    storage.fs.put(f"{local_root}/", storage.root, recursive=True)
+    storage.fs.put(f"{local_root}/", storage.root, recursive=True, batch_size=UPLOAD_BATCH)
     return base_path
