@@ -366,6 +366,12 @@ class OperationManager:
         observe.record_foreign_markers(table, action, figures.get("foreign_markers"))
         return Reported(operation, attempt, outcome, duplicate=False)
 
+    def killed_after_reap(self, session: Session, attempt_id: int, code: int) -> None:
+        """A job whose lease was reaped (its attempt already LOST) was killed: only its exit
+        code is kept."""
+        set_exit_code(session, attempt_id, code)
+        session.commit()
+
     def exited(self, session: Session, attempt_id: int, code: int, error: str) -> None:
         """The job's process ended with `code`: kept on the attempt; an attempt still holding
         its lease (its job never reported) ends as `Exited` (cancelled if a cancel was

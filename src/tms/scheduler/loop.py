@@ -210,8 +210,9 @@ class Scheduler:
             job.handle.kill()
             report.killed.append(job.attempt_id)
             code = job.handle.poll()
-            if code is not None:
-                self._job_exited(job, code)
+            if code is not None:  # its attempt is LOST already: no error to build from its log
+                with self._factory() as session:
+                    self._manager.killed_after_reap(session, job.attempt_id, code)
 
     # 2. watching our jobs ---------------------------------------------------------------
 
@@ -250,7 +251,7 @@ class Scheduler:
             report.exited.append(job.attempt_id)
 
     def _job_exited(self, job: RunningJob, code: int) -> None:
-        self._running.pop(job.attempt_id, None)
+        del self._running[job.attempt_id]
         error = exit_error(
             code,
             killed_because=job.stop_reason if job.killed else None,
