@@ -1,6 +1,6 @@
 """The server log has one line per outcome of an operation, with its table, action,
-instant, attempt and reason, once the outcome is committed (the real store; the scheduler
-with a fake engine where a job's process is involved)."""
+instant, attempt and reason, once the outcome is committed (the application's use cases on
+the real store; the scheduler with a fake engine where a job's process is involved)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from sqlalchemy import update
@@ -17,25 +17,27 @@ from sqlalchemy.orm import Session, sessionmaker
 from tests.scheduler.fakes import FakeEngine, FakeHandle, failing_launch, scheduler_for
 from tests.scheduler.fakes import settings_for as scheduler_settings
 from tests.store.helpers import claim, make_op, make_table
-from tms.application.attempt_end import Exited, Failed, finish_attempt
-from tms.engines import LaunchSpec
-from tms.store import (
-    Attempt,
-    Backoff,
-    Operation,
-    OperationStatus,
-    cancel_operation,
-    complete_operation,
-    finish_cancelled,
-    invalidate_operation,
-    remove_operation,
-    retry_operation,
-    session_scope,
+from tms.application import TableAccess, remove, retry
+from tms.application.attempt_end import (
+    AttemptEnd,
+    Completed,
+    Exited,
+    Failed,
+    PlanInvalid,
+    StoppedOnCancel,
+    finish_attempt,
 )
+from tms.application.cancel import cancel_operation
+from tms.backoff import Backoff
+from tms.engines import LaunchSpec
+from tms.hudi.locks import AdvisoryLocks
+from tms.store import Attempt, Operation, OperationStatus, complete_operation, session_scope
 
 LOGGER = "tms.outcomes"
 NO_DELAY = Backoff(base_seconds=0, jitter=0)
 """A retry due at once, so the test claims it again."""
+NO_TABLE = TableAccess(lambda write: None, 5.0, cast(AdvisoryLocks, object()))
+"""A removal's cancel request on the table, not written."""
 
 
 def _lines(caplog: pytest.LogCaptureFixture, operation_id: int) -> list[tuple[int, str]]:
@@ -46,10 +48,13 @@ def _lines(caplog: pytest.LogCaptureFixture, operation_id: int) -> list[tuple[in
     ]
 
 
-def _running(factory: sessionmaker[Session], **kwargs: object) -> tuple[Operation, int]:
-    """A RUNNING operation of table db.t with its first attempt; (operation, attempt id)."""
+def _running(
+    factory: sessionmaker[Session], name: str = "t", **kwargs: Any
+) -> tuple[Operation, int]:
+    """A RUNNING operation of table db.<name> with its first attempt; (operation, attempt
+    id). Nothing else may be due."""
     with session_scope(factory) as s:
-        op = make_op(s, make_table(s), **kwargs)
+        op = make_op(s, make_table(s, name), **kwargs)
     with session_scope(factory) as s:
         (claimed,) = claim(s)
         return op, claimed.attempt.id
@@ -57,6 +62,10 @@ def _running(factory: sessionmaker[Session], **kwargs: object) -> tuple[Operatio
 
 def _attempt(session: Session, attempt_id: int) -> Attempt:
     return session.get_one(Attempt, attempt_id)
+
+
+def _end(session: Session, attempt_id: int, end: AttemptEnd) -> None:
+    finish_attempt(session, _attempt(session, attempt_id), end, backoff=NO_DELAY)
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +76,7 @@ def _capture(caplog: pytest.LogCaptureFixture) -> None:
 def test_completed(factory: sessionmaker[Session], caplog: pytest.LogCaptureFixture) -> None:
     op, attempt_id = _running(factory)
     with session_scope(factory) as s:
-        complete_operation(s, _attempt(s, attempt_id))
+        _end(s, attempt_id, Completed())
     assert _lines(caplog, op.id) == [
         (
             logging.INFO,
@@ -75,6 +84,16 @@ def test_completed(factory: sessionmaker[Session], caplog: pytest.LogCaptureFixt
             "attempt 1; now COMPLETED: the job reported success",
         )
     ]
+
+
+def test_the_store_alone_logs_nothing(
+    factory: sessionmaker[Session], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The line is the application's: the store's statement only applies the status."""
+    op, attempt_id = _running(factory)
+    with session_scope(factory) as s:
+        complete_operation(s, _attempt(s, attempt_id))
+    assert _lines(caplog, op.id) == []
 
 
 def test_failed_with_a_retry_then_out_of_retries(
@@ -100,24 +119,25 @@ def test_failed_with_a_retry_then_out_of_retries(
     assert lines[1][1].endswith("attempt 2; now FAILED: failed, out of retries: boom")
 
 
-def test_cancelled_invalid_removed_and_retried(
+def test_cancelled_invalid_removed_failed_and_retried(
     factory: sessionmaker[Session], caplog: pytest.LogCaptureFixture
 ) -> None:
-    running, _ = _running(factory)
+    failed, failed_attempt = _running(factory, "w", max_retries=0)
+    with session_scope(factory) as s:
+        _end(s, failed_attempt, Failed("no such file", retryable=False))
+    running, attempt_id = _running(factory)
     with session_scope(factory) as s:
         scheduled = make_op(s, make_table(s, "u"))
         removed = make_op(s, make_table(s, "v"))
-    with session_scope(factory) as s:
+    with factory() as s:
         cancel_operation(s, scheduled.id, reason="cancelled by operator")
-        remove_operation(s, removed.id, reason="removed by RFC-43 remove")
-        invalidate_operation(s, running.id, reason="the plan vanished from the timeline")
-    with session_scope(factory) as s:
-        retry_operation(s, scheduled.id)
+        _end(s, attempt_id, PlanInvalid("the plan vanished from the timeline"))
+        s.commit()
+        remove(s, removed.id, reason="removed by RFC-43 remove", table=NO_TABLE)
+        retry(s, failed.id, reason="retried by operator")
     assert [m for _, m in _lines(caplog, scheduled.id)] == [
         f"operation {scheduled.id} cancelled: table db.u, compaction, instant "
         f"{scheduled.instant}, attempt -; now CANCELLED: cancelled by operator",
-        f"operation {scheduled.id} retried: table db.u, compaction, instant "
-        f"{scheduled.instant}, attempt -; now SCHEDULED: retried by operator",
     ]
     assert [m for _, m in _lines(caplog, removed.id)] == [
         f"operation {removed.id} cancelled: table db.v, compaction, instant "
@@ -130,6 +150,18 @@ def test_cancelled_invalid_removed_and_retried(
             f"{running.instant}, attempt 1; now INVALID: the plan vanished from the timeline",
         )
     ]
+    assert _lines(caplog, failed.id) == [
+        (
+            logging.WARNING,
+            f"operation {failed.id} failed: table db.w, compaction, instant {failed.instant}, "
+            "attempt 1; now FAILED: no such file",
+        ),
+        (
+            logging.INFO,
+            f"operation {failed.id} retried: table db.w, compaction, instant {failed.instant}, "
+            "attempt -; now SCHEDULED: retried by operator",
+        ),
+    ]
 
 
 def test_a_cancelled_job_and_a_rolled_back_outcome(
@@ -139,9 +171,9 @@ def test_a_cancelled_job_and_a_rolled_back_outcome(
     with session_scope(factory) as s:
         other = make_op(s, make_table(s, "u"))
     with factory() as s:
-        complete_operation(s, _attempt(s, attempt_id))
+        _end(s, attempt_id, Completed())
         s.rollback()  # never happened: not logged
-        complete_operation(s, _attempt(s, attempt_id))
+        _end(s, attempt_id, Completed())
         s.close()  # nor this
         cancel_operation(s, other.id)  # the same session, a new transaction
         s.commit()
@@ -150,7 +182,7 @@ def test_a_cancelled_job_and_a_rolled_back_outcome(
         cancel_operation(s, op.id)  # running: only a request, not an outcome
     assert _lines(caplog, op.id) == []
     with session_scope(factory) as s:
-        finish_cancelled(s, _attempt(s, attempt_id), error="rolled back the plan")
+        _end(s, attempt_id, StoppedOnCancel(error="rolled back the plan"))
     assert [m for _, m in _lines(caplog, op.id)] == [
         f"operation {op.id} cancelled: table db.t, compaction, instant {op.instant}, "
         "attempt 1; now CANCELLED: cancelled by request: rolled back the plan"

@@ -10,8 +10,9 @@ from sqlalchemy.orm import Session
 from tests.store.helpers import claim, make_op, make_table
 from tms import metrics
 from tms.application.attempt_end import Failed, finish_attempt
+from tms.backoff import Backoff
 from tms.config import Settings, load_settings
-from tms.store import Alert, Backoff, Operation, Tbl
+from tms.store import Alert, Operation, Tbl
 
 NO_JITTER = Backoff(base_seconds=60, factor=2, max_seconds=3600, jitter=0)
 

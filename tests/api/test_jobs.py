@@ -13,7 +13,8 @@ from tests.api.helpers import instant, register, submit
 from tests.store.helpers import claim, db_now
 from tms import metrics
 from tms.application.attempt_end import reap_expired_leases
-from tms.store import Backoff, Claim, issue_attempt_token
+from tms.backoff import Backoff
+from tms.store import Claim, issue_attempt_token
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient

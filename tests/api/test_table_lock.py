@@ -19,6 +19,7 @@ from tests.api.helpers import register, submit
 from tests.services.test_clustering import group_target, small_files_table
 from tests.store.helpers import claim, db_now
 from tms.application.attempt_end import reap_expired_leases
+from tms.backoff import Backoff
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import (
     LockSpec,
@@ -34,7 +35,7 @@ from tms.jobs.client import JobClient
 from tms.jobs.table_lock import ServiceTableLocks
 from tms.services.clustering.execute import schedule_clustering
 from tms.services.registry import table_service
-from tms.store import Backoff, Claim, TableLocks, issue_attempt_token
+from tms.store import Claim, TableLocks, issue_attempt_token
 from tms.testing.sample_writer.writer import HudiWriter
 
 if TYPE_CHECKING:

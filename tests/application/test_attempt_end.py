@@ -18,11 +18,11 @@ from tms.application.attempt_end import (
     finish_attempt,
     reap_expired_leases,
 )
+from tms.application.cancel import cancel_operation
+from tms.backoff import Backoff
 from tms.store import (
     AttemptOutcome,
-    Backoff,
     OperationStatus,
-    cancel_operation,
     get_attempt,
     get_operation,
     list_attempts,

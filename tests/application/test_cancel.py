@@ -1,5 +1,6 @@
-"""One cancel for every caller: what it changes in tms, and which plans' cancel requests it
-writes on the table (here only which calls it makes: the API tests write them on tables)."""
+"""One cancel for every caller: what it changes in tms (`cancel_operation` decides, the
+store's statements apply), and which plans' cancel requests it writes on the table (here only
+which calls it makes: the API tests write them on tables)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,23 @@ from collections.abc import Callable
 from functools import partial
 from typing import cast
 
+import pytest
 from sqlalchemy.orm import Session
 
-from tests.store.helpers import make_table
+from tests.store.helpers import claim, make_op, make_table
 from tms.application import TableAccess, cancel, remove
+from tms.application.cancel import cancel_operation
 from tms.hudi.locks import AdvisoryLocks
-from tms.store import OperationStatus, ServiceAction, submit_operation
+from tms.store import (
+    NotFound,
+    OperationStatus,
+    ServiceAction,
+    TransitionRefused,
+    list_events,
+    submit_operation,
+)
+
+S = OperationStatus
 
 
 class Calls:
@@ -70,3 +82,26 @@ def test_remove_cancels_a_scheduled_plan_as_a_cancel_does(session: Session) -> N
     assert calls.instants() == ["20260101000000003"]
     remove(session, planned, reason="by test", table=_access(calls))
     assert len(calls.made) == 1
+
+
+def test_a_waiting_operation_is_cancelled_and_a_running_one_asked_to_stop(
+    session: Session,
+) -> None:
+    table, other = make_table(session, "t"), make_table(session, "u")
+    scheduled = make_op(session, table)
+    assert cancel_operation(session, scheduled.id).status is S.CANCELLED
+    with pytest.raises(TransitionRefused, match="cannot cancel: status is CANCELLED"):
+        cancel_operation(session, scheduled.id)
+
+    running = make_op(session, other)
+    stubborn = make_op(session, table, cancellable=False)
+    claim(session)
+    requested = cancel_operation(session, running.id, reason="operator")
+    assert requested.status is S.RUNNING and requested.cancel_requested
+    assert cancel_operation(session, running.id).cancel_requested  # asked once
+    with pytest.raises(TransitionRefused, match=r"expected SCHEDULED \(not cancellable\)"):
+        cancel_operation(session, stubborn.id)
+    reasons = [e.reason or "" for e in list_events(session, running.id)]
+    assert [r for r in reasons if r.startswith("cancel")] == ["cancel requested: operator"]
+    with pytest.raises(NotFound):
+        cancel_operation(session, 999_999)

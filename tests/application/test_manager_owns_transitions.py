@@ -5,7 +5,8 @@ The store's statements that claim, launch, heartbeat, finish or reap an attempt 
 `application.attempt_end`); the `observe` functions that count those transitions by the
 manager alone. The scheduler, the workers' and the jobs' routes go through it. A second
 caller would be a second copy of a transition, free to drift (as the RUNNING count once did
-between the scheduler and the workers' route).
+between the scheduler and the workers' route). Likewise the store's statements that apply a
+request's decision (a cancel, a removal, a retry) are called by `tms.application` alone.
 """
 
 from __future__ import annotations
@@ -83,10 +84,28 @@ def test_only_the_manager_counts_an_attempts_transitions() -> None:
     assert callers_outside({SRC / "observe.py", MANAGER}, TRANSITION_COUNTS) == {}
 
 
+REQUEST_STATEMENTS = frozenset(
+    {
+        "cancel_scheduled",
+        "remove_operation",
+        "request_cancel_of_running",
+        "resubmit_cancelled",
+        "retry_operation",
+    }
+)
+"""The store's statements that apply what a request's use case decided."""
+
+
+def test_only_the_application_applies_a_requests_decision() -> None:
+    owners = set((SRC / "store").rglob("*.py")) | set((SRC / "application").rglob("*.py"))
+    assert callers_outside(owners, REQUEST_STATEMENTS) == {}
+
+
 REQUEST_USE_CASES = frozenset(
     {
         "apply_triggers",
         "cancel",
+        "cancel_operation",
         "check_auto_register",
         "check_request",
         "register",

@@ -10,10 +10,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from tms.backoff import Backoff
 from tms.config import Settings, load_settings
 from tms.engines import EngineRegistry, LaunchError, LaunchSpec
 from tms.scheduler import Scheduler
-from tms.store import Backoff, attempt_for_token, complete_operation, session_scope
+from tms.store import attempt_for_token, complete_operation, session_scope
 
 
 class FakeHandle:

@@ -9,10 +9,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.scheduler.fakes import FakeEngine, scheduler_for, settings_for
 from tests.store.helpers import make_op, make_table
+from tms.application.cancel import cancel_operation
 from tms.store import (
     AttemptOutcome,
     OperationStatus,
-    cancel_operation,
     complete_operation,
     get_attempt,
     get_operation,

@@ -9,17 +9,18 @@ from sqlalchemy.orm import Session
 
 from tests.store.helpers import claim, db_now, make_op, make_table
 from tms.application.attempt_end import Exited, finish_attempt, reap_expired_leases
+from tms.backoff import Backoff
 from tms.store import (
-    Backoff,
     OperationStatus,
     ServiceAction,
-    cancel_operation,
+    cancel_scheduled,
     complete_operation,
     finish_cancelled,
     get_operation,
     plan_settled,
     plans_to_abort,
     remove_operation,
+    request_cancel_of_running,
 )
 
 S = OperationStatus
@@ -39,11 +40,11 @@ def test_every_way_to_cancelled_marks_an_operation_with_a_plan(session: Session)
     lost = make_op(session, tables[4], ServiceAction.CLUSTERING)
     unplanned = make_op(session, tables[5], ServiceAction.CLUSTERING, at=None)
     clean = make_op(session, tables[6], ServiceAction.CLEAN)
-    cancel_operation(session, scheduled.id)
+    cancel_scheduled(session, scheduled.id, reason="cancelled by operator")
     remove_operation(session, removed.id)
     claims = {c.operation.id: c for c in claim(session, lease_seconds=10)}
     for operation in (reported, killed, lost, unplanned, clean):
-        cancel_operation(session, operation.id)  # a cancel request for each running job
+        request_cancel_of_running(session, operation.id, reason="operator")  # each running job
     finish_cancelled(session, claims[reported.id].attempt, error="the job stopped")
     finish_attempt(
         session,
@@ -65,7 +66,7 @@ def test_every_way_to_cancelled_marks_an_operation_with_a_plan(session: Session)
 def test_a_marked_plan_holds_back_what_would_plan_until_it_is_settled(session: Session) -> None:
     table, other = make_table(session, "t"), make_table(session, "u")
     cancelled = make_op(session, table, ServiceAction.CLUSTERING)
-    cancel_operation(session, cancelled.id)
+    cancel_scheduled(session, cancelled.id, reason="cancelled by operator")
     retry = make_op(session, table, ServiceAction.CLUSTERING, at=None)  # plans anew when it runs
     compaction = make_op(session, table, ServiceAction.COMPACTION, at=None)
     elsewhere = make_op(session, other, ServiceAction.CLUSTERING, at=None)
@@ -86,7 +87,7 @@ def test_a_marked_plan_holds_back_what_would_plan_until_it_is_settled(session: S
 def test_an_operation_with_its_own_plan_is_not_held_back(session: Session) -> None:
     table = make_table(session)
     cancelled = make_op(session, table, ServiceAction.CLUSTERING)
-    cancel_operation(session, cancelled.id)
+    cancel_scheduled(session, cancelled.id, reason="cancelled by operator")
     own_plan = make_op(session, table, ServiceAction.CLUSTERING)
 
     assert [c.operation.id for c in claim(session)] == [own_plan.id]

@@ -13,9 +13,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.store.helpers import db_now, make_op, make_table
 from tms.application.attempt_end import Completed, finish_attempt
+from tms.backoff import Backoff
 from tms.store import (
     Attempt,
-    Backoff,
     Operation,
     OperationStatus,
     Tbl,

@@ -17,7 +17,7 @@ from tests.db_fixtures import PgServer, database_at
 from tests.store.helpers import make_op, make_table
 from tms.store import (
     ServiceAction,
-    cancel_operation,
+    cancel_scheduled,
     get_operation,
     record_executor_report,
     resubmit_cancelled,
@@ -67,7 +67,7 @@ def test_the_database_refuses_other_executors(session: Session) -> None:
 def test_a_cancelled_operations_retry_keeps_its_executor(session: Session) -> None:
     table = make_table(session)
     operation = make_op(session, table, ServiceAction.CLEAN, at=None, executor="hudi")
-    cancelled = cancel_operation(session, operation.id, reason="test")
+    cancelled = cancel_scheduled(session, operation.id, reason="test")
     retried = resubmit_cancelled(session, cancelled)
     assert retried.created and retried.operation.id != operation.id
     assert retried.operation.executor == "hudi"

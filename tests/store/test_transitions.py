@@ -13,7 +13,7 @@ from tms.store import (
     NotFound,
     OperationStatus,
     TransitionRefused,
-    cancel_operation,
+    cancel_scheduled,
     complete_operation,
     fail_attempt,
     finish_cancelled,
@@ -22,6 +22,7 @@ from tms.store import (
     invalidate_operation,
     list_attempts,
     list_events,
+    request_cancel_of_running,
     reschedule_operation,
     retry_operation,
 )
@@ -67,7 +68,8 @@ def test_guarded_transitions_refuse_the_wrong_status(session: Session) -> None:
         reschedule_operation(session, op.id, at=timedelta(minutes=1), reason="later")
     complete_operation(session, c.attempt)
     refusals: list[Callable[[], object]] = [
-        lambda: cancel_operation(session, op.id),
+        lambda: cancel_scheduled(session, op.id, reason="late"),
+        lambda: request_cancel_of_running(session, op.id, reason="late"),
         lambda: invalidate_operation(session, op.id, reason="gone"),
         lambda: fail_attempt(session, c.attempt, error="late"),
         lambda: finish_cancelled(session, c.attempt),
@@ -76,7 +78,7 @@ def test_guarded_transitions_refuse_the_wrong_status(session: Session) -> None:
         with pytest.raises(TransitionRefused, match="status is COMPLETED"):
             refused()
     with pytest.raises(NotFound):
-        cancel_operation(session, 999_999)
+        cancel_scheduled(session, 999_999, reason="gone")
     assert [e.to_status for e in list_events(session, op.id)][-1] is S.COMPLETED
 
 
@@ -112,19 +114,18 @@ def test_a_failure_applies_the_decided_status(session: Session) -> None:
 
 
 def test_cancel(session: Session) -> None:
+    """The two statements a cancel applies (`application.cancel` decides which): a
+    scheduled operation CANCELLED at once, a running one's job asked to stop."""
     table, other = make_table(session, "t"), make_table(session, "u")
     scheduled = make_op(session, table)
-    assert cancel_operation(session, scheduled.id).status is S.CANCELLED
+    assert cancel_scheduled(session, scheduled.id, reason="operator").status is S.CANCELLED
 
     running = make_op(session, other)
-    stubborn = make_op(session, table, cancellable=False)
     claims = {c.operation.id: c for c in claim(session)}
-    requested = cancel_operation(session, running.id, reason="operator")
+    requested = request_cancel_of_running(session, running.id, reason="operator")
     assert requested.status is S.RUNNING and requested.cancel_requested
-    assert cancel_operation(session, running.id).cancel_requested  # idempotent
-    with pytest.raises(TransitionRefused, match="not cancellable"):
-        cancel_operation(session, stubborn.id)
-    # A retryable failure after a cancel request does not retry.
+    with pytest.raises(TransitionRefused, match="status is CANCELLED, expected RUNNING"):
+        request_cancel_of_running(session, scheduled.id, reason="operator")
     done = finish_cancelled(session, claims[running.id].attempt, error="stopped")
     assert done.status is S.CANCELLED
     assert get_attempt(session, claims[running.id].attempt.id).outcome is AttemptOutcome.CANCELLED

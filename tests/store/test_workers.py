@@ -1,6 +1,6 @@
 """Which engine runs an operation: a resident worker claims what it can run in its queues
 (left to choose, or asking for `spark-worker`); the scheduler claims the rest for
-spark-submit, noting on the attempt why a worker serving its queue did not take it."""
+spark-submit (why a worker did not take one is `application.chosen_engine`'s)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from tms.store import (
     Worker,
     claim_due_operations,
     claim_worker_operations,
-    engine_note,
     get_attempt,
     list_workers,
     live_worker_queues,
@@ -89,16 +88,6 @@ def test_a_live_worker_takes_what_it_can_run_and_the_scheduler_the_rest(
         for op_id in (left.id, asked.id):
             attempt = get_attempt(s, s.get_one(Operation, op_id).current_attempt_id or 0)
             assert (attempt.engine, attempt.worker_id) == ("spark-worker", "w1")
-    with session_scope(factory) as s:
-        notes = {}
-        for op in (sized, tuned, secret, etl, submit):
-            current = s.get_one(Operation, op.id)
-            notes[op.id] = engine_note(current, current.table, ["default"])
-        assert "driver JVM" in (notes[sized.id] or "")
-        assert "spark.executor.cores" in (notes[tuned.id] or "")
-        assert "storage options" in (notes[secret.id] or "")
-        assert notes[etl.id] is None, "no worker serves etl"
-        assert notes[submit.id] is None, "it asked for spark-submit"
 
 
 def test_without_a_live_worker_the_scheduler_takes_what_is_left_to_choose(

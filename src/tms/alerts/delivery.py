@@ -4,9 +4,10 @@ the alerts of silent tables and POSTs due alerts to `TMS_ALERT_WEBHOOK_URL`.
 Every instance runs rounds; the store's claim (`FOR UPDATE SKIP LOCKED` and a lease) gives
 each alert to one of them at a time. A try is one POST of the alert's JSON; a 2xx answer
 delivers it, anything else is retried after the `retry_*` backoff until
-`alert_max_deliveries` tries failed. A webhook that does not answer ends the round early:
-the other due alerts wait for the next round rather than for one timeout each. Without a
-webhook URL alerts are only recorded (shown by the API) and stay PENDING.
+`alert_max_deliveries` tries failed (`alerts.outcomes` decides, the store records). A
+webhook that does not answer ends the round early: the other due alerts wait for the next
+round rather than for one timeout each. Without a webhook URL alerts are only recorded
+(shown by the API) and stay PENDING.
 """
 
 from __future__ import annotations
@@ -20,17 +21,10 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
+from tms.alerts.outcomes import Delivery, alert_silent_tables, record_try
+from tms.backoff import Backoff
 from tms.rounds import BackgroundRound
-from tms.store import (
-    Alert,
-    AlertStatus,
-    Backoff,
-    Delivery,
-    claim_due_alerts,
-    raise_silent_tables,
-    record_delivery,
-    session_scope,
-)
+from tms.store import Alert, AlertStatus, claim_due_alerts, session_scope
 
 if TYPE_CHECKING:
     from tms.config import Settings
@@ -141,7 +135,7 @@ class AlertDelivery:
             return
         self._swept_at = mono
         with session_scope(self._factory) as session:
-            raised = raise_silent_tables(
+            raised = alert_silent_tables(
                 session,
                 timeout_seconds=self._settings.notification_timeout_seconds,
                 silent_timeouts=self._settings.alert_silent_timeouts,
@@ -159,7 +153,7 @@ class AlertDelivery:
 
     def _record(self, alert: Alert, delivery: Delivery, now: datetime | None) -> None:
         with session_scope(self._factory) as session:
-            recorded = record_delivery(
+            recorded = record_try(
                 session,
                 alert,
                 delivery,

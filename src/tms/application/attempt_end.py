@@ -3,8 +3,9 @@
 A job's result, a job process that exited without reporting, a launch that failed and a lease
 that expired all end here. `finish_attempt` locks the operation while the attempt still holds
 its lease and decides between completion, a retry after `Backoff`'s delay and a final status;
-the store's guarded transitions then move the operation, end the attempt, record the event and
-note the outcome's log line, all in the caller's transaction.
+the store's guarded transitions then move the operation, end the attempt and record the event,
+and this module notes the outcome's log line (`outcome_log`) and raises the alert of an
+operation that FAILED (`alerts.outcomes`), all in the caller's transaction.
 
 The retry rule: an operation retries while it allows retries (`retry_on_error`) and has some
 left (`run_times <= max_retries`, a lost attempt counting as one), unless a cancel is pending.
@@ -21,9 +22,11 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from tms.alerts.outcomes import alert_failed_operation
+from tms.application.outcome_log import note_outcome, note_transition
+from tms.backoff import Backoff
 from tms.store import (
     Attempt,
-    Backoff,
     Operation,
     OperationStatus,
     complete_operation,
@@ -50,6 +53,14 @@ __all__ = [
 ]
 
 S = OperationStatus
+JOB_SUCCEEDED = "the job reported success"
+STOPPED_ON_CANCEL = "cancelled by request"
+LOST = {
+    S.SCHEDULED: "lost, retry scheduled",
+    S.FAILED: "lost, out of retries",
+    S.CANCELLED: "lost, cancelled",
+}
+"""What a lost attempt meant for its operation, by the status it moved to (its log line)."""
 
 
 @dataclass(frozen=True)
@@ -136,15 +147,13 @@ def finish_attempt(
     retry_at = delay if now is None else now + delay
     match end:
         case Completed(figures=figures, exit_code=exit_code):
-            moved = complete_operation(
-                session, attempt, result=figures or None, figures=figures, exit_code=exit_code
-            )
+            moved = _complete(session, attempt, figures, exit_code)
         case Failed(error=error, retryable=retryable, exit_code=exit_code, figures=figures):
             moved = _fail(
                 session, operation, attempt, error, retryable, retry_at, exit_code, figures
             )
         case Exited(error=error, exit_code=exit_code) if operation.cancel_requested:
-            moved = finish_cancelled(session, attempt, error=error, exit_code=exit_code)
+            moved = _stopped(session, attempt, error, exit_code)
         case Exited(error=error, exit_code=exit_code):
             moved = _fail(session, operation, attempt, error, True, retry_at, exit_code)
         case LaunchFailed(error=error, retryable=retryable):
@@ -152,13 +161,12 @@ def finish_attempt(
                 session, operation, attempt, f"launch failed: {error}", retryable, retry_at
             )
         case StoppedOnCancel(error=error, exit_code=exit_code):
-            moved = finish_cancelled(session, attempt, error=error, exit_code=exit_code)
+            moved = _stopped(session, attempt, error, exit_code)
         case PlanInvalid(reason=reason):
             moved = invalidate_operation(session, operation.id, reason=reason)
+            note_transition(session, moved, S.RUNNING, reason=reason, attempt=attempt)
         case Lost():
-            moved = lose_attempt(
-                session, operation, attempt, to=_lost_to(operation), retry_at=retry_at, now=now
-            )
+            moved = _lost(session, operation, attempt, retry_at, now)
     return Finished(moved, attempt)
 
 
@@ -192,6 +200,48 @@ def _lost_to(operation: Operation) -> OperationStatus:
     return S.SCHEDULED if _may_retry(operation) else S.FAILED
 
 
+def _complete(
+    session: Session, attempt: Attempt, figures: dict[str, Any] | None, exit_code: int | None
+) -> Operation:
+    """The job reported success: the operation COMPLETED, with its figures as its result."""
+    moved = complete_operation(
+        session, attempt, result=figures or None, figures=figures, exit_code=exit_code
+    )
+    note_transition(session, moved, S.RUNNING, detail=JOB_SUCCEEDED, attempt=attempt)
+    return moved
+
+
+def _stopped(
+    session: Session, attempt: Attempt, error: str | None, exit_code: int | None
+) -> Operation:
+    """The job stopped on a cancel request (or its process ended with one pending)."""
+    moved = finish_cancelled(
+        session, attempt, error=error, exit_code=exit_code, reason=STOPPED_ON_CANCEL
+    )
+    note_transition(
+        session, moved, S.RUNNING, reason=STOPPED_ON_CANCEL, detail=error, attempt=attempt
+    )
+    return moved
+
+
+def _lost(
+    session: Session,
+    operation: Operation,
+    attempt: Attempt,
+    retry_at: datetime | timedelta,
+    now: datetime | None,
+) -> Operation:
+    """The attempt's lease expired: retried, failed for good (alerted) or cancelled."""
+    moved = lose_attempt(
+        session, operation, attempt, to=_lost_to(operation), retry_at=retry_at, now=now
+    )
+    label = LOST[moved.status]  # the log gives the expiry `lose_attempt` kept as its error
+    note_outcome(session, moved, label, attempt.error or label, attempt=attempt)
+    if moved.status is S.FAILED:
+        alert_failed_operation(session, moved, attempt, now=now)
+    return moved
+
+
 def _fail(
     session: Session,
     operation: Operation,
@@ -210,7 +260,7 @@ def _fail(
         reason += f"{operation.max_retries}"
     else:
         reason = "failed, out of retries" if retryable else "failed"
-    return fail_attempt(
+    moved = fail_attempt(
         session,
         attempt,
         error=error,
@@ -219,3 +269,7 @@ def _fail(
         retry_at=retry_at if retry else None,
         reason=reason,
     )
+    note_transition(session, moved, S.RUNNING, reason=reason, detail=error, attempt=attempt)
+    if moved.status is S.FAILED:
+        alert_failed_operation(session, moved, attempt)
+    return moved

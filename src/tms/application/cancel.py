@@ -2,7 +2,9 @@
 
 In tms: a scheduled operation is CANCELLED at once; a running one gets `cancel_requested`
 and its job stops at its next heartbeat (writing RFC-79's cancel request on the table
-itself); cancelling a cancelled operation changes nothing; a finished one is refused.
+itself); cancelling a cancelled operation changes nothing; a finished one, and a running one
+that is not cancellable, are refused. `cancel_operation` decides which, and the store's
+guarded statements apply it.
 
 On the table: a scheduled operation cancelled here whose plan is on the timeline (a planned
 action with an instant) also gets RFC-79's cancel request written, so writers see it at once.
@@ -26,6 +28,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from tms import observe
+from tms.application.outcome_log import note_transition
 from tms.hudi.actions import PLANNED_ACTIONS
 from tms.hudi.errors import CancelRefusedError, TableNotFoundError, UnsupportedTableError
 from tms.hudi.locks import AdvisoryLocks, LockSpec, LockTimeoutError, use_advisory_locks
@@ -33,9 +36,25 @@ from tms.hudi.table import HudiTable
 from tms.planning import BadJobInput, lock_settings
 from tms.policies.params import table_wide_params
 from tms.services.cancel import execute_cancel, request_cancel
-from tms.store import Operation, OperationStatus, cancel_operation, get_operation, get_table
+from tms.store import (
+    Operation,
+    OperationStatus,
+    TransitionRefused,
+    cancel_scheduled,
+    get_operation,
+    get_table,
+    lock_operation,
+    request_cancel_of_running,
+)
 
-__all__ = ["Cancelled", "TableAccess", "abort_cancelled_plan", "cancel", "request_on_table"]
+__all__ = [
+    "Cancelled",
+    "TableAccess",
+    "abort_cancelled_plan",
+    "cancel",
+    "cancel_operation",
+    "request_on_table",
+]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +103,28 @@ def cancel(
 
 
 _CANCELLED = OperationStatus.CANCELLED
+S = OperationStatus
+
+
+def cancel_operation(
+    session: Session, operation_id: int, *, reason: str = "cancelled by operator"
+) -> Operation:
+    """In the caller's transaction: SCHEDULED → CANCELLED at once. A RUNNING, cancellable
+    operation gets `cancel_requested` (recorded as an event) and stays RUNNING until its job
+    stops; a running operation that is not cancellable is refused (`TransitionRefused`), as
+    is any other status."""
+    current = lock_operation(session, operation_id)
+    if current.status != S.RUNNING:
+        cancelled = cancel_scheduled(session, operation_id, reason=reason)
+        note_transition(session, cancelled, S.SCHEDULED, reason=reason)
+        return cancelled
+    if not current.cancellable:
+        raise TransitionRefused(
+            operation_id, "cancel", {S.SCHEDULED}, current.status, "not cancellable"
+        )
+    if current.cancel_requested:
+        return current
+    return request_cancel_of_running(session, operation_id, reason=reason)
 
 
 def request_on_table(session: Session, cancelled: Iterable[Operation], access: TableAccess) -> None:

@@ -35,6 +35,7 @@ from tms.application.attempt_end import (
     reap_expired_leases,
 )
 from tms.application.cancel import Cancelled, TableAccess, cancel
+from tms.application.chosen_engine import engine_note
 from tms.application.refusals import Refused
 from tms.application.registration import (
     StorageShows,
@@ -47,12 +48,12 @@ from tms.application.remove import remove
 from tms.application.retry import retry
 from tms.application.submit import CheckedRequest, SubmitRequest, check_request, submit
 from tms.application.triggers import apply_triggers
+from tms.backoff import Backoff
 from tms.config import Settings
 from tms.store import (
     SPARK_SUBMIT,
     Attempt,
     AttemptOutcome,
-    Backoff,
     Claim,
     CountedTable,
     NotFound,
@@ -62,7 +63,6 @@ from tms.store import (
     Tbl,
     claim_due_operations,
     claim_worker_operations,
-    engine_note,
     extend_lease,
     holds_lease,
     issue_attempt_token,

@@ -8,15 +8,18 @@ from sqlalchemy.orm import Session
 
 from tms import observe
 from tms.application.cancel import TableAccess, request_on_table
-from tms.store import Operation, OperationStatus, get_operation, remove_operation
+from tms.application.outcome_log import note_outcome
+from tms.store import Operation, OperationStatus, lock_operation, remove_operation
 
 __all__ = ["remove"]
 
 
 def remove(session: Session, operation_id: int, *, reason: str, table: TableAccess) -> Operation:
     """Remove the operation and commit; `TransitionRefused` while it runs."""
-    before = get_operation(session, operation_id).status
+    before = lock_operation(session, operation_id).status
     removed = remove_operation(session, operation_id, reason=reason)
+    if removed.status != before:  # a waiting operation, cancelled by its removal
+        note_outcome(session, removed, "cancelled", reason)
     session.commit()
     if removed.status != before:
         observe.operation_moved(removed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy.orm import Session
 
 from tms import observe
+from tms.application.outcome_log import note_transition
 from tms.application.refusals import NotRetryable
 from tms.store import Operation, OperationStatus, get_operation, resubmit_cancelled, retry_operation
 
@@ -26,6 +27,8 @@ def retry(session: Session, operation_id: int, *, reason: str) -> Operation:
             observe.operation_moved(submitted.operation)
         return submitted.operation
     operation = retry_operation(session, operation_id, reason=reason)
+    # Moved from FAILED (the statement moves FAILED or CANCELLED, both logged as retried).
+    note_transition(session, operation, OperationStatus.FAILED, reason=reason)
     session.commit()
     observe.operation_moved(operation)
     return operation

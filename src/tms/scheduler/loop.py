@@ -49,6 +49,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tms import metrics, observe
 from tms.alerts import AlertDelivery
 from tms.application import ClaimedJob, OperationManager
+from tms.backoff import Backoff
 from tms.engines.base import LaunchError
 from tms.engines.process import tail_log
 from tms.scheduler.cancel_scan import CancelScan
@@ -57,7 +58,6 @@ from tms.scheduler.launcher import RunningJob, exit_error, launch_spec
 from tms.scheduler.pull import PullSweep
 from tms.scheduler.wakeup import Wakeup
 from tms.store import (
-    Backoff,
     OperationStatus,
     TableLocks,
     heartbeat_instance,

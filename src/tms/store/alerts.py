@@ -5,14 +5,14 @@ Raising is idempotent by `dedupe_key` (`INSERT … ON CONFLICT DO NOTHING`), so 
 raised once per event however many instances see it. Delivery is a small queue: a claim
 takes due PENDING rows `FOR UPDATE SKIP LOCKED` and moves their `next_attempt_at` past a
 short lease, so each alert is tried by one instance at a time and is tried again by any
-instance if that one dies mid-try; the try's result is recorded only while no other claim
-recorded one since (`deliveries` unchanged). `tms_alerts_total` counts what committed.
+instance if that one dies mid-try; the try's result (what `tms.alerts` decided of it) is
+recorded only while no other claim recorded one since (`deliveries` unchanged). Who raises and
+records counts it (`tms_alerts_total`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,19 +29,15 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy import event as sa_event
 from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.orm import Session
 
-from tms import metrics
 from tms.store.models import Alert, AlertStatus, Attempt, Operation, Tbl
-from tms.store.retry import Backoff
 
 __all__ = [
     "ALERT_KINDS",
     "OPERATION_FAILED",
     "TABLE_SILENT",
-    "Delivery",
     "alerts_of_operation",
     "claim_due_alerts",
     "list_alerts",
@@ -59,7 +55,6 @@ RECENT_ATTEMPTS = 10
 MAX_ERROR_CHARS = 4000
 """Error texts in a payload and `last_error` are cut to this (a job's error may end with a
 log tail)."""
-_COUNTED = "tms_alert_counts"
 
 
 def _clock(now: datetime | None) -> ColumnElement[datetime]:
@@ -106,10 +101,7 @@ def raise_alert(
         .returning(Alert)
         .execution_options(populate_existing=True)
     )
-    alert = session.scalars(stmt).one_or_none()
-    if alert is not None:
-        _count(session, kind, "raised")
-    return alert
+    return session.scalars(stmt).one_or_none()
 
 
 def table_json(table: Tbl) -> dict[str, Any]:
@@ -277,39 +269,26 @@ def claim_due_alerts(
     return sorted(session.scalars(stmt), key=lambda a: (a.created_at, a.id))
 
 
-@dataclass(frozen=True)
-class Delivery:
-    """One try's result: `error` is None when the webhook accepted the alert."""
-
-    error: str | None = None
-
-
 def record_delivery(
     session: Session,
     alert: Alert,
-    delivery: Delivery,
     *,
-    max_deliveries: int,
-    backoff: Backoff,
+    status: AlertStatus,
+    error: str | None,
+    retry_in: timedelta | None = None,
     now: datetime | None = None,
 ) -> Alert | None:
-    """Record the try of a claimed `alert` (as claimed: its `deliveries` then): DELIVERED,
-    or PENDING again after `backoff`'s delay, or FAILED once `max_deliveries` tries failed.
-    None when another claim recorded a try since (this one's lease had run out)."""
-    tries = alert.deliveries + 1
-    values: dict[str, Any] = {"deliveries": tries}
-    if delivery.error is None:
-        outcome = "delivered"
-        values |= {"status": AlertStatus.DELIVERED, "delivered_at": _clock(now)}
-    else:
-        values["last_error"] = trim(delivery.error)
-        if tries >= max_deliveries:
-            outcome = "failed"
-            values["status"] = AlertStatus.FAILED
-        else:
-            outcome = "retried"
-            delay = timedelta(seconds=backoff.delay(tries))
-            values["next_attempt_at"] = _clock(now) + literal(delay)
+    """Record the try of a claimed `alert` (as claimed: its `deliveries` then) as `tms.alerts`
+    decided it: its `status` (DELIVERED stamps `delivered_at`), the webhook's `error`, and
+    for a PENDING one the delay to its next try. None when another claim recorded a try
+    since (this one's lease had run out)."""
+    values: dict[str, Any] = {"deliveries": alert.deliveries + 1, "status": status}
+    if status is AlertStatus.DELIVERED:
+        values["delivered_at"] = _clock(now)
+    if error is not None:
+        values["last_error"] = trim(error)
+    if retry_in is not None:
+        values["next_attempt_at"] = _clock(now) + literal(retry_in)
     stmt = (
         update(Alert)
         .where(
@@ -321,10 +300,7 @@ def record_delivery(
         .returning(Alert)
         .execution_options(populate_existing=True, synchronize_session=False)
     )
-    recorded = session.scalars(stmt).one_or_none()
-    if recorded is not None:
-        _count(session, recorded.kind, outcome)
-    return recorded
+    return session.scalars(stmt).one_or_none()
 
 
 def alerts_of_operation(session: Session, operation_id: int) -> list[Alert]:
@@ -358,22 +334,3 @@ def list_alerts(
     if before_id is not None:
         stmt = stmt.where(Alert.id < before_id)
     return list(session.scalars(stmt.order_by(Alert.id.desc()).limit(limit)))
-
-
-# tms_alerts_total, counted once the transaction that raised or recorded commits.
-
-
-def _count(session: Session, kind: str, outcome: str) -> None:
-    session.info.setdefault(_COUNTED, []).append((kind, outcome))
-
-
-@sa_event.listens_for(Session, "after_commit")
-def _count_committed(session: Session) -> None:
-    for kind, outcome in session.info.pop(_COUNTED, ()):
-        metrics.ALERTS.labels(kind, outcome).inc()
-
-
-@sa_event.listens_for(Session, "after_transaction_end")
-def _forget_uncommitted(session: Session, transaction: SessionTransaction) -> None:
-    if transaction.parent is None:
-        session.info.pop(_COUNTED, None)

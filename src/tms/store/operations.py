@@ -23,7 +23,6 @@ from tms.store.cancelled_plans import abort_due_on_cancel
 from tms.store.errors import NotFound, OperationConflict, TransitionRefused
 from tms.store.events import record_event
 from tms.store.models import UNPLANNED, Operation, OperationStatus, ServiceAction, Tbl
-from tms.store.outcome_log import note_outcome
 from tms.store.wakeups import notify_due
 
 __all__ = [
@@ -34,6 +33,7 @@ __all__ = [
     "get_operation",
     "instant_planned_here",
     "list_operations",
+    "lock_operation",
     "operation_states",
     "queue_depth",
     "remove_operation",
@@ -378,7 +378,6 @@ def remove_operation(session: Session, operation_id: int, *, reason: str = "remo
     operation = session.scalars(stmt).one()
     if was == S.SCHEDULED:
         record_event(session, operation_id, S.SCHEDULED, S.CANCELLED, reason)
-        note_outcome(session, operation, "cancelled", reason)
     return operation
 
 

@@ -4,6 +4,9 @@ Every transition is one `UPDATE … WHERE id = :id AND status IN (<expected>) RE
 of two instances (or an operator and a job) racing on one operation exactly one wins and the
 other gets `TransitionRefused`. Transitions out of RUNNING also name the attempt: a job whose
 lease was reaped and whose operation was claimed again can no longer finish it.
+
+Each applies a status the application decided (`tms.application`: an attempt's end, a
+cancel, a retry), which also writes the outcome's log line and raises the alerts.
 """
 
 from __future__ import annotations
@@ -15,22 +18,20 @@ from typing import Any
 from sqlalchemy import ColumnElement, func, literal, select, update
 from sqlalchemy.orm import Session
 
-from tms.store.alerts import raise_operation_failed
 from tms.store.cancelled_plans import abort_due_on_cancel
 from tms.store.errors import NotFound, TransitionRefused
 from tms.store.events import record_event
 from tms.store.models import Attempt, AttemptOutcome, Operation, OperationStatus
-from tms.store.operations import lock_operation
-from tms.store.outcome_log import note_outcome, outcome_label
 
 __all__ = [
-    "cancel_operation",
+    "cancel_scheduled",
     "complete_operation",
     "fail_attempt",
     "finish_cancelled",
     "invalidate_operation",
     "lock_running_operation",
     "lose_attempt",
+    "request_cancel_of_running",
     "reschedule_operation",
     "retry_operation",
 ]
@@ -84,15 +85,9 @@ def transition(
     values: dict[str, Any] | None = None,
     reason: str | None = None,
     attempt: Attempt | None = None,
-    detail: str | None = None,
-    logged_attempt: Attempt | None = None,
-    label: str | None = None,
     now: datetime | None = None,
 ) -> Operation:
-    """One guarded transition, its event, and (for an outcome) its log line; `detail` (an
-    attempt's error) and `logged_attempt` (when `attempt` is not a guard) go to the log.
-    `label` names an outcome the statuses alone do not tell (a lost attempt); its log line
-    gives `detail` only."""
+    """One guarded transition and its event (`attempt`, when given, must hold the lease)."""
     conditions = [Operation.id == operation_id, Operation.status.in_(list(expected))]
     if attempt is not None:
         conditions.append(Operation.current_attempt_id == attempt.id)
@@ -115,25 +110,15 @@ def transition(
     if row is None:
         raise _refused(session, operation_id, wanted, expected, attempt)
     operation: Operation = row[0]
-    from_status = row[1]
     record_event(
         session,
         operation.id,
-        OperationStatus(from_status),
+        OperationStatus(row[1]),
         to,
         reason,
         attempt_id=attempt.id if attempt is not None else None,
         at=now,
     )
-    if label is not None:
-        note_outcome(session, operation, label, detail or label, attempt=attempt)
-        return operation
-    label = outcome_label(OperationStatus(from_status), to)
-    if label is not None:
-        said = [part for part in (reason if reason != label else None, detail) if part]
-        note_outcome(
-            session, operation, label, ": ".join(said) or label, attempt=logged_attempt or attempt
-        )
     return operation
 
 
@@ -199,7 +184,6 @@ def complete_operation(
         values={**LEASE_CLEARED, "result": result, "cancel_requested": False},
         reason="completed",
         attempt=attempt,
-        detail="the job reported success",
     )
     finish_attempt_row(
         session, attempt, AttemptOutcome.SUCCEEDED, exit_code=exit_code, figures=figures
@@ -232,22 +216,11 @@ def fail_attempt(
         values=values,
         reason=reason,
         attempt=attempt,
-        detail=error,
     )
     finish_attempt_row(
         session, attempt, AttemptOutcome.FAILED, error=error, exit_code=exit_code, figures=figures
     )
-    if operation.status is S.FAILED:
-        raise_operation_failed(session, operation, attempt)
     return operation
-
-
-# What a lost attempt meant for its operation, by the status it moved to.
-_LOST = {
-    S.SCHEDULED: "lost, retry scheduled",
-    S.FAILED: "lost, out of retries",
-    S.CANCELLED: "lost, cancelled",
-}
 
 
 def lose_attempt(
@@ -259,8 +232,9 @@ def lose_attempt(
     retry_at: datetime | timedelta,
     now: datetime | None = None,
 ) -> Operation:
-    """The attempt's lease expired: it is LOST, and its operation (locked by the caller)
-    RUNNING → `to` (SCHEDULED at `retry_at`, FAILED or CANCELLED)."""
+    """The attempt's lease expired: it is LOST (the expiry kept as its error), and its
+    operation (locked by the caller) RUNNING → `to` (SCHEDULED at `retry_at`, FAILED or
+    CANCELLED)."""
     expired = operation.lease_expires_at
     heartbeat = operation.last_heartbeat_at
     detail = f"lease expired at {expired} (last heartbeat {heartbeat or 'never'})"
@@ -284,13 +258,9 @@ def lose_attempt(
         values=values,
         reason="lease expired",
         attempt=attempt,
-        detail=error,
-        label=_LOST[to],
         now=now,
     )
     finish_attempt_row(session, attempt, AttemptOutcome.LOST, error=error, now=now)
-    if moved.status is S.FAILED:
-        raise_operation_failed(session, moved, attempt, now=now)
     return moved
 
 
@@ -300,6 +270,7 @@ def finish_cancelled(
     *,
     error: str | None = None,
     exit_code: int | None = None,
+    reason: str = "cancelled by request",
 ) -> Operation:
     """The job stopped on a cancel request (and rolled its plan back): RUNNING → CANCELLED."""
     operation = transition(
@@ -309,36 +280,29 @@ def finish_cancelled(
         expected={S.RUNNING},
         to=S.CANCELLED,
         values=dict(LEASE_CLEARED),
-        reason="cancelled by request",
+        reason=reason,
         attempt=attempt,
-        detail=error,
     )
     finish_attempt_row(session, attempt, AttemptOutcome.CANCELLED, error=error, exit_code=exit_code)
     return operation
 
 
-def cancel_operation(
-    session: Session, operation_id: int, *, reason: str = "cancelled by operator"
-) -> Operation:
-    """SCHEDULED → CANCELLED at once. A RUNNING, cancellable operation gets
-    `cancel_requested` (recorded as an event) and stays RUNNING until its job stops; a
-    running operation that is not cancellable is refused."""
-    current = lock_operation(session, operation_id)
-    if current.status != S.RUNNING:
-        return transition(
-            session,
-            operation_id,
-            wanted="cancel",
-            expected={S.SCHEDULED},
-            to=S.CANCELLED,
-            reason=reason,
-        )
-    if not current.cancellable:
-        raise TransitionRefused(
-            operation_id, "cancel", {S.SCHEDULED}, current.status, "not cancellable"
-        )
-    if current.cancel_requested:
-        return current
+def cancel_scheduled(session: Session, operation_id: int, *, reason: str) -> Operation:
+    """SCHEDULED → CANCELLED at once (`application.cancel` decides a cancel)."""
+    return transition(
+        session,
+        operation_id,
+        wanted="cancel",
+        expected={S.SCHEDULED},
+        to=S.CANCELLED,
+        reason=reason,
+    )
+
+
+def request_cancel_of_running(session: Session, operation_id: int, *, reason: str) -> Operation:
+    """RUNNING stays RUNNING with `cancel_requested` (recorded as an event) until its job
+    stops; `TransitionRefused` once it is not RUNNING (`application.cancel` decides a
+    cancel)."""
     stmt = (
         update(Operation)
         .where(Operation.id == operation_id, Operation.status == S.RUNNING)
@@ -346,7 +310,9 @@ def cancel_operation(
         .returning(Operation)
         .execution_options(populate_existing=True, synchronize_session=False)
     )
-    operation = session.scalars(stmt).one()
+    operation = session.scalars(stmt).one_or_none()
+    if operation is None:
+        raise _refused(session, operation_id, "request cancel", {S.RUNNING}, None)
     record_event(
         session,
         operation_id,
@@ -374,7 +340,6 @@ def invalidate_operation(session: Session, operation_id: int, *, reason: str) ->
         to=S.INVALID,
         values={**LEASE_CLEARED, "last_error": reason},
         reason=reason,
-        logged_attempt=attempt,
     )
     if attempt is not None:
         finish_attempt_row(session, attempt, AttemptOutcome.FAILED, error=reason)

@@ -19,14 +19,12 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.orm import Session
 
 from tms.store.claiming import Claim, claim_due_operations
-from tms.store.models import Attempt, Operation, Tbl, Worker
+from tms.store.models import Attempt, Worker
 
 __all__ = [
     "SPARK_SUBMIT",
     "SPARK_WORKER",
-    "asked_engine",
     "claim_worker_operations",
-    "engine_note",
     "list_workers",
     "live_worker_queues",
     "record_engine",
@@ -158,34 +156,3 @@ def record_engine(
         .values(engine=engine, worker_id=worker_id, engine_note=note)
         .execution_options(synchronize_session="fetch")
     )
-
-
-def asked_engine(operation: Operation, table: Tbl) -> str:
-    """The engine the operation asks for: its own, else its table's, else `spark` (either
-    engine: a worker when one serves its queue)."""
-    own = (operation.engine or "spark").strip().lower()
-    if own != "spark":
-        return own
-    return str((table.policy or {}).get("execution_engine") or "spark").strip().lower()
-
-
-def engine_note(operation: Operation, table: Tbl, worker_queues: Sequence[str]) -> str | None:
-    """Why an operation the scheduler claimed for spark-submit did not go to a worker that
-    could have had it (a worker serves its queue, or it asked for one); None otherwise."""
-    asked = asked_engine(operation, table)
-    if asked == SPARK_SUBMIT or (asked == "spark" and operation.queue not in worker_queues):
-        return None
-    if operation.resource:
-        return f"resource {operation.resource} needs a driver JVM of its own: run by spark-submit"
-    spark_keys = sorted(k for k in operation.extra_params or {} if k.startswith("spark."))
-    if spark_keys:
-        return (
-            f"Spark settings {', '.join(spark_keys)} are fixed when a SparkSession starts: "
-            "run by spark-submit"
-        )
-    if table.storage_options:
-        return (
-            "the table's storage options reach Spark tasks through the application's "
-            "environment, one set per application: run by spark-submit"
-        )
-    return None

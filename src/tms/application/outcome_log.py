@@ -1,35 +1,28 @@
 """One server log line per outcome of an operation, written once its transaction commits.
 
-Outcomes are recorded in several places (a job's result, a process that died, a failed
-launch, an expired lease, a cancel, an operator's retry), each through the store. The store
-notes each outcome on the session where it records it, and this module logs the notes when
-the transaction commits, so a transition that was rolled back is never logged, and each
-committed one is logged once.
+Outcomes are decided in several places (a job's result, a process that died, a failed
+launch, an expired lease, a cancel, a removal, an operator's retry), each in this package,
+which notes the outcome on the session right after the store's statement applied it; the
+line is written when the transaction commits (`tms.at_commit`), so a transition that was
+rolled back is never logged, and each committed one is logged once.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from functools import partial
 
-from sqlalchemy import event
-from sqlalchemy.orm import Session, SessionTransaction
+from sqlalchemy.orm import Session
 
-from tms.store.models import Attempt, Operation, OperationStatus, Tbl
+from tms.at_commit import at_commit
+from tms.store import Attempt, Operation, OperationStatus, Tbl
 
-__all__ = ["note_outcome", "outcome_label"]
+__all__ = ["note_outcome", "note_transition", "outcome_label"]
 
 log = logging.getLogger("tms.outcomes")
 
-_PENDING = "tms_outcomes"
 _MAX_REASON = 500
 S = OperationStatus
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    level: int
-    message: str
 
 
 def outcome_label(from_status: OperationStatus, to: OperationStatus) -> str | None:
@@ -74,18 +67,23 @@ def note_outcome(
         f"{attempt.number if attempt is not None else '-'}; now {operation.status.value}: "
         f"{_short(reason)}"
     )
-    session.info.setdefault(_PENDING, []).append(_Outcome(_level(label), message))
+    at_commit(session, partial(log.log, _level(label), "%s", message))
 
 
-@event.listens_for(Session, "after_commit")
-def _log_committed(session: Session) -> None:
-    for outcome in session.info.pop(_PENDING, ()):
-        log.log(outcome.level, "%s", outcome.message)
-
-
-@event.listens_for(Session, "after_transaction_end")
-def _forget_uncommitted(session: Session, transaction: SessionTransaction) -> None:
-    """Rolled back, or closed without a commit: those outcomes never happened. (A commit
-    logged and removed its notes before its transaction ended.)"""
-    if transaction.parent is None:
-        session.info.pop(_PENDING, None)
+def note_transition(
+    session: Session,
+    moved: Operation,
+    from_status: OperationStatus,
+    *,
+    reason: str | None = None,
+    detail: str | None = None,
+    attempt: Attempt | None = None,
+) -> None:
+    """Log the outcome of a guarded transition from `from_status` to `moved`'s status, if
+    it is one (`outcome_label`): the event's `reason` unless the label says it already, then
+    `detail` (an attempt's error)."""
+    label = outcome_label(from_status, moved.status)
+    if label is None:
+        return
+    said = [part for part in (reason if reason != label else None, detail) if part]
+    note_outcome(session, moved, label, ": ".join(said) or label, attempt=attempt)

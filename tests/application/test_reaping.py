@@ -1,3 +1,7 @@
+"""Leases that expired: `reap_expired_leases` ends their attempts as LOST and decides what
+becomes of each operation (retried after the backoff, failed when out of retries, cancelled
+when a cancel was pending)."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -6,11 +10,11 @@ from sqlalchemy.orm import Session
 
 from tests.store.helpers import claim, db_now, make_op, make_table
 from tms.application.attempt_end import reap_expired_leases
+from tms.application.cancel import cancel_operation
+from tms.backoff import Backoff
 from tms.store import (
     AttemptOutcome,
-    Backoff,
     OperationStatus,
-    cancel_operation,
     extend_lease,
     get_attempt,
     list_events,
@@ -71,10 +75,3 @@ def test_lost_attempt_of_a_cancel_request_is_cancelled(session: Session) -> None
         session, backoff=NO_JITTER, now=db_now(session) + timedelta(seconds=2)
     )
     assert reaped.operation.status is S.CANCELLED
-
-
-def test_backoff_formula() -> None:
-    backoff = Backoff(base_seconds=5, factor=2, max_seconds=60, jitter=0.1)
-    assert [backoff.delay(n, rand=lambda: 0.5) for n in (1, 2, 3, 5, 100)] == [5, 10, 20, 60, 60]
-    assert backoff.delay(1, rand=lambda: 0.0) == 4.5
-    assert backoff.delay(1, rand=lambda: 1.0) == 5.5

@@ -1,4 +1,9 @@
-"""Retry delays: exponential backoff, capped, with jitter (River's ±10% by default)."""
+"""Retry delays: exponential backoff, capped, with jitter (River's ±10% by default).
+
+A policy, not a statement: the application decides with it when a failed attempt runs again
+(`application.attempt_end`) and `alerts` when a refused alert is tried again; the store only
+applies the time they chose.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ class Backoff:
     """`delay(n)` = min(max, base · factor^(n-1)) · (1 ± jitter) after the n-th launch failed.
 
     The one computation of a retry's delay: `application.attempt_end` applies it to failed,
-    exited, unlaunched and lost attempts alike.
+    exited, unlaunched and lost attempts alike, `alerts` to a webhook's refusals.
     """
 
     base_seconds: float = 5.0
