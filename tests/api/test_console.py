@@ -4,11 +4,14 @@ for the caller's role."""
 
 from __future__ import annotations
 
+import re
+from importlib.resources import files
 from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.api.conftest import ADMIN, AUTH_TOKENS, VIEWER, WRITER, MakeClient, bearer
+from tms.hudi.actions import TABLE_SERVICE_ACTIONS
 
 if TYPE_CHECKING:
     from starlette.testclient import TestClient
@@ -78,10 +81,21 @@ def test_whoami_without_tokens_is_admin(client: TestClient) -> None:
     assert client.get("/v1/auth/whoami").json() == {"role": "admin", "auth_enabled": False}
 
 
+def test_the_console_lists_no_table_services_itself() -> None:
+    """Its action filter is the service's list (`/v1/overview/actions`), never an array of
+    its own that a new table service would leave behind."""
+    script = files("tms.api").joinpath("console", "app.js").read_text(encoding="utf-8")
+    assert "/v1/overview/actions" in script
+    lists = [
+        [action for action in TABLE_SERVICE_ACTIONS if f'"{action}"' in array]
+        for array in re.findall(r"\[[^\[\]]*\]", script)
+    ]
+    assert [named for named in lists if len(named) > 1] == []
+
+
 def test_the_console_files_ship_in_the_package() -> None:
     """A non-editable install carries them: pyproject's package data names each kind."""
     import tomllib
-    from importlib.resources import files
     from pathlib import Path
 
     from tms.api.routes.console import ASSETS

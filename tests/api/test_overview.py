@@ -1,5 +1,6 @@
 """What the operator console reads: `/v1/overview` (queues, attempts finished per bucket,
-instances), `/v1/overview/tables` (backlog, search, sort, failures in 24 h), a table's file
+instances), `/v1/overview/tables` (backlog, search, sort, failures in 24 h),
+`/v1/overview/actions` (the table services, as the registry lists them), a table's file
 groups from storage (checked against hudi-rs), an attempt's log, and the queue filter of
 `/v1/operations`. Viewers may read all of it."""
 
@@ -17,6 +18,8 @@ from sqlalchemy.orm import Session
 from tests import oracle
 from tests.api.conftest import ADMIN, AUTH_TOKENS, VIEWER, MakeClient, batch, bearer, mor_writer
 from tests.api.helpers import register, submit
+from tms.hudi.actions import TABLE_SERVICE_ACTIONS
+from tms.services.registry import SERVICES
 from tms.store import Attempt, register_instance
 
 if TYPE_CHECKING:
@@ -176,9 +179,20 @@ def test_bad_table_list_parameters_are_422_naming_them(
 
 def test_viewers_read_the_overview_and_tables(make_client: MakeClient) -> None:
     client = make_client(auth_tokens=AUTH_TOKENS)
-    for path in ("/v1/overview", "/v1/overview/tables"):
+    for path in ("/v1/overview", "/v1/overview/tables", "/v1/overview/actions"):
         assert client.get(path, headers=bearer(VIEWER)).status_code == 200
         assert client.get(path).status_code == 401
+
+
+def test_the_actions_are_the_registrys_table_services(client: TestClient) -> None:
+    """The console's action filter offers what this answers: the registry's services."""
+    answer = client.get("/v1/overview/actions")
+    assert answer.status_code == 200
+    assert answer.json() == {"actions": list(TABLE_SERVICE_ACTIONS)}
+    assert answer.json()["actions"] == list(SERVICES)
+    document = client.get("/openapi.json").json()
+    schema = document["paths"]["/v1/overview/actions"]["get"]["responses"]["200"]["content"]
+    assert schema["application/json"]["schema"] == {"$ref": "#/components/schemas/ActionsOut"}
 
 
 def test_the_operations_list_filters_by_queue(client: TestClient, busy: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """The operator console in a real browser: sign in, find a table, open its timeline, retry a
-failed operation, cancel a running one, and see the viewer role refused a retry, each
-checked on the page and against the API. With `TMS_SCREENSHOTS=1` the pages are saved to
-`docs/console/` (the README's pictures)."""
+failed operation, cancel a running one, filter by the service's own list of table services,
+and see the viewer role refused a retry, each checked on the page and against the API. With
+`TMS_SCREENSHOTS=1` the pages are saved to `docs/console/` (the README's pictures)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from tests.browser.conftest import (
     bearer,
 )
 from tests.e2e.conftest import Service
+from tms.hudi.actions import TABLE_SERVICE_ACTIONS
 
 pytestmark = pytest.mark.browser
 
@@ -206,6 +207,23 @@ def test_attempts_show_outcome_error_and_log(
     assert "cleaning\n1/3 file groups" in running.text
     bar = running.find_element(By.CSS_SELECTOR, ".progress > span")
     assert bar.get_attribute("style").startswith("width: 33.3")
+
+
+def test_the_action_filter_offers_the_services_table_services(
+    browser: WebDriver, console: Service, scenario: Scenario
+) -> None:
+    """The choices are the service's (`/v1/overview/actions`, the list the registry
+    follows), not the page's own; a chosen one filters the operations."""
+    driver = browser
+    sign_in(driver, console, VIEWER)
+    open_view(driver, console, "/operations?action=clean", "#filter-action")
+    options = css(driver, "#filter-action option")
+    assert [o.get_attribute("value") for o in options] == ["", *TABLE_SERVICE_ACTIONS]
+    assert [o.get_attribute("value") for o in options if o.is_selected()] == ["clean"]
+    rows = css(driver, "#operations tbody tr")
+    shown = {int(str(r.get_attribute("data-operation-id"))) for r in rows}
+    cleans = console.http.get("/v1/operations", params={"action": "clean"}).json()["items"]
+    assert shown == {o["id"] for o in cleans} and scenario.running_id in shown
 
 
 def test_retry_a_failed_and_cancel_a_running_operation(

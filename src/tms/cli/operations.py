@@ -6,14 +6,15 @@ API refuses, 2 when the service does not answer).
 
 from __future__ import annotations
 
-import enum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 
 from tms.api_client import Json
 from tms.cli.remote import AsJson, ExecutorOption, Token, Url, connect, qualified, resolve_table
 from tms.cli.render import echo_json, print_fields, print_rows, short_time
+from tms.cli.service_names import ServiceName, service_names
+from tms.hudi.actions import INDEXING
 
 __all__ = ["ops_app"]
 
@@ -26,19 +27,13 @@ OperationId = Annotated[int, typer.Argument(help="Operation id.", min=1)]
 _ERROR_WIDTH = 60
 
 
-class ActionName(enum.StrEnum):
-    compaction = "compaction"
-    clustering = "clustering"
-    clean = "clean"
-    metadata_compaction = "metadata-compaction"
-    indexing = "indexing"
-    index_word = "index"
-    """RFC-43's word for indexing (`index` itself is taken by `str.index`)."""
-
-    @property
-    def action(self) -> str:
-        """The stored action this name stands for."""
-        return ActionName.indexing.value if self is ActionName.index_word else self.value
+# Typer reads the annotations below at run time and gets the enum with its members; mypy,
+# which cannot see members made at run time, checks them as `ServiceName`.
+if TYPE_CHECKING:
+    ActionName: TypeAlias = ServiceName
+else:
+    ActionName = service_names("ActionName", words=("index",))
+    """Every table service, and RFC-43's word `index` for indexing (its `.action`)."""
 
 
 def _first_line(text: Any, width: int = _ERROR_WIDTH) -> str | None:
@@ -246,7 +241,7 @@ def _params(values: list[str]) -> dict[str, str]:
 def _index_params(action: str, partitions: str | None, drop: bool) -> dict[str, str]:
     """`--partitions` and `--drop` as the planning parameters of an index operation; the
     API checks the names (and that there are some)."""
-    if action != ActionName.indexing.value:
+    if action != INDEXING:
         if partitions is not None or drop:
             raise typer.BadParameter("only for index (indexing)", param_hint="--partitions/--drop")
         return {}

@@ -6,9 +6,17 @@ compaction on the timeline, or a metadata table they cannot keep true (partition
 partitions they do not keep, a partitioned record index, a layout they do not write). Apache
 Hudi's own code (`services.apache_hudi`) has refusals of its own; the executors' choice
 (`services.registry.TableService.decide`) weighs both.
+
+Those are a data table's rules, the default for a table as the format layer opens it
+(`HudiTable`, which carries no service policy). A table the services open in a role of their
+own (`services.metadata.table.MetadataTable`, for the metadata table's clean) answers its own
+refusals (`RefusingTable`), so a new kind of table brings its rules with it.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.merge_config import merge_refusals
@@ -33,9 +41,15 @@ from tms.hudi.record_keys.table_keys import timestamp_partition_fields
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import Timeline
-from tms.services.metadata.table import MetadataTable
 
-__all__ = ["KEPT_METADATA_PARTITIONS", "ensure_supported", "unsupported_features"]
+__all__ = [
+    "KEPT_METADATA_PARTITIONS",
+    "DataTableRefusals",
+    "RefusingTable",
+    "ensure_supported",
+    "refusals_of",
+    "unsupported_features",
+]
 
 BOOTSTRAP_INDEX_FOLDER = ".hoodie/.aux/.bootstrap"
 KEPT_METADATA_PARTITIONS = (
@@ -48,27 +62,60 @@ KEPT_METADATA_PARTITIONS = (
 """Metadata partitions the services keep true; bloom filters and expression indexes are not."""
 
 
+@runtime_checkable
+class RefusingTable(Protocol):
+    """A table that says itself what keeps the services off it, and what a refusal calls
+    the work refused; a table without these gets the data table's rules."""
+
+    def refusals(self) -> list[str]:
+        """Why the services must not touch it; empty when they may."""
+        ...
+
+    def refused_work(self) -> str:
+        """What a refusal says cannot be done, e.g. `clean the metadata table /x`."""
+        ...
+
+
+@dataclass(frozen=True)
+class DataTableRefusals:
+    """A data table's rules (`RefusingTable`'s answers for a table of the format layer)."""
+
+    table: HudiTable
+    timeline: Timeline | None = None
+
+    def refusals(self) -> list[str]:
+        """Read against the caller's timeline when it has one: one listing, not two."""
+        return _data_table_refusals(self.table, self.timeline or self.table.timeline())
+
+    def refused_work(self) -> str:
+        """Every service is refused alike on a data table."""
+        return f"run table services on {self.table.base_path}"
+
+
+def refusals_of(table: HudiTable, timeline: Timeline | None = None) -> RefusingTable:
+    """Who answers for `table`: itself when it answers its own refusals, else the data
+    table's rules (read against `timeline`, or its own)."""
+    return table if isinstance(table, RefusingTable) else DataTableRefusals(table, timeline)
+
+
 def ensure_supported(table: HudiTable, timeline: Timeline | None = None) -> None:
     """Refuse, before anything is written, a table our services would damage."""
-    reasons = unsupported_features(table, timeline)
-    if not reasons:
-        return
-    if isinstance(table, MetadataTable):
-        raise UnsupportedTableError(
-            f"cannot clean the metadata table {table.base_path}: " + "; ".join(reasons)
-        )
-    raise UnsupportedTableError(
-        f"cannot run table services on {table.base_path}: " + "; ".join(reasons)
-    )
+    rules = refusals_of(table, timeline)
+    reasons = rules.refusals()
+    if reasons:
+        raise UnsupportedTableError(f"cannot {rules.refused_work()}: " + "; ".join(reasons))
 
 
 def unsupported_features(table: HudiTable, timeline: Timeline | None = None) -> list[str]:
-    """Why our table services must not touch this table; empty when they may. A metadata
-    table opened for its clean answers by its own rule (`MetadataTable.refusals`)."""
-    if isinstance(table, MetadataTable):
-        return table.refusals()
+    """Why our table services must not touch this table; empty when they may. A table that
+    answers its own refusals (`RefusingTable`) answers by its own rule."""
+    return refusals_of(table, timeline).refusals()
+
+
+def _data_table_refusals(table: HudiTable, timeline: Timeline) -> list[str]:
+    """The data table's rules: its metadata table, bootstrap, base files, merging, log
+    compaction."""
     config = table.config
-    timeline = timeline or table.timeline()
     reasons = metadata_table_refusals(table, timeline)
     if config.get(BOOTSTRAP_BASE_PATH) or _has_bootstrap_index(table):
         reasons.append("the table is bootstrapped from another table; bootstrap is not handled")

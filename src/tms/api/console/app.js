@@ -10,7 +10,7 @@
   const SVG = "http://www.w3.org/2000/svg";
   const main = document.getElementById("main");
   const messages = document.getElementById("messages");
-  const state = { role: null, authEnabled: true, flash: null };
+  const state = { role: null, authEnabled: true, flash: null, actions: null };
 
   // ---- DOM helpers --------------------------------------------------------------------
 
@@ -609,7 +609,13 @@
   // ---- operations -----------------------------------------------------------------------
 
   const STATUSES = ["SCHEDULED", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "INVALID"];
-  const ACTIONS = ["compaction", "clustering", "clean", "metadata-compaction", "indexing"];
+
+  /** The table services' actions as the service lists them (`GET /v1/overview/actions`),
+   * read once a page load: a table service added to tms is offered here with no edit. */
+  async function serviceActions() {
+    if (!state.actions) state.actions = (await api("/v1/overview/actions")).actions;
+    return state.actions;
+  }
 
   async function operationsPage(params) {
     const filters = {
@@ -622,7 +628,7 @@
     const query = new URLSearchParams({ limit: "50" });
     for (const [k, v] of Object.entries(filters)) if (v) query.set(k, v);
     if (cursor) query.set("cursor", cursor);
-    const page = await api(`/v1/operations?${query}`);
+    const [page, actions] = await Promise.all([api(`/v1/operations?${query}`), serviceActions()]);
     const select = (name, values) => h("select", { name, id: `filter-${name}` },
       h("option", { value: "" }, "any"),
       values.map((v) => h("option", { value: v, selected: v === filters[name] }, v)));
@@ -635,7 +641,7 @@
       },
     },
     h("label", {}, "Status", select("status", STATUSES)),
-    h("label", {}, "Action", select("action", ACTIONS)),
+    h("label", {}, "Action", select("action", actions)),
     h("label", {}, "Table id", h("input", { name: "table_id", id: "filter-table_id", value: filters.table_id, size: 6, inputmode: "numeric" })),
     h("label", {}, "Queue", h("input", { name: "queue", id: "filter-queue", value: filters.queue, size: 12 })),
     h("button", { type: "submit" }, "Filter"));

@@ -1,5 +1,6 @@
 """The service at a glance (operations per queue, attempts finished per hour and day,
-instances and their heartbeats) and tables with their backlog, for the operator console."""
+instances and their heartbeats), tables with their backlog and the table services (the
+actions an operation may name), for the operator console."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tms.api.deps import SessionDep, SettingsDep, require
 from tms.api.errors import error_responses
 from tms.api.schemas.common import Text
 from tms.api.schemas.overview import (
+    ActionsOut,
     InstanceOut,
     OverviewOut,
     QueueOut,
@@ -21,7 +23,8 @@ from tms.api.schemas.overview import (
     ThroughputOut,
 )
 from tms.config import Role
-from tms.store import list_instances
+from tms.hudi.actions import TABLE_SERVICE_ACTIONS
+from tms.store import ServiceAction, list_instances
 from tms.store.overview import (
     TableSort,
     ThroughputBucket,
@@ -89,6 +92,13 @@ def overview_route(session: SessionDep, settings: SettingsDep) -> OverviewOut:
     )
     session.rollback()
     return result
+
+
+@router.get("/actions", response_model=ActionsOut, dependencies=[require(Role.VIEWER)])
+def actions_route() -> ActionsOut:
+    """The table-service actions, from the one list the service registry follows
+    (`tms.hudi.actions.TABLE_SERVICE_ACTIONS`): the console's action filter offers these."""
+    return ActionsOut(actions=[ServiceAction(action) for action in TABLE_SERVICE_ACTIONS])
 
 
 Search = Annotated[str, StringConstraints(max_length=200), Text]

@@ -1,5 +1,5 @@
 """What the operator console reads beyond the resources: the service at a glance, tables
-with their backlog, a table's file groups, the caller's role."""
+with their backlog, a table's file groups, the caller's role, the table services."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from datetime import datetime
 from pydantic import BaseModel, Field
 
 from tms.config import Role
+from tms.store import ServiceAction
 
 __all__ = [
+    "ActionsOut",
     "FileGroupOut",
     "FileGroupsOut",
     "InstanceOut",
@@ -25,6 +27,15 @@ __all__ = [
 class WhoAmIOut(BaseModel):
     role: Role = Field(description="what the bearer token may do (admin when auth is off)")
     auth_enabled: bool
+
+
+class ActionsOut(BaseModel):
+    """The table services, so a client offers the actions the service runs, not a list of
+    its own that falls behind when a service is added."""
+
+    actions: list[ServiceAction] = Field(
+        description="every table-service action, in the order the service lists them"
+    )
 
 
 class QueueOut(BaseModel):

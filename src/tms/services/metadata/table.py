@@ -1,8 +1,8 @@
 """A data table's metadata table, opened as a table the clean service plans and runs on.
 
 The data table's refusals (`services.table_refusals`) refuse what a metadata table always is
-(HFile base files, its own payload and key generator); a metadata table answers by its own
-rule instead: a timeline the clean can read file slices from.
+(HFile base files, its own payload and key generator); a metadata table answers its own
+(`table_refusals.RefusingTable`): a timeline the clean can read file slices from.
 """
 
 from __future__ import annotations
@@ -28,3 +28,7 @@ class MetadataTable(HudiTable):
         """What the clean needs of a metadata table: a timeline it reads file slices from."""
         mismatch = layout_mismatch(self.config.table_version, self.config.timeline_layout_version)
         return [mismatch] if mismatch else []
+
+    def refused_work(self) -> str:
+        """The only work the services do on it as a table of its own: its clean."""
+        return f"clean the metadata table {self.base_path}"
