@@ -65,7 +65,6 @@ from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import request, transition
 from tms.ingest.probe import TableProbe
 from tms.services.registry import table_service
-from tms.services.runner import ServiceRequest
 from tms.spark_runtime import get_spark
 from tms.testing.sample_writer.new_table import create_table
 from tms.testing.sample_writer.writer import HudiWriter
@@ -273,10 +272,7 @@ def markers(run: Run, base: str, count: int, api: str) -> tuple[list[str], Count
 
 def service(run: Run, spark: Any, base: str, action: str, retain: int = 1) -> None:
     entry = table_service(action)
-    params = {
-        **ServiceRequest(service=action, retain=retain).planning_params(),
-        **PLANNING.get(action, {}),
-    }
+    params = {"retained": retain, **PLANNING.get(action, {})}
 
     def work() -> bool:
         table = HudiTable.open(base)

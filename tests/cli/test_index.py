@@ -1,5 +1,5 @@
 """`tms ops submit index` against a real service (API only, no Spark): the request it sends
-and the refusals it prints; `tms run indexing`'s flags as they reach the service runner."""
+and the refusals it prints; `tms run`'s flags as they reach the job it runs."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.test_operator_cli import Cli, cli_for, ok, start
-from tms.cli import app
+from tms.cli import app, table_layer
+from tms.jobs.client import JobSpec
+from tms.jobs.runner import Report
+from tms.planning import planning_arguments, schedule_kwargs
 from tms.serve import RunningService
-from tms.services import runner
-from tms.services.registry import ExecutorDecision
 from tms.testing.sample_writer.new_table import create_table
 
 
@@ -90,17 +91,19 @@ def test_ops_submit_index_refusals(cli: Cli) -> None:
 
 
 @pytest.fixture
-def requests(monkeypatch: pytest.MonkeyPatch) -> list[runner.ServiceRequest]:
-    """What `tms run` hands the service runner; the service itself is not run."""
-    seen: list[runner.ServiceRequest] = []
+def requests(monkeypatch: pytest.MonkeyPatch) -> list[JobSpec]:
+    """The job specs `tms run` runs; the job itself is not run: it reports what a job
+    would for that spec (an index's drop what it dropped, else nothing to do)."""
+    seen: list[JobSpec] = []
 
-    def run_service(
-        table: object, request: runner.ServiceRequest, bundle: runner.BundleJars
-    ) -> runner.ServiceRun:
-        seen.append(request)
-        return runner.ServiceRun(ExecutorDecision("native"))
+    def run_here(spec: JobSpec, spark: object, progress: object = None) -> Report:
+        seen.append(spec)
+        figures: dict[str, object] = {"executor": "native", "nothing_to_do": True}
+        if spec.extra_params.get("drop"):
+            figures = {"executor": "native", "dropped": ",".join(spec.extra_params["partitions"])}
+        return Report("SUCCEEDED", figures=figures)
 
-    monkeypatch.setattr(runner, "run_service", run_service)
+    monkeypatch.setattr(table_layer, "run_here", run_here)
     return seen
 
 
@@ -109,17 +112,16 @@ def _run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_run_indexing_parses_its_flags(table: str, requests: list[runner.ServiceRequest]) -> None:
+def test_run_indexing_parses_its_flags(table: str, requests: list[JobSpec]) -> None:
     code, out = _run("indexing", "--base-path", table, "--partitions", "record_index, files")
     assert (code, out.splitlines()[0]) == (0, "indexing: nothing to schedule")
     (built,) = requests
-    assert (built.service, built.partitions, built.drop) == (
-        "indexing",
-        ("record_index", "files"),
-        False,
-    )
-    params = built.planning_params()
-    assert (params["partitions"], params["drop"]) == (("record_index", "files"), False)
+    assert (built.action, built.instant, built.table_name) == ("indexing", None, "trips")
+    assert built.extra_params == {"partitions": ["record_index", "files"], "drop": False}
+    assert schedule_kwargs("indexing", built.extra_params) == {
+        "partitions": ("record_index", "files"),
+        "drop": False,
+    }
 
     code, out = _run(
         "indexing", "--base-path", table, "--partitions", "column_stats", "--drop", "--json"
@@ -131,10 +133,40 @@ def test_run_indexing_parses_its_flags(table: str, requests: list[runner.Service
         "executed_by": "native",
         "native_declined": None,
     }
-    assert (requests[1].partitions, requests[1].drop) == (("column_stats",), True)
+    assert requests[1].extra_params == {"partitions": ["column_stats"], "drop": True}
 
     code, _ = _run("indexing", "--base-path", table, "--instant", "20250101000000001")
     assert code == 0 and requests[2].instant == "20250101000000001"
+
+
+@pytest.mark.parametrize(
+    ("action", "flags", "taken"),
+    [
+        ("compaction", ["--strategy", "log-size"], {"strategy": "log-size"}),
+        (
+            "clustering",
+            ["--target-file-size", "1000", "--small-file-limit", "500", "--sort-columns", "a, b"],
+            {"target_file_size": 1000, "small_file_limit": 500, "sort_columns": ["a", "b"]},
+        ),
+        (
+            "clean",
+            ["--policy", "keep_latest_file_versions", "--retain", "3"],
+            {"policy": "KEEP_LATEST_FILE_VERSIONS", "retained": 3},
+        ),
+        ("metadata-compaction", [], {}),
+    ],
+)
+def test_run_hands_its_planning_flags_to_the_job_as_its_planner_takes_them(
+    table: str, requests: list[JobSpec], action: str, flags: list[str], taken: dict[str, object]
+) -> None:
+    """Every planning flag of `tms run` reaches the job under a name `tms.planning` reads
+    for the action, and only the action's own go: the job parses them as a service's."""
+    code, out = _run(action, "--base-path", table, *flags)
+    assert code == 0, out
+    (spec,) = requests
+    parsed = schedule_kwargs(action, spec.extra_params)
+    assert set(spec.extra_params) == set(parsed) <= set(planning_arguments(action))
+    assert {name: parsed[name] for name in taken} == taken
 
 
 @pytest.mark.parametrize(
@@ -149,7 +181,7 @@ def test_run_indexing_parses_its_flags(table: str, requests: list[runner.Service
     ],
 )
 def test_run_indexing_refuses_bad_flags(
-    table: str, requests: list[runner.ServiceRequest], args: list[str], message: str
+    table: str, requests: list[JobSpec], args: list[str], message: str
 ) -> None:
     code, out = _run(*args, "--base-path", table)
     assert code == 2 and message in out, out

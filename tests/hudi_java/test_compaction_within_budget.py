@@ -189,7 +189,7 @@ def test_the_record_index_and_the_metadata_tables_compaction_keep_within_a_tiny_
     assert done.state == "COMPLETED" and done.records_written >= len(model)
     judged()
 
-    assert index.schedule(HudiTable.open(str(path)), ["record_index"], drop=True) is None
+    assert index.drop(HudiTable.open(str(path)), ["record_index"]) == {"dropped": "record_index"}
     build = index.schedule(HudiTable.open(str(path)), ["record_index"])
     assert build is not None
     done = index.execute(spark, HudiTable.open(str(path)), build)

@@ -189,14 +189,14 @@ def test_tms_services_a_hudi_tables_metadata_table_that_hudi_reads_and_writes_on
 
     # tms builds no stats on merge-on-read tables (it does not compute log files' stats): it
     # drops them, and Hudi's writer, which still enables them, initialises them again itself
-    assert index.schedule(table(run.path), STATS, drop=True) is None
+    index.drop(table(run.path), STATS)
     run.reads_right(skipping=False)  # no stats: every file is read, the rows stay right
     run.write("upsert", [("k8", 80, "p2", 8.5), ("k13", 80, "p0", 13.0)])
     run.metadata_agrees()
     run.reads_right()
 
     # the record index dropped and built again by tms; Hudi's writer then looks records up in it
-    assert index.schedule(table(run.path), ["record_index"], drop=True) is None
+    assert index.drop(table(run.path), ["record_index"]) == {"dropped": "record_index"}
     build = index.schedule(table(run.path), ["record_index"])
     assert build is not None
     run.after_service(index.execute(spark, table(run.path), build))

@@ -89,7 +89,7 @@ def on_stage(stage: str, step: Callable[[], None]) -> Iterator[list[str]]:
             entered.append(stage)
             step()
 
-    tracker.on_change = changed
+    tracker.listen(changed)
     with progress.tracking(tracker):
         yield entered
 

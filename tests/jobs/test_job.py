@@ -21,7 +21,7 @@ def test_a_plan_less_operation_reads_its_planning_parameters_once() -> None:
     job = _job(action="clustering", extra_params={"sort_columns": "a,b"})
     assert job.service is table_service("clustering") and job.executor == NATIVE
     assert job.planning is not None and job.planning["sort_columns"] == ["a", "b"]
-    assert job.adopts_pending_plans and job.unplanned_figures() == {"nothing_to_do": True}
+    assert not job.direct and not job.plans_on_spark
 
 
 def test_an_operation_with_a_plan_does_not_read_planning_parameters() -> None:
@@ -31,10 +31,17 @@ def test_an_operation_with_a_plan_does_not_read_planning_parameters() -> None:
         _job(action="clustering", extra_params={"target_file_size": "x"})
 
 
-def test_an_index_drop_adopts_no_plan_and_reports_what_it_dropped() -> None:
-    job = _job(action="indexing", extra_params={"partitions": "record_index", "drop": "true"})
-    assert job.drops and not job.adopts_pending_plans
-    assert job.unplanned_figures() == {"dropped": "record_index"}
+def test_an_index_drop_is_direct_work_of_tms_own_code_whoever_was_asked() -> None:
+    job = _job(
+        action="indexing",
+        executor="hudi",
+        extra_params={"partitions": "record_index", "drop": "true"},
+    )
+    assert job.direct and not job.plans_on_spark
+    build = _job(action="indexing", extra_params={"partitions": "record_index"})
+    assert not build.direct
+    planned = _job(action="indexing", instant="20250101000000001")
+    assert not planned.direct
 
 
 def test_an_action_tms_jobs_do_not_run_is_refused() -> None:

@@ -59,7 +59,7 @@ def _run(api: StubApi, control: JobControl, execute: Any, spark: FakeSpark) -> t
             execute=execute,
             spark_factory=lambda spec, instant: spark,
             stop_grace_seconds=0.0,  # a cancel that stops the work would abandon it at once
-            _control=control,
+            control=control,
         )
         code = runner.run()
     (result,) = api.calls("POST /result")

@@ -409,17 +409,15 @@ def test_drop_through_the_service_on_the_fixture(tmp_path: Path) -> None:
     root = unzip_fixture(FIXTURE, tmp_path / "fx")
     rows = hudi_rs_rows(root, tmp_path)
     service = table_service("indexing")
-    assert (
-        service.schedule(HudiTable.open(str(root)), {"partitions": ["record_index"], "drop": True})
-        is None
-    )
-    assert (
-        service.schedule(
-            HudiTable.open(str(root)),
-            {"partitions": "column_stats,partition_stats", "drop": True},
-        )
-        is None
-    )
+    drop_record_index = {"partitions": ["record_index"], "drop": True}
+    with pytest.raises(ValueError, match="done at once, not planned"):
+        service.schedule(HudiTable.open(str(root)), drop_record_index)
+    assert service.run_direct_work(HudiTable.open(str(root)), drop_record_index) == {
+        "dropped": "record_index"
+    }
+    assert service.run_direct_work(
+        HudiTable.open(str(root)), {"partitions": "column_stats,partition_stats", "drop": True}
+    ) == {"dropped": "column_stats,partition_stats"}
     table = HudiTable.open(str(root))
     assert not {"record_index", "column_stats", "partition_stats"} & set(
         table.config.metadata_partitions
@@ -437,11 +435,11 @@ def test_drop_through_the_service_on_our_table(tmp_path: Path) -> None:
     root = tmp_path / "t"
     own_table(root, ("files", "column_stats", "record_index"))
     rows = hudi_rs_rows(root, tmp_path)
-    index.schedule(HudiTable.open(str(root)), ["column_stats"], drop=True)
-    index.schedule(HudiTable.open(str(root)), ["record_index"], drop=True)
+    index.drop(HudiTable.open(str(root)), ["column_stats"])
+    index.drop(HudiTable.open(str(root)), ["record_index"])
     table = HudiTable.open(str(root))
     assert table.config.metadata_partitions == ["files"]
     assert read_index_definitions(table.storage, table.config) == {}
     assert hudi_rs_rows(root, tmp_path) == rows
     with pytest.raises(UnsupportedTableError, match="record_index is not built"):
-        index.schedule(table, ["record_index"], drop=True)
+        index.drop(table, ["record_index"])

@@ -9,22 +9,8 @@ import pytest
 
 from tms.executor_choice import NATIVE
 from tms.hudi.actions import TABLE_SERVICE_ACTIONS
-from tms.planning import schedule_kwargs
 from tms.services.registry import SERVICES, table_service
-from tms.services.runner import ServiceRequest
 from tms.store.models import ServiceAction
-
-EVERY_PARAM = {
-    "strategy": "log-size",
-    "target_file_size": "1000",
-    "small_file_limit": "500",
-    "max_bytes_per_group": "2000",
-    "sort_columns": "a,b",
-    "policy": "keep_latest_commits",
-    "retained": "3",
-    "partitions": "record_index",
-    "drop": "false",
-}
 
 
 def test_the_registry_has_one_entry_per_table_service_action_in_order() -> None:
@@ -41,17 +27,15 @@ def test_the_stored_action_enum_holds_every_table_service_action() -> None:
 @pytest.mark.parametrize("action", TABLE_SERVICE_ACTIONS)
 def test_every_planning_parameter_is_a_keyword_argument_of_the_planner(action: str) -> None:
     """`tms.planning`'s one table names the planner's arguments: a name the planner does
-    not take would fail every plan of the action."""
+    not take would fail every plan of the action. The parameter asking for direct work
+    (an index's drop) goes to that work instead, with the others."""
     service = table_service(action)
     accepted = inspect.signature(service.planner).parameters
-    assert set(service.planning_params) <= set(accepted)
-
-
-@pytest.mark.parametrize("action", TABLE_SERVICE_ACTIONS)
-def test_every_parameter_of_tms_run_reaches_the_planner(action: str) -> None:
-    params = ServiceRequest(service=action).planning_params()
-    taken = {name for name in params if name in table_service(action).planning_params}
-    assert taken == set(schedule_kwargs(action, EVERY_PARAM)) - {"max_bytes_per_group"}
+    direct = service.direct_work
+    flag = {direct.flag} if direct is not None else set()
+    assert set(service.planning_params) - flag <= set(accepted)
+    if direct is not None:
+        assert set(service.planning_params) - flag <= set(inspect.signature(direct.run).parameters)
 
 
 def test_an_unknown_action_is_refused_by_name() -> None:

@@ -25,6 +25,7 @@ __all__ = ["RunLog", "StagePrinter", "default_log_file"]
 
 Echo = Callable[[str], None]
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+JOB_OUTCOME_LOGGER = "tms.jobs.runner"
 
 
 def default_log_file(service: str, now: datetime | None = None) -> Path:
@@ -35,9 +36,13 @@ def default_log_file(service: str, now: datetime | None = None) -> Path:
 
 
 class _TmsWarnings(logging.Filter):
-    """Lets through tms's own warnings and errors only: the terminal's share of the log."""
+    """Lets through tms's own warnings and errors only: the terminal's share of the log.
+    The job's account of its own failure (`tms.jobs.runner`, with its traceback) stays in
+    the log file: the command prints the outcome the job reports."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.name == JOB_OUTCOME_LOGGER:
+            return False
         return record.name == "tms" or record.name.startswith("tms.")
 
 
@@ -117,7 +122,7 @@ class StagePrinter:
         self._tracking = tracking(self.progress)
 
     def __enter__(self) -> StagePrinter:
-        self.progress.on_change = self.show
+        self.progress.listen(self.show)
         self._tracking.__enter__()
         self._thread.start()
         return self
@@ -130,7 +135,7 @@ class StagePrinter:
     ) -> None:
         self._stop.set()
         self._thread.join()
-        self.progress.on_change = None
+        self.progress.unlisten(self.show)
         self._tracking.__exit__(kind, exc, tb)
         self.show()  # where the work ended, when the last poll did not see it
 

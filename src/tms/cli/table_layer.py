@@ -7,20 +7,25 @@ import enum
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 import typer
 
 from tms.cli.render import cell, print_rows
 from tms.cli.run_output import RunLog, StagePrinter, default_log_file
+from tms.cli.service_names import ServiceName, service_names
 from tms.config import load_settings
 from tms.engines.hudi_bundle import bundle_fetcher
 from tms.executor_choice import AUTO, HUDI, NATIVE
+from tms.hudi.actions import INDEXING
 from tms.hudi.errors import HudiError
 from tms.hudi.metadata.reader import MetadataTableReader
+from tms.hudi.properties import DATABASE_NAME
 from tms.hudi.table import HudiTable
-from tms.planning import BadJobInput, index_partitions
-from tms.services import runner
+from tms.jobs.client import JobSpec
+from tms.jobs.local import LocalSpark, run_here
+from tms.jobs.runner import Report
+from tms.planning import BadJobInput, index_partitions, planning_arguments
 
 __all__ = ["files", "metadata", "run", "timeline"]
 
@@ -135,12 +140,12 @@ def _hudi_bundle() -> list[str]:
     return bundle_fetcher(settings).jars(settings.hudi_jars, wait=None)
 
 
-class Service(enum.StrEnum):
-    compaction = "compaction"
-    clustering = "clustering"
-    clean = "clean"
-    metadata_compaction = "metadata-compaction"
-    indexing = "indexing"
+# Typer reads the annotations at run time and gets the enum with its members, one per
+# table service; mypy, which cannot see members made at run time, checks `ServiceName`.
+if TYPE_CHECKING:
+    Service: TypeAlias = ServiceName
+else:
+    Service = service_names("Service")  # no RFC-43 words: `tms run` takes no `index`
 
 
 def _index_options(
@@ -148,7 +153,7 @@ def _index_options(
 ) -> tuple[str, ...]:
     """The partitions `tms run indexing` builds or drops; exit 2 when they are missing,
     unknown, or given to another service."""
-    if service is not Service.indexing:
+    if service.action != INDEXING:
         if partitions or drop:
             typer.echo("error: --partitions and --drop are options of indexing only", err=True)
             raise typer.Exit(2)
@@ -247,21 +252,27 @@ def run(
     index_partitions = _index_options(service, instant, partitions, drop)
     table = _open(base_path)
     log_path = (log_file or default_log_file(service.value)).absolute()
-    request = runner.ServiceRequest(
-        service=service.value,
+    planning = {
+        "strategy": strategy,
+        "target_file_size": target_file_size,
+        "small_file_limit": small_file_limit,
+        "sort_columns": [c.strip() for c in sort_columns.split(",") if c.strip()],
+        "policy": policy,
+        "retained": retain,
+        "partitions": list(index_partitions),
+        "drop": drop,
+    }
+    spec = JobSpec(
+        attempt_id=0,
+        operation_id=0,
+        action=service.value,
         instant=instant,
-        master=master,
+        base_path=base_path,
+        db_name=table.config.get(DATABASE_NAME),
+        table_name=table.name,
         parallelism=parallelism,
-        strategy=strategy,
-        target_file_size=target_file_size,
-        small_file_limit=small_file_limit,
-        sort_columns=[c.strip() for c in sort_columns.split(",") if c.strip()],
-        policy=policy,
-        retain=retain,
-        partitions=index_partitions,
-        drop=drop,
-        heartbeat_interval=heartbeat_interval,
-        jvm_output=log_path,
+        extra_params=_planning_of(service.value, planning),
+        heartbeat_interval_seconds=heartbeat_interval,
         executor=executor.value,
     )
     printer = StagePrinter(
@@ -270,34 +281,55 @@ def run(
         started,
         notes={"starting Spark": f"{master}; its output goes to {log_path}"},
     )
-    try:
-        with RunLog(log_path), printer:
-            done = runner.run_service(table, request, _hudi_bundle)
-    except (HudiError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    decided = done.figures()
-    result = done.result
-    if result is None and drop:
-        dropped = {"service": service.value, "state": "DROPPED", "partitions": index_partitions}
-        text = f"{service.value}: dropped {', '.join(index_partitions)}"
-        _print_outcome({**dropped, **decided}, text, as_json)
+    with RunLog(log_path), printer:
+        report = run_here(spec, LocalSpark(master, log_path, _hudi_bundle), printer.progress)
+    _print_report(service.value, report, started, log_path, as_json)
+
+
+def _planning_of(action: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The planning parameters of `action` the command line gives (an empty list: none)."""
+    wanted = planning_arguments(action)
+    return {k: v for k, v in given.items() if k in wanted and v != []}
+
+
+def _print_report(
+    service: str, report: Report, started: float, log_path: Path, as_json: bool
+) -> None:
+    """The run's outcome as the job reported it; exit 2 when the table or the input was
+    refused, 1 when the work failed (its traceback is in the log file)."""
+    figures = dict(report.figures)
+    decided = {
+        "executed_by": figures.pop("executor", None),
+        "native_declined": figures.pop("native_declined", None),
+    }
+    if report.outcome != "SUCCEEDED":
+        error = report.error or report.outcome.lower()
+        declined = decided["native_declined"]
+        if declined and declined not in error:
+            error = f"{error} (native declined: {declined})"
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1 if report.retryable else 2)
+    if "dropped" in figures:
+        dropped = figures["dropped"].split(",")
+        outcome = {"service": service, "state": "DROPPED", "partitions": dropped, **decided}
+        _print_outcome(outcome, f"{service}: dropped {', '.join(dropped)}", as_json)
         return
-    if result is None:
-        message = {"service": service.value, "state": "NOTHING_TO_DO", **decided}
-        _print_outcome(message, f"{service.value}: nothing to schedule", as_json)
+    if figures.get("nothing_to_do"):
+        outcome = {"service": service, "state": "NOTHING_TO_DO", **decided}
+        _print_outcome(outcome, f"{service}: nothing to schedule", as_json)
         return
-    figures: dict[str, Any] = {
-        **result.to_dict(),
+    adopted = figures.pop("adopted_pending_plan", False)
+    result: dict[str, Any] = {
+        **figures,
         **decided,
-        "adopted_pending_plan": done.adopted,
+        "adopted_pending_plan": adopted,
         "wall_seconds": round(time.monotonic() - started, 3),
         "log_file": str(log_path),
     }
     if as_json:
-        typer.echo(json.dumps(figures, indent=2))
+        typer.echo(json.dumps(result, indent=2))
         return
-    _print_figures(figures)
+    _print_figures(result)
 
 
 def _print_outcome(outcome: dict[str, Any], line: str, as_json: bool) -> None:

@@ -15,7 +15,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import httpx
 
@@ -24,6 +24,7 @@ from tms.executor_choice import AUTO, ExecutorChoice, parse_executor
 __all__ = [
     "ApiRejected",
     "ApiUnavailable",
+    "AttemptApi",
     "AttemptGone",
     "HeartbeatReply",
     "InstantTaken",
@@ -122,6 +123,37 @@ class JobSpec:
 class HeartbeatReply:
     lease_expires_at: str | None
     cancel_requested: bool
+
+
+class AttemptApi(Protocol):
+    """What a job asks of whoever tracks its attempt: the service over HTTP (`JobClient`),
+    or nobody, for a `tms run` in its own process (`tms.jobs.local.LocalAttempt`)."""
+
+    @property
+    def attempt_id(self) -> int: ...
+
+    def spec(self) -> JobSpec: ...
+
+    def heartbeat(
+        self, *, progress: dict[str, Any] | None = None, retries: int | None = None
+    ) -> HeartbeatReply: ...
+
+    def claim_instant(self, instant: str) -> bool: ...
+
+    def take_table_lock(self) -> bool: ...
+
+    def release_table_lock(self) -> None: ...
+
+    def report_result(
+        self,
+        outcome: Outcome,
+        *,
+        error: str | None = None,
+        retryable: bool = False,
+        figures: dict[str, Any] | None = None,
+        spark_app_id: str | None = None,
+        retries: int | None = None,
+    ) -> None: ...
 
 
 class JobClient:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tms.jobs.client import AttemptGone, JobApiError, JobClient
+from tms.jobs.client import AttemptApi, AttemptGone, JobApiError
 from tms.jobs.context import attempt_thread
 from tms.services.progress import Progress
 
@@ -30,7 +30,7 @@ class JobStopped(Exception):
 class JobControl:
     """Cancel and lease-lost flags, and the Spark session whose jobs a stop cancels."""
 
-    def __init__(self, job_group: str | None = None) -> None:
+    def __init__(self, job_group: str | None = None, progress: Progress | None = None) -> None:
         self.job_group = job_group
         """Spark's job group of this attempt's work where a SparkContext is shared (a
         resident worker): a stop cancels that group, never the other attempts' jobs."""
@@ -43,7 +43,7 @@ class JobControl:
         self.cancel_reason = "cancelled by request"
         self._held: str | None = None
         self._spark: Any = None
-        self.progress = Progress()
+        self.progress = progress or Progress()
         """Where the work says how far it got (`tms.services.progress`), for the beats."""
         self._table_check: Callable[[], str | None] | None = None
 
@@ -163,7 +163,7 @@ class Heartbeater:
 
     def __init__(
         self,
-        client: JobClient,
+        client: AttemptApi,
         interval: float,
         control: JobControl,
         lease_seconds: float | None = None,
@@ -178,7 +178,7 @@ class Heartbeater:
         self._wake = threading.Event()
         """Set by a stop, a new stage of the work and the start of its Spark job."""
         self._sent: dict[str, Any] | None = None
-        control.progress.on_change = self._wake.set
+        control.progress.listen(self._wake.set)
         self._thread = attempt_thread(self._run, "tms-job-heartbeat")
 
     def start(self) -> None:
@@ -186,6 +186,7 @@ class Heartbeater:
 
     def stop(self) -> None:
         self._stop.set()
+        self._control.progress.unlisten(self._wake.set)
         self._wake.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=self._interval + 5)

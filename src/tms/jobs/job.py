@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tms.executor_choice import HUDI, NATIVE
-from tms.hudi.actions import INDEXING, TABLE_SERVICE_ACTIONS
+from tms.hudi.actions import TABLE_SERVICE_ACTIONS
 from tms.hudi.locks import LockSpec
 from tms.hudi.table import HudiTable
 from tms.jobs.client import JobSpec
@@ -65,15 +65,14 @@ class Job:
         return self.spec.heartbeat_interval_seconds
 
     @property
-    def drops(self) -> bool:
-        """An index operation that drops partitions: done when "scheduled", with no plan."""
-        return self.action == INDEXING and bool((self.planning or {}).get("drop", False))
+    def direct(self) -> bool:
+        """Whether the operation asks for its service's direct work (an index's drop): done
+        at once, with no plan to adopt, write or run (`TableService.direct_work`)."""
+        return self.spec.instant is None and self.service.asks_direct_work(self.planning)
 
-    @property
-    def adopts_pending_plans(self) -> bool:
-        """Whether a plan-less operation runs a pending plan it finds rather than planning; a
-        drop has nothing to run, it drops."""
-        return not self.drops
+    def run_direct(self, table: HudiTable) -> dict[str, Any]:
+        """Do the direct work the operation asks for; its figures."""
+        return self.service.run_direct_work(table, self.planning or {})
 
     def open_table(self) -> HudiTable:
         """The table, with its storage options and its writers' lock."""
@@ -92,23 +91,16 @@ class Job:
     @property
     def plans_on_spark(self) -> bool:
         """Whether planning needs Spark started first (Hudi's planner runs on it)."""
-        return self.executor == HUDI and self.planning is not None and not self.drops
+        return self.executor == HUDI and self.planning is not None and not self.direct
 
     def with_spark(self, spark: Any) -> Job:
         return replace(self, spark=spark)
 
     def schedule(self, table: HudiTable) -> str | None:
         """Write the plan of a plan-less operation; its instant, or None when nothing is due."""
-        executor = NATIVE if self.drops else self.executor  # tms drops partitions itself
         return self.service.schedule(
-            table, self.planning or {}, executor=executor, spark=self.spark
+            table, self.planning or {}, executor=self.executor, spark=self.spark
         )
-
-    def unplanned_figures(self) -> dict[str, Any]:
-        """The result of an operation whose scheduling wrote no plan."""
-        if self.drops:
-            return {"dropped": ",".join((self.planning or {})["partitions"])}
-        return {"nothing_to_do": True}
 
     def execute(
         self, table: HudiTable, instant: str, spark: Any, on_stage: StageHook | None = None

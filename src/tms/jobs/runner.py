@@ -29,10 +29,11 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
+from tms.executor_choice import parse_executor
 from tms.hudi.errors import (
     PlanCancelledError,
     PlanCompletedError,
@@ -42,7 +43,7 @@ from tms.hudi.errors import (
 from tms.hudi.locks import use_advisory_locks
 from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
-from tms.jobs.client import AttemptGone, JobApiError, JobClient, JobSpec, Outcome
+from tms.jobs.client import AttemptApi, AttemptGone, JobApiError, JobSpec, Outcome
 from tms.jobs.context import attempt_thread
 from tms.jobs.control import Heartbeater, JobControl
 from tms.jobs.dispatch import (
@@ -121,7 +122,7 @@ class JobRunner:
     """Runs one attempt; `run()` returns the process exit code. The planning, execution and
     Spark hooks are parameters so tests can drive the control flow without Spark."""
 
-    client: JobClient
+    client: AttemptApi
     plan: Planner = schedule_plan
     pending: Callable[[HudiTable, str], list[str]] = pending_plans
     execute: ExecutePlan = execute_plan
@@ -132,7 +133,9 @@ class JobRunner:
     stop_grace_seconds: float = 60.0
     # True when run() returned while the work thread was still busy (exit without cleanup).
     abandoned_work: bool = False
-    _control: JobControl = field(default_factory=JobControl, repr=False)
+    control: JobControl = field(default_factory=JobControl, repr=False)
+    """What stops the work and where it says how far it got; a resident worker names its
+    Spark job group, `tms run` its own progress printer."""
     _decision: dict[str, Any] = field(default_factory=dict, repr=False)
     """The executor chosen and why native declined (`ExecutorDecision.figures`), reported
     with any outcome once chosen."""
@@ -159,7 +162,7 @@ class JobRunner:
         if spec.cancel_requested:
             return self._report(Report("CANCELLED", error="cancel requested before the job ran"))
         beat = Heartbeater(
-            self.client, spec.heartbeat_interval_seconds, self._control, spec.lease_seconds
+            self.client, spec.heartbeat_interval_seconds, self.control, spec.lease_seconds
         )
         beat.start()
         try:
@@ -182,15 +185,15 @@ class JobRunner:
         recancelled = 0.0
         while worker.is_alive():
             worker.join(0.2)
-            if self._control.lost.is_set():
+            if self.control.lost.is_set():
                 self.abandoned_work = worker.is_alive()
                 return None
-            if self._control.cancelled.is_set() and worker.is_alive():
+            if self.control.cancelled.is_set() and worker.is_alive():
                 cancel_seen = cancel_seen or time.monotonic()
                 if time.monotonic() - recancelled >= RECANCEL_SECONDS:
                     # Spark cancels only the jobs running when asked: code that goes on to
                     # start others (Hudi's) has those cancelled too
-                    self._control.cancel_spark_jobs()
+                    self.control.cancel_spark_jobs()
                     recancelled = time.monotonic()
                 if time.monotonic() - cancel_seen > self.stop_grace_seconds:
                     self.abandoned_work = True
@@ -199,7 +202,7 @@ class JobRunner:
                         error="cancel requested; the work did not stop within "
                         f"{self.stop_grace_seconds:g}s and was abandoned",
                     )
-        if self._control.lost.is_set():
+        if self.control.lost.is_set():
             return None
         return box[0] if box else Report("FAILED", error="the work ended without a result")
 
@@ -208,7 +211,7 @@ class JobRunner:
         with (
             counting() as requests,
             use_advisory_locks(ServiceTableLocks(self.client)),
-            tracking(self._control.progress),
+            tracking(self.control.progress),
         ):
             report = self._counted_work(spec)
         report.figures["storage_requests"] = requests.as_dict()
@@ -228,27 +231,31 @@ class JobRunner:
             self._decision = decision.figures()
             if decision.native_declined:
                 log.info("native declined the table: %s", decision.native_declined)
+            adopted = False
             if instant is None:
                 scheduling = True
+                if job.direct:
+                    return self._direct_work(job, table)
                 if job.plans_on_spark:
-                    spark = self._start_spark(spec, "planning")
+                    spark = self._start_spark(job, "planning")
                     job = job.with_spark(spark)
-                instant = self._adopt_or_plan(job, table)
+                instant, adopted = self._adopt_or_plan(job, table)
                 scheduling = False
                 if instant is None:
-                    figures = job.unplanned_figures()
-                    log.info("no %s plan to run: %s", spec.action, figures)
-                    return Report("SUCCEEDED", figures=figures)
+                    log.info("no %s plan to run", spec.action)
+                    return Report("SUCCEEDED", figures={"nothing_to_do": True})
             check = table_cancel_check(table, instant)
             if check is not None:
-                self._control.watch_table(check)
-            self._control.check()
+                self.control.watch_table(check)
+            self.control.check()
             if spark is None:
-                spark = self._start_spark(spec, instant)
+                spark = self._start_spark(job, instant)
             result = self.execute(job, table, instant, spark, partial(self._on_stage, job))
             pause_point("committed")
             figures = result.to_dict()
-            if self._control.cancel_too_late.is_set() or self._control.cancelled.is_set():
+            if adopted:
+                figures["adopted_pending_plan"] = True
+            if self.control.cancel_too_late.is_set() or self.control.cancelled.is_set():
                 # held past the cancel, or finished before a Spark job it ran was cancelled
                 log.warning(
                     "the cancel request came too late: %s %s finished", spec.action, instant
@@ -258,10 +265,21 @@ class JobRunner:
         except Exception as exc:
             return self._failure(exc, spec, job, table, instant, scheduling)
 
-    def _start_spark(self, spec: JobSpec, instant: str) -> Any:
-        self._control.progress.enter("starting Spark")
-        spark = self.spark_factory(spec, instant)
-        self._control.attach_spark(spark)
+    def _direct_work(self, job: Job, table: HudiTable) -> Report:
+        """The work an operation asks its service to do at once, with no plan."""
+        self.control.progress.enter("working without a plan")
+        self.control.check()
+        figures = job.run_direct(table)
+        log.info("%s done without a plan: %s", job.action, figures)
+        return Report("SUCCEEDED", figures=figures)
+
+    def _start_spark(self, job: Job, instant: str) -> Any:
+        """Spark for the work, started for the spec as decided: its `executor` is the one
+        that runs (Hudi's code needs Hudi's bundle on it)."""
+        self.control.progress.enter("starting Spark")
+        decided = replace(job.spec, executor=parse_executor(job.executor))
+        spark = self.spark_factory(decided, instant)
+        self.control.attach_spark(spark)
         return spark
 
     def _on_stage(self, job: Job, stage: str) -> None:
@@ -269,28 +287,28 @@ class JobRunner:
         the service holds (`Job.holds_stage`) holds the control; a cancel that came before raises
         `JobStopped` here, and the service aborts what it started."""
         log.info("entering stage %s", stage)
-        self._control.progress.enter(stage)
+        self.control.progress.enter(stage)
         if job.holds_stage(stage):
-            self._control.hold(f"stage {stage}")
+            self.control.hold(f"stage {stage}")
 
-    def _adopt_or_plan(self, job: Job, table: HudiTable) -> str | None:
-        """A pending plan no operation tracks, else a new plan; reported before it runs."""
-        self._control.progress.enter("planning")
-        orphans = self.pending(table, job.action) if job.adopts_pending_plans else []
-        for orphan in orphans:
-            self._control.check()
+    def _adopt_or_plan(self, job: Job, table: HudiTable) -> tuple[str | None, bool]:
+        """A pending plan no operation tracks (adopted: True), else a new plan; reported
+        before it runs."""
+        self.control.progress.enter("planning")
+        for orphan in self.pending(table, job.action):
+            self.control.check()
             if self.client.claim_instant(orphan):
                 log.info("adopted pending %s plan %s", job.action, orphan)
-                return orphan
+                return orphan, True
         instant = self.plan(job, table)
         if instant is None:
-            return None
-        self._control.check()
+            return None, False
+        self.control.check()
         if not self.client.claim_instant(instant):
             log.info("%s plan %s belongs to another operation", job.action, instant)
-            return None
+            return None, False
         log.info("scheduled %s plan %s", job.action, instant)
-        return instant
+        return instant, False
 
     def _failure(
         self,
@@ -301,12 +319,12 @@ class JobRunner:
         instant: str | None,
         scheduling: bool,
     ) -> Report:
-        if isinstance(exc, AttemptGone) or self._control.lost.is_set():
-            self._control.lose()
+        if isinstance(exc, AttemptGone) or self.control.lost.is_set():
+            self.control.lose()
             return Report("FAILED", error=str(exc))  # never sent: the attempt is not ours
-        if self._control.cancelled.is_set():
+        if self.control.cancelled.is_set():
             _roll_back_cancelled(job, table, instant)
-            return Report("CANCELLED", error=self._control.cancel_reason)
+            return Report("CANCELLED", error=self.control.cancel_reason)
         if isinstance(exc, PlanCancelledError):
             # found by the service itself (its tasks or its pre-commit check): aborted already
             return Report("CANCELLED", error=str(exc))
@@ -352,7 +370,7 @@ class JobRunner:
         return EXIT_FAILED if report.outcome == "FAILED" else EXIT_OK
 
     def _stop_spark(self) -> None:
-        spark = self._control.spark
+        spark = self.control.spark
         if spark is not None:
             try:
                 spark.stop()

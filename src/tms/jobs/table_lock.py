@@ -4,7 +4,7 @@ job releases it (`DELETE …/table-lock`), reports its result, or loses its leas
 
 from __future__ import annotations
 
-from tms.jobs.client import JobClient
+from tms.jobs.client import AttemptApi
 
 __all__ = ["ServiceTableLocks"]
 
@@ -13,7 +13,7 @@ class ServiceTableLocks:
     """`tms.hudi.locks.AdvisoryLocks` through the job API. The service names the lock by
     the attempt's own table: a job can lock no other, so `key` is not sent."""
 
-    def __init__(self, client: JobClient, *, retry_seconds: float = 0.5) -> None:
+    def __init__(self, client: AttemptApi, *, retry_seconds: float = 0.5) -> None:
         self._client = client
         self.retry_seconds = retry_seconds
 

@@ -18,6 +18,7 @@ refused, a crashed attempt's inflight rolled back or run again, the heartbeat, t
 the table lock, the figures), `plan_executor` (`PlanExecutor`, and `CommitActionExecutor`, the
 skeleton of compaction and clustering after Hudi's action executors), `metadata_sync` (the
 metadata table's delta commit of a data table service), `spark` (a Spark task per file group),
-`rollback`, `progress` (the stage a service enters, for whoever runs it), `cancel` (RFC-79),
-`conflicts` (RFC-56), and `runner` (schedule then execute, for `tms run`).
+`rollback`, `progress` (the stage a service enters, for whoever runs it), `cancel` (RFC-79)
+and `conflicts` (RFC-56). Who runs them is `tms.jobs`, for the service's jobs and `tms run`
+alike.
 """

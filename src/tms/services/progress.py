@@ -69,9 +69,7 @@ class Progress:
         self._done: int | None = None
         self._spark: Any = None
         self._job_group: str | None = None
-        self.on_change: Callable[[], None] | None = None
-        """Called (in the work's thread) when the stage changes or a Spark job starts: a
-        reporter may tell at once."""
+        self._listeners: list[Callable[[], None]] = []
 
     def enter(self, stage: str) -> None:
         """A new stage. The file group counts stay those of the last Spark job: what a
@@ -94,9 +92,22 @@ class Progress:
             if self._planned is not None:
                 self._done = max(self._done or 0, min(done, self._planned))
 
+    def listen(self, listener: Callable[[], None]) -> None:
+        """Call `listener` (in the work's thread) when the stage changes or a Spark job
+        starts: a reporter may tell at once. Several may listen (a job's heartbeats and
+        `tms run`'s lines)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+    def unlisten(self, listener: Callable[[], None]) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
     def _changed(self) -> None:
-        listener = self.on_change
-        if listener is not None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
             listener()
 
     def snapshot(self) -> ProgressSnapshot | None:

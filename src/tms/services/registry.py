@@ -32,7 +32,7 @@ from tms.services.plan_executor import FunctionExecutor, PlanExecutor, StageHook
 from tms.services.rollback import rollback_inflight
 from tms.services.table_refusals import ensure_supported, unsupported_features
 
-__all__ = ["SERVICES", "ExecutorDecision", "TableService", "Work", "table_service"]
+__all__ = ["SERVICES", "DirectWork", "ExecutorDecision", "TableService", "Work", "table_service"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,18 @@ Declines = tuple[list[str], list[str]]
 
 
 @dataclass(frozen=True, kw_only=True)
+class DirectWork:
+    """Work an operation of a service may ask for that is done at once: no plan on the
+    timeline, no Spark, no executor to choose (tms's own code does it, whoever was asked).
+    An index's drop is one: its partitions go, and nothing is left to run or to adopt."""
+
+    flag: str
+    """The planning parameter that asks for it (true: the direct work, not a plan)."""
+    run: Callable[..., dict[str, Any]]
+    """Does it on the table, taking the service's other planning arguments; its figures."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class TableService:
     """One table service, built with keywords: a new service is one module and one entry
     here (see docs/architecture.md, "Adding a table service")."""
@@ -89,11 +101,29 @@ class TableService:
     declines_work: Callable[[HudiTable, Work], Declines] | None = None
     """Why each executor declines the operation's work itself, beyond the table (an index
     build's partitions): (native's reasons, Hudi's reasons)."""
+    direct_work: DirectWork | None = None
+    """Work it does at once, with no plan, when an operation's planning asks for it."""
 
     @property
     def planning_params(self) -> tuple[str, ...]:
         """The keyword arguments its planner takes (`tms.planning`'s one table)."""
         return planning_arguments(self.action)
+
+    def asks_direct_work(self, planning: Mapping[str, Any] | None) -> bool:
+        """Whether an operation's planning parameters ask for the service's direct work."""
+        direct = self.direct_work
+        return direct is not None and planning is not None and bool(planning.get(direct.flag))
+
+    def run_direct_work(self, table: HudiTable, planning: Mapping[str, Any]) -> dict[str, Any]:
+        """Do the direct work `planning` asks for (`asks_direct_work`); its figures."""
+        if self.direct_work is None or not self.asks_direct_work(planning):
+            raise ValueError(f"{self.action} was not asked for work without a plan")
+        return self.direct_work.run(table, **self._arguments(planning))
+
+    def _arguments(self, planning: Mapping[str, Any]) -> dict[str, Any]:
+        """The planning arguments `planning` gives, but the one asking for direct work."""
+        flag = self.direct_work.flag if self.direct_work is not None else None
+        return {n: planning[n] for n in self.planning_params if n in planning and n != flag}
 
     def ensure_supported(self, table: HudiTable) -> None:
         """Refuse, before anything is written, a table this service would damage."""
@@ -125,6 +155,8 @@ class TableService:
         reason native declined. `UnsupportedTableError` when the one asked for, or every
         one, cannot."""
         choice = parse_executor(requested)
+        if work is not None and self.asks_direct_work(work.planning):
+            return ExecutorDecision(NATIVE)  # tms does it itself, whoever was asked
         if choice == NATIVE:
             self.ensure_supported(table)
             return ExecutorDecision(NATIVE)
@@ -153,7 +185,12 @@ class TableService:
         does not plan with are ignored (a request carries every service's). A data table
         service plans under the table lock its writers use, so that no writer starts an
         instant between the timeline the plan was made from and the plan."""
-        kwargs = {name: params[name] for name in self.planning_params if name in params}
+        if self.asks_direct_work(params):
+            raise ValueError(
+                f"{self.action} asked for work without a plan: it is done at once, not planned "
+                "(run_direct_work)"
+            )
+        kwargs = self._arguments(params)
         if executor == HUDI and self.hudi_planner is not None:
             return self.hudi_planner.schedule(spark, table, kwargs)
         if not self.checks_data_table:
@@ -272,6 +309,7 @@ SERVICES: Mapping[str, TableService] = {
         hold_stages=index.HOLD_STAGES,
         after_cancel=index.discard,
         declines_work=lambda table, work: index.declines(table, work.planning, work.instant),
+        direct_work=DirectWork(flag="drop", run=index.drop),
     ),
 }
 """Every table service by action, in `TABLE_SERVICE_ACTIONS` order (a test checks it)."""

@@ -250,7 +250,7 @@ class ResidentWorker:
                     client,
                     spark_factory=lambda spec, instant: self._attempt_spark(spec, group, slot),
                     owns_spark=False,
-                    _control=JobControl(job_group=group),
+                    control=JobControl(job_group=group),
                 )
                 code = runner.run()
                 abandoned = runner.abandoned_work

@@ -105,15 +105,10 @@ class CatchUpTimeoutError(RuntimeError):
     but its plan stays, so a retry runs it again once those writers are done."""
 
 
-def schedule(
-    table: HudiTable, partitions: str | Sequence[str] = (), drop: bool = False
-) -> str | None:
-    """Write the plan building `partitions` and return its instant; with `drop`, drop them at
-    once (no plan: None). Refusals raise `UnsupportedTableError` before anything is written."""
+def schedule(table: HudiTable, partitions: str | Sequence[str] = ()) -> str | None:
+    """Write the plan building `partitions` and return its instant. Refusals raise
+    `UnsupportedTableError` before anything is written."""
     names = partition_names(partitions)
-    if drop:
-        drop_partitions(table.storage, names)
-        return None
     ensure_supported(table)
     timeline = table.timeline()
     ensure_schedulable(table.storage, table.config, timeline, names)
@@ -124,6 +119,14 @@ def schedule(
         if p in (COLUMN_STATS, PARTITION_STATS)
     }
     return schedule_indexing(table.storage, spec.partitions, stats)
+
+
+def drop(table: HudiTable, partitions: str | Sequence[str] = ()) -> dict[str, Any]:
+    """Drop `partitions` from the metadata table at once, with no plan (the service's direct
+    work): dropping `files` drops the whole metadata table. Its figures: what went."""
+    names = partition_names(partitions)
+    drop_partitions(table.storage, names)
+    return {"dropped": ",".join(names)}
 
 
 def discard(table: HudiTable, instant_time: str, heartbeat_interval: float = 0.0) -> None:
