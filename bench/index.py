@@ -30,7 +30,7 @@ if __package__ in (None, ""):
 
 from bench.common import machine
 from tms.hudi.table import HudiTable
-from tms.services.index import indexing as index_service
+from tms.services.index import build as index_service
 from tms.spark_runtime import get_spark
 from tms.testing.sample_writer.new_table import create_table
 from tms.testing.sample_writer.writer import HudiWriter

@@ -14,7 +14,7 @@ from tests.store.helpers import claim
 from tms.hudi.locks import FileSystemLock
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel
+from tms.hudi.timeline import cancel_requests
 from tms.services.clustering.execute import schedule_clustering
 from tms.store import fail_attempt
 
@@ -131,7 +131,7 @@ def test_cancelling_a_scheduled_operation_requests_the_cancel_on_the_table(
     cancelled = client.post(f"/v1/operations/{submitted.json()['id']}/cancel")
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "CANCELLED"
     storage = HudiTable.open(base).storage
-    assert cancel.is_cancel_requested(storage, instant) is cancellable
+    assert cancel_requests.is_cancel_requested(storage, instant) is cancellable
 
 
 @pytest.mark.parametrize("how", ["client CANCEL", "remove"])
@@ -157,7 +157,7 @@ def test_an_rfc43_cancel_of_a_scheduled_plan_requests_the_cancel_on_the_table(
         answered = client.get("/v1/hoodie/service/cluster", params=query)
         assert answered.status_code == 200, answered.text
         assert [o["status"] for o in answered.json()["operations"]] == ["CANCELLED"]
-    assert cancel.is_cancel_requested(HudiTable.open(base).storage, instant)
+    assert cancel_requests.is_cancel_requested(HudiTable.open(base).storage, instant)
 
 
 def test_the_cancel_request_takes_the_lock_the_tables_writers_use(
@@ -182,4 +182,4 @@ def test_the_cancel_request_takes_the_lock_the_tables_writers_use(
     ).json()
     with FileSystemLock(table.storage, owner="elsewhere"):  # .hoodie/lock
         assert client.post(f"/v1/operations/{submitted['id']}/cancel").is_success
-    assert cancel.is_cancel_requested(table.storage, first)
+    assert cancel_requests.is_cancel_requested(table.storage, first)

@@ -13,7 +13,7 @@ import pytest
 from tests.services.test_clustering import group_target, small_files_table
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel
+from tms.hudi.timeline import cancel_requests
 from tms.services.clustering.execute import schedule_clustering
 from tms.services.compaction.execute import schedule_compaction
 
@@ -118,7 +118,7 @@ def test_the_design_bodies_submit_and_remove_a_pending_plan(
     assert (removed.json()["status"], removed.json()["is_deleted"]) == ("CANCELLED", True)
     assert first.json()["id"] not in [o["id"] for o in client.get("/v1/operations").json()["items"]]
     # A clustering plan is cancellable (RFC-79): the remove asked its writers to drop it.
-    requested = cancel.is_cancel_requested(HudiTable.open(base).storage, planned)
+    requested = cancel_requests.is_cancel_requested(HudiTable.open(base).storage, planned)
     assert requested is (action == "clustering")
 
 

@@ -30,7 +30,7 @@ from tms.hudi.locks import (
 )
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel
+from tms.hudi.timeline import cancel_requests
 from tms.jobs.client import JobClient
 from tms.jobs.table_lock import ServiceTableLocks
 from tms.services.clustering.execute import schedule_clustering
@@ -188,5 +188,5 @@ def test_an_operator_cancel_on_a_postgres_table_takes_the_advisory_lock(
         assert locks.take_for(10_000, advisory_key(base))
     cancelled = client.post(f"/v1/operations/{submitted['id']}/cancel")
     assert cancelled.json()["status"] == "CANCELLED"
-    assert cancel.is_cancel_requested(table.storage, planned) is not held_by_a_job
+    assert cancel_requests.is_cancel_requested(table.storage, planned) is not held_by_a_job
     locks.release_for(10_000)

@@ -14,11 +14,11 @@ from tests.services.test_clustering import group_target, small_files_table
 from tms.hudi.errors import CancelRefusedError, InstantInFlightError
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel, heartbeat
+from tms.hudi.timeline import cancel_requests, heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State, instant_file_name, parse_instant_file
-from tms.services.cancel import execute_cancel, request_cancel
 from tms.services.clustering.execute import schedule_clustering
 from tms.services.compaction.execute import schedule_compaction
+from tms.services.plan_cancel import execute_cancel, request_cancel
 
 
 @pytest.mark.parametrize(
@@ -54,10 +54,10 @@ def test_clustering_plans_are_cancellable_and_compaction_plans_are_not_by_defaul
     assert compaction is not None
     timeline = table.timeline()
     instant = timeline.get(compaction)
-    assert instant is not None and not cancel.is_cancellable(timeline, instant)
+    assert instant is not None and not cancel_requests.is_cancellable(timeline, instant)
     with pytest.raises(CancelRefusedError, match="is not cancellable"):
         request_cancel(table, compaction)
-    assert not cancel.is_cancel_requested(table.storage, compaction)
+    assert not cancel_requests.is_cancel_requested(table.storage, compaction)
 
     cow = small_files_table(tmp_path / "cow", COPY_ON_WRITE, rows=240, table_version=9)
     table = HudiTable.open(cow)
@@ -65,7 +65,7 @@ def test_clustering_plans_are_cancellable_and_compaction_plans_are_not_by_defaul
     assert clustering is not None
     timeline = table.timeline()
     planned = timeline.get(clustering)
-    assert planned is not None and cancel.is_cancellable(timeline, planned)
+    assert planned is not None and cancel_requests.is_cancellable(timeline, planned)
     assert timeline.clustering_plan(planned)["extraMetadata"] == {"cancellable": "true"}
 
 
@@ -79,9 +79,9 @@ def test_a_submit_may_make_a_compaction_cancellable_and_a_clustering_not(tmp_pat
     )
     assert compaction is not None and clustering is not None
     timeline = table.timeline()
-    assert cancel.is_cancellable(timeline, timeline.get(compaction))  # type: ignore[arg-type]
+    assert cancel_requests.is_cancellable(timeline, timeline.get(compaction))  # type: ignore[arg-type]
     timeline = HudiTable.open(cow).timeline()
-    assert not cancel.is_cancellable(timeline, timeline.get(clustering))  # type: ignore[arg-type]
+    assert not cancel_requests.is_cancellable(timeline, timeline.get(clustering))  # type: ignore[arg-type]
 
 
 def test_a_cancelled_plan_is_aborted_and_readers_see_the_table_as_before(
@@ -94,7 +94,7 @@ def test_a_cancelled_plan_is_aborted_and_readers_see_the_table_as_before(
 
     assert request_cancel(table, instant) is True
     assert request_cancel(table, instant) is False, "a second request changes nothing"
-    assert cancel.cancel_requests(table.storage) == [instant]
+    assert cancel_requests.cancel_requests(table.storage) == [instant]
     outcome = execute_cancel(table, instant)
 
     assert outcome.state == "ABORTED"
@@ -107,13 +107,13 @@ def test_a_cancelled_plan_is_aborted_and_readers_see_the_table_as_before(
     names = sorted(p.name for p in folder.iterdir() if p.name.startswith(instant))
     assert names == [aborted.file_name(table.config.timeline_layout_version)]
     assert (folder / names[0]).read_bytes() == plan_bytes, "the aborted file keeps the plan"
-    assert cancel.cancel_requests(table.storage) == []
+    assert cancel_requests.cancel_requests(table.storage) == []
     assert oracle.snapshot(base).equals(rows)
     assert oracle.file_slices(base) == slices
     # once aborted, a request is a no-op and a second execution finds nothing to do
     assert request_cancel(table, instant) is False
     assert execute_cancel(table, instant).state == "ABORTED"
-    assert cancel.cancel_requests(table.storage) == []
+    assert cancel_requests.cancel_requests(table.storage) == []
 
 
 def test_a_plan_whose_job_still_beats_is_requested_but_not_aborted(
@@ -126,7 +126,7 @@ def test_a_plan_whose_job_still_beats_is_requested_but_not_aborted(
     with pytest.raises(InstantInFlightError, match="live heartbeat"):
         execute_cancel(table, instant)
     assert table.timeline().get(instant).is_pending  # type: ignore[union-attr]
-    assert cancel.is_cancel_requested(table.storage, instant), "the request stays"
+    assert cancel_requests.is_cancel_requested(table.storage, instant), "the request stays"
     stale = time.time() - 3 * heartbeat.DEFAULT_INTERVAL_SECONDS
     beat_file = Path(base) / heartbeat.heartbeat_path(instant)
     os.utime(beat_file, (stale, stale))
@@ -140,9 +140,9 @@ def test_execute_cancel_needs_a_request_and_drops_stale_ones(clustered: tuple[st
         execute_cancel(table, instant)
     assert table.timeline().get(instant).is_pending  # type: ignore[union-attr]
     # a request for an instant that is not on the timeline (any more) is only removed
-    table.storage.write_bytes(cancel.cancel_path("20200101000000000"), b"")
+    table.storage.write_bytes(cancel_requests.cancel_path("20200101000000000"), b"")
     assert execute_cancel(table, "20200101000000000").state == "GONE"
-    assert cancel.cancel_requests(table.storage) == []
+    assert cancel_requests.cancel_requests(table.storage) == []
 
 
 def test_a_completed_instant_cannot_be_cancelled(tmp_path: Path) -> None:
@@ -153,4 +153,4 @@ def test_a_completed_instant_cannot_be_cancelled(tmp_path: Path) -> None:
         request_cancel(table, done)
     with pytest.raises(CancelRefusedError, match="no plan at instant"):
         request_cancel(table, "20200101000000000")
-    assert cancel.cancel_requests(table.storage) == []
+    assert cancel_requests.cancel_requests(table.storage) == []

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-import tms.services.index.indexing as index
+import tms.services.index.build as index
 import tms.services.metadata.compaction as metadata_compaction
 from tests.hudi_java.support import HUDI_1_2, HudiRelease, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows

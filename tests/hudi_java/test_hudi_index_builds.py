@@ -1,4 +1,4 @@
-"""Index builds by Hudi's own async indexer (`tms.services.apache_hudi.indexing`) inside tms's job
+"""Index builds by Hudi's own async indexer (`tms.services.apache_hudi.indexer`) inside tms's job
 protocol, on tables Hudi 1.2's writer made: plans cross over both ways (Hudi's plan built by
 tms's code, tms's plan built by Hudi's), a record index built by Hudi's code on a version 6
 merge-on-read table. After each: Hudi's reader and hudi-rs read the same rows, the metadata
@@ -17,8 +17,8 @@ from tests.hudi_java.support import HUDI_1_2, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
-from tms.services.apache_hudi.indexing import HudiIndexPlanner
-from tms.services.index import indexing as native_index
+from tms.services.apache_hudi.indexer import HudiIndexPlanner
+from tms.services.index import build as native_index
 
 pytestmark = [pytest.mark.hudi_java, pytest.mark.spark]
 

@@ -18,7 +18,7 @@ from tests.services.test_clean_rollbacks import clustering_plan, state_of
 from tests.services.test_clustering import small_files_table
 from tms.hudi.properties import MERGE_ON_READ
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel
+from tms.hudi.timeline import cancel_requests
 from tms.hudi.timeline.instant import State
 from tms.jobs.job import Job
 from tms.jobs.runner import EXIT_FAILED, EXIT_OK
@@ -44,7 +44,7 @@ def test_a_cancel_request_on_the_table_stops_the_job_and_aborts_the_plan(tmp_pat
     spark = FakeSpark()
 
     def writer_cancels() -> None:  # as a Hudi writer would: a file in .hoodie/.cancel
-        storage.write_bytes(cancel.cancel_path(instant), b"")
+        storage.write_bytes(cancel_requests.cancel_path(instant), b"")
 
     spec = spec_json(base_path=base, action="clustering", instant=instant)
     with stub_api(routes(spec, [OK_BEAT])) as api:
@@ -58,7 +58,7 @@ def test_a_cancel_request_on_the_table_stops_the_job_and_aborts_the_plan(tmp_pat
     assert result["outcome"] == "CANCELLED"
     assert f".hoodie/.cancel/{instant}" in result["error"]
     assert state_of(base, instant) is State.ABORTED
-    assert cancel.cancel_requests(storage) == []
+    assert cancel_requests.cancel_requests(storage) == []
 
 
 def test_an_operator_cancel_of_a_cancellable_plan_is_written_on_the_table(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_an_operator_cancel_of_a_plan_that_is_not_cancellable_keeps_the_plan(
     assert code == EXIT_OK
     assert results(api)[0]["outcome"] == "CANCELLED"
     assert state_of(base, instant) is State.REQUESTED, "it runs again later"
-    assert cancel.cancel_requests(HudiTable.open(base).storage) == []
+    assert cancel_requests.cancel_requests(HudiTable.open(base).storage) == []
 
 
 def test_a_lock_provider_tms_cannot_take_fails_the_job_for_good(tmp_path: Path) -> None:
@@ -159,7 +159,7 @@ def test_a_writers_cancel_file_stops_a_running_clustering_on_spark(
         tracker = spark.sparkContext.statusTracker()
         while not tracker.getActiveJobsIds():
             threading.Event().wait(0.05)
-        storage.write_bytes(cancel.cancel_path(instant), b"")  # as a Hudi writer does
+        storage.write_bytes(cancel_requests.cancel_path(instant), b"")  # as a Hudi writer does
 
     watcher = threading.Thread(target=writer_cancels_once_stuck, daemon=True)
     watcher.start()

@@ -18,7 +18,7 @@ from tms.application import OperationManager
 from tms.config import Settings
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel
+from tms.hudi.timeline import cancel_requests
 from tms.hudi.timeline.instant import State
 from tms.scheduler.cancel_scan import CancelScan
 from tms.services.clustering.execute import schedule_clustering
@@ -50,7 +50,7 @@ def table_with_plan(
 def _writer_cancels(base: str, instant: str) -> None:
     """What a Hudi writer blocked by the plan does: an empty file in the cancel folder."""
     table = HudiTable.open(base)
-    table.storage.write_bytes(cancel.cancel_path(instant), b"")
+    table.storage.write_bytes(cancel_requests.cancel_path(instant), b"")
 
 
 def _scan(factory: sessionmaker[Session]) -> CancelScan:

@@ -17,7 +17,7 @@ from tests.store.helpers import make_op
 from tms.application import cancel, retry
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel as table_cancel
+from tms.hudi.timeline import cancel_requests as table_cancel
 from tms.hudi.timeline import heartbeat
 from tms.hudi.timeline.instant import State
 from tms.services.clustering.execute import schedule_clustering

@@ -23,11 +23,11 @@ from tms.hudi.errors import PlanCancelledError
 from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel
+from tms.hudi.timeline import cancel_requests
 from tms.hudi.timeline.instant import Action, State
-from tms.services.cancel import request_cancel
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
+from tms.services.plan_cancel import request_cancel
 
 pytestmark = [pytest.mark.spark]
 
@@ -63,7 +63,7 @@ def assert_aborted(base: str, instant: str) -> None:
     aborted = table.timeline().get(instant)
     assert aborted is not None and aborted.state is State.ABORTED
     assert data_files_of(base, instant) == [], "the plan's files are rolled back"
-    assert cancel.cancel_requests(table.storage) == [], "the request is done with"
+    assert cancel_requests.cancel_requests(table.storage) == [], "the request is done with"
     assert not (Path(base) / TEMP_FOLDER / instant).exists()
 
 
@@ -136,7 +136,7 @@ def test_a_plan_that_is_not_cancellable_runs_past_a_cancel_file(spark: Any, tmp_
     table = HudiTable.open(base)
     instant = schedule_compaction(table)
     assert instant is not None
-    table.storage.write_bytes(cancel.cancel_path(instant), b"")
+    table.storage.write_bytes(cancel_requests.cancel_path(instant), b"")
     result = execute_compaction(spark, table, instant, heartbeat_interval=1)
     assert result.files_written > 0
     assert HudiTable.open(base).timeline().is_completed(instant)

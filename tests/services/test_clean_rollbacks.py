@@ -13,7 +13,7 @@ from tests.services.test_clustering import group_target, small_files_table, trip
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.properties import COPY_ON_WRITE
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel, heartbeat
+from tms.hudi.timeline import cancel_requests, heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
 from tms.services.clean.plan import schedule_clean
@@ -41,10 +41,10 @@ def test_a_clean_aborts_a_plan_a_writer_asked_to_cancel(tmp_path: Path) -> None:
     base, instant = clustering_plan(tmp_path)
     before = oracle.snapshot(base)
     table = HudiTable.open(base)
-    table.storage.write_bytes(cancel.cancel_path(instant), b"")  # as a writer does
+    table.storage.write_bytes(cancel_requests.cancel_path(instant), b"")  # as a writer does
     clean = schedule_clean(table, retained=1)
     assert state_of(base, instant) is State.ABORTED
-    assert cancel.cancel_requests(table.storage) == []
+    assert cancel_requests.cancel_requests(table.storage) == []
     assert table.file_system_view().pending_clustering_file_ids() == set()
     assert clean is not None, "the clean plans what the plan no longer protects"
     assert oracle.snapshot(base).equals(before)
@@ -73,7 +73,7 @@ def test_stale_by_hours_and_never_while_its_job_beats(tmp_path: Path) -> None:
     beating = finish_before_clean(table, table.timeline(), cancel_after_hours=2, now=later)
     assert beating.aborted == [] and beating.left == [instant]
     assert state_of(base, instant) is State.REQUESTED
-    assert cancel.is_cancel_requested(table.storage, instant), "requested, aborted later"
+    assert cancel_requests.is_cancel_requested(table.storage, instant), "requested, aborted later"
     heartbeat.stop_heartbeat(table.storage, instant)
     done = finish_before_clean(table, table.timeline(), cancel_after_hours=2, now=later)
     assert done.aborted == [instant] and state_of(base, instant) is State.ABORTED
@@ -82,7 +82,7 @@ def test_stale_by_hours_and_never_while_its_job_beats(tmp_path: Path) -> None:
 def test_a_plan_that_is_not_cancellable_is_never_cancelled_by_clean(tmp_path: Path) -> None:
     base, instant = clustering_plan(tmp_path, cancellable=False)
     table = HudiTable.open(base)
-    table.storage.write_bytes(cancel.cancel_path(instant), b"")
+    table.storage.write_bytes(cancel_requests.cancel_path(instant), b"")
     done = finish_before_clean(table, table.timeline(), cancel_after_instants=1)
     assert done.aborted == [] and done.left == [instant]
     assert state_of(base, instant) is State.REQUESTED

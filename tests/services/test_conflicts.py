@@ -20,7 +20,7 @@ from tms.hudi.errors import PlanCancelledError
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.properties import COPY_ON_WRITE, MERGE_ON_READ
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel, heartbeat
+from tms.hudi.timeline import cancel_requests, heartbeat
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import new_instant_time, request, transition
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
@@ -62,7 +62,7 @@ def test_a_cancellable_clustering_cancels_itself_for_a_writers_update(
     timeline = HudiTable.open(base).timeline()
     assert timeline.get(instant).state is State.ABORTED  # type: ignore[union-attr]
     assert timeline.is_completed(wrote[0]), "the writer's commit lands"
-    assert cancel.cancel_requests(table.storage) == []
+    assert cancel_requests.cancel_requests(table.storage) == []
     assert ts_by_key(base) == expected
 
 

@@ -16,7 +16,7 @@ from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import POSTGRES_PROVIDER, LockSpec
 from tms.hudi.metadata.indexing import schedule_indexing
 from tms.hudi.table import HudiTable
-from tms.services.apache_hudi.indexing import index_configs
+from tms.services.apache_hudi.indexer import index_configs
 from tms.services.apache_hudi.options import (
     IN_PROCESS_PROVIDER,
     PARTITIONED_RECORD_INDEX,

@@ -18,8 +18,8 @@ from tms.hudi.properties import METADATA_PARTITIONS, TableConfig
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.transitions import transition
-from tms.services.apache_hudi.indexing import HudiIndexExecutor
-from tms.services.index import indexing as index
+from tms.services.apache_hudi.indexer import HudiIndexExecutor
+from tms.services.index import build as index
 
 NO_HUDI: Any = SimpleNamespace(
     sparkContext=SimpleNamespace(getConf=lambda: SimpleNamespace(get=lambda key, default: ""))

@@ -15,7 +15,7 @@ from unittest.mock import Mock
 import pyarrow.parquet as pq
 import pytest
 
-import tms.services.index.indexing as index
+import tms.services.index.build as index
 from tests import oracle
 from tests.hudi.test_fixture_views import (
     WITH_METADATA_TABLE,

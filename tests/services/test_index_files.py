@@ -24,7 +24,7 @@ from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
 from tms.services.clean.execute import execute_clean, schedule_clean
 from tms.services.clustering.execute import execute_clustering, schedule_clustering
-from tms.services.index import indexing as index
+from tms.services.index import build as index
 from tms.services.table_refusals import unsupported_features
 from tms.testing.sample_writer.writer import HudiWriter
 

@@ -18,11 +18,11 @@ from tms.hudi.files.markers import marker_dir
 from tms.hudi.locks import FileSystemLock
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel
+from tms.hudi.timeline import cancel_requests
 from tms.hudi.timeline.heartbeat import heartbeat_path
 from tms.hudi.timeline.instant import Action, State
-from tms.services.cancel import request_cancel
 from tms.services.compaction.execute import execute_compaction, schedule_compaction
+from tms.services.plan_cancel import request_cancel
 
 pytestmark = [pytest.mark.spark]
 
@@ -98,7 +98,7 @@ def test_a_cancellable_compaction_on_s3_is_cancelled_on_the_table(
     aborted = table.timeline().get(instant)
     assert aborted is not None and aborted.state is State.ABORTED
     assert files_named_by(table, instant) == []
-    assert cancel.cancel_requests(table.storage) == []
+    assert cancel_requests.cancel_requests(table.storage) == []
     assert len(table.timeline().completed((Action.ROLLBACK,))) == 1
     assert not table.storage.exists(FileSystemLock(table.storage).path), "the lock is released"
     assert oracle_rows(base, s3.hudi_rs_options).equals(before)

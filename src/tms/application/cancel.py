@@ -35,7 +35,7 @@ from tms.hudi.locks import AdvisoryLocks, LockSpec, LockTimeoutError, use_adviso
 from tms.hudi.table import HudiTable
 from tms.planning import BadJobInput, lock_settings
 from tms.policies.params import table_wide_params
-from tms.services.cancel import execute_cancel, request_cancel
+from tms.services.plan_cancel import execute_cancel, request_cancel
 from tms.store import (
     Operation,
     OperationStatus,

@@ -1,7 +1,7 @@
 """How jobs are launched: the `Engine` protocol, engines by name, and spark-submit."""
 
 from tms.engines.base import Engine, JobHandle, LaunchError, LaunchSpec
-from tms.engines.registry import (
+from tms.engines.engine_names import (
     DEFAULT_ENGINE,
     EngineRegistry,
     UnknownEngineError,

@@ -10,7 +10,7 @@ from typing import Any
 
 from tms.hudi.storage.options import task_environment
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel
+from tms.hudi.timeline import cancel_requests
 from tms.jobs.client import JobSpec
 from tms.jobs.job import Job
 from tms.planning import BadJobInput
@@ -57,14 +57,16 @@ def table_cancel_check(table: HudiTable, instant: str) -> Callable[[], str | Non
     plan that cannot be cancelled, which nothing on the table can stop."""
     timeline = table.timeline()
     pending = timeline.get(instant)
-    if pending is None or not pending.is_pending or not cancel.is_cancellable(timeline, pending):
+    if pending is None or not pending.is_pending:
+        return None
+    if not cancel_requests.is_cancellable(timeline, pending):
         return None
     storage = table.storage
 
     def check() -> str | None:
-        if not cancel.is_cancel_requested(storage, instant):
+        if not cancel_requests.is_cancel_requested(storage, instant):
             return None
-        return f"a cancel was requested on the table ({cancel.cancel_path(instant)})"
+        return f"a cancel was requested on the table ({cancel_requests.cancel_path(instant)})"
 
     return check
 

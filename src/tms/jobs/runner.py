@@ -252,18 +252,23 @@ class JobRunner:
                 spark = self._start_spark(job, instant)
             result = self.execute(job, table, instant, spark, partial(self._on_stage, job))
             pause_point("committed")
-            figures = result.to_dict()
-            if adopted:
-                figures["adopted_pending_plan"] = True
-            if self.control.cancel_too_late.is_set() or self.control.cancelled.is_set():
-                # held past the cancel, or finished before a Spark job it ran was cancelled
-                log.warning(
-                    "the cancel request came too late: %s %s finished", spec.action, instant
-                )
-                figures["cancel_too_late"] = True
-            return Report("SUCCEEDED", figures=figures, spark_app_id=_app_id(spark))
+            return self._succeeded(job, instant, result, adopted, spark)
         except Exception as exc:
             return self._failure(exc, spec, job, table, instant, scheduling)
+
+    def _succeeded(
+        self, job: Job, instant: str, result: ServiceResult, adopted: bool, spark: Any
+    ) -> Report:
+        """The report of a plan run to its end, with its figures: whether the plan was a
+        pending one the job adopted, and whether a cancel request came too late to stop it."""
+        figures = result.to_dict()
+        if adopted:
+            figures["adopted_pending_plan"] = True
+        if self.control.cancel_too_late.is_set() or self.control.cancelled.is_set():
+            # held past the cancel, or finished before a Spark job it ran was cancelled
+            log.warning("the cancel request came too late: %s %s finished", job.action, instant)
+            figures["cancel_too_late"] = True
+        return Report("SUCCEEDED", figures=figures, spark_app_id=_app_id(spark))
 
     def _direct_work(self, job: Job, table: HudiTable) -> Report:
         """The work an operation asks its service to do at once, with no plan."""

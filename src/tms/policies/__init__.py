@@ -7,9 +7,9 @@ action is due; `tms.application.triggers` creates the operations that are.
 
 from tms.policies.combinators import AllOf, AnyOf
 from tms.policies.defaults import COUNT_KEYS, POLICY_KEYS, Thresholds, thresholds_for
-from tms.policies.registry import STRATEGIES
 from tms.policies.spec import TRIGGER_ACTIONS, parse_condition, parse_triggers
 from tms.policies.strategy import Condition, SpecError, Strategy
+from tms.policies.strategy_names import STRATEGIES
 from tms.policies.triggers import Trigger, conditions_for, due_triggers
 
 __all__ = [

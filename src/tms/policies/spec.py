@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from tms.policies.combinators import AllOf, AnyOf
-from tms.policies.registry import STRATEGIES
 from tms.policies.strategy import Condition, Path, SpecError
+from tms.policies.strategy_names import STRATEGIES
 from tms.store import ServiceAction
 
 __all__ = ["MAX_DEPTH", "MAX_PARTS", "TRIGGER_ACTIONS", "parse_condition", "parse_triggers"]

@@ -51,7 +51,7 @@ class Condition(Protocol):
 
 
 class Strategy(ABC):
-    """One registered trigger strategy (see `registry.py`), bound to the action it
+    """One registered trigger strategy (see `strategy_names.py`), bound to the action it
     watches, since the same measure reads different counters for different actions."""
 
     actions: ClassVar[frozenset[ServiceAction]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from tms.engines.registry import default_registry
+from tms.engines.engine_names import default_registry
 from tms.scheduler.loop import Scheduler, TickReport
 from tms.store import new_instance_id, register_instance, session_scope
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
 
     from tms.config import Settings
-    from tms.engines.registry import EngineRegistry
+    from tms.engines.engine_names import EngineRegistry
     from tms.store import TableLocks
 
 __all__ = ["Scheduler", "TickReport", "create_scheduler", "start_scheduler"]

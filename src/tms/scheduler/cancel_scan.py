@@ -27,7 +27,7 @@ from tms.blocking_calls import BlockingCalls
 from tms.hudi.actions import PLANNED_ACTIONS
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel as table_cancel
+from tms.hudi.timeline import cancel_requests as table_cancel
 from tms.rounds import BackgroundRound
 from tms.store import (
     OperationStatus,

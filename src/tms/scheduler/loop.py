@@ -70,7 +70,7 @@ from tms.store import (
 
 if TYPE_CHECKING:
     from tms.config import Settings
-    from tms.engines.registry import EngineRegistry
+    from tms.engines.engine_names import EngineRegistry
 
 __all__ = ["Scheduler", "TickReport"]
 

@@ -22,11 +22,11 @@ from tms.hudi.errors import (
 )
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel, heartbeat
+from tms.hudi.timeline import cancel_requests, heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.transitions import transition
-from tms.services.cancel import check_not_cancelled, execute_cancel, request_cancel
 from tms.services.conflicts import ConflictCheck, WriteConflictError
+from tms.services.plan_cancel import check_not_cancelled, execute_cancel, request_cancel
 from tms.services.rollback import rollback_inflight
 
 log = logging.getLogger(__name__)
@@ -276,4 +276,4 @@ def cancel_requested_in_task(base_uri: str, instant_time: str, cancellable: bool
     unwritten (one GET of the cancel request; none for a plan that is not cancellable)."""
     if not cancellable:
         return False
-    return cancel.is_cancel_requested(Storage(base_uri), instant_time)
+    return cancel_requests.is_cancel_requested(Storage(base_uri), instant_time)

@@ -27,7 +27,7 @@ from tms.hudi.files.markers import delete_markers
 from tms.hudi.files.write_conflicts import FileGroupId
 from tms.hudi.metadata.writer import PendingDeltaCommit
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline.cancel import plan_is_cancellable
+from tms.hudi.timeline.cancel_requests import plan_is_cancellable
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import transition

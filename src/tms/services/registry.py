@@ -12,13 +12,12 @@ from tms.executor_choice import HUDI, NATIVE, parse_executor
 from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION, INDEXING, METADATA_COMPACTION
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel
+from tms.hudi.timeline import cancel_requests
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.planning import planning_arguments
 from tms.services.apache_hudi.executor import HudiExecutor, HudiPlanner
-from tms.services.apache_hudi.indexing import HudiIndexExecutor, HudiIndexPlanner
-from tms.services.cancel import execute_cancel, request_cancel
+from tms.services.apache_hudi.indexer import HudiIndexExecutor, HudiIndexPlanner
 from tms.services.clean import execute as clean
 from tms.services.clean import plan as clean_plan
 from tms.services.clustering import execute as clustering
@@ -26,8 +25,9 @@ from tms.services.clustering import plan as clustering_plan
 from tms.services.compaction import execute as compaction
 from tms.services.compaction import plan as compaction_plan
 from tms.services.execution import ServiceResult
-from tms.services.index import indexing as index
+from tms.services.index import build as index
 from tms.services.metadata import compaction as metadata_compaction
+from tms.services.plan_cancel import execute_cancel, request_cancel
 from tms.services.plan_executor import FunctionExecutor, PlanExecutor, StageHook
 from tms.services.rollback import rollback_inflight
 from tms.services.table_refusals import ensure_supported, unsupported_features
@@ -235,7 +235,7 @@ class TableService:
         pending = timeline.get(instant)
         if pending is None or not pending.is_pending:
             return
-        if cancel.is_cancellable(timeline, pending):
+        if cancel_requests.is_cancellable(timeline, pending):
             request_cancel(table, instant)
             execute_cancel(table, instant, heartbeat_interval=heartbeat_interval)
         elif pending.state is State.INFLIGHT:

@@ -10,7 +10,7 @@ updates to them from then on; readers ignore them) and move to
 `hoodie.table.metadata.partitions` when the build has caught up. The metadata table's delta
 commits of the build are `T` (base files) and `T + "010"` (catch-up log files).
 
-The files themselves are written by `tms.hudi.metadata.index_build`; `tms.services.index.indexing`
+The files themselves are written by `tms.hudi.metadata.index_build`; `tms.services.index.build`
 runs the steps in order.
 """
 

@@ -1,1 +1,1 @@
-"""One module per trigger strategy; `tms.policies.registry` names them."""
+"""One module per trigger strategy; `tms.policies.strategy_names` names them."""

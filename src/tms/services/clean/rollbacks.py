@@ -23,10 +23,10 @@ from datetime import UTC, datetime
 
 from tms.hudi.errors import CancelRefusedError, InstantInFlightError
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel, heartbeat
+from tms.hudi.timeline import cancel_requests, heartbeat
 from tms.hudi.timeline.instant import INSTANT_TIME_FORMAT, Instant
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
-from tms.services.cancel import execute_cancel, request_cancel
+from tms.services.plan_cancel import execute_cancel, request_cancel
 from tms.services.rollback import rollback_inflight
 
 __all__ = ["CleanRollbacks", "finish_before_clean"]
@@ -67,7 +67,7 @@ def finish_before_clean(
             request_cancel(table, instant.requested_time)
         except CancelRefusedError as exc:
             log.info("not cancelling stale plan %s: %s", instant.requested_time, exc)
-    for instant_time in cancel.cancel_requests(table.storage):
+    for instant_time in cancel_requests.cancel_requests(table.storage):
         try:
             outcome = execute_cancel(table, instant_time, heartbeat_interval=heartbeat_interval)
         except (InstantInFlightError, CancelRefusedError) as exc:
@@ -100,7 +100,7 @@ def _stale_cancellable(
     writes = [i.requested_time for i in timeline.completed(WRITE_COMMIT_ACTIONS)]
     stale = []
     for instant in timeline.pending_compactions() + timeline.pending_clusterings():
-        if not cancel.is_cancellable(timeline, instant):
+        if not cancel_requests.is_cancellable(timeline, instant):
             continue
         age_hours = (now - _epoch_seconds(instant.requested_time)) / 3600
         since = sum(1 for ts in writes if ts > instant.requested_time)

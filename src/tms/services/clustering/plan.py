@@ -25,7 +25,7 @@ from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.meta_fields import META_FIELDS
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline.cancel import with_cancellable
+from tms.hudi.timeline.cancel_requests import with_cancellable
 from tms.hudi.timeline.instant import Action, is_instant_time
 from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION, Timeline

@@ -16,7 +16,7 @@ from tms.hudi.files.compaction_operation import CompactionOperation
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
-from tms.hudi.timeline.cancel import with_cancellable
+from tms.hudi.timeline.cancel_requests import with_cancellable
 from tms.hudi.timeline.instant import Action, is_instant_time
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import new_instant_time, request

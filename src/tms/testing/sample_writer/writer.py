@@ -43,7 +43,7 @@ from tms.hudi.properties import TableConfig
 from tms.hudi.record_keys import virtual_key_generation
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel, heartbeat
+from tms.hudi.timeline import cancel_requests, heartbeat
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.hudi.timeline.transitions import delete_pending, new_instant_time, request, transition
@@ -189,7 +189,7 @@ class HudiWriter:
         return [
             i.requested_time
             for i in timeline.pending_clusterings()
-            if not cancel.is_cancellable(timeline, i)
+            if not cancel_requests.is_cancellable(timeline, i)
         ]
 
     def _metadata_kept(self, requested: Instant) -> WriterMetadata | None:

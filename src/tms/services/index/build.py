@@ -63,7 +63,7 @@ from tms.hudi.properties import TableConfig
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
-from tms.services.apache_hudi.indexing import hudi_refusals
+from tms.services.apache_hudi.indexer import hudi_refusals
 from tms.services.execution import ServiceResult, move_to_inflight, pending_plan, running_plan
 from tms.services.table_refusals import ensure_supported
 from tms.spark_runtime.task_memory import task_memory_budget

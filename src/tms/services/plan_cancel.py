@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from tms.hudi.errors import CancelRefusedError, InstantInFlightError, PlanCancelledError
 from tms.hudi.table import HudiTable
-from tms.hudi.timeline import cancel, heartbeat
+from tms.hudi.timeline import cancel_requests, heartbeat
 from tms.hudi.timeline.instant import State
 from tms.services.rollback import rollback_inflight
 
@@ -39,15 +39,15 @@ def request_cancel(table: HudiTable, instant_time: str) -> bool:
     """RFC-79 `request_cancel` under the table lock: True when this call wrote the request.
     `CancelRefusedError` for a completed, unknown or not cancellable plan."""
     with table.lock.hold(table.storage):
-        return cancel.request_cancel(table.storage, table.config, instant_time)
+        return cancel_requests.request_cancel(table.storage, table.config, instant_time)
 
 
 def check_not_cancelled(table: HudiTable, instant_time: str) -> None:
     """The pre-commit check: `PlanCancelledError` when a cancel was requested. The caller
     holds the table lock until its instant completes, so no request can come in between."""
-    if cancel.is_cancel_requested(table.storage, instant_time):
+    if cancel_requests.is_cancel_requested(table.storage, instant_time):
         raise PlanCancelledError(
-            instant_time, f"a cancel was requested ({cancel.cancel_path(instant_time)})"
+            instant_time, f"a cancel was requested ({cancel_requests.cancel_path(instant_time)})"
         )
 
 
@@ -68,17 +68,16 @@ def execute_cancel(
         timeline = table.timeline()
         instant = timeline.get(instant_time)
         if instant is None or instant.is_completed or instant.is_aborted:
-            cancel.clear_cancel_request(storage, instant_time)
+            cancel_requests.clear_cancel_request(storage, instant_time)
             state = "GONE" if instant is None else instant.state.name
             return CancelOutcome(instant_time, state)
-        if not cancel.is_cancel_requested(storage, instant_time):
-            raise CancelRefusedError(
-                f"no cancel was requested for {instant_time} ({cancel.cancel_path(instant_time)})"
-            )
-        if not cancel.is_cancellable(timeline, instant):
+        if not cancel_requests.is_cancel_requested(storage, instant_time):
+            request = cancel_requests.cancel_path(instant_time)
+            raise CancelRefusedError(f"no cancel was requested for {instant_time} ({request})")
+        if not cancel_requests.is_cancellable(timeline, instant):
             raise CancelRefusedError(
                 f"{timeline.origin_action(instant).value} plan {instant_time} is not "
-                f"cancellable: its cancel request ({cancel.cancel_path(instant_time)}) is "
+                f"cancellable: its cancel request ({cancel_requests.cancel_path(instant_time)}) is "
                 "ignored and the plan runs to completion"
             )
         if heartbeat.is_alive(storage, instant_time, heartbeat_interval, tolerable_misses):
@@ -99,7 +98,7 @@ def execute_cancel(
         timeline = table.timeline()
         current = timeline.get(instant_time)
         if current is None or not current.is_pending:
-            cancel.clear_cancel_request(storage, instant_time)
+            cancel_requests.clear_cancel_request(storage, instant_time)
             return CancelOutcome(instant_time, "GONE" if current is None else current.state.name)
-        cancel.abort(storage, table.config, timeline, current)
+        cancel_requests.abort(storage, table.config, timeline, current)
     return CancelOutcome(instant_time, State.ABORTED.name, rolled_back)

@@ -9,7 +9,7 @@ writers, which do not know the state, then see no pending plan that would block 
 updates, and tools that do can still read what was planned.
 
 Readers and writers never see an aborted plan's data files: they are rolled back (deleted,
-from their markers) before the instant is aborted, by `tms.services.cancel`.
+from their markers) before the instant is aborted, by `tms.services.plan_cancel`.
 """
 
 from __future__ import annotations
