@@ -47,6 +47,7 @@ from tms.application import (
 from tms.blocking_calls import BlockingCalls
 from tms.config import Role
 from tms.http.storage_calls import call_storage
+from tms.hudi.actions import ACTION_ALIASES, TABLE_SERVICE_ACTIONS
 from tms.ingest.probe import TableProbe
 from tms.ingest.registration import located_base_path
 from tms.store import (
@@ -64,15 +65,13 @@ router = APIRouter(
     responses=error_responses(401, 403, 422, 503),
 )
 
+_PATH_WORDS = {action: word for word, action in ACTION_ALIASES.items()}
 SERVICES = {
-    "compact": ServiceAction.COMPACTION,
-    "cluster": ServiceAction.CLUSTERING,
-    "clean": ServiceAction.CLEAN,
-    "index": ServiceAction.INDEXING,
-    "metadata-compaction": ServiceAction.METADATA_COMPACTION,
+    _PATH_WORDS.get(action, action): ServiceAction(action) for action in TABLE_SERVICE_ACTIONS
 }
-"""RFC-43's path words, and `metadata-compaction` (not in RFC-43: Hudi's writers compact their
-metadata table themselves) for operators who hand that to tms."""
+"""Every table service's path word: RFC-43's (`compact`, `cluster`, `clean`, `index`), else
+the action's own name (`metadata-compaction`: not in RFC-43, since Hudi's writers compact
+their metadata table themselves, for operators who hand that to tms)."""
 _WRITER = [require(Role.WRITER)]
 _CONFLICTS = error_responses(409, _409="clashes with a registered table or operation")
 _BODY = error_responses(400, 413)
