@@ -1,5 +1,6 @@
-"""The memory budget a job's native tasks get: the setting when there is one, else a
-quarter of a Python worker's share of `spark.executor.pyspark.memory`, else 1 GiB."""
+"""The memory budget a job's native tasks get: the setting when there is one, else half a
+Python worker's share of `spark.executor.pyspark.memory`, else 1 GiB; their records get it
+less the Python worker's own baseline, seven tenths of the rest, at least 16 MiB."""
 
 from __future__ import annotations
 
@@ -16,11 +17,16 @@ import pytest
 from tms.hudi.memory import read_spilled, task_workdir
 from tms.spark_runtime.task_memory import (
     DEFAULT_BUDGET,
+    DEFAULT_RECORDS,
+    MIN_RECORDS,
     SETTING,
     TASK_ENVIRONMENT,
+    WORKER_BASELINE,
     give_tasks_allocator_settings,
     parse_size,
+    records_budget,
     task_memory_budget,
+    worker_memory_budget,
 )
 
 
@@ -36,11 +42,25 @@ class _Session:
 
 
 def test_the_setting_wins_then_python_memory_per_core_then_the_default() -> None:
-    assert task_memory_budget(_Session(**{SETTING: "256m"})) == 256 * 2**20
+    assert worker_memory_budget(_Session(**{SETTING: "256m"})) == 256 * 2**20
     pyspark = {"spark.executor.pyspark.memory": "4g", "spark.executor.cores": "4"}
-    assert task_memory_budget(_Session(**pyspark)) == 256 * 2**20
-    assert task_memory_budget(_Session(**{**pyspark, SETTING: "2g"})) == 2 * 2**30
-    assert task_memory_budget(_Session()) == DEFAULT_BUDGET == 2**30
+    assert worker_memory_budget(_Session(**pyspark)) == 512 * 2**20
+    assert worker_memory_budget(_Session(**{**pyspark, SETTING: "2g"})) == 2 * 2**30
+    assert worker_memory_budget(_Session()) == DEFAULT_BUDGET == 2**30
+
+
+def test_a_tasks_records_get_the_budget_less_the_python_workers_own_memory() -> None:
+    """A 256 MiB worker holds its interpreter and libraries (176 MiB) and 56 MiB of
+    records; a budget under that baseline still leaves a task 16 MiB to spill from, and a
+    budget under that is the records' whole (tests force spill paths with KiBs)."""
+    assert task_memory_budget(_Session(**{SETTING: "256m"})) == int(80 * 2**20 * 0.7)
+    assert task_memory_budget(_Session(**{SETTING: "1g"})) == DEFAULT_RECORDS
+    assert DEFAULT_RECORDS == records_budget(2**30) == int(848 * 2**20 * 0.7)
+    assert task_memory_budget(_Session(**{SETTING: "16m"})) == MIN_RECORDS == 16 * 2**20
+    assert records_budget(WORKER_BASELINE) == MIN_RECORDS
+    assert task_memory_budget(_Session(**{SETTING: "16k"})) == 16 * 2**10
+    sizes = [2**k for k in range(10, 34)]
+    assert [records_budget(s) for s in sizes] == sorted(records_budget(s) for s in sizes)
 
 
 @pytest.mark.parametrize(
@@ -101,7 +121,7 @@ def test_a_spilled_stream_is_read_without_mapping_its_file(tmp_path: Path) -> No
 def test_the_table_layer_and_the_runtime_default_to_one_budget() -> None:
     from tms.hudi import memory
 
-    assert memory.DEFAULT_BUDGET == DEFAULT_BUDGET
+    assert memory.DEFAULT_RECORDS == DEFAULT_RECORDS
 
 
 def _worker_environment(_: int) -> dict[str, str | None]:

@@ -42,8 +42,6 @@ from tms.hudi.files.log_writer import (
 from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.files.reader import committed_blocks, read_file_slice
 from tms.hudi.files.spilled_slice import (
-    BUCKET_SHARE,
-    HASH_BYTES,
     _KeyFilter,
     merge_file_slice,
 )
@@ -175,22 +173,22 @@ def test_a_slice_merged_through_disk_has_the_rows_of_the_in_memory_merge(
     assert log_records == expected_log_records
 
     # the base rows of keys no log names are carried while the budget keeps a hash of each
-    # log record and delete (at 1 MiB); past that (at 16 KiB for most seeds) every base row
-    # spills, and buckets are split again
+    # log record and delete (at 1 MiB); past that (at 16 KiB for most seeds) by a filter of
+    # an eighth of the budget, whose more frequent false yeses spill more base rows; buckets
+    # are split again
+    unnamed = _unnamed_base_keys(tmp_path, file_slice)
     for budget in (1 << 20, 64 * 1024, 16 * 1024):
         on_disk, log_records, spilled, carried = _merged_parts(tmp_path, file_slice, budget)
         assert spilled
         assert on_disk.equals(expected), f"budget {budget}"
         assert log_records == expected_log_records
-        kept_hashes = budget // BUCKET_SHARE // HASH_BYTES
-        assert (carried.num_rows > 0) == (log_records <= kept_hashes), f"budget {budget}"
+        carried_keys = set(carried.column(RECORD_KEY).to_pylist())
+        assert carried_keys and carried_keys <= unnamed, f"budget {budget}"
 
 
-def test_base_rows_no_log_names_are_carried_as_they_are(tmp_path: Path) -> None:
-    """Spilling a slice, the base file's rows whose keys no log record or delete names go
-    to the new file without being spilled or merged; every row of a named key is merged."""
-    file_slice = _slice(tmp_path, seed=11)
-    storage = Storage(str(tmp_path))
+def _log_keys(root: Path, file_slice: FileSlice) -> set[str]:
+    """The record keys the slice's committed log records and deletes name."""
+    storage = Storage(str(root))
     named: set[str] = set()
     blocks = [read_log_blocks(storage.read_bytes(log.path)) for log in file_slice.log_files]
     for block in committed_blocks(blocks, lambda _: True):
@@ -198,12 +196,23 @@ def test_base_rows_no_log_names_are_carried_as_they_are(tmp_path: Path) -> None:
             named |= {d.record_key for d in block.deletes}
         else:
             named |= set(block_records(block, NEW).column(RECORD_KEY).to_pylist())
+    return named
+
+
+def _unnamed_base_keys(root: Path, file_slice: FileSlice) -> set[str]:
+    """The base file's record keys no log record or delete names."""
     assert file_slice.base_file is not None
-    base_keys = set(
-        pq.read_table(tmp_path / file_slice.base_file.path).column(RECORD_KEY).to_pylist()
-    )
-    unnamed = base_keys - named
-    assert unnamed and base_keys & named
+    base = pq.read_table(root / file_slice.base_file.path).column(RECORD_KEY).to_pylist()
+    return set(base) - _log_keys(root, file_slice)
+
+
+def test_base_rows_no_log_names_are_carried_as_they_are(tmp_path: Path) -> None:
+    """Spilling a slice, the base file's rows whose keys no log record or delete names go
+    to the new file without being spilled or merged; every row of a named key is merged."""
+    file_slice = _slice(tmp_path, seed=11)
+    named = _log_keys(tmp_path, file_slice)
+    unnamed = _unnamed_base_keys(tmp_path, file_slice)
+    assert unnamed and named
 
     _, _, spilled, carried = _merged_parts(tmp_path, file_slice, 1 << 20)
     carried_keys = carried.column(RECORD_KEY).to_pylist()
@@ -239,7 +248,9 @@ def test_the_versions_of_one_key_over_the_budget_stop_the_task(
             storage, file_slice, "ts", lambda _: True, budget=8 * 1024, workdir=str(workdir)
         )
         list(merge.parts)
-    assert "'hot'" in str(raised.value) and "budget of 8 KiB" in str(raised.value)
+    assert "'hot'" in str(raised.value) and "over the 8 KiB the task memory budget gives" in str(
+        raised.value
+    )
     assert raised.value.needed > raised.value.budget == 8 * 1024
     remedied = str(raised.value.with_remedy(REMEDY))
     assert remedied.startswith(str(raised.value)) and SETTING in remedied
@@ -377,7 +388,14 @@ def test_the_key_filter_answers_yes_for_every_named_key_and_rarely_for_others() 
     rng = np.random.default_rng(5)
     named = rng.integers(0, 2**63, size=50_000, dtype=np.uint64)
     others = rng.integers(0, 2**63, size=200_000, dtype=np.uint64)
-    key_filter = _KeyFilter([named[:20_000], named[20_000:]])
+    key_filter = _KeyFilter.sized([named[:20_000], named[20_000:]])
     assert key_filter.may_contain(named).all()
     assert key_filter.may_contain(others).mean() < 0.07
-    assert not _KeyFilter([]).may_contain(others).any()
+    assert not _KeyFilter.sized([]).may_contain(others).any()
+    # the keys of more logs than the budget keeps hashes of: a filter of a fixed size
+    bounded = _KeyFilter.within(64 * 1024)
+    assert bounded.bits.nbytes == 64 * 1024 and _KeyFilter.within(100_000).bits.nbytes == 65536
+    for part in np.array_split(named, 7):
+        bounded.add(part)
+    assert bounded.may_contain(named).all()
+    assert bounded.may_contain(others).mean() < 0.1  # 50,000 keys in 524,288 bits

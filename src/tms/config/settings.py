@@ -156,10 +156,11 @@ class Settings(BaseSettings):
     )
     task_memory: str | None = Field(
         None,
-        description="memory budget of each native Spark task (`spark.tms.task.memory`: 512m, "
-        "1g, …): a file slice or clustering group larger than it is merged and sorted through "
-        "the executor's local disk; unset = a quarter of `spark.executor.pyspark.memory` per "
-        "core when set, else 1g",
+        description="memory budget of each native Spark task's Python worker, interpreter "
+        "included (`spark.tms.task.memory`: 512m, 1g, …): its records get the budget less "
+        "176 MiB, seven tenths of the rest, and a file slice or clustering group larger than "
+        "that is merged and sorted through the executor's local disk; unset = half of "
+        "`spark.executor.pyspark.memory` per core when set, else 1g",
     )
     hudi_jars: str | None = Field(
         None,

@@ -1,7 +1,8 @@
 """A task's memory budget, as the table layer sees it: a number of bytes of records one task
-may hold at once, kept by spilling to the task's local disk (`task_workdir`;
-`tms.hudi.files.spilled_slice`). Where the number comes from (Spark's settings, the
-service's) is the runtime's business (`tms.spark_runtime.task_memory`).
+may hold at once (what the runtime's budget of its Python worker leaves them), kept by
+spilling to the task's local disk (`task_workdir`; `tms.hudi.files.spilled_slice`). Where
+the number comes from (Spark's settings, the service's) is the runtime's business
+(`tms.spark_runtime.task_memory`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from contextlib import contextmanager
 
 import pyarrow as pa
 
-__all__ = ["DEFAULT_BUDGET", "TaskMemoryExceeded", "read_spilled", "task_workdir"]
+__all__ = ["DEFAULT_RECORDS", "TaskMemoryExceeded", "read_spilled", "task_workdir"]
 
-DEFAULT_BUDGET = 1024 * 1024 * 1024
-"""1 GiB for a task the table layer runs with no budget given (the runtime's own default,
-`tms.spark_runtime.task_memory.DEFAULT_BUDGET`, is the same: it may not import this layer)."""
+DEFAULT_RECORDS = int((1024 - 176) * 2**20 * 0.7)
+"""The records a task the table layer runs with no budget given may hold: those the runtime
+gives a task of its default budget (`tms.spark_runtime.task_memory.records_budget` of
+`DEFAULT_BUDGET`, 1 GiB: it may not import this layer; a test keeps the two equal)."""
 
 
 class TaskMemoryExceeded(RuntimeError):
@@ -30,8 +32,8 @@ class TaskMemoryExceeded(RuntimeError):
         self.budget = budget
         self.remedy = remedy
         message = (
-            f"{what} needs {_size(needed)} in memory, over the task memory budget of "
-            f"{_size(budget)}"
+            f"{what} needs {_size(needed)} in memory, over the {_size(budget)} the task "
+            "memory budget gives a task's records"
         )
         super().__init__(f"{message}: {remedy}" if remedy else message)
 

@@ -43,7 +43,7 @@ from tms.services.execution import (
 from tms.services.metadata_sync import MetadataSync, WrittenFile
 from tms.services.spark import TaskInfo, run_tasks
 from tms.services.table_refusals import ensure_supported
-from tms.spark_runtime.task_memory import DEFAULT_BUDGET, task_memory_budget
+from tms.spark_runtime.task_memory import DEFAULT_RECORDS, task_memory_budget
 from tms.testing.fault_pause import pause_point
 
 __all__ = [
@@ -134,7 +134,7 @@ class ExecutionContext:
     """The metadata table's delta commit begun before the tasks (`begin_sync`)."""
     conflicts: ConflictCheck
     cancellable: bool
-    memory_budget: int = DEFAULT_BUDGET
+    memory_budget: int = DEFAULT_RECORDS
     """Bytes of records each task may hold (`tms.spark_runtime.task_memory`)."""
 
 

@@ -8,13 +8,16 @@ memory (`merge_slice_records`); a larger one is merged through the task's local 
   and their records and deletes partitioned by a hash of the record key into buckets;
 - the base file is then read a batch of rows at a time: a row whose key no log record or
   delete names is carried to the new file as it is (`_KeyFilter`, a bit array of the logs'
-  keys' hashes, says so), and the others go to their key's bucket;
+  keys' hashes, says so; one that may answer yes for an unnamed key, never no for a named
+  one), and the others go to their key's bucket;
 - each bucket, which holds every version of its keys, is merged on its own: the merge
   semantics are those of `merge_versions`, key by key.
 
 As in Hudi's merge handle, the rows no log record touches (most of a compacted slice) are
 neither spilled nor sorted. When the logs name more keys than the budget holds hashes for,
-every base row goes to its bucket. A bucket still larger than the budget is split again with
+their filter is a bit array of a fixed share of the budget instead (`FILTER_SHARE`): more of
+the base rows of unnamed keys are spilled and merged alone as the keys grow, none is carried
+wrongly. A bucket still larger than the budget is split again with
 another hash seed; the versions of one key larger than the budget stop the task with
 `TaskMemoryExceeded`.
 
@@ -69,6 +72,9 @@ DELETE_BYTES = 256
 ordering value as Python objects)."""
 HASH_BYTES = 8
 """Bytes in memory per hash of the logs' keys kept while they are spilled (a uint64)."""
+FILTER_SHARE = 8
+"""The key filter of logs that name more keys than the budget keeps hashes of takes at most
+budget / FILTER_SHARE (a bit array of a power of two bits, whatever the keys' number)."""
 MAX_SPLITS = 4
 """Times a bucket over its share is split again, each with another seed, before its keys are
 taken to be too few to split (one key's versions over the budget)."""
@@ -265,18 +271,11 @@ class _Spill:
         max_hashes: int,
     ) -> tuple[int, _KeyFilter | None]:
         """Spill each committed log block's records and deletes; the log records read, and
-        their keys as a `_KeyFilter` (None when there were more than `max_hashes`)."""
-        kept: list[np.ndarray] | None = []
-        log_records, position = 0, 0
-
-        def keep(hashes: np.ndarray) -> None:
-            nonlocal kept, log_records
-            log_records += len(hashes)
-            if kept is not None and log_records <= max_hashes:
-                kept.append(hashes)
-            else:
-                kept = None  # too many: every base row will be spilled
-
+        their keys as a `_KeyFilter`: sized to their number while it is at most `max_hashes`,
+        else of `budget / FILTER_SHARE` bytes (None when `max_hashes` is 0: no base file)."""
+        named = _LogKeys(max_hashes, budget // FILTER_SHARE)
+        keep = named.keep
+        position = 0
         rolled_back = _rolled_back(log_paths)
         chunk_bytes = max(16 * 1024, int(budget / BUCKET_SHARE / EXPANSION))
         chunk_deletes = max(64, chunk_bytes // DELETE_BYTES)
@@ -301,7 +300,7 @@ class _Spill:
                         records = block_records(chunk, schema)
                         schema = schema or records.schema
                         keep(self._add("log", records, position, schema, keys))
-        return log_records, None if kept is None else _KeyFilter(kept)
+        return named.count, named.key_filter()
 
     def fill_base(
         self,
@@ -389,20 +388,64 @@ class _Spill:
             bucket.close()
 
 
-class _KeyFilter:
-    """Whether a key may be among the logs' keys, from their hashes: a bit array of 16 to
-    32 bits a key (a power of two), the bit of each key's hash set. A key among them always
-    answers yes; 3 to 6 % of the others do too: their base rows are spilled and merged with
-    no other version, which leaves them as they are."""
+class _LogKeys:
+    """The logs' keys as they are spilled: their hashes while there are at most `max_hashes`
+    (none kept when it is 0), then only their bits in a filter of `max_filter_bytes`."""
 
-    def __init__(self, hashes: Sequence[np.ndarray]) -> None:
-        count = sum(len(h) for h in hashes)
-        slots = 1 << max(6, (16 * count - 1).bit_length())
+    def __init__(self, max_hashes: int, max_filter_bytes: int) -> None:
+        self.max_hashes = max_hashes
+        self.max_filter_bytes = max_filter_bytes
+        self.count = 0
+        self._kept: list[np.ndarray] = []
+        self._saturated: _KeyFilter | None = None
+
+    def keep(self, hashes: np.ndarray) -> None:
+        self.count += len(hashes)
+        if self.max_hashes == 0:
+            return
+        if self._saturated is not None:
+            self._saturated.add(hashes)
+            return
+        self._kept.append(hashes)
+        if self.count > self.max_hashes:  # too many to keep: their bits only, from now on
+            self._saturated = _KeyFilter.within(self.max_filter_bytes)
+            for part in self._kept:
+                self._saturated.add(part)
+            self._kept.clear()
+
+    def key_filter(self) -> _KeyFilter | None:
+        if self.max_hashes == 0:
+            return None
+        return self._saturated or _KeyFilter.sized(self._kept)
+
+
+class _KeyFilter:
+    """Whether a key may be among the logs' keys, from their hashes: a bit array of a power
+    of two bits, the bit of each key's hash set. A key among them always answers yes; a few
+    of the others do too (3 to 6 % at 16 to 32 bits a key), and their base rows are spilled
+    and merged with no other version, which leaves them as they are."""
+
+    def __init__(self, slots: int) -> None:
         self.mask = np.uint64(slots - 1)
         self.bits = np.zeros(slots // 8, dtype=np.uint8)
+
+    @classmethod
+    def sized(cls, hashes: Sequence[np.ndarray]) -> _KeyFilter:
+        """The filter of `hashes`, 16 to 32 bits a key."""
+        count = sum(len(h) for h in hashes)
+        key_filter = cls(1 << max(6, (16 * count - 1).bit_length()))
         for part in hashes:
-            slot = part & self.mask
-            np.bitwise_or.at(self.bits, slot >> np.uint64(3), self._bit(slot))
+            key_filter.add(part)
+        return key_filter
+
+    @classmethod
+    def within(cls, max_bytes: int) -> _KeyFilter:
+        """An empty filter of the most bits `max_bytes` holds (a power of two, at least 64)."""
+        return cls(1 << max(6, (max(8, max_bytes) * 8).bit_length() - 1))
+
+    def add(self, hashes: np.ndarray) -> None:
+        slot = hashes & self.mask
+        np.bitwise_or.at(self.bits, slot >> np.uint64(3), self._bit(slot))
 
     @staticmethod
     def _bit(slot: np.ndarray) -> np.ndarray:

@@ -51,7 +51,7 @@ from tms.hudi.files.markers import (
     list_markers,
 )
 from tms.hudi.files.names import BaseFileName
-from tms.hudi.memory import DEFAULT_BUDGET, task_workdir
+from tms.hudi.memory import DEFAULT_RECORDS, task_workdir
 from tms.hudi.metadata.partitions import MetadataPartition, file_group_index
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.schema import (
@@ -266,7 +266,7 @@ class CompactionTask:
     schema: str
     valid: frozenset[str]
     operation: CompactionOperation
-    memory_budget: int = DEFAULT_BUDGET
+    memory_budget: int = DEFAULT_RECORDS
     """Bytes the task may hold of a delete block's keys while it sorts them (the rest of the
     merge holds a block of each file)."""
 
@@ -426,7 +426,7 @@ def execute_metadata_compaction(
     *,
     run: TaskRunner = run_locally,
     reader: MetadataTableReader | None = None,
-    memory_budget: int = DEFAULT_BUDGET,
+    memory_budget: int = DEFAULT_RECORDS,
 ) -> MetadataCompactionResult:
     """Run the metadata table's pending compaction at `instant_time` and complete it; each
     task holds at most `memory_budget` bytes of a delete block's keys."""

@@ -24,7 +24,7 @@ from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.markers import Marker, MarkerType, create_marker
 from tms.hudi.files.new_log_file import next_log_file_name
 from tms.hudi.hfile import HFileWriter
-from tms.hudi.memory import DEFAULT_BUDGET, task_workdir
+from tms.hudi.memory import DEFAULT_RECORDS, task_workdir
 from tms.hudi.metadata.cells import location_value
 from tms.hudi.metadata.partitions import RECORD_INDEX, MetadataPartition
 from tms.hudi.metadata.records import RecordLocation, instant_millis
@@ -151,7 +151,7 @@ def write_record_index_logs(
     moved: Iterable[tuple[str, str, Iterable[str] | pa.Array | pa.ChunkedArray]],
     write_token: str,
     *,
-    budget: int = DEFAULT_BUDGET,
+    budget: int = DEFAULT_RECORDS,
 ) -> list[WriteStat]:
     """On an executor: the new locations of `moved` records, given as (partition, file id,
     keys) of each new file, as log files of the record index; their write stats

@@ -38,7 +38,7 @@ from tms.services.conflicts import ConflictCheck
 from tms.services.execution import cancel_requested_in_task, conflict_in_task
 from tms.services.metadata_sync import StatsSpec, WrittenFile, file_stats
 from tms.services.spark import TaskInfo
-from tms.spark_runtime.task_memory import DEFAULT_BUDGET, REMEDY
+from tms.spark_runtime.task_memory import DEFAULT_RECORDS, REMEDY
 
 __all__ = [
     "GroupFigures",
@@ -85,7 +85,7 @@ class GroupTask:
     """The plan may be cancelled (RFC-79): the task checks for a cancel request first."""
     conflicts: ConflictCheck | None = None
     """Other writers' conflicting writes, checked by each task of a cancellable plan."""
-    memory_budget: int = DEFAULT_BUDGET
+    memory_budget: int = DEFAULT_RECORDS
     """Bytes of records the task holds at once; a larger group is sorted through local disk."""
     outputs: int = 1
     """The output file groups the plan asks for (`numOutputFileGroups`)."""

@@ -51,7 +51,7 @@ from tms.services.execution import ServiceResult, cancel_requested_in_task, conf
 from tms.services.metadata_sync import StatsSpec, WrittenFile, file_stats
 from tms.services.plan_executor import CommitActionExecutor, ExecutionContext
 from tms.services.spark import TaskInfo
-from tms.spark_runtime.task_memory import DEFAULT_BUDGET, REMEDY
+from tms.spark_runtime.task_memory import DEFAULT_RECORDS, REMEDY
 
 COMPACT_OPERATION = "COMPACT"
 
@@ -81,7 +81,7 @@ class _Execution:
     """The plan may be cancelled (RFC-79): each task checks for a cancel request first."""
     conflicts: ConflictCheck | None = None
     """Other writers' conflicting writes, checked by each task of a cancellable plan."""
-    memory_budget: int = DEFAULT_BUDGET
+    memory_budget: int = DEFAULT_RECORDS
     """Bytes of records a task holds at once; a larger slice is merged through local disk."""
 
     def is_committed(self, instant_time: str) -> bool:

@@ -29,7 +29,7 @@ from tms.hudi.files.fs_view import list_partitions
 from tms.hudi.files.marked_files import delete_unreported_files
 from tms.hudi.files.markers import delete_markers
 from tms.hudi.files.names import DEFAULT_WRITE_TOKEN, BaseFileName, LogFileName
-from tms.hudi.memory import DEFAULT_BUDGET
+from tms.hudi.memory import DEFAULT_RECORDS
 from tms.hudi.metadata.cells import cell_value
 from tms.hudi.metadata.index_build.files import (
     BULK_INSERT_OPERATION,
@@ -93,7 +93,7 @@ def build_files_partition(
     records = files_records(files, {})
     write_partition_metadata(md_storage, FILES, instant_time)
     inflight = start_delta_commit(md_storage, md_config, instant_time, BULK_INSERT_OPERATION)
-    target = NewFileGroup(md_storage.base_path, instant_time, schema, DEFAULT_BUDGET)
+    target = NewFileGroup(md_storage.base_path, instant_time, schema, DEFAULT_RECORDS)
     cells = (
         pa.array([record.key for record in records], pa.string()),
         pa.array([cell_value(record, schema) for record in records], pa.binary()),
