@@ -67,8 +67,9 @@ class Job:
     @property
     def direct(self) -> bool:
         """Whether the operation asks for its service's direct work (an index's drop): done
-        at once, with no plan to adopt, write or run (`TableService.direct_work`)."""
-        return self.spec.instant is None and self.service.asks_direct_work(self.planning)
+        at once, with no plan to adopt, write or run (`TableService.direct_work`). An
+        operation with a plan has no planning parameters, so it asks for none."""
+        return self.service.asks_direct_work(self.planning)
 
     def run_direct(self, table: HudiTable) -> dict[str, Any]:
         """Do the direct work the operation asks for; its figures."""
