@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.hudi_java, pytest.mark.spark]
 
 Row = tuple[Any, ...]
 DAY = 86_400_000
-"""A day in epoch milliseconds: the timestamp key generator's partitions are days."""
+"""A day in epoch milliseconds: the rows of the two partitions are ordered a day apart."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,6 @@ class Feature:
     hudi_rs_merges: bool = True
     """Whether hudi-rs reads the table's log files (it merges neither partial updates nor by a
     payload class)."""
-    partition_field: str = "part"
     also_declined: tuple[str, ...] = ()
     """Words of the other refusals of a table with more than one feature."""
     hudi_declines_clean: str | None = None
@@ -80,22 +79,6 @@ FEATURES = [
         },
         "payload",
         hudi_rs_merges=False,
-    ),
-    Feature(
-        "timestamp_keygen_partition_stats_v9",
-        9,
-        "COPY_ON_WRITE",
-        {
-            "hoodie.datasource.write.keygenerator.class": (
-                "org.apache.hudi.keygen.TimestampBasedKeyGenerator"
-            ),
-            "hoodie.keygen.timebased.timestamp.type": "EPOCHMILLISECONDS",
-            "hoodie.keygen.timebased.output.dateformat": "yyyyMMdd",
-            "hoodie.metadata.index.column.stats.enable": "true",
-            "hoodie.metadata.index.partition.stats.enable": "true",
-        },
-        "timestamp key generator",
-        partition_field="ts",
     ),
     Feature(
         "custom_merge_mode_v8",
@@ -163,7 +146,6 @@ def writer_options(feature: Feature, path: Path) -> dict[str, str]:
     return {
         **keyed_table(path.name, feature.table_type),
         **HUDI_1_2.write_options(feature.table_version),
-        "hoodie.datasource.write.partitionpath.field": feature.partition_field,
         "hoodie.parquet.small.file.limit": "0",  # each insert its own file groups: to cluster
         **feature.options,
     }
@@ -188,14 +170,8 @@ def attempt(hudi: HudiSpark, path: Path, action: str, **fields: Any) -> dict[str
     return figures
 
 
-def numbered(rows: list[Row]) -> list[Row]:
-    """Rows with `ts` as a number: Hudi's reader returns a partition field the timestamp
-    key generator formats as the text of its value."""
-    return sorted((key, int(ts), part, val) for key, ts, part, val in rows)
-
-
 def check_reads(hudi: HudiSpark, path: Path, model: Model, feature: Feature) -> None:
-    assert numbered(hudi.read(path, COLUMNS)) == model.sorted()
+    assert hudi.read(path, COLUMNS) == model.sorted()
     if feature.hudi_rs_merges or not _has_log_files(path):
         assert hudi_rs_rows(str(path)) == model.sorted()
     if HudiTable.open(str(path)).config.metadata_partitions:

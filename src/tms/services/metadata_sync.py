@@ -15,8 +15,8 @@ What each service writes (`HoodieTableMetadataUtil.convertMetadataToRecords` and
   into the delta commit the driver began (`record_index_logs`), so no key reaches the driver.
   Replaced file groups stay in `files` until clean deletes them; secondary indexes do not
   change (no record key or value moves).
-- clean: `files` deletions of every deleted file, `column_stats` deletion entries of each,
-  `partition_stats` recomputed for the touched partitions.
+- clean: `files` deletions of every deleted file, `column_stats` deletion entries of each;
+  `partition_stats` unchanged, as Hudi leaves them.
 
 A data table rollback writes nothing to the metadata table: Hudi 1.x rolls back the metadata
 table's delta commit of the rolled-back instant (`services.rollback`), and so do we.
@@ -178,7 +178,9 @@ class MetadataSync:
     def clean_update(
         self, instant_time: str, deleted: Mapping[str, Sequence[str]]
     ) -> MetadataUpdate:
-        """The update of a clean: deleted file names by partition."""
+        """The update of a clean: deleted file names by partition. Partition stats are left as
+        they are, as Hudi leaves them (`HoodieTableMetadataUtil.convertMetadataToRecords` of a
+        clean writes `files`, `bloom_filters`, `column_stats` and expression indexes only)."""
         gone = {p: list(names) for p, names in deleted.items() if names}
         update = MetadataUpdate(records={FILES: files_records({}, gone)})
         if self._has(COLUMN_STATS) and self.columns:
@@ -188,10 +190,6 @@ class MetadataSync:
                 for name in names
                 for key, payload in deletion_entries(partition, name, self.columns, self.version)
             ]
-        if self._has(PARTITION_STATS) and self.columns:
-            update.records[PARTITION_STATS] = self._partition_stats(
-                instant_time, sorted(gone), (), {}
-            )
         return update
 
     def _partition_stats(

@@ -37,7 +37,6 @@ from tms.hudi.properties import (
     PROPERTIES_PATH,
     TableConfig,
 )
-from tms.hudi.record_keys.table_keys import timestamp_partition_fields
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, State
 from tms.hudi.timeline.timeline import Timeline
@@ -168,13 +167,6 @@ def _partitions_not_kept(config: TableConfig) -> list[str]:
     ]
     if PARTITION_STATS in built and COLUMN_STATS not in built:
         reasons.append("partition_stats without column_stats is not kept by the services")
-    stamped = timestamp_partition_fields(config) if PARTITION_STATS in built else []
-    if stamped:
-        reasons.append(
-            f"partition_stats over partition fields made by a timestamp key generator "
-            f"({', '.join(stamped)}) is not kept by the services: the files' stats are of "
-            "the source field's type, the partition's of the formatted path"
-        )
     if built and FILES not in built:
         reasons.append("the metadata table has no files partition")
     return reasons

@@ -34,7 +34,6 @@ __all__ = [
     "ambiguous_complex_keys",
     "key_generation",
     "key_generation_refusals",
-    "timestamp_partition_fields",
     "virtual_key_generation",
 ]
 
@@ -122,22 +121,6 @@ def virtual_key_generation(config: TableConfig) -> KeyGeneration | None:
     """The key generation to merge a virtual-key table's records by; None when the table stores
     its keys in the meta fields."""
     return None if config.populate_meta_fields else key_generation(config)
-
-
-def timestamp_partition_fields(config: TableConfig) -> list[str]:
-    """Partition fields the table's key generator prints as timestamps (the timestamp-based
-    key generator's, a custom key generator's `field:TIMESTAMP` ones), whether or not the
-    paths it printed can be computed again; empty for any other key generator."""
-    kind = _kind(config)
-    if kind is KeyGeneratorKind.TIMESTAMP:
-        return [f.strip() for f in config.partition_fields if f.strip()]
-    if kind is KeyGeneratorKind.CUSTOM:
-        try:
-            typed = _custom_partition_fields(config, _named_generator(config))
-        except UnsupportedTableError:
-            return []
-        return [field for field, type_name in typed if type_name == "TIMESTAMP"]
-    return []
 
 
 def _with_partitioning(generation: KeyGeneration, config: TableConfig, named: str) -> KeyGeneration:
