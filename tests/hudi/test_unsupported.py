@@ -37,13 +37,6 @@ def with_pending_log_compaction(base: str) -> None:
     put(base, f"{ts}.logcompaction.requested", avro_codec.encode("HoodieCompactionPlan", {}))
 
 
-def with_completed_log_compaction(base: str) -> None:
-    ts = next_time(base)
-    put(base, f"{ts}.logcompaction.requested", avro_codec.encode("HoodieCompactionPlan", {}))
-    put(base, f"{ts}.logcompaction.inflight")
-    put(base, f"{ts}.deltacommit", b"{}")
-
-
 def orc_base_files(base: str) -> None:
     set_properties(base, **{"hoodie.table.base.file.format": "ORC"})
 
@@ -64,7 +57,6 @@ CASES: dict[str, tuple[Callable[[str], None], str]] = {
     "metadata-table": (with_metadata_table, "metadata table"),
     "bootstrap": (bootstrapped, "bootstrap"),
     "pending-log-compaction": (with_pending_log_compaction, "log compaction"),
-    "completed-log-compaction": (with_completed_log_compaction, "log compaction"),
     "orc": (orc_base_files, "base file format ORC"),
     "virtual-keys": (virtual_keys, "hoodie.populate.meta.fields=false"),
 }
@@ -100,10 +92,7 @@ def test_ensure_supported_names_the_feature(tmp_path: Path, case: str) -> None:
 
 
 REFUSED_ON_RUN = [
-    (case, version)
-    for case in ("metadata-table", "bootstrap", "completed-log-compaction", "orc")
-    for version in (6, 9)
-    if version == 6 or case != "completed-log-compaction"  # written by hand in layout 1 form
+    (case, version) for case in ("metadata-table", "bootstrap", "orc") for version in (6, 9)
 ]
 
 

@@ -121,8 +121,12 @@ def _data_table_refusals(table: HudiTable, timeline: Timeline) -> list[str]:
     if config.base_file_format != "PARQUET":
         reasons.append(f"base file format {config.base_file_format} is not handled")
     reasons += merge_refusals(config)
-    if any(timeline.origin_action(i) is Action.LOG_COMPACTION for i in timeline.instants):
-        reasons.append("the timeline has log compaction instants; log compaction is not handled")
+    pending = [i.requested_time for i in timeline.pending((Action.LOG_COMPACTION,))]
+    if pending:
+        reasons.append(
+            f"log compaction {', '.join(pending)} is pending; the services wait until it "
+            "completes (completed log compactions are read as Hudi reads them)"
+        )
     return reasons
 
 

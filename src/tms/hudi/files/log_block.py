@@ -172,6 +172,13 @@ class LogBlock:
         return self.header.get(HeaderKey.TARGET_INSTANT_TIME)
 
     @property
+    def compacted_block_times(self) -> tuple[str, ...]:
+        """For a block a log compaction wrote, the instants of the blocks it stands for
+        (`COMPACTED_BLOCK_TIMES`, comma-separated); empty for any other block."""
+        times = self.header.get(HeaderKey.COMPACTED_BLOCK_TIMES, "")
+        return tuple(t.strip() for t in times.split(",") if t.strip())
+
+    @property
     def schema(self) -> dict[str, Any] | None:
         """The Avro writer schema from the SCHEMA header, parsed from JSON."""
         text = self.header.get(HeaderKey.SCHEMA)

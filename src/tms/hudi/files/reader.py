@@ -21,22 +21,56 @@ from tms.hudi.storage import Storage
 def committed_blocks(
     blocks_by_file: Sequence[Sequence[LogBlock]], is_committed: Callable[[str], bool]
 ) -> list[LogBlock]:
-    """Data and delete blocks in write order, without blocks of uncommitted or rolled back
-    instants (a rollback command block voids its target's blocks in the slice)."""
-    rolled_back = {
-        block.target_instant_time
-        for blocks in blocks_by_file
-        for block in blocks
-        if block.block_type is BlockType.COMMAND and block.is_rollback
-    }
-    return [
-        block
-        for blocks in blocks_by_file
-        for block in blocks
+    """Data and delete blocks in the order a merge applies them (`merge_order`)."""
+    blocks = [block for blocks in blocks_by_file for block in blocks]
+    return [blocks[i] for i in merge_order(blocks, is_committed)]
+
+
+def merge_order(blocks: Sequence[LogBlock], is_committed: Callable[[str], bool]) -> list[int]:
+    """Indices of a slice's blocks (in write order, headers enough) that its merge applies,
+    in the order it applies them.
+
+    - Data and delete blocks of committed instants only, without those a rollback command
+      block of the slice voids.
+    - A log compaction's blocks stand for the blocks whose instants their
+      `COMPACTED_BLOCK_TIMES` name (a later log compaction's for an earlier one's too), which
+      are left out; they are applied where the newest of those was, so a delta commit the
+      log compaction did not include, written after it, is still applied after it (Hudi's
+      `BaseHoodieLogRecordReader.scanInternalV2`, the scan log compaction itself reads with).
+    """
+    rolled_back = {block.target_instant_time for block in blocks if block.is_rollback}
+    merged = [
+        i
+        for i, block in enumerate(blocks)
         if block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE)
         and block.instant_time not in rolled_back
         and is_committed(block.instant_time)
     ]
+    standing_for: dict[str, str] = {}
+    """The instant of each compacted block → the instant of the log compaction that stands
+    for it last."""
+    for i in reversed(merged):
+        block = blocks[i]
+        stands = standing_for.get(block.instant_time, block.instant_time)
+        for instant in block.compacted_block_times:
+            standing_for.setdefault(instant, stands)
+    newest: dict[str, int] = {}
+    of_instant: dict[str, list[int]] = {}
+    for i in merged:
+        instant = blocks[i].instant_time
+        of_instant.setdefault(instant, []).append(i)
+        if instant in standing_for:
+            newest[standing_for[instant]] = i
+    order: list[int] = []
+    for i in merged:
+        instant = blocks[i].instant_time
+        final = standing_for.get(instant)
+        if final is not None:
+            if newest[final] == i:
+                order += of_instant.get(final, [])
+        elif instant not in newest:
+            order.append(i)
+    return order
 
 
 def read_file_slice(

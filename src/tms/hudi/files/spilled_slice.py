@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from tms.hudi.files.data import block_records
@@ -51,7 +52,12 @@ from tms.hudi.files.log_reader import (
     parquet_record_chunks,
 )
 from tms.hudi.files.merge import DeleteVersion, Ordering, merge_versions
-from tms.hudi.files.reader import committed_blocks, conform_table, merge_slice_records
+from tms.hudi.files.reader import (
+    committed_blocks,
+    conform_table,
+    merge_order,
+    merge_slice_records,
+)
 from tms.hudi.memory import TaskMemoryExceeded, read_spilled
 from tms.hudi.meta_fields import RECORD_KEY
 from tms.hudi.record_keys import KeyGeneration
@@ -275,16 +281,17 @@ class _Spill:
         else of `budget / FILTER_SHARE` bytes (None when `max_hashes` is 0: no base file)."""
         named = _LogKeys(max_hashes, budget // FILTER_SHARE)
         keep = named.keep
-        position = 0
-        rolled_back = _rolled_back(log_paths)
+        positions = _merge_positions(log_paths, is_committed)
+        ordinal = -1
         chunk_bytes = max(16 * 1024, int(budget / BUCKET_SHARE / EXPANSION))
         chunk_deletes = max(64, chunk_bytes // DELETE_BYTES)
         for path in log_paths:
             with open(path, "rb") as handle:
                 for block in iter_log_file(handle, raw=True):
-                    if not _is_merged(block, rolled_back, is_committed):
+                    ordinal += 1
+                    position = positions.get(ordinal)
+                    if position is None:
                         continue
-                    position += 1
                     if block.block_type is BlockType.DELETE:
                         for deletes in delete_record_chunks(block, chunk_deletes):
                             keep(
@@ -477,24 +484,17 @@ def _block_chunks(block: LogBlock, chunk_bytes: int) -> Iterator[LogBlock]:
         yield LogBlock(block.block_type, block.header, records=records, footer=block.footer)
 
 
-def _rolled_back(log_paths: Sequence[str]) -> set[str]:
-    """Instants a rollback command block of the slice voids (a pass over headers only)."""
-    rolled_back: set[str] = set()
+def _merge_positions(
+    log_paths: Sequence[str], is_committed: Callable[[str], bool]
+) -> dict[int, int]:
+    """The merge position (from 1) of each block the merge applies, by its ordinal among the
+    slice's blocks in write order (`merge_order`, from a pass over headers only)."""
+    headers: list[LogBlock] = []
     for path in log_paths:
         with open(path, "rb") as handle:
-            for block in iter_log_file(handle, decode=False):
-                if block.is_rollback and block.target_instant_time is not None:
-                    rolled_back.add(block.target_instant_time)
-    return rolled_back
-
-
-def _is_merged(block: LogBlock, rolled_back: set[str], is_committed: Callable[[str], bool]) -> bool:
-    """`committed_blocks`' rule for one block."""
-    return (
-        block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE)
-        and block.instant_time not in rolled_back
-        and is_committed(block.instant_time)
-    )
+            headers += iter_log_file(handle, decode=False)
+    order = merge_order(headers, is_committed)
+    return {ordinal: position for position, ordinal in enumerate(order, start=1)}
 
 
 # Merging bucket by bucket ----------------------------------------------------------------
@@ -558,6 +558,16 @@ class _Merger:
         if data is None:
             return
         positions = data.column(_POSITION).combine_chunks()
+        if (
+            len(positions) > 1
+            and not pc.all(
+                pc.greater_equal(positions.slice(1), positions.slice(0, len(positions) - 1))
+            ).as_py()
+        ):
+            # a log compaction's blocks are applied where the blocks they stand for were,
+            # before blocks read ahead of them: rows in merge order, as the merge takes them
+            order = pc.sort_indices(positions)  # stable: rows of one position keep their order
+            data, positions = data.take(order), positions.take(order)
         merged = merge_versions(data.drop_columns([_POSITION]), positions, deletes, self.ordering)
         yield MergedPart(merged, base_keys)
 
