@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
-from tms.hudi.files.log_writer import encode_rollback_block
+from tms.hudi.files.log_block import BlockType, HeaderKey
+from tms.hudi.files.log_writer import encode_log_block, encode_rollback_block
 from tms.hudi.files.names import BaseFileName, LogFileName
 from tms.hudi.metadata import slice_merge
 from tms.hudi.metadata.cells import cell_value, record_cells
@@ -26,7 +28,7 @@ from tms.hudi.metadata.records import (
 from tms.hudi.metadata.schema import writer_schema
 from tms.hudi.metadata.slice_merge import merge_slice_by_key
 from tms.hudi.metadata.slice_reader import read_slice
-from tms.hudi.metadata.writer import FileGroupLog, log_file_content
+from tms.hudi.metadata.writer import FileGroupLog, hfile_content, log_file_content
 from tms.hudi.storage import Storage
 
 SCHEMA = writer_schema(9, None)
@@ -122,3 +124,48 @@ def test_a_slice_merged_key_by_key_is_the_slice_the_reader_merges(
             assert one.cell(SCHEMA) == cell_value(live[one.key], SCHEMA)
     assert {one.key for one in merged if one.in_log} == set(expected.log)
     assert {one.key for one in merged if one.in_base} == set(expected.base)
+
+
+def test_a_log_compacted_block_stands_for_the_blocks_it_names(tmp_path: Path) -> None:
+    """Hudi's writer log-compacts the metadata table: instant 3 stands for 1, and 2, which
+    completed after 3 was planned, still has the last word on the key it wrote after 1, in
+    the reader's merge and in the key-by-key merge alike."""
+    folder = tmp_path / "metadata" / "record_index"
+    folder.mkdir(parents=True)
+    first = RecordLocation("p", "file-1", 1)
+    moved = RecordLocation("p", "file-2", 2)
+
+    def cells(location: RecordLocation) -> Any:
+        return record_cells([record_index_record("k", location, raw_file_id=True)], SCHEMA)
+
+    def block(instant: str, location: RecordLocation, compacted: str = "") -> bytes:
+        header = {HeaderKey.INSTANT_TIME: instant, HeaderKey.SCHEMA: SCHEMA}
+        if compacted:
+            header[HeaderKey.COMPACTED_BLOCK_TIMES] = compacted
+        return encode_log_block(
+            BlockType.HFILE_DATA, header, hfile_content(SCHEMA, cells(location))
+        )
+
+    logs = []
+    instants = ("20260101000000001", "20260101000000002", "20260101000000003")
+    contents = [
+        block(instants[0], first),
+        block(instants[1], moved),
+        block(instants[2], first, compacted=instants[0]),
+    ]
+    for version, content in enumerate(contents, start=1):
+        name = LogFileName(FILE_ID, BASE_INSTANT, version, "1-0-1")
+        (folder / str(name)).write_bytes(content)
+        logs.append(LogFile(name, f"record_index/{name}", len(content)))
+    file_slice = FileSlice("record_index", FILE_ID, BASE_INSTANT, None, tuple(logs))
+    storage = Storage(str(tmp_path / "metadata"))
+    valid = set(instants).__contains__
+
+    live = read_slice(storage, file_slice, valid).merged()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    merged = list(merge_slice_by_key(storage, file_slice, valid, workdir=str(workdir), budget=64))
+
+    expected = record_index_record("k", moved, raw_file_id=True).fields
+    assert live["k"].fields == expected
+    assert len(merged) == 1 and merged[0].record().fields == expected  # type: ignore[union-attr]

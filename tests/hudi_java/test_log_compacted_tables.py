@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import tms.services.metadata.compaction as metadata_compaction
 from tests.hudi_java.support import HUDI_1_2, HudiRelease, HudiSpark, keyed_table
 from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, SCHEMA, hudi_rs_rows
 from tests.hudi_java.writer_options import SERVICES_OFF_THE_WRITER
@@ -127,3 +128,43 @@ def test_native_services_read_and_service_a_log_compacted_table_as_hudi_does(
     table.write("upsert", [("k2", 80, "p0", 2.75), ("k10", 80, "p0", 10.0)])
     table.reads_right()
     assert table.open().config.table_version == table_version
+
+
+def test_native_services_keep_a_metadata_table_hudi_log_compacts(
+    spark: Any, hudi_spark: Callable[[HudiRelease], HudiSpark], tmp_path: Path
+) -> None:
+    """Hudi's writer log-compacts the metadata table (`hoodie.metadata.log.compaction.enable`):
+    tms reads its files and record index through the log-compacted blocks when it compacts
+    the data table and when it compacts the metadata table itself."""
+    table = Table(hudi_spark(HUDI_1_2), tmp_path / "events_mdt", 9)
+    table.options.update(
+        {
+            "hoodie.metadata.log.compaction.enable": "true",
+            "hoodie.metadata.log.compaction.blocks.threshold": "2",
+            "hoodie.metadata.compact.max.delta.commits": "100",  # tms compacts it
+            "hoodie.metadata.record.index.enable": "true",
+        }
+    )
+    for n in range(6):
+        table.write(
+            "upsert", [(f"k{i}", 10 + n, f"p{i % 2}", float(i + n)) for i in range(n, n + 4)]
+        )
+    table.write("delete", [("k2", 99, "p0", 0.0)])
+    metadata = HudiTable.open(str(table.path / ".hoodie" / "metadata"))
+    assert metadata.timeline().completed() and any(
+        metadata.timeline().origin_action(i) is Action.LOG_COMPACTION
+        for i in metadata.timeline().completed()
+    )
+    table.reads_right()
+
+    compaction = schedule_compaction(table.open())
+    assert compaction is not None
+    table.serviced(execute_compaction(spark, table.open(), compaction))
+    table.write("upsert", [("k0", 50, "p0", 0.5), ("k20", 50, "p1", 20.0)])
+
+    compact_metadata = metadata_compaction.schedule(table.open())
+    assert compact_metadata is not None
+    table.serviced(metadata_compaction.execute(spark, table.open(), compact_metadata))
+    table.write("upsert", [("k1", 60, "p1", 1.5), ("k21", 60, "p0", 21.0)])
+    table.write("delete", [("k3", 65, "p1", 0.0)])
+    table.reads_right()

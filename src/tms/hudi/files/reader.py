@@ -5,7 +5,7 @@ This is the merge a compaction performs on each slice, and what a snapshot query
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,12 +26,20 @@ def committed_blocks(
     return [blocks[i] for i in merge_order(blocks, is_committed)]
 
 
-def merge_order(blocks: Sequence[LogBlock], is_committed: Callable[[str], bool]) -> list[int]:
+DATA_AND_DELETE_BLOCKS = frozenset({BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE})
+"""The blocks a data table's slice merges (a metadata table's are HFile data blocks)."""
+
+
+def merge_order(
+    blocks: Sequence[LogBlock],
+    is_committed: Callable[[str], bool],
+    kinds: Collection[BlockType] = DATA_AND_DELETE_BLOCKS,
+) -> list[int]:
     """Indices of a slice's blocks (in write order, headers enough) that its merge applies,
     in the order it applies them.
 
-    - Data and delete blocks of committed instants only, without those a rollback command
-      block of the slice voids.
+    - Blocks of `kinds` (data and delete blocks) of committed instants only, without those a
+      rollback command block of the slice voids.
     - A log compaction's blocks stand for the blocks whose instants their
       `COMPACTED_BLOCK_TIMES` name (a later log compaction's for an earlier one's too), which
       are left out; they are applied where the newest of those was, so a delta commit the
@@ -42,7 +50,7 @@ def merge_order(blocks: Sequence[LogBlock], is_committed: Callable[[str], bool])
     merged = [
         i
         for i, block in enumerate(blocks)
-        if block.block_type in (BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.DELETE)
+        if block.block_type in kinds
         and block.instant_time not in rolled_back
         and is_committed(block.instant_time)
     ]

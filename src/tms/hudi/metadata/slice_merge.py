@@ -27,14 +27,15 @@ from tms.hudi.errors import LogFormatError
 from tms.hudi.files.external_sort import ExternalSort
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.local_copies import LocalCopies
-from tms.hudi.files.log_block import BlockType, HeaderKey, LogBlock
+from tms.hudi.files.log_block import BlockType, LogBlock
 from tms.hudi.files.log_reader import avro_record_chunks, delete_record_chunks, iter_log_file
+from tms.hudi.files.reader import merge_order
 from tms.hudi.hfile import HFileReader
 from tms.hudi.metadata.cells import cell_value
 from tms.hudi.metadata.partitions import MetadataPartition
 from tms.hudi.metadata.records import MetadataRecord, RecordType, combine
 from tms.hudi.metadata.schema import decode_record, peek_type
-from tms.hudi.metadata.slice_reader import SCHEMA_INFO_KEY, applying_rollbacks
+from tms.hudi.metadata.slice_reader import METADATA_BLOCKS, SCHEMA_INFO_KEY, applying_rollbacks
 from tms.hudi.storage import Storage
 
 __all__ = ["MergedKey", "StoredValue", "merge_slice_by_key"]
@@ -113,11 +114,8 @@ def merge_slice_by_key(
             files.enter_context(open(local.local(log.path), "rb")) for log in file_slice.log_files
         ]
         blocks = applying_rollbacks(b for log in logs for b in iter_log_file(log, raw=True))
-        counted = [
-            (number, block)
-            for number, block in enumerate(blocks, start=1)
-            if valid(block.header.get(HeaderKey.INSTANT_TIME, ""))
-        ]
+        order = merge_order(blocks, valid, METADATA_BLOCKS)
+        counted = [(number, blocks[i]) for number, i in enumerate(order, start=1)]
         sorting = sum(1 for _, block in counted if block.block_type is BlockType.DELETE)
         share = budget // (2 * max(1, sorting))  # every delete block's sort is open at once
         for number, block in counted:

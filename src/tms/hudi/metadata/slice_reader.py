@@ -17,12 +17,14 @@ from tms.hudi.errors import LogFormatError
 from tms.hudi.files.fs_view import FileSlice
 from tms.hudi.files.log_block import BlockType, HeaderKey, LogBlock
 from tms.hudi.files.log_reader import read_log_blocks
+from tms.hudi.files.reader import merge_order
 from tms.hudi.hfile import HFileReader
 from tms.hudi.metadata.records import MetadataRecord, combine
 from tms.hudi.metadata.schema import decode_record
 from tms.hudi.storage import Storage
 
 __all__ = [
+    "METADATA_BLOCKS",
     "SliceRecords",
     "applying_rollbacks",
     "hfile_records",
@@ -30,6 +32,10 @@ __all__ = [
     "slice_blocks",
     "slice_schema",
 ]
+
+METADATA_BLOCKS = frozenset(BlockType) - {BlockType.COMMAND, BlockType.CORRUPTED}
+"""The blocks a metadata table slice's merge counts: its records and deletes (HFile data
+blocks; any other kind is read as its reader reads it, or refused)."""
 
 SCHEMA_INFO_KEY = b"schema"
 """File info key of the writer schema in a metadata HFile (base file or data block)."""
@@ -131,9 +137,8 @@ def read_slice(
     through its block index, not scanned)."""
     wanted = None if keys is None else set(keys)
     log: Merged = {}
-    for block in slice_blocks(storage, file_slice):
-        if not valid(block.header.get(HeaderKey.INSTANT_TIME, "")):
-            continue
+    blocks = slice_blocks(storage, file_slice)
+    for block in (blocks[i] for i in merge_order(blocks, valid, METADATA_BLOCKS)):
         if block.block_type is BlockType.DELETE:
             for deleted in block.deletes:
                 if wanted is None or deleted.record_key in wanted:
