@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from tms.hudi.avro.schema import arrow_schema_from_avro, avro_records_to_table
 from tms.hudi.files.avro_columns import ArrowRecords
+from tms.hudi.files.bloom import DynamicBloomFilter
 from tms.hudi.files.log_block import DeleteRecord, LogBlock
 from tms.hudi.files.log_reader import read_log_blocks
 from tms.hudi.files.log_writer import encode_avro_data_block, encode_delete_block
@@ -63,14 +64,20 @@ def write_base_file(
 
     The footer carries what Hudi's readers look for: the record key range, and the Avro
     schema when one is given. `record_keys` gives the keys of rows that do not store them
-    (a table without meta fields), for the key range.
+    (a table without meta fields), for the key range. Rows that store their keys get Hudi's
+    bloom filter of them too, as Hudi's writers give a table with meta fields.
     """
     metadata = dict(rows.schema.metadata or {})
-    if record_keys is None and RECORD_KEY in rows.column_names:
+    stores_keys = record_keys is None and RECORD_KEY in rows.column_names
+    if stores_keys:
         record_keys = rows.column(RECORD_KEY)
     if rows.num_rows and record_keys is not None and record_keys.null_count < len(record_keys):
         metadata[b"hoodie_min_record_key"] = str(pc.min(record_keys).as_py()).encode()
         metadata[b"hoodie_max_record_key"] = str(pc.max(record_keys).as_py()).encode()
+    if stores_keys and record_keys is not None:
+        bloom = DynamicBloomFilter()
+        bloom.add(record_keys)
+        metadata.update(bloom.footer())
     if avro_schema is not None:
         metadata[AVRO_SCHEMA_KEY] = json.dumps(avro_schema).encode()
     rows = rows.replace_schema_metadata(metadata)
@@ -114,10 +121,13 @@ class BaseFileWriter:
 
     Each row group is encoded and written on a thread of its own while the caller makes the
     next one's parts (Arrow's Parquet writer runs without the interpreter lock): a task's
-    merge or sort and its Parquet encoding use two cores.
+    merge or sort and its Parquet encoding use two cores. The keys of each part are added
+    to the bloom filter on a thread of their own as well.
 
     The footer carries what `write_base_file` writes: the record key range (known at the
-    end, so written last) and the Avro schema when one is given.
+    end, so written last) and the Avro schema when one is given; with `bloom_filter`, Hudi's
+    bloom filter of the record keys too (`tms.hudi.files.bloom`: a table with meta fields,
+    whose writers' bloom index reads it).
     """
 
     def __init__(
@@ -128,6 +138,8 @@ class BaseFileWriter:
         schema: pa.Schema,
         avro_schema: dict[str, Any] | None = None,
         row_group_bytes: int = ROW_GROUP_BYTES,
+        *,
+        bloom_filter: bool = False,
     ) -> None:
         self._storage = storage
         self._path = path
@@ -139,6 +151,10 @@ class BaseFileWriter:
         self._writer = pq.ParquetWriter(local, self.schema, compression="snappy")
         self._min: str | None = None
         self._max: str | None = None
+        self._bloom = DynamicBloomFilter() if bloom_filter else None
+        self._hashing = ThreadPoolExecutor(1, thread_name_prefix="bloom-filter")
+        self._hashed: Future[None] | None = None
+        """The part whose keys are being added to the bloom filter, if any."""
         self._row_group_bytes = row_group_bytes
         self._held: list[pa.Table] = []
         self._held_bytes = 0
@@ -155,6 +171,9 @@ class BaseFileWriter:
             low, high = (str(v) for v in pc.min_max(record_keys).values())
             self._min = low if self._min is None else min(self._min, low)
             self._max = high if self._max is None else max(self._max, high)
+        if self._bloom is not None and record_keys is not None:
+            self._wait_hashed()  # one part's keys at a time, hashed beside the merge
+            self._hashed = self._hashing.submit(self._bloom.add, record_keys)
         self._held.append(rows.cast(self.schema))
         self._held_bytes += rows.nbytes
         self.rows += rows.num_rows
@@ -170,6 +189,12 @@ class BaseFileWriter:
             self._written = self._encoding.submit(self._writer.write_table, held, rows)
         self._held, self._held_bytes = [], 0
 
+    def _wait_hashed(self) -> None:
+        """The keys being added to the bloom filter, added (their error raised here)."""
+        hashed, self._hashed = self._hashed, None
+        if hashed is not None:
+            hashed.result()
+
     def _wait(self) -> None:
         """The row group being written, finished (its error raised here)."""
         written, self._written = self._written, None
@@ -181,12 +206,18 @@ class BaseFileWriter:
         try:
             self._flush()
             self._wait()
+            self._wait_hashed()
         finally:
             self._encoding.shutdown()
+            self._hashing.shutdown()
+        footer: dict[bytes, bytes] = {}
         if self._min is not None and self._max is not None:
-            self._writer.add_key_value_metadata(
-                {"hoodie_min_record_key": self._min, "hoodie_max_record_key": self._max}
-            )
+            footer[b"hoodie_min_record_key"] = self._min.encode()
+            footer[b"hoodie_max_record_key"] = self._max.encode()
+        if self._bloom is not None:
+            footer.update(self._bloom.footer())
+        if footer:
+            self._writer.add_key_value_metadata(footer)
         self._writer.close()
         size = os.path.getsize(self._local)
         self._storage.move_in(self._local, self._path)

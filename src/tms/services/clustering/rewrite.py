@@ -327,6 +327,7 @@ class _NewFile:
             stored,
             avro_schema,
             row_group_bytes=task_row_group_bytes(self.task.memory_budget),
+            bloom_filter=self.task.keys is None,
         )
 
     def write(self, rows: pa.Table) -> None:

@@ -349,6 +349,7 @@ class _SliceWriting:
                 schema,
                 self.execution.avro_schema,
                 row_group_bytes=task_row_group_bytes(self.execution.memory_budget),
+                bloom_filter=self.execution.keys is None,
             )
         return self.writer
 
