@@ -7,11 +7,13 @@ It returns the API's JSON as plain dicts and turns every failure into one of two
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import httpx
 
+from tms.backoff import Backoff
 from tms.config import DEFAULT_CALLBACK_KEY
 
 __all__ = [
@@ -35,6 +37,14 @@ SUBMIT_PATHS = {
 """Path segment of each action under `/v1/hoodie/service/` (RFC-43's words)."""
 
 _PAGE = 500  # the API's largest page
+
+
+RETRY_LATER = frozenset({503, 504})
+"""Statuses whose answer says to retry later: storage busy (`storage_busy`) or slow
+(`storage_timeout`)."""
+NOTIFY_ATTEMPTS = 4
+NOTIFY_BACKOFF = Backoff(base_seconds=1.0, factor=2.0, max_seconds=8.0)
+"""Waits between a commit notification's attempts: about 1, 2, then 4 s."""
 
 
 class ClientError(Exception):
@@ -225,8 +235,28 @@ class ApiClient:
 
     # Writers -----------------------------------------------------------------------------
 
-    def notify_commit(self, payload: Json, *, key: str = DEFAULT_CALLBACK_KEY) -> Json:
-        """Hudi's HTTP commit callback, with its `HUDI-CALLBACK-KEY` header."""
+    def notify_commit(
+        self,
+        payload: Json,
+        *,
+        key: str = DEFAULT_CALLBACK_KEY,
+        attempts: int = NOTIFY_ATTEMPTS,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> Json:
+        """Hudi's HTTP commit callback, with its `HUDI-CALLBACK-KEY` header. An answer that
+        says to retry later (503 or 504: the table's storage busy or slow to answer) is
+        retried after a backoff, up to `attempts` calls in all: a notification is
+        idempotent, so repeating one that did land changes nothing."""
+        for attempt in range(1, attempts):
+            try:
+                return self._notify(payload, key)
+            except ServiceRefused as refused:
+                if refused.status not in RETRY_LATER:
+                    raise
+            sleep(NOTIFY_BACKOFF.delay(attempt))
+        return self._notify(payload, key)
+
+    def _notify(self, payload: Json, key: str) -> Json:
         result: Json = self.request(
             "POST",
             "/v1/hoodie/service/commit",
