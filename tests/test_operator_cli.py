@@ -11,10 +11,13 @@ from typing import Any
 import httpx
 import pyarrow as pa
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 from typer.testing import CliRunner, Result
 
 from tms.cli import app
 from tms.config import load_settings
+from tms.hudi.table import HudiTable
 from tms.serve import RunningService, free_port, serve_in_thread
 from tms.testing.sample_writer.new_table import create_table
 from tms.testing.sample_writer.writer import HudiWriter
@@ -78,7 +81,7 @@ def ok(result: Result) -> str:
     return result.stdout
 
 
-def test_tables_add_ls_pause_resume_rm(cli: Cli, trips: str) -> None:
+def test_tables_add_ls_pause_resume_rm(cli: Cli, trips: str, db_url: str) -> None:
     added = ok(
         cli("tables", "add", trips, "--name", "lake.trips", "--compaction-delta-commits", "3")
     )
@@ -91,11 +94,24 @@ def test_tables_add_ls_pause_resume_rm(cli: Cli, trips: str) -> None:
 
     listed = ok(cli("tables", "ls")).splitlines()
     assert listed[0].split() == [
-        "ID", "TABLE", "TYPE", "QUEUE", "PRIO", "STATE", "LAST", "COMMIT", "DELTAS", "COMMITS",
-        "MDT", "DELTAS", "BASE", "PATH",
+        "ID", "TABLE", "TYPE", "QUEUE", "PRIO", "STATE", "LAST", "COMMIT", "DELTAS", "LOG",
+        "DELTAS", "COMMITS", "MDT", "DELTAS", "BASE", "PATH",
     ]  # fmt: skip
     assert listed[1].split() == ["1", "lake.trips", "MOR", "default", "0", "active", "-", "0",
-                                 "0", "0", trips]  # fmt: skip
+                                 "0", "0", "0", trips]  # fmt: skip
+    counters = (
+        "UPDATE tbl SET delta_commits_since_compaction = 7, "
+        "delta_commits_since_log_compaction = 3, commits_since_clean = 5, "
+        "commits_since_metadata_compaction = 9"
+    )
+    engine = create_engine(db_url, poolclass=NullPool)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text(counters))
+    finally:
+        engine.dispose()
+    row = ok(cli("tables", "ls")).splitlines()[1].split()
+    assert row[7:11] == ["7", "3", "5", "9"]  # DELTAS, LOG DELTAS, COMMITS, MDT DELTAS
     shown = json.loads(ok(cli("tables", "ls", "--json")))
     assert [(t["db_name"], t["table_name"], t["policy"]) for t in shown] == [
         ("lake", "trips", {"compaction_delta_commits": 3})
@@ -341,3 +357,34 @@ def test_workers_ls_shows_the_registered_workers(cli: Cli, service: RunningServi
         "alive",
     ]
     assert json.loads(ok(cli("workers", "ls", "--json")))[0]["slots"] == 3
+
+
+def test_savepoints_create_ls_rm(cli: Cli, trips: str) -> None:
+    ok(cli("tables", "add", trips, "--name", "lake.trips"))
+    commit = HudiTable.open(trips).timeline().completed()[0].requested_time
+    assert ok(cli("savepoints", "ls", "lake.trips")).strip() == "no savepoints on lake.trips"
+
+    made = ok(cli("savepoints", "create", "lake.trips", commit, "--comment", "before backfill"))
+    assert made.strip() == (
+        f"savepoint {commit} on lake.trips made: it keeps 1 files from the cleaner"
+    )
+    again = ok(cli("savepoints", "create", "lake.trips", commit))
+    assert again.strip().startswith(f"savepoint {commit} on lake.trips stood already")
+    listed = json.loads(ok(cli("savepoints", "ls", "lake.trips", "--json")))
+    assert [(s["instant"], s["comment"], s["files"]) for s in listed] == [
+        (commit, "before backfill", 1)
+    ]
+    table = ok(cli("savepoints", "ls", "1"))
+    assert commit in table and "before backfill" in table
+
+    refused = cli("savepoints", "create", "lake.trips", "20200101000000000")
+    assert refused.exit_code == 1 and "not a completed commit" in refused.output
+    bad = cli("savepoints", "create", "lake.trips", "yesterday")
+    assert bad.exit_code == 1 and "instant" in bad.output
+
+    assert cli("savepoints", "rm", "lake.trips", commit).exit_code == 1  # not confirmed
+    assert ok(cli("savepoints", "rm", "lake.trips", commit, "--yes")).strip() == (
+        f"removed savepoint {commit} of lake.trips"
+    )
+    gone = cli("savepoints", "rm", "lake.trips", commit, "--yes")
+    assert gone.exit_code == 1 and "has no savepoint" in gone.output

@@ -33,6 +33,7 @@ SUBMIT_PATHS = {
     "clean": "clean",
     "indexing": "index",
     "metadata-compaction": "metadata-compaction",
+    "logcompaction": "logcompact",
 }
 """Path segment of each action under `/v1/hoodie/service/` (RFC-43's words)."""
 
@@ -184,6 +185,22 @@ class ApiClient:
 
     def delete_table(self, table_id: int) -> None:
         self.request("DELETE", f"/v1/tables/{table_id}")
+
+    # Savepoints --------------------------------------------------------------------------
+
+    def savepoints(self, table_id: int) -> list[Json]:
+        """The table's completed savepoints, oldest first."""
+        result: list[Json] = self._get(f"/v1/tables/{table_id}/savepoints")["items"]
+        return result
+
+    def add_savepoint(self, table_id: int, body: Json) -> Json:
+        """Savepoint a completed write; the result's `created` is false when it stood."""
+        path = f"/v1/tables/{table_id}/savepoints"
+        result: Json = self.request("POST", path, json=body).json()
+        return result
+
+    def delete_savepoint(self, table_id: int, instant: str) -> None:
+        self.request("DELETE", f"/v1/tables/{table_id}/savepoints/{instant}")
 
     # Operations --------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from typing import Any
 from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, PARTITION_STATS, RECORD_INDEX
 
 __all__ = [
+    "DEFAULT_LOG_BLOCKS_THRESHOLD",
     "INDEX_PARTITIONS",
     "PLANNING_KEYS",
     "BadJobInput",
@@ -28,6 +29,9 @@ __all__ = [
 
 INDEX_PARTITIONS: tuple[str, ...] = (FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
 """Metadata partitions an `indexing` operation may build or drop."""
+DEFAULT_LOG_BLOCKS_THRESHOLD = 5
+"""Hudi's `hoodie.log.compaction.blocks.threshold`: a file slice is due for log compaction
+with this many log blocks."""
 
 
 class BadJobInput(ValueError):
@@ -147,6 +151,12 @@ _PARAMS: dict[str, dict[str, tuple[_Parser, tuple[str, ...]]]] = {
     "indexing": {
         "partitions": (_partitions, ("partitions",)),
         "drop": (_bool, ("drop",)),
+    },
+    "logcompaction": {
+        "log_blocks_threshold": (
+            _int,
+            ("log_blocks_threshold", "hoodie.log.compaction.blocks.threshold"),
+        ),
     },
 }
 

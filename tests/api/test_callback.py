@@ -21,6 +21,12 @@ def _ops(session: Session) -> list[tuple[str, str | None, str]]:
     return [(op.action.value, op.instant, op.status.value) for op in rows]
 
 
+def _counters(client: TestClient, table_id: int) -> tuple[int, int]:
+    """The table's delta commits since a log compaction and since a compaction, as shown."""
+    shown = client.get(f"/v1/tables/{table_id}").json()
+    return shown["delta_commits_since_log_compaction"], shown["delta_commits_since_compaction"]
+
+
 def test_real_payload_is_stored_once_when_sent_twice(client: TestClient, session: Session) -> None:
     payload = callback_payload(instant())
     first = notify(client, payload)
@@ -113,6 +119,27 @@ def test_a_compaction_by_the_writer_restarts_the_counter(
     table = session.get(Tbl, result["table_id"])
     assert table is not None
     assert (table.delta_commits_since_compaction, table.commits_since_clean) == (0, 3)
+    assert table.delta_commits_since_log_compaction == 0  # no log blocks left to merge
+
+
+def test_delta_commits_make_a_log_compaction_of_a_table_that_enables_it(
+    client: TestClient, session: Session
+) -> None:
+    table = register(
+        client,
+        table_type="MERGE_ON_READ",
+        enabled_actions=["logcompaction"],
+        policy={"log_compaction_delta_commits": 3},
+    )
+    assert table["thresholds"]["log_compaction_delta_commits"] == 3
+    results = [notify(client, callback_payload(instant())) for _ in range(3)]
+    assert [len(r["operations_created"]) for r in results] == [0, 0, 1]
+    assert _ops(session) == [("logcompaction", None, "SCHEDULED")]
+    assert _counters(client, table["id"]) == (0, 3)
+    for _ in range(4):  # pending: no second one, the counter counts on
+        assert notify(client, callback_payload(instant()))["operations_created"] == []
+    assert _counters(client, table["id"]) == (4, 7)
+    assert _ops(session) == [("logcompaction", None, "SCHEDULED")]
 
 
 def test_action_falls_back_to_the_table_type(client: TestClient) -> None:

@@ -22,6 +22,7 @@ from tms.store import (
     ServiceAction,
     TableType,
     Tbl,
+    list_events,
     list_operations,
     record_commits,
 )
@@ -44,8 +45,9 @@ def decide(
 ) -> list[ServiceAction]:
     """The actions the count thresholds make due for a table with no policy of its own, with
     `counters` (delta commits since compaction, commits since clean, since clustering and,
-    if given, since metadata table compaction)."""
-    compaction, clean, clustering, *metadata = counters
+    if given, since metadata table compaction and delta commits since log compaction)."""
+    compaction, clean, clustering, *more = counters
+    metadata, log_compaction = (*more, 0, 0)[:2]
     counted = counted_table(
         table_type=table_type,
         enabled_actions=list(enabled),
@@ -53,7 +55,8 @@ def decide(
         delta_commits_since_compaction=compaction,
         commits_since_clean=clean,
         commits_since_clustering=clustering,
-        commits_since_metadata_compaction=metadata[0] if metadata else 0,
+        commits_since_metadata_compaction=metadata,
+        delta_commits_since_log_compaction=log_compaction,
         pending_actions=frozenset(pending),
     )
     return [t.action for t in due_triggers(counted, thresholds, NOW)]
@@ -160,6 +163,24 @@ def test_policy_made_operations_carry_the_tables_planning_parameters(session: Se
     assert policy_params({}, ServiceAction.CLEAN) == {}
 
 
+def test_a_policy_made_log_compaction_carries_the_tables_blocks_threshold(
+    session: Session,
+) -> None:
+    settings = load_settings(config_file=False, environ={})
+    policy = {"log_compaction_delta_commits": 2, "log_compaction_blocks_threshold": 3}
+    table = make_table(
+        session,
+        table_type=TableType.MERGE_ON_READ,
+        policy=policy,
+        enabled_actions=[ServiceAction.LOG_COMPACTION],
+    )
+    assert apply_triggers(session, [_commits(session, table, range(1))], settings) == {}
+    counted = _commits(session, table, range(1, 2))
+    created = apply_triggers(session, [counted], settings)[table.id]
+    assert [op.action for op in created] == [ServiceAction.LOG_COMPACTION]
+    assert created[0].extra_params == {"log_blocks_threshold": 3}
+
+
 MDT = Thresholds(0, 0, 0, metadata_compaction_delta_commits=10)
 
 
@@ -198,14 +219,63 @@ def test_stored_commits_of_every_action_trigger_one_metadata_compaction(
     ]
 
 
+LOG = Thresholds(0, 0, 0, log_compaction_delta_commits=4)
+
+
+def test_log_compaction_after_its_delta_commits() -> None:
+    on = (ServiceAction.LOG_COMPACTION,)
+    assert decide((0, 0, 0, 0, 3), enabled=on, thresholds=LOG) == []
+    assert decide((0, 0, 0, 0, 4), enabled=on, thresholds=LOG) == list(on)
+    assert decide((0, 0, 0, 0, 4), enabled=on, thresholds=Thresholds(0, 0, 0, 0, 0)) == []  # off
+    assert decide((0, 0, 0, 0, 4), enabled=on, thresholds=LOG, pending=on) == []
+    cow = TableType.COPY_ON_WRITE
+    assert decide((0, 0, 0, 0, 4), enabled=on, thresholds=LOG, table_type=cow) == []
+    assert decide((0, 0, 0, 0, 4), thresholds=LOG) == []  # not enabled (the default)
+    assert decide((4, 0, 0, 0, 0), enabled=on, thresholds=LOG) == []  # compaction's counter
+
+
+def test_stored_delta_commits_trigger_a_log_compaction_and_it_restarts_its_counter(
+    session: Session,
+) -> None:
+    settings = load_settings(config_file=False, environ={"TMS_LOG_COMPACTION_DELTA_COMMITS": "3"})
+    table = make_table(
+        session,
+        table_type=TableType.MERGE_ON_READ,
+        enabled_actions=[ServiceAction.LOG_COMPACTION, ServiceAction.COMPACTION],
+        policy={"compaction_delta_commits": 100},
+    )
+    two = _commits(session, table, range(2))
+    assert two.delta_commits_since_log_compaction == 2
+    assert apply_triggers(session, [two], settings) == {}
+    three = _commits(session, table, range(2, 3))
+    created = apply_triggers(session, [three], settings)[table.id]
+    assert [op.action for op in created] == [ServiceAction.LOG_COMPACTION]
+    (event,) = list_events(session, created[0].id)
+    assert event.reason == (
+        "policy: 3 delta commits since the last log compaction or compaction (threshold 3)"
+    )
+    session.refresh(table)
+    assert table.delta_commits_since_log_compaction == 0
+    assert table.delta_commits_since_compaction == 3  # compaction's counter is its own
+    # Counting on while it is pending creates no second one.
+    counted = _commits(session, table, range(3, 6))
+    assert counted.delta_commits_since_log_compaction == 3
+    assert apply_triggers(session, [counted], settings) == {}
+    assert [op.action for op in list_operations(session, tbl_id=table.id)] == [
+        ServiceAction.LOG_COMPACTION
+    ]
+
+
 def test_no_policy_ever_creates_an_index_operation() -> None:
     """An index is built only on request: with every action enabled, every threshold at 1
     and every counter far past it, the policies create every other action, never indexing."""
     every = tuple(ServiceAction)
     due = decide(
-        (1000, 1000, 1000, 1000),
+        (1000, 1000, 1000, 1000, 1000),
         enabled=every,
-        thresholds=Thresholds(1, 1, 1, metadata_compaction_delta_commits=1),
+        thresholds=Thresholds(
+            1, 1, 1, metadata_compaction_delta_commits=1, log_compaction_delta_commits=1
+        ),
     )
     assert set(due) == set(every) - {ServiceAction.INDEXING}
 
@@ -245,7 +315,8 @@ def test_a_tables_trigger_spec_is_stored_and_returned(client: TestClient) -> Non
         (
             {"compact": {"delta_commits": 5}},
             "body.policy.triggers",
-            "unknown action 'compact'; expected one of compaction, clustering, clean",
+            "unknown action 'compact'; expected one of compaction, logcompaction, clustering, "
+            "clean, metadata-compaction",
         ),
         (
             {"clean": {"any": [{"commits": 3, "elapsed_hours": 1}]}},
@@ -273,3 +344,22 @@ def test_a_bad_trigger_spec_is_a_422_naming_the_value_at_fault(
         assert error["code"] == "validation_error"
         assert error["field"] == field
         assert words in error["message"], error["message"]
+
+
+def test_a_log_compaction_threshold_or_trigger_spec_is_accepted_but_not_both(
+    client: TestClient,
+) -> None:
+    table_id = register(client)["id"]
+    spec = {"triggers": {"logcompaction": {"delta_commits": 8}}}
+    for policy in ({"log_compaction_delta_commits": 3}, spec):
+        patched = client.patch(f"/v1/tables/{table_id}", json={"policy": policy})
+        assert patched.status_code == 200, patched.text
+        assert patched.json()["policy"] == policy
+    # A triggers entry replaces the count key, which the thresholds then show as the setting's.
+    assert patched.json()["thresholds"]["log_compaction_delta_commits"] == 0
+    both = {"log_compaction_delta_commits": 3, **spec}
+    response = client.patch(f"/v1/tables/{table_id}", json={"policy": both})
+    assert response.status_code == 422, response.text
+    error = response.json()["error"]
+    assert error["field"] == "body.policy.triggers.logcompaction"
+    assert "set either log_compaction_delta_commits or triggers.logcompaction" in error["message"]

@@ -61,6 +61,7 @@ def test_patch_pause_resume_policy_and_actions(client: TestClient) -> None:
                 "clean_commits": 3,
                 "clustering_commits": 4,
                 "metadata_compaction_delta_commits": 20,
+                "log_compaction_delta_commits": 6,
             },
             "enabled_actions": ["compaction", "clustering", "CLEAN", "clustering"],
         },
@@ -72,14 +73,17 @@ def test_patch_pause_resume_policy_and_actions(client: TestClient) -> None:
         "clean_commits": 3,
         "clustering_commits": 4,
         "metadata_compaction_delta_commits": 20,
+        "log_compaction_delta_commits": 6,
     }
     assert body["thresholds"] == {
         "compaction_delta_commits": 5,
         "clean_commits": 3,
         "clustering_commits": 4,
         "metadata_compaction_delta_commits": 20,
+        "log_compaction_delta_commits": 6,
     }
     assert body["commits_since_metadata_compaction"] == 0
+    assert body["delta_commits_since_log_compaction"] == 0
     assert body["enabled_actions"] == ["compaction", "clustering", "clean"]
     planning = {"clean_policy": "KEEP_LATEST_FILE_VERSIONS", "clean_retained": 2}
     with_params = client.patch(f"/v1/tables/{table_id}", json={"policy": planning})
@@ -89,6 +93,11 @@ def test_patch_pause_resume_policy_and_actions(client: TestClient) -> None:
     for bad in (
         {"policy": {"clean_commitz": 3}},
         {"policy": {"clean_commits": -1}},
+        {"policy": {"log_compaction_delta_commits": -1}},
+        {"policy": {"log_compaction_delta_commits": 1_000_001}},
+        {"policy": {"log_compaction_delta_commits": "5"}},
+        {"policy": {"log_compaction_delta_commits": True}},
+        {"policy": {"log_compaction_delta_commits": 2.5}},
         {"policy": {"clean_policy": "KEEP_EVERYTHING"}},
         {"policy": {"clean_retained": 0}},
         {"policy": {"compaction_strategy": "biggest"}},

@@ -85,7 +85,7 @@ def _batch(ids: range, ts: int, regions: tuple[str, ...]) -> pa.Table:
     )
 
 
-def _write_table(
+def write_table(
     console: Service, root: Path, db: str, name: str, table_type: str, upserts: int
 ) -> tuple[int, HudiWriter]:
     """A real table (partitioned by region) with an insert and `upserts` upserts, each
@@ -134,9 +134,9 @@ def _claim(console: Service, log_dir: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def scenario(console: Service) -> Scenario:
     root = console.data_dir.parent / "lake"
-    trips_id, _ = _write_table(console, root, "lake", "trips", "MERGE_ON_READ", upserts=3)
-    _write_table(console, root, "lake", "rides", "MERGE_ON_READ", upserts=1)
-    _write_table(console, root, "sales", "orders", "COPY_ON_WRITE", upserts=0)
+    trips_id, _ = write_table(console, root, "lake", "trips", "MERGE_ON_READ", upserts=3)
+    write_table(console, root, "lake", "rides", "MERGE_ON_READ", upserts=1)
+    write_table(console, root, "sales", "orders", "COPY_ON_WRITE", upserts=0)
     for action in ("compact", "clean"):
         body = {
             "db_name": "lake",

@@ -1,12 +1,14 @@
 """The operator console in a real browser: sign in, find a table, open its timeline, retry a
 failed operation, cancel a running one, filter by the service's own list of table services,
-and see the viewer role refused a retry, each checked on the page and against the API. With
-`TMS_SCREENSHOTS=1` the pages are saved to `docs/console/` (the README's pictures)."""
+see the viewer role refused a retry, and make, be refused and remove savepoints by role, each
+checked on the page and against the API. With `TMS_SCREENSHOTS=1` the pages are saved to
+`docs/console/` (the README's pictures)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TypeVar
 
 import pytest
@@ -25,6 +27,7 @@ from tests.browser.conftest import (
     WRITER,
     Scenario,
     bearer,
+    write_table,
 )
 from tests.e2e.conftest import Service
 from tms.hudi.actions import TABLE_SERVICE_ACTIONS
@@ -351,3 +354,88 @@ def test_the_admin_pauses_resumes_and_deletes_a_table(
     wait(driver, "the deletion", lambda d: messages(d, "info") == ["Deleted sales.orders"])
     wait(driver, "the tables list", lambda d: css(d, '#view[data-view="tables"] #tables'))
     assert console.http.get(f"/v1/tables/{orders['id']}").status_code == 404
+
+
+def savepoint_status(driver: WebDriver, kind: str) -> WebElement | None:
+    """What the savepoints panel says next to its form, when it is shown and of `kind`."""
+    found = css(driver, f'#savepoint-status[data-kind="{kind}"]:not([hidden])')
+    return found[0] if found else None
+
+
+def status_text(driver: WebDriver, kind: str) -> str:
+    shown = savepoint_status(driver, kind)
+    assert shown is not None, f"no {kind} next to the savepoint form"
+    return shown.text
+
+
+def test_savepoints_are_made_refused_and_removed_as_the_role_allows(
+    browser: WebDriver, console: Service
+) -> None:
+    """A table of its own (the others' timelines stay as their tests expect), forgotten by the
+    registry at the end: a writer savepoints its first commit through the form and is refused
+    an instant that is no commit, a viewer sees the list only, an admin removes it."""
+    table_id, _ = write_table(
+        console, console.data_dir.parent / "lake", "lake", "kept", "COPY_ON_WRITE", upserts=1
+    )
+    try:
+        first = console.get(f"/v1/tables/{table_id}/timeline")["instants"][0]["instant"]
+        driver = browser
+        sign_in(driver, console, WRITER)
+        open_view(driver, console, f"/tables/{table_id}", "#savepoint-form")
+        assert driver.find_element(By.ID, "savepoints").text == "none"
+        driver.find_element(By.ID, "savepoint-instant").send_keys(first)
+        driver.find_element(By.ID, "savepoint-comment").send_keys("before the backfill")
+        driver.find_element(By.CSS_SELECTOR, "#savepoint-form button[type=submit]").click()
+        row = wait(
+            driver,
+            "the savepoint listed",
+            lambda d: d.find_element(By.CSS_SELECTOR, f'#savepoints tr[data-instant="{first}"]'),
+        )
+        made = console.get(f"/v1/tables/{table_id}/savepoints")["items"]
+        assert [m["instant"] for m in made] == [first] and made[0]["files"] > 0
+        at = datetime.fromtimestamp(made[0]["savepointed_at"] / 1000, UTC)
+        cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[0] == first and cells[2:] == [
+            "tms",
+            at.strftime("%Y-%m-%d %H:%M:%SZ"),
+            "before the backfill",
+            str(made[0]["files"]),
+        ], cells
+        assert status_text(driver, "info") == f"Savepointed {first}"
+        assert not css(driver, ".savepoint-remove"), "removing one needs the admin role"
+
+        # No such commit: the service's refusal is shown next to the form, the list stands.
+        instant = driver.find_element(By.ID, "savepoint-instant")
+        instant.send_keys("20200101000000000")
+        driver.find_element(By.CSS_SELECTOR, "#savepoint-form button[type=submit]").click()
+        refusal = wait(driver, "the refusal", lambda d: savepoint_status(d, "error"))
+        assert refusal.text == (
+            "Refused: 20200101000000000 is not a completed commit, delta commit or "
+            "replacecommit on the active timeline; only a completed write can be "
+            "savepointed (HTTP 409)"
+        )
+        assert instant.get_attribute("value") == "20200101000000000", "what was typed stays"
+        assert [r.get_attribute("data-instant") for r in css(driver, "#savepoints tbody tr")] == [
+            first
+        ]
+        assert not messages(driver, "error"), "shown in the panel, not on top of the page"
+
+        # A viewer sees the list, and neither the form nor a remove button.
+        sign_in(driver, console, VIEWER)
+        open_view(driver, console, f"/tables/{table_id}", "#savepoints tbody tr")
+        assert not css(driver, "#savepoint-form") and not css(driver, ".savepoint-remove")
+        panel = driver.find_element(By.ID, "savepoints-panel").text
+        assert "Making a savepoint needs the writer role (you are viewer)." in panel
+
+        sign_in(driver, console, ADMIN)
+        open_view(driver, console, f"/tables/{table_id}", "#savepoints tbody tr")
+        row = driver.find_element(By.CSS_SELECTOR, f'#savepoints tr[data-instant="{first}"]')
+        row.find_element(By.CSS_SELECTOR, "button.savepoint-remove").click()
+        alert = driver.switch_to.alert
+        assert alert.text.startswith(f"Remove the savepoint at {first}?")
+        alert.accept()
+        wait(driver, "none", lambda d: d.find_element(By.ID, "savepoints").text == "none")
+        assert status_text(driver, "info") == f"Removed the savepoint at {first}"
+        assert console.get(f"/v1/tables/{table_id}/savepoints")["items"] == []
+    finally:  # not asserted: a failure above is the one to report
+        console.http.delete(f"/v1/tables/{table_id}")

@@ -11,6 +11,7 @@ NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 REGISTERED = NOW - timedelta(days=30)
 ALL = [
     ServiceAction.COMPACTION,
+    ServiceAction.LOG_COMPACTION,
     ServiceAction.CLUSTERING,
     ServiceAction.CLEAN,
     ServiceAction.METADATA_COMPACTION,
@@ -30,6 +31,7 @@ def table(**fields: Any) -> CountedTable:
         "commits_since_clean": 0,
         "commits_since_clustering": 0,
         "commits_since_metadata_compaction": 0,
+        "delta_commits_since_log_compaction": 0,
         "pending_actions": frozenset(),
         "created_at": REGISTERED,
     }

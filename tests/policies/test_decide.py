@@ -22,12 +22,14 @@ DEFAULTS = Thresholds(
     clean_commits=10,
     clustering_commits=3,
     metadata_compaction_delta_commits=10,
+    log_compaction_delta_commits=4,
 )
 EVERYTHING_DUE: dict[str, Any] = {
     "delta_commits_since_compaction": 50,
     "commits_since_clean": 50,
     "commits_since_clustering": 50,
     "commits_since_metadata_compaction": 50,
+    "delta_commits_since_log_compaction": 50,
 }
 
 
@@ -35,8 +37,15 @@ def due(counted: CountedTable, defaults: Thresholds = DEFAULTS) -> list[ServiceA
     return [t.action for t in due_triggers(counted, defaults, NOW)]
 
 
-def test_order_is_compaction_clustering_clean_metadata_compaction() -> None:
-    assert due(table(**EVERYTHING_DUE)) == ALL
+def test_order_is_compaction_log_compaction_clustering_clean_metadata_compaction() -> None:
+    assert due(table(**EVERYTHING_DUE)) == [
+        ServiceAction.COMPACTION,
+        ServiceAction.LOG_COMPACTION,
+        ServiceAction.CLUSTERING,
+        ServiceAction.CLEAN,
+        ServiceAction.METADATA_COMPACTION,
+    ]
+    assert due(table(**EVERYTHING_DUE)) == ALL  # the order the shared fixture lists
 
 
 def test_paused_not_enabled_and_pending_actions_are_skipped() -> None:
@@ -46,8 +55,16 @@ def test_paused_not_enabled_and_pending_actions_are_skipped() -> None:
     ]
     pending = frozenset({ServiceAction.COMPACTION, ServiceAction.METADATA_COMPACTION})
     assert due(table(pending_actions=pending, **EVERYTHING_DUE)) == [
+        ServiceAction.LOG_COMPACTION,  # each action's own pending operation holds it back
         ServiceAction.CLUSTERING,
         ServiceAction.CLEAN,
+    ]
+    pending = frozenset({ServiceAction.LOG_COMPACTION})
+    assert due(table(pending_actions=pending, **EVERYTHING_DUE)) == [
+        ServiceAction.COMPACTION,
+        ServiceAction.CLUSTERING,
+        ServiceAction.CLEAN,
+        ServiceAction.METADATA_COMPACTION,
     ]
 
 
@@ -87,6 +104,45 @@ def test_compaction_never_for_copy_on_write_whatever_its_trigger() -> None:
     ]
 
 
+def test_log_compaction_never_for_copy_on_write_whatever_its_trigger() -> None:
+    cow = TableType.COPY_ON_WRITE
+    counted = table(table_type=cow, delta_commits_since_log_compaction=9)
+    assert due(counted) == []
+    assert due(replace(counted, policy={"triggers": {"logcompaction": {"delta_commits": 1}}})) == []
+    assert due(replace(counted, table_type=TableType.MERGE_ON_READ)) == [
+        ServiceAction.LOG_COMPACTION
+    ]
+    # Only merge-on-read tables make delta commits: an unknown type counts as one.
+    assert due(replace(counted, table_type=None)) == [ServiceAction.LOG_COMPACTION]
+
+
+def test_log_compaction_is_due_after_its_delta_commits_when_enabled() -> None:
+    enabled = [ServiceAction.LOG_COMPACTION]
+    counted = table(enabled_actions=enabled, delta_commits_since_log_compaction=3)
+    assert due_triggers(counted, DEFAULTS, NOW) == []
+    at = replace(counted, delta_commits_since_log_compaction=4)
+    assert due_triggers(at, DEFAULTS, NOW) == [
+        Trigger(
+            ServiceAction.LOG_COMPACTION,
+            "policy: 4 delta commits since the last log compaction or compaction (threshold 4)",
+        )
+    ]
+    # Its own counter decides, not compaction's.
+    other = replace(counted, delta_commits_since_compaction=40)
+    assert due(other) == []
+    # Not enabled, already pending, threshold 0 (the setting's default) or paused: not due.
+    assert due(replace(at, enabled_actions=[ServiceAction.COMPACTION])) == []
+    assert due(replace(at, pending_actions=frozenset(enabled))) == []
+    assert due(at, replace(DEFAULTS, log_compaction_delta_commits=0)) == []
+    assert due(replace(at, paused=True)) == []
+    # The table's policy key overrides the setting; 0 turns it off for the table.
+    assert due(replace(at, policy={"log_compaction_delta_commits": 5})) == []
+    assert due(replace(at, policy={"log_compaction_delta_commits": 2})) == enabled
+    assert due(replace(at, policy={"log_compaction_delta_commits": 0})) == []
+    on = {"log_compaction_delta_commits": 4}
+    assert due(replace(at, policy=on), replace(DEFAULTS, log_compaction_delta_commits=0)) == enabled
+
+
 def test_every_trigger_reason_starts_with_policy() -> None:
     triggers = due_triggers(table(delta_commits_since_compaction=7), DEFAULTS, NOW)
     assert triggers == [
@@ -102,6 +158,8 @@ def _today(counts: Sequence[int], thresholds: Thresholds) -> list[Trigger]:
     rules = (
         (ServiceAction.COMPACTION, thresholds.compaction_delta_commits, counts[0],
          "delta commits since the last compaction"),
+        (ServiceAction.LOG_COMPACTION, thresholds.log_compaction_delta_commits, counts[4],
+         "delta commits since the last log compaction or compaction"),
         (ServiceAction.CLUSTERING, thresholds.clustering_commits, counts[2],
          "commits since the last clustering"),
         (ServiceAction.CLEAN, thresholds.clean_commits, counts[1], "commits since the last clean"),
@@ -117,16 +175,23 @@ def _today(counts: Sequence[int], thresholds: Thresholds) -> list[Trigger]:
 
 @pytest.mark.parametrize(
     "thresholds",
-    [DEFAULTS, Thresholds(0, 0, 0, 0), Thresholds(1, 1, 1, 1), Thresholds(5, 10, 0)],
+    [
+        DEFAULTS,
+        Thresholds(0, 0, 0, 0, 0),
+        Thresholds(1, 1, 1, 1, 1),
+        Thresholds(5, 10, 0),
+        Thresholds(0, 0, 0, 0, log_compaction_delta_commits=6),
+    ],
 )
 def test_without_triggers_the_count_thresholds_decide_as_before(thresholds: Thresholds) -> None:
     values = (0, 1, 3, 4, 5, 6, 9, 10, 11)
-    for counts in itertools.product(values, repeat=4):
+    for counts in itertools.product(values, values, values, values, (0, 3, 4, 6, 11)):
         counted = table(
             delta_commits_since_compaction=counts[0],
             commits_since_clean=counts[1],
             commits_since_clustering=counts[2],
             commits_since_metadata_compaction=counts[3],
+            delta_commits_since_log_compaction=counts[4],
             # Time and sizes do not matter to a table without triggers.
             log_bytes_since_compaction=1 << 40,
             log_files_since_compaction=1000,

@@ -25,6 +25,7 @@ def test_a_full_spec_parses_into_conditions_per_action() -> None:
             "clustering": {"all": [{"small_files": 10}, {"commits": 4}]},
             "clean": {"elapsed_hours": 0.5},
             "metadata-compaction": {"delta_commits": 10},
+            "logcompaction": {"any": [{"delta_commits": 8}, {"delta_commits": 0}]},
         }
     )
     c, k = ServiceAction.COMPACTION, ServiceAction.CLUSTERING
@@ -33,6 +34,12 @@ def test_a_full_spec_parses_into_conditions_per_action() -> None:
         k: AllOf((SmallFiles(k, 10), Commits(k, 4))),
         ServiceAction.CLEAN: Elapsed(ServiceAction.CLEAN, 0.5),
         ServiceAction.METADATA_COMPACTION: DeltaCommits(ServiceAction.METADATA_COMPACTION, 10),
+        ServiceAction.LOG_COMPACTION: AnyOf(
+            (
+                DeltaCommits(ServiceAction.LOG_COMPACTION, 8),
+                DeltaCommits(ServiceAction.LOG_COMPACTION, 0),
+            )
+        ),
     }
     assert parse_triggers({}) == {}
     assert parse_triggers({"compaction": {"delta_commits": 5.0}}) == {c: DeltaCommits(c, 5)}
@@ -93,6 +100,34 @@ def test_a_full_spec_parses_into_conditions_per_action() -> None:
             {"metadata-compaction": {"elapsed_hours": 1}},
             ("metadata-compaction", "elapsed_hours"),
             "does not apply to metadata-compaction",
+        ),
+        # The store counts log files and bytes since a compaction, not per slice or since a
+        # log compaction, and keeps no clock of a log compaction's last run.
+        (
+            {"logcompaction": {"log_files": 3}},
+            ("logcompaction", "log_files"),
+            "log_files does not apply to logcompaction (only compaction)",
+        ),
+        (
+            {"logcompaction": {"any": [{"delta_commits": 5}, {"log_bytes": 10}]}},
+            ("logcompaction", "any", 1, "log_bytes"),
+            "log_bytes does not apply to logcompaction",
+        ),
+        (
+            {"logcompaction": {"elapsed_hours": 1}},
+            ("logcompaction", "elapsed_hours"),
+            "does not apply to logcompaction (only compaction, clustering, clean)",
+        ),
+        (
+            {"logcompaction": {"commits": 5}},
+            ("logcompaction", "commits"),
+            "commits does not apply to logcompaction",
+        ),
+        (
+            {"log-compaction": {"delta_commits": 5}},
+            (),
+            "unknown action 'log-compaction'; expected one of compaction, logcompaction, "
+            "clustering, clean, metadata-compaction",
         ),
     ],
 )

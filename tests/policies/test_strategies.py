@@ -26,6 +26,12 @@ COUNTS = [
     ),
     (
         "delta_commits",
+        ServiceAction.LOG_COMPACTION,
+        "delta_commits_since_log_compaction",
+        "delta commits since the last log compaction or compaction",
+    ),
+    (
+        "delta_commits",
         ServiceAction.METADATA_COMPACTION,
         "commits_since_metadata_compaction",
         "metadata table delta commits since the last metadata compaction",
@@ -75,6 +81,13 @@ def test_the_count_strategies_read_only_their_actions_counter() -> None:
     assert reason({"commits": 10}, ServiceAction.CLEAN, busy) is not None
     assert reason({"commits": 10}, ServiceAction.CLUSTERING, busy) is None
     assert reason({"delta_commits": 10}, ServiceAction.COMPACTION, busy) is None
+    # Compaction and log compaction count the same delta commits from different restarts.
+    logs = table(delta_commits_since_compaction=3, delta_commits_since_log_compaction=12)
+    assert reason({"delta_commits": 10}, ServiceAction.LOG_COMPACTION, logs) is not None
+    assert reason({"delta_commits": 10}, ServiceAction.COMPACTION, logs) is None
+    deltas = table(delta_commits_since_compaction=12, delta_commits_since_log_compaction=3)
+    assert reason({"delta_commits": 10}, ServiceAction.LOG_COMPACTION, deltas) is None
+    assert reason({"delta_commits": 10}, ServiceAction.COMPACTION, deltas) is not None
 
 
 def test_log_bytes_take_sizes_beyond_32_bits() -> None:

@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from tms.executor_choice import NATIVE
-from tms.hudi.actions import TABLE_SERVICE_ACTIONS
+from tms.hudi.actions import COMPACTION, TABLE_SERVICE_ACTIONS
 from tms.services.registry import SERVICES, table_service
 from tms.store.models import ServiceAction
 
@@ -39,12 +39,14 @@ def test_every_planning_parameter_is_a_keyword_argument_of_the_planner(action: s
 
 
 def test_an_unknown_action_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="'logcompaction'"):
-        table_service("logcompaction")
+    with pytest.raises(ValueError, match="'archival'"):
+        table_service("archival")
 
 
-def test_every_service_runs_its_plans_through_tms_executor_and_refuses_unknown_ones() -> None:
+def test_every_service_runs_its_plans_through_its_executors_and_refuses_unknown_ones() -> None:
     for service in SERVICES.values():
-        assert callable(service.executor(NATIVE).execute)
+        assert service.executors
+        assert all(callable(executor.execute) for executor in service.executors.values())
         with pytest.raises(ValueError, match="no executor 'elsewhere'"):
             service.executor("elsewhere")
+    assert NATIVE in table_service(COMPACTION).executors

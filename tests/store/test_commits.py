@@ -5,6 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from alembic import command
 from sqlalchemy import Engine, func, select, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.store.helpers import make_table, record
@@ -13,6 +14,7 @@ from tms.config import load_settings
 from tms.store import (
     Commit,
     CommitIn,
+    CountedTable,
     NotFound,
     Operation,
     ServiceAction,
@@ -66,6 +68,7 @@ def test_counters_follow_the_action(session: Session) -> None:
         record(session, table.id, f"2025010100000000{i}", action)
     table = get_table(session, table.id)
     assert table.delta_commits_since_compaction == 2
+    assert table.delta_commits_since_log_compaction == 2  # delta commits, as compaction's
     assert table.commits_since_clean == 1  # a clean restarts it: only 04 came after it
     assert table.last_clean_at is not None
     assert table.commits_since_clustering == 4  # the clean is no write
@@ -77,6 +80,8 @@ def test_counters_follow_the_action(session: Session) -> None:
     assert get_table(session, table.id).delta_commits_since_compaction == 0
     assert get_table(session, table.id).last_compaction_at is not None
     assert get_table(session, table.id).commits_since_clean == 1
+    # A compaction leaves no log blocks for a log compaction to merge.
+    assert get_table(session, table.id).delta_commits_since_log_compaction == 0
 
 
 def test_a_batch_counts_each_new_commit_once(session: Session) -> None:
@@ -117,6 +122,7 @@ def test_a_writers_compaction_in_a_batch_restarts_from_the_commits_after_it(
     )
     after = recorded.tables[table.id]
     assert after.delta_commits_since_compaction == 1  # only 07 is after the compaction
+    assert after.delta_commits_since_log_compaction == 1
     assert after.commits_since_clustering == 1
     assert after.commits_since_clean == 6  # services do not count as writes
 
@@ -138,6 +144,7 @@ def test_a_compaction_heard_late_recounts_the_commits_stored_after_it(session: S
     )
     after = recorded.tables[table.id]
     assert after.delta_commits_since_compaction == 2
+    assert after.delta_commits_since_log_compaction == 2
     assert (after.log_files_since_compaction, after.log_bytes_since_compaction) == (2, 20)
     assert ServiceAction.COMPACTION in after.last_run_at
     # An older compaction heard later changes nothing: the newest one counts.
@@ -145,6 +152,49 @@ def test_a_compaction_heard_late_recounts_the_commits_stored_after_it(session: S
         session, [CommitIn(table.id, "20250101000000015", "compaction", pulled=True)]
     )
     assert recorded.tables[table.id].delta_commits_since_compaction == 2
+
+
+def test_a_log_compaction_restarts_only_its_own_counter(session: Session) -> None:
+    """Scheduled by a trigger (`reset_counter`) or stored as a commit, a log compaction
+    restarts the log compaction's counter; compaction's counters and clock go on."""
+    table = make_table(session)
+
+    def counters(counted: CountedTable | None) -> tuple[int, int]:
+        assert counted is not None
+        return counted.delta_commits_since_log_compaction, counted.delta_commits_since_compaction
+
+    for i in (10, 20, 30, 40):
+        record(session, table.id, f"202501010000000{i}", "deltacommit", log_files=1)
+    reset_counter(session, table.id, ServiceAction.LOG_COMPACTION)
+    stored = get_table(session, table.id)
+    assert stored.delta_commits_since_log_compaction == 0
+    assert (stored.delta_commits_since_compaction, stored.log_files_since_compaction) == (4, 4)
+    assert stored.last_compaction_at is None
+    assert counters(record(session, table.id, "20250101000000050", "deltacommit")) == (1, 5)
+    assert counters(record(session, table.id, "20250101000000060", "deltacommit")) == (2, 6)
+    # A log compaction on the timeline, heard after a delta commit that followed it: the
+    # counter holds the delta commits after it.
+    counted = record(session, table.id, "20250101000000055", "logcompaction")
+    assert counters(counted) == (1, 6)
+    assert counted is not None and ServiceAction.COMPACTION not in counted.last_run_at
+    # An older one heard later changes nothing: the newest counts.
+    assert counters(record(session, table.id, "20250101000000045", "logcompaction")) == (1, 6)
+    # A compaction restarts both; the newer of a compaction and a log compaction is where
+    # the log compaction's count starts.
+    recorded = record_commits(
+        session,
+        [
+            CommitIn(table.id, "20250101000000070", "compaction"),
+            CommitIn(table.id, "20250101000000075", "deltacommit"),
+            CommitIn(table.id, "20250101000000080", "deltacommit"),
+            CommitIn(table.id, "20250101000000085", "logcompaction"),
+            CommitIn(table.id, "20250101000000090", "deltacommit"),
+        ],
+    )
+    after = recorded.tables[table.id]
+    assert counters(after) == (1, 3)
+    assert counted_tables(session, [table.id]) == [after]
+    assert counters(record(session, table.id, "20250101000000095", "compaction")) == (0, 0)
 
 
 def test_pulled_commits_are_marked_and_leave_the_notification_time_alone(
@@ -286,3 +336,51 @@ def test_the_commit_order_migration_numbers_existing_rows_by_time(
         op_seq = session.scalars(select(Operation.commit_seq)).one()
     assert seqs["20250101000000001"] < op_seq < seqs["20250101000000003"]
     assert seqs["20250101000000004"] > seqs["20250101000000003"]
+
+
+def test_the_log_compaction_counter_migration_starts_existing_tables_at_zero(
+    engine: Engine, db_url: str
+) -> None:
+    """0015 adds the counter at 0 and to the counters' check; its downgrade takes both away."""
+    with engine.connect() as conn:
+        config = alembic_config(db_url)
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0014")
+        conn.execute(
+            text(
+                "INSERT INTO tbl (id, db_name, table_name, base_path, "
+                "delta_commits_since_compaction) OVERRIDING SYSTEM VALUE "
+                "VALUES (1, 'db', 't', '/data/t', 7)"
+            )
+        )
+        conn.commit()
+    upgrade(db_url)
+    with make_session_factory(engine)() as session:
+        stored = get_table(session, 1)
+        assert stored.delta_commits_since_compaction == 7
+        assert stored.delta_commits_since_log_compaction == 0
+        counted = record(session, 1, "20250101000000001", "deltacommit")
+        assert counted is not None and counted.delta_commits_since_log_compaction == 1
+        session.commit()
+    with engine.connect() as conn, pytest.raises(IntegrityError, match="ck_tbl_counters"):
+        conn.execute(text("UPDATE tbl SET delta_commits_since_log_compaction = -1"))
+    with engine.connect() as conn:
+        config = alembic_config(db_url)
+        config.attributes["connection"] = conn
+        command.downgrade(config, "0014")
+        conn.commit()
+        columns = conn.scalars(
+            text(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'tbl' AND column_name LIKE '%since%'"
+            )
+        ).all()
+        check = conn.scalar(
+            text(
+                "SELECT pg_get_constraintdef(oid) FROM pg_constraint "
+                "WHERE conname = 'ck_tbl_counters'"
+            )
+        )
+    assert "delta_commits_since_log_compaction" not in columns
+    assert "delta_commits_since_compaction" in columns
+    assert check is not None and "log_compaction" not in check

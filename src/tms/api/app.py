@@ -36,6 +36,7 @@ from tms.api.routes import (
     jobs,
     operations,
     overview,
+    savepoints,
     table_storage,
     tables,
     whoami,
@@ -154,7 +155,17 @@ def create_app(
     app.add_middleware(RequestGate)  # inside the metrics: refusals are counted too
     app.add_middleware(HttpMetricsMiddleware)
     app.add_middleware(ListenerSplit, timeline_server_port=settings.timeline_server_port)
-    routers = (hoodie, tables, table_storage, operations, attempt_logs, alerts, jobs, workers)
+    routers = (
+        hoodie,
+        tables,
+        table_storage,
+        savepoints,
+        operations,
+        attempt_logs,
+        alerts,
+        jobs,
+        workers,
+    )
     for module in (*routers, overview, whoami, health, console):
         app.include_router(module.router)
     app.include_router(hoodie_marker.router)

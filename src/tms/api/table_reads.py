@@ -13,7 +13,13 @@ from sqlalchemy.orm import Session
 from tms.api.errors import ApiError
 from tms.blocking_calls import BlockingCalls
 from tms.http.storage_calls import call_storage
-from tms.hudi.errors import TableNotFoundError, TableRefusedError
+from tms.hudi.errors import (
+    LockTimeoutError,
+    SavepointRefusedError,
+    TableNotFoundError,
+    TableRefusedError,
+)
+from tms.hudi.locks import LockSpec
 from tms.hudi.storage.requests import counting
 from tms.hudi.table import HudiTable
 from tms.observe import record_storage_requests
@@ -31,17 +37,28 @@ def read_table(
     name: str,
     kind: str,
     read: Callable[[HudiTable], T],
+    lock: LockSpec | None = None,
 ) -> T:
-    """`read` applied to the table at `base_path`; `kind` names the read in
-    `tms_storage_requests_total` and in the 502 (`the timeline`, `the file_groups`). Refuses
-    with 404 when no table is there, 409 for one tms does not read, 502 when storage fails."""
+    """`read` applied to the table at `base_path` (opened with `lock`, the one its writers
+    use, for a change); `kind` names the read in `tms_storage_requests_total` and in the 502
+    (`the timeline`, `the file_groups`). Refuses with 404 when no table is there, 409 for one
+    tms does not read, a refused savepoint or a lock held past the wait, 502 when storage
+    fails."""
     what = kind.replace("_", " ")
     try:
         with counting() as requests:
             try:
-                return read(HudiTable.open(base_path, storage_options=options))
+                return read(HudiTable.open(base_path, storage_options=options, lock=lock))
             finally:
                 record_storage_requests(name, kind, requests.as_dict())
+    except ApiError:
+        raise
+    except SavepointRefusedError as exc:
+        raise ApiError.conflict("savepoint_refused", str(exc)) from None
+    except LockTimeoutError as exc:
+        raise ApiError.conflict(
+            "table_locked", f"the table's writers hold its lock: {exc}; retry later"
+        ) from None
     except TableNotFoundError as exc:
         log.warning("%s of %s: %s", what, base_path, exc)
         raise ApiError(404, "not_on_storage", f"no Hudi table on storage at {base_path}") from None

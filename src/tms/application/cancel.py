@@ -29,11 +29,11 @@ from sqlalchemy.orm import Session
 
 from tms import observe
 from tms.application.outcome_log import note_transition
+from tms.application.table_locks import open_locked
 from tms.hudi.actions import PLANNED_ACTIONS
 from tms.hudi.errors import CancelRefusedError, TableNotFoundError, UnsupportedTableError
-from tms.hudi.locks import AdvisoryLocks, LockSpec, LockTimeoutError, use_advisory_locks
-from tms.hudi.table import HudiTable
-from tms.planning import BadJobInput, lock_settings
+from tms.hudi.locks import AdvisoryLocks, LockTimeoutError, use_advisory_locks
+from tms.planning import BadJobInput
 from tms.policies.params import table_wide_params
 from tms.services.plan_cancel import execute_cancel, request_cancel
 from tms.store import (
@@ -166,7 +166,7 @@ def abort_cancelled_plan(
     still beating the plan's heartbeat (`InstantInFlightError`), a lock held elsewhere,
     storage errors."""
     try:
-        table = _open_locked(base_path, options, params, wait_seconds)
+        table = open_locked(base_path, options, params, wait_seconds)
     except (TableNotFoundError, UnsupportedTableError, BadJobInput) as exc:
         return f"no plan to abort: {exc}"
     with use_advisory_locks(locks):
@@ -191,7 +191,7 @@ def _request_cancel(
     waiting less than the storage timeout. Refusals (a plan that is not cancellable or no
     longer pending, a lock tms cannot take or did not get) and storage errors are logged."""
     try:
-        table = _open_locked(base_path, options, params, wait_seconds)
+        table = open_locked(base_path, options, params, wait_seconds)
         with use_advisory_locks(locks):
             written = request_cancel(table, instant)
     except (CancelRefusedError, LockTimeoutError, UnsupportedTableError, BadJobInput) as exc:
@@ -202,13 +202,3 @@ def _request_cancel(
         return
     if written:
         log.info("cancel requested on the table for %s at %s", instant, base_path)
-
-
-def _open_locked(
-    base_path: str, options: dict[str, Any], params: dict[str, Any], wait_seconds: float
-) -> HudiTable:
-    """The table with the lock its writers use (`params`: its lock settings in Hudi's keys),
-    waited for a second less than `wait_seconds`, the storage call's bound."""
-    wait_ms = int(max(1.0, wait_seconds - 1) * 1000)
-    spec = LockSpec.from_settings({**lock_settings(params), "wait_ms": wait_ms})
-    return HudiTable.open(base_path, storage_options=options, lock=spec)

@@ -25,7 +25,12 @@ from tms.hudi.table import HudiTable
 from tms.jobs.client import JobSpec
 from tms.jobs.local import LocalSpark, run_here
 from tms.jobs.runner import Report
-from tms.planning import BadJobInput, index_partitions, planning_arguments
+from tms.planning import (
+    DEFAULT_LOG_BLOCKS_THRESHOLD,
+    BadJobInput,
+    index_partitions,
+    planning_arguments,
+)
 
 __all__ = ["files", "metadata", "run", "timeline"]
 
@@ -202,6 +207,14 @@ def run(
         str, typer.Option(help="Clean: KEEP_LATEST_COMMITS | KEEP_LATEST_FILE_VERSIONS.")
     ] = "KEEP_LATEST_COMMITS",
     retain: Annotated[int, typer.Option(help="Clean: commits or file versions to keep.")] = 10,
+    log_blocks_threshold: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="Log compaction: file slices with at least this many log blocks are planned "
+            "(Hudi's hoodie.log.compaction.blocks.threshold).",
+        ),
+    ] = DEFAULT_LOG_BLOCKS_THRESHOLD,
     partitions: Annotated[
         str,
         typer.Option(
@@ -259,6 +272,7 @@ def run(
         "sort_columns": [c.strip() for c in sort_columns.split(",") if c.strip()],
         "policy": policy,
         "retained": retain,
+        "log_blocks_threshold": log_blocks_threshold,
         "partitions": list(index_partitions),
         "drop": drop,
     }

@@ -50,6 +50,7 @@ def _table_rows(tables: list[Json]) -> list[dict[str, Any]]:
             "state": "paused" if t["paused"] else "active",
             "last_commit": t.get("last_commit_instant"),
             "deltas": t["delta_commits_since_compaction"],
+            "log_deltas": t.get("delta_commits_since_log_compaction"),
             "commits": t["commits_since_clean"],
             "mdt_deltas": t["commits_since_metadata_compaction"],
             "base_path": t["base_path"],
@@ -88,8 +89,9 @@ def tables_ls(
     token: Token = None,
 ) -> None:
     """List registered tables with their counters (DELTAS: delta commits since the last
-    compaction; COMMITS: commits since the last clean; MDT_DELTAS: metadata table delta
-    commits since the last metadata compaction)."""
+    compaction; LOG DELTAS: delta commits since the last log compaction or compaction;
+    COMMITS: commits since the last clean; MDT DELTAS: metadata table delta commits since
+    the last metadata compaction)."""
     with connect(url, token) as client:
         tables = client.tables(db_name=db, paused=paused, limit=limit)
     if as_json:
@@ -109,6 +111,7 @@ def tables_ls(
             "state",
             "last_commit",
             "deltas",
+            "log_deltas",
             "commits",
             "mdt_deltas",
             "base_path",
@@ -122,6 +125,7 @@ def tables_ls(
             "state",
             "last commit",
             "deltas",
+            "log deltas",
             "commits",
             "mdt deltas",
             "base path",

@@ -273,6 +273,14 @@ class Settings(BaseSettings):
     compaction_delta_commits: int = Field(
         5, ge=0, description="delta commits that trigger a compaction (0 = off)"
     )
+    log_compaction_delta_commits: int = Field(
+        0,
+        ge=0,
+        description="delta commits after which a log compaction is due for tables that enable "
+        "`logcompaction` (0 = off); its plan then takes the file slices with at least "
+        "`log_blocks_threshold` log blocks (Hudi's `hoodie.log.compaction.blocks.threshold`, "
+        "default 5)",
+    )
     clean_commits: int = Field(10, ge=0, description="commits that trigger a clean (0 = off)")
     clustering_commits: int = Field(
         0, ge=0, description="commits that trigger a clustering of tables that enable it (0 = off)"

@@ -12,6 +12,7 @@ __all__ = [
     "CLUSTERING",
     "COMPACTION",
     "INDEXING",
+    "LOG_COMPACTION",
     "METADATA_COMPACTION",
     "PLANNED_ACTIONS",
     "TABLE_SERVICE_ACTIONS",
@@ -25,6 +26,9 @@ METADATA_COMPACTION = "metadata-compaction"
 """Compaction of the metadata table (`.hoodie/metadata`), which Hudi's writers otherwise do."""
 INDEXING = "indexing"
 """Building (or dropping) metadata table partitions of an existing table (RFC-45)."""
+LOG_COMPACTION = "logcompaction"
+"""Merging a file slice's log blocks into one new log file (Hudi's `logcompaction`, RFC-48):
+the slice keeps its base file, and readers merge fewer blocks."""
 
 TABLE_SERVICE_ACTIONS: tuple[str, ...] = (
     COMPACTION,
@@ -32,6 +36,7 @@ TABLE_SERVICE_ACTIONS: tuple[str, ...] = (
     CLEAN,
     METADATA_COMPACTION,
     INDEXING,
+    LOG_COMPACTION,
 )
 """The table services tms runs, in the order they are listed everywhere."""
 
@@ -39,8 +44,14 @@ PLANNED_ACTIONS: tuple[str, ...] = (COMPACTION, CLUSTERING)
 """The table services whose plan is an instant on the timeline before it runs and stays
 there through a rollback: the plans RFC-79 lets a writer or an operator cancel."""
 
-ACTION_ALIASES = {"compact": COMPACTION, "cluster": CLUSTERING, "index": INDEXING}
-"""RFC-43's path words for the actions, accepted wherever an action is named."""
+ACTION_ALIASES = {
+    "compact": COMPACTION,
+    "cluster": CLUSTERING,
+    "index": INDEXING,
+    "logcompact": LOG_COMPACTION,
+}
+"""RFC-43's path words for the actions, accepted wherever an action is named (`logcompact`
+after them: RFC-43 predates log compaction)."""
 
 
 def action_named(text: str) -> str | None:

@@ -109,3 +109,8 @@ class LockTimeoutError(HudiError):
 class CancelRefusedError(HudiError):
     """A cancel request that cannot be honoured: the plan is not cancellable, already
     completed, or not on the timeline. Nothing was written."""
+
+
+class SavepointRefusedError(HudiError):
+    """A savepoint that cannot be made: its instant is not a completed write, or files it
+    would keep may have been cleaned already. Nothing was written."""

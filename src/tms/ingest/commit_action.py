@@ -102,11 +102,13 @@ def action_from_stats(summary: CommitSummary) -> str | None:
 
 
 def timeline_action(timeline: Timeline, instant: Instant) -> str:
-    """The action of `instant` as notifications name it: a completed compaction or
-    clustering by what it was requested as, not by its commit action (reads a
+    """The action of `instant` as notifications name it: a completed compaction, log
+    compaction or clustering by what it was requested as, not by its commit action (reads a
     replacecommit's requested file when its requested action does not tell)."""
     if timeline.is_compaction(instant):
         return HudiAction.COMPACTION.value
+    if timeline.origin_action(instant) is HudiAction.LOG_COMPACTION:
+        return HudiAction.LOG_COMPACTION.value
     clustering = (HudiAction.REPLACE_COMMIT, HudiAction.CLUSTERING)
     if instant.action in clustering and timeline.is_clustering(instant):
         return HudiAction.CLUSTERING.value

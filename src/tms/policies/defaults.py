@@ -22,6 +22,7 @@ POLICY_KEYS = (
     "clean_commits",
     "clustering_commits",
     "metadata_compaction_delta_commits",
+    "log_compaction_delta_commits",
 )
 """Per-table overrides `tbl.policy` may hold; each is a commit count, 0 turns it off."""
 
@@ -30,6 +31,7 @@ COUNT_KEYS = {
     ServiceAction.CLUSTERING: "clustering_commits",
     ServiceAction.CLEAN: "clean_commits",
     ServiceAction.METADATA_COMPACTION: "metadata_compaction_delta_commits",
+    ServiceAction.LOG_COMPACTION: "log_compaction_delta_commits",
 }
 """The policy key of each action's count threshold, which a `triggers` entry replaces."""
 
@@ -42,6 +44,7 @@ class Thresholds:
     clean_commits: int
     clustering_commits: int
     metadata_compaction_delta_commits: int = 0
+    log_compaction_delta_commits: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Thresholds:
@@ -50,6 +53,7 @@ class Thresholds:
             settings.clean_commits,
             settings.clustering_commits,
             settings.metadata_compaction_delta_commits,
+            settings.log_compaction_delta_commits,
         )
 
 
@@ -66,6 +70,7 @@ def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Threshold
         pick("clean_commits", defaults.clean_commits),
         pick("clustering_commits", defaults.clustering_commits),
         pick("metadata_compaction_delta_commits", defaults.metadata_compaction_delta_commits),
+        pick("log_compaction_delta_commits", defaults.log_compaction_delta_commits),
     )
 
 
@@ -79,5 +84,8 @@ def default_conditions(thresholds: Thresholds) -> dict[ServiceAction, Condition]
         ServiceAction.CLEAN: Commits(ServiceAction.CLEAN, thresholds.clean_commits),
         ServiceAction.METADATA_COMPACTION: DeltaCommits(
             ServiceAction.METADATA_COMPACTION, thresholds.metadata_compaction_delta_commits
+        ),
+        ServiceAction.LOG_COMPACTION: DeltaCommits(
+            ServiceAction.LOG_COMPACTION, thresholds.log_compaction_delta_commits
         ),
     }

@@ -38,6 +38,9 @@ POLICY_PARAMS: dict[ServiceAction, dict[str, str]] = {
         "clustering_target_file_size": "target_file_size",
         "clustering_cancellable": "cancellable",
     },
+    ServiceAction.LOG_COMPACTION: {
+        "log_compaction_blocks_threshold": "log_blocks_threshold",
+    },
 }
 """Per action, the table policy keys that become the job's planning parameters."""
 

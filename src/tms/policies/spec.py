@@ -2,8 +2,8 @@
 
 The grammar, chosen so that a spec reads as what it means and every mistake has one place::
 
-    triggers  := {<action>: condition, ...}     compaction, clustering, clean,
-                                                metadata-compaction
+    triggers  := {<action>: condition, ...}     compaction, logcompaction, clustering,
+                                                clean, metadata-compaction
     condition := {"any": [condition, ...]}      due when one part is
                | {"all": [condition, ...]}      due when every part is
                | {<strategy>: <parameters>}     a name of `registry.STRATEGIES`
@@ -29,6 +29,7 @@ __all__ = ["MAX_DEPTH", "MAX_PARTS", "TRIGGER_ACTIONS", "parse_condition", "pars
 
 TRIGGER_ACTIONS = (
     ServiceAction.COMPACTION,
+    ServiceAction.LOG_COMPACTION,
     ServiceAction.CLUSTERING,
     ServiceAction.CLEAN,
     ServiceAction.METADATA_COMPACTION,

@@ -73,6 +73,7 @@ _COUNTERS = {
     ServiceAction.CLUSTERING: "commits_since_clustering",
     ServiceAction.CLEAN: "commits_since_clean",
     ServiceAction.METADATA_COMPACTION: "commits_since_metadata_compaction",
+    ServiceAction.LOG_COMPACTION: "delta_commits_since_log_compaction",
 }
 
 SINCE = {
@@ -80,13 +81,14 @@ SINCE = {
     ServiceAction.CLUSTERING: "since the last clustering",
     ServiceAction.CLEAN: "since the last clean",
     ServiceAction.METADATA_COMPACTION: "since the last metadata compaction",
+    ServiceAction.LOG_COMPACTION: "since the last log compaction or compaction",
 }
 """How reasons name the point each action's counters restart from."""
 
 
 def commits_since(table: CountedTable, action: ServiceAction) -> int:
-    """The action's own commit counter: delta commits for compaction, writes for clean and
-    clustering, metadata table delta commits for metadata compaction."""
+    """The action's own commit counter: delta commits for compaction and log compaction,
+    writes for clean and clustering, metadata table delta commits for metadata compaction."""
     value: int = getattr(table, _COUNTERS[action])
     return value
 

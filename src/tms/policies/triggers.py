@@ -41,6 +41,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+_MERGE_ON_READ_ONLY = frozenset({ServiceAction.COMPACTION, ServiceAction.LOG_COMPACTION})
+"""Actions that merge log files, which only merge-on-read tables have."""
+
 
 @dataclass(frozen=True)
 class Trigger:
@@ -69,12 +72,12 @@ def conditions_for(
 
 
 def due_triggers(table: CountedTable, defaults: Thresholds, now: datetime) -> list[Trigger]:
-    """The actions to create for `table` now, in a fixed order (compaction, clustering,
-    clean, metadata compaction), each with its reason.
+    """The actions to create for `table` now, in a fixed order (compaction, log compaction,
+    clustering, clean, metadata compaction), each with its reason.
 
     Nothing for a paused table, nothing for an action that is not enabled or already
-    pending. Compaction only for merge-on-read tables; a table whose type is still unknown
-    counts as one, since only merge-on-read tables make delta commits.
+    pending. Compaction and log compaction only for merge-on-read tables; a table whose type
+    is still unknown counts as one, since only merge-on-read tables make delta commits.
     """
     if table.paused:
         return []
@@ -83,7 +86,7 @@ def due_triggers(table: CountedTable, defaults: Thresholds, now: datetime) -> li
     for action in TRIGGER_ACTIONS:
         if action not in table.enabled_actions or action in table.pending_actions:
             continue
-        if action is ServiceAction.COMPACTION and table.table_type is TableType.COPY_ON_WRITE:
+        if action in _MERGE_ON_READ_ONLY and table.table_type is TableType.COPY_ON_WRITE:
             continue
         reason = conditions[action].evaluate(table, now)
         if reason:

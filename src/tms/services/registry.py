@@ -9,7 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from tms.executor_choice import HUDI, NATIVE, parse_executor
-from tms.hudi.actions import CLEAN, CLUSTERING, COMPACTION, INDEXING, METADATA_COMPACTION
+from tms.hudi.actions import (
+    CLEAN,
+    CLUSTERING,
+    COMPACTION,
+    INDEXING,
+    LOG_COMPACTION,
+    METADATA_COMPACTION,
+)
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline import cancel_requests
@@ -18,6 +25,8 @@ from tms.hudi.timeline.timeline import Timeline
 from tms.planning import planning_arguments
 from tms.services.apache_hudi.executor import HudiExecutor, HudiPlanner
 from tms.services.apache_hudi.indexer import HudiIndexExecutor, HudiIndexPlanner
+from tms.services.apache_hudi.log_compactor import HudiLogCompactionExecutor
+from tms.services.apache_hudi.procedures import HudisCode
 from tms.services.clean import execute as clean
 from tms.services.clean import plan as clean_plan
 from tms.services.clustering import execute as clustering
@@ -26,6 +35,7 @@ from tms.services.compaction import execute as compaction
 from tms.services.compaction import plan as compaction_plan
 from tms.services.execution import ServiceResult
 from tms.services.index import build as index
+from tms.services.log_compaction import plan as log_compaction_plan
 from tms.services.metadata import compaction as metadata_compaction
 from tms.services.plan_cancel import execute_cancel, request_cancel
 from tms.services.plan_executor import FunctionExecutor, PlanExecutor, StageHook
@@ -84,15 +94,19 @@ class TableService:
     """Writes a plan (its instant, or None when nothing is due), taking the keyword
     arguments `tms.planning` lists for `action`."""
     executors: Mapping[str, PlanExecutor]
-    """Who may run its plans, by name (`tms.executor_choice`); `NATIVE` (tms's own Spark tasks)
-    always, `HUDI` (Hudi's own code) where it has one."""
+    """Who may run its plans, by name (`tms.executor_choice`): `NATIVE` (tms's own Spark
+    tasks) and `HUDI` (Hudi's own code), each where it has one."""
     find_pending: Callable[[HudiTable], list[str]]
     """Requested times of its pending plans, oldest first."""
     hudi_planner: HudiPlanner | HudiIndexPlanner | None = None
-    """Plans with Hudi's own code, for operations its executor runs."""
+    """Plans with Hudi's own code, for operations its executor runs; None: `planner`'s plans
+    are the ones Hudi's executor runs too."""
     checks_data_table: bool = True
     """Whether the data table must be one our data table services may change; the metadata
     table's own compaction refuses by its own rules instead."""
+    plans_under_table_lock: bool | None = None
+    """Whether its planner runs under the table lock the writers use; None: when it
+    `checks_data_table`."""
     hold_stages: frozenset[str] = frozenset()
     """Stages a cancel request no longer stops once the execution enters one."""
     after_cancel: Callable[[HudiTable, str, float], None] | None = None
@@ -135,10 +149,12 @@ class TableService:
         (native's reasons, Hudi's reasons), each empty when it can. Decided before anything
         is planned, so a refusal leaves no plan behind."""
         native = unsupported_features(table) if self.checks_data_table else []
-        hudi = self.executors.get(HUDI) if self.hudi_planner is not None else None
+        if NATIVE not in self.executors:
+            native = [self._no_native()]
+        hudi = self.executors.get(HUDI)
         if hudi is None:
             hudi_reasons = [f"{self.action} has no hudi executor"]
-        elif isinstance(hudi, HudiExecutor | HudiIndexExecutor):
+        elif isinstance(hudi, HudisCode):
             hudi_reasons = hudi.refusals(table)
         else:
             hudi_reasons = []
@@ -157,11 +173,13 @@ class TableService:
         choice = parse_executor(requested)
         if work is not None and self.asks_direct_work(work.planning):
             return ExecutorDecision(NATIVE)  # tms does it itself, whoever was asked
+        where = f"cannot run {self.action} on {table.storage.base_path}"
         if choice == NATIVE:
+            if NATIVE not in self.executors:
+                raise UnsupportedTableError(f"{where}: {self._no_native()}")
             self.ensure_supported(table)
             return ExecutorDecision(NATIVE)
         reasons, hudi_refusals = self.declines(table, work)
-        where = f"cannot run {self.action} on {table.storage.base_path}"
         if choice == HUDI:
             if hudi_refusals:
                 raise UnsupportedTableError(f"{where} with Hudi's code: {'; '.join(hudi_refusals)}")
@@ -172,6 +190,12 @@ class TableService:
             return ExecutorDecision(HUDI, "; ".join(reasons))
         declined, hudi_declined = "; ".join(reasons), "; ".join(hudi_refusals)
         raise UnsupportedTableError(f"{where}: {declined} (Hudi's code: {hudi_declined})")
+
+    def _no_native(self) -> str:
+        return (
+            f"tms's own code has no {self.action} executor; Hudi's code runs it (executor "
+            "auto or hudi)"
+        )
 
     def schedule(
         self,
@@ -193,7 +217,8 @@ class TableService:
         kwargs = self._arguments(params)
         if executor == HUDI and self.hudi_planner is not None:
             return self.hudi_planner.schedule(spark, table, kwargs)
-        if not self.checks_data_table:
+        locked = self.plans_under_table_lock
+        if not (self.checks_data_table if locked is None else locked):
             return self.planner(table, **kwargs)
         with table.lock.hold(table.storage):
             return self.planner(table, **kwargs)
@@ -257,6 +282,10 @@ def _pending_cleans(timeline: Timeline) -> list[Instant]:
     return timeline.pending((Action.CLEAN,))
 
 
+def _pending_log_compactions(timeline: Timeline) -> list[Instant]:
+    return timeline.pending((Action.LOG_COMPACTION,))
+
+
 def _leave_inflight(table: HudiTable, instant: str, heartbeat_interval: float) -> None:
     return None
 
@@ -310,6 +339,15 @@ SERVICES: Mapping[str, TableService] = {
         after_cancel=index.discard,
         declines_work=lambda table, work: index.declines(table, work.planning, work.instant),
         direct_work=DirectWork(flag="drop", run=index.drop),
+    ),
+    LOG_COMPACTION: TableService(
+        action=LOG_COMPACTION,
+        planner=log_compaction_plan.schedule_log_compaction,
+        executors={HUDI: HudiLogCompactionExecutor()},
+        find_pending=_pending_on_timeline(_pending_log_compactions),
+        # tms plans as Hudi does; tms's own data table checks are for its own executors
+        checks_data_table=False,
+        plans_under_table_lock=True,
     ),
 }
 """Every table service by action, in `TABLE_SERVICE_ACTIONS` order (a test checks it)."""

@@ -125,7 +125,8 @@ def _data_table_refusals(table: HudiTable, timeline: Timeline) -> list[str]:
     if pending:
         reasons.append(
             f"log compaction {', '.join(pending)} is pending; the services wait until it "
-            "completes (completed log compactions are read as Hudi reads them)"
+            "completes (the logcompaction service runs it; completed log compactions are read "
+            "as Hudi reads them)"
         )
     return reasons
 

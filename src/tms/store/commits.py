@@ -40,13 +40,15 @@ __all__ = [
 ]
 
 # Commits that add data (and so count towards clean and clustering thresholds); delta commits
-# also count towards compaction. Every commit, table services and housekeeping included, makes
-# one delta commit on the metadata table, so all of them count towards its compaction.
+# also count towards compaction and log compaction. Every commit, table services and
+# housekeeping included, makes one delta commit on the metadata table, so all of them count
+# towards its compaction.
 WRITE_ACTIONS = frozenset({"commit", "deltacommit", "replacecommit"})
 DELTA_ACTIONS = frozenset({"deltacommit"})
-SERVICE_ACTIONS = frozenset({"compaction", "clustering", "clean"})
-"""A compaction, clustering or clean on the timeline (a writer's own, or ours read back by
-a pull) restarts the counters of that service."""
+SERVICE_ACTIONS = frozenset({"compaction", "clustering", "clean", "logcompaction"})
+"""A compaction, clustering, clean or log compaction on the timeline (a writer's own, or ours
+read back by a pull) restarts the counters of that service; a compaction restarts the log
+compaction's too, as it leaves no log blocks to merge."""
 
 
 @dataclass(slots=True)
@@ -89,6 +91,7 @@ class CountedTable:
     commits_since_clean: int
     commits_since_clustering: int
     commits_since_metadata_compaction: int
+    delta_commits_since_log_compaction: int
     pending_actions: frozenset[ServiceAction]
     log_bytes_since_compaction: int = 0
     log_files_since_compaction: int = 0
@@ -111,6 +114,7 @@ class CountedTable:
             since_clean,
             since_clustering,
             since_metadata_compaction,
+            since_log_compaction,
             pending,
             log_bytes,
             log_files,
@@ -139,6 +143,7 @@ class CountedTable:
             since_clean,
             since_clustering,
             since_metadata_compaction,
+            since_log_compaction,
             frozenset(ServiceAction(a) for a in pending),
             log_bytes,
             log_files,
@@ -185,6 +190,7 @@ COUNTED: tuple[ColumnElement[Any] | InstrumentedAttribute[Any], ...] = (
     Tbl.commits_since_clean,
     Tbl.commits_since_clustering,
     Tbl.commits_since_metadata_compaction,
+    Tbl.delta_commits_since_log_compaction,
     func.array(
         select(cast(Operation.action, Text))
         .distinct()
@@ -205,9 +211,10 @@ COUNTED: tuple[ColumnElement[Any] | InstrumentedAttribute[Any], ...] = (
 )
 """What `CountedTable.of_row` reads, in order, of a `tbl` row (`_COUNT` returns the same)."""
 
-# What the counters of a table hold after a batch. A batch without a compaction, clustering
-# or clean (a writer's own, or ours read back by a pull) adds its commits; one with such a
-# service recounts from the stored commits after the newest one of that service, so the
+# What the counters of a table hold after a batch. A batch without a compaction, clustering,
+# clean or log compaction (a writer's own, or ours read back by a pull) adds its commits; one
+# with such a service recounts from the stored commits after the newest one of that service
+# (for the log compaction's counter, the newest log compaction or compaction), so the
 # counters are right whatever order the commits were heard in (a pull may bring a
 # compaction after the delta commits that followed it were notified). The small-files map
 # keeps its 1000 largest partitions. RETURNING lists `COUNTED`'s columns, in its order.
@@ -219,6 +226,13 @@ UPDATE tbl SET
                              WHERE s.tbl_id = tbl.id AND s.action = 'compaction')
           AND c.action = 'deltacommit')
     ELSE tbl.delta_commits_since_compaction + u.deltas END,
+  delta_commits_since_log_compaction = CASE WHEN u.compacted OR u.log_compacted
+    THEN (SELECT count(*) FROM commit c WHERE c.tbl_id = tbl.id
+            AND c.instant > (SELECT max(s.instant) FROM commit s
+                             WHERE s.tbl_id = tbl.id
+                               AND s.action IN ('compaction', 'logcompaction'))
+          AND c.action = 'deltacommit')
+    ELSE tbl.delta_commits_since_log_compaction + u.deltas END,
   log_bytes_since_compaction = CASE WHEN u.compacted
     THEN (SELECT coalesce(sum(c.log_bytes), 0) FROM commit c
           WHERE c.tbl_id = tbl.id
@@ -263,13 +277,14 @@ UPDATE tbl SET
 FROM (SELECT (r->>0)::bigint AS id, (r->>1)::int AS deltas, (r->>2)::int AS writes,
              (r->>3)::bool AS compacted, (r->>4)::bool AS clustered, (r->>5)::bool AS cleaned,
              r->>6 AS last_instant, (r->>7)::int AS commits, (r->>8)::bigint AS log_bytes,
-             (r->>9)::bigint AS log_files, (r->10)::jsonb AS small_files, (r->>11)::bool AS pulled
+             (r->>9)::bigint AS log_files, (r->10)::jsonb AS small_files, (r->>11)::bool AS pulled,
+             (r->>12)::bool AS log_compacted
       FROM json_array_elements(%(rows)s::json) AS r) AS u
 WHERE tbl.id = u.id
 RETURNING
   tbl.id, tbl.table_type::text, tbl.enabled_actions::text[], tbl.paused, tbl.policy,
   tbl.delta_commits_since_compaction, tbl.commits_since_clean, tbl.commits_since_clustering,
-  tbl.commits_since_metadata_compaction,
+  tbl.commits_since_metadata_compaction, tbl.delta_commits_since_log_compaction,
   ARRAY(SELECT DISTINCT o.action::text FROM operation o
         WHERE o.tbl_id = tbl.id AND o.status IN ('SCHEDULED', 'RUNNING') AND NOT o.is_deleted),
   tbl.log_bytes_since_compaction, tbl.log_files_since_compaction,
@@ -307,6 +322,7 @@ class _Increments:
     deltas: int = 0
     writes: int = 0
     compacted: bool = False
+    log_compacted: bool = False
     clustered: bool = False
     cleaned: bool = False
     last_instant: str = ""
@@ -319,6 +335,7 @@ class _Increments:
     def add(self, commit: CommitIn) -> None:
         action = commit.action
         self.compacted |= action == "compaction"
+        self.log_compacted |= action == "logcompaction"
         self.clustered |= action == "clustering"
         self.cleaned |= action == "clean"
         self.deltas += action in DELTA_ACTIONS
@@ -346,6 +363,7 @@ class _Increments:
             self.log_files,
             self.small_files,
             self.pulled,
+            self.log_compacted,
         )
 
 
@@ -353,9 +371,9 @@ def record_commits(session: Session, commits: Sequence[CommitIn]) -> CommitsReco
     """Store `commits` (`INSERT … ON CONFLICT DO NOTHING`), then bump the counters and last
     instant of their tables by the commits that were new, in one statement each.
 
-    A compaction, clustering or clean among them (a writer's own, or ours that a pull read
-    back) sets that service's counters to what the stored commits after the newest one of
-    it add up to. Raises `NotFound` for an unknown table.
+    A compaction, clustering, clean or log compaction among them (a writer's own, or ours
+    that a pull read back) sets that service's counters to what the stored commits after the
+    newest one of it add up to. Raises `NotFound` for an unknown table.
     """
     if not commits:
         return CommitsRecorded([])

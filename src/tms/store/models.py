@@ -62,6 +62,7 @@ class ServiceAction(enum.StrEnum):
     CLEAN = "clean"
     METADATA_COMPACTION = "metadata-compaction"
     INDEXING = "indexing"
+    LOG_COMPACTION = "logcompaction"
 
 
 class OperationStatus(enum.StrEnum):
@@ -183,7 +184,8 @@ class Tbl(Base):
         UniqueConstraint("base_path"),
         CheckConstraint(
             "delta_commits_since_compaction >= 0 AND commits_since_clean >= 0 "
-            "AND commits_since_clustering >= 0 AND commits_since_metadata_compaction >= 0",
+            "AND commits_since_clustering >= 0 AND commits_since_metadata_compaction >= 0 "
+            "AND delta_commits_since_log_compaction >= 0",
             name="counters",
         ),
     )
@@ -206,6 +208,9 @@ class Tbl(Base):
     commits_since_clean: Mapped[int] = mapped_column(server_default="0")
     commits_since_clustering: Mapped[int] = mapped_column(server_default="0")
     commits_since_metadata_compaction: Mapped[int] = mapped_column(server_default="0")
+    delta_commits_since_log_compaction: Mapped[int] = mapped_column(server_default="0")
+    """Delta commits since the last log compaction or compaction (either leaves the slices'
+    log blocks merged)."""
     last_notification_at: Mapped[datetime | None]
     last_commit_seen_at: Mapped[datetime | None]
     """When a commit new to the store (notified or pulled) was last recorded."""

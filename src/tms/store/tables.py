@@ -44,6 +44,7 @@ __all__ = [
 _RESET: dict[ServiceAction, dict[Any, Any]] = {
     ServiceAction.COMPACTION: {
         Tbl.delta_commits_since_compaction: 0,
+        Tbl.delta_commits_since_log_compaction: 0,  # a compaction leaves no log blocks
         Tbl.log_bytes_since_compaction: 0,
         Tbl.log_files_since_compaction: 0,
         Tbl.last_compaction_at: func.now(),
@@ -55,6 +56,7 @@ _RESET: dict[ServiceAction, dict[Any, Any]] = {
         Tbl.last_clustering_at: func.now(),
     },
     ServiceAction.METADATA_COMPACTION: {Tbl.commits_since_metadata_compaction: 0},
+    ServiceAction.LOG_COMPACTION: {Tbl.delta_commits_since_log_compaction: 0},
 }
 """What restarts when an action is scheduled: its counters, and the clock of its last run."""
 _UPDATABLE = frozenset(

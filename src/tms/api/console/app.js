@@ -470,13 +470,15 @@
       h("pre", { id: "policy" }, JSON.stringify(t.policy, null, 2)));
     const timeline = h("section", { class: "panel", id: "timeline-panel" }, h("h2", {}, "Timeline"), h("p", { class: "muted" }, "Reading storage…"));
     const files = h("section", { class: "panel", id: "files-panel" }, h("h2", {}, "File groups"), h("p", { class: "muted" }, "Reading storage…"));
+    const savepoints = h("section", { class: "panel", id: "savepoints-panel" }, h("h2", {}, "Savepoints"), h("p", { class: "muted" }, "Reading storage…"));
     const operations = h("section", { class: "panel" }, h("h2", {}, "Operations"),
       ops.items.length ? operationsTable(ops.items, false) : h("p", { class: "muted" }, "No operations."),
       h("p", {}, h("a", { href: `#/operations?table_id=${t.id}` }, "All operations of this table")));
     // Storage reads may be slow or fail: each fills its own panel, errors shown there.
     fillTimeline(t.id, timeline);
     fillFiles(t.id, files);
-    return [...head, h("div", { class: "grid" }, facts, policy), timeline, files, operations];
+    fillSavepoints(t.id, savepoints);
+    return [...head, h("div", { class: "grid" }, facts, policy), timeline, files, savepoints, operations];
   }
 
   function fact(name, value) {
@@ -604,6 +606,96 @@
       panel.replaceChildren(h("h2", {}, "File groups"), h("p", { class: "message error" }, `The file groups could not be read: ${err.message}`));
       if (err instanceof ApiFailure && err.status === 401) report(err);
     }
+  }
+
+  /** The table's savepoints; a writer also gets a form that makes one, an admin a button
+   * per savepoint that removes it. Either redraws the panel with what the table has then;
+   * a refusal is shown next to the form, its typed values kept. `note` is what the last
+   * change did, shown with the redrawn list. */
+  async function fillSavepoints(id, panel, note) {
+    const url = `/v1/tables/${id}/savepoints`;
+    const status = h("p", { id: "savepoint-status", hidden: !note });
+    const say = (text, kind) => {
+      status.className = `message ${kind}`;
+      status.dataset.kind = kind;
+      status.textContent = text;
+      status.hidden = !text;
+    };
+    if (note) say(note, "info");
+    /* A refusal next to the form (a 401 goes back to sign in, as elsewhere). */
+    const refused = (err) => {
+      if (err instanceof ApiFailure && err.status === 401) {
+        report(err);
+        return;
+      }
+      const code = err instanceof ApiFailure && err.status ? ` (HTTP ${err.status})` : "";
+      say(`Refused: ${err.message}${code}`, "error");
+    };
+    let data;
+    try {
+      data = await api(url);
+    } catch (err) {
+      panel.replaceChildren(h("h2", {}, "Savepoints"), h("p", { class: "message error" }, `The savepoints could not be read: ${err.message}`));
+      if (err instanceof ApiFailure && err.status === 401) report(err);
+      return;
+    }
+    const admin = may("admin");
+    const remove = (sp) => h("button", {
+      type: "button", class: "danger savepoint-remove",
+      onclick: async (event) => {
+        if (!window.confirm(`Remove the savepoint at ${sp.instant}? The cleaner may then delete the files it kept.`)) return;
+        event.target.disabled = true;
+        say("", "info");
+        try {
+          await api(`${url}/${encodeURIComponent(sp.instant)}`, { method: "DELETE" });
+          await fillSavepoints(id, panel, `Removed the savepoint at ${sp.instant}`);
+        } catch (err) {
+          event.target.disabled = false;
+          refused(err);
+        }
+      },
+    }, "Remove");
+    const rows = data.items.map((sp) => h("tr", { "data-instant": sp.instant },
+      h("td", {}, h("code", {}, sp.instant)),
+      h("td", {}, sp.completion_time ? fmtInstant(sp.completion_time) : "—"),
+      h("td", {}, sp.savepointed_by || "—"), h("td", {}, fmtTime(sp.savepointed_at)),
+      h("td", {}, sp.comment || "—"),
+      h("td", { class: "num", title: `in ${sp.partitions} partitions` }, sp.files),
+      admin ? h("td", {}, remove(sp)) : null));
+    const list = rows.length
+      ? table(["Instant", "Completed", "By", "At", "Comment", h("th", { class: "num" }, "Files"), admin ? h("th", {}, "") : null].filter(Boolean), rows, { id: "savepoints" })
+      : h("p", { class: "muted", id: "savepoints" }, "none");
+    let form = null;
+    if (may("writer")) {
+      const instant = h("input", { name: "instant", id: "savepoint-instant", required: true, size: 20, inputmode: "numeric", placeholder: "a completed commit's instant" });
+      const comment = h("input", { name: "comment", id: "savepoint-comment", size: 40, placeholder: "why (optional)" });
+      const submit = h("button", { type: "submit", class: "primary" }, "Savepoint");
+      form = h("form", {
+        class: "filters", id: "savepoint-form",
+        onsubmit: async (event) => {
+          event.preventDefault();
+          const body = { instant: instant.value.trim() };
+          if (comment.value.trim()) body.comment = comment.value.trim();
+          submit.disabled = true;
+          say("", "info");
+          try {
+            const made = await api(url, { method: "POST", body });
+            const done = made.created ? `Savepointed ${made.savepoint.instant}` : `${made.savepoint.instant} was savepointed already`;
+            await fillSavepoints(id, panel, done);
+          } catch (err) {
+            submit.disabled = false;
+            refused(err);
+          }
+        },
+      },
+      h("label", {}, "Instant", instant),
+      h("label", {}, "Comment", comment),
+      submit);
+    }
+    const needs = admin ? null : h("p", { class: "muted" }, may("writer")
+      ? `Removing a savepoint needs the admin role (you are ${state.role}).`
+      : `Making a savepoint needs the writer role (you are ${state.role}).`);
+    panel.replaceChildren(...[h("h2", {}, `Savepoints (${data.items.length})`), list, form, status, needs].filter((x) => x instanceof Node));
   }
 
   // ---- operations -----------------------------------------------------------------------

@@ -57,6 +57,7 @@ class PolicyIn(Strict):
     planning parameters that operations made by those triggers carry to their jobs."""
 
     compaction_delta_commits: Count | None = None
+    log_compaction_delta_commits: Count | None = None
     clean_commits: Count | None = None
     clustering_commits: Count | None = None
     metadata_compaction_delta_commits: Count | None = None
@@ -67,6 +68,7 @@ class PolicyIn(Strict):
         None
     )
     clustering_target_file_size: Annotated[StrictInt, Field(ge=1024, le=1 << 40)] | None = None
+    log_compaction_blocks_threshold: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     compaction_cancellable: bool | None = None
     clustering_cancellable: bool | None = None
     clean_cancel_plans_after_hours: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
@@ -98,7 +100,8 @@ class PolicyIn(Strict):
     """Attempts the table may start per hour (0 = unlimited)."""
     triggers: dict[str, Any] | None = Field(
         None,
-        description="per action (compaction, clustering, clean, metadata-compaction), what "
+        description="per action (compaction, logcompaction, clustering, clean, "
+        "metadata-compaction), what "
         'makes it due: a strategy with its threshold, e.g. {"delta_commits": 5}, or '
         '{"any": [...]} / {"all": [...]} of them; an action without one keeps its commit '
         "count threshold",
@@ -279,6 +282,7 @@ class Thresholds(BaseModel):
     clean_commits: int
     clustering_commits: int
     metadata_compaction_delta_commits: int
+    log_compaction_delta_commits: int
 
 
 class TableOut(BaseModel):
@@ -299,6 +303,9 @@ class TableOut(BaseModel):
     commits_since_clean: int
     commits_since_clustering: int
     commits_since_metadata_compaction: int
+    delta_commits_since_log_compaction: int = Field(
+        description="delta commits since the last log compaction or compaction"
+    )
     log_bytes_since_compaction: int
     log_files_since_compaction: int
     small_files_since_clustering: dict[str, int] = Field(

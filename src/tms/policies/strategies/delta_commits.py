@@ -1,7 +1,9 @@
 """`delta_commits`: delta commits since the last compaction.
 
-For metadata-compaction it counts the metadata table's delta commits (every data table
-commit makes one), as Hudi's `hoodie.metadata.compact.max.delta.commits` does.
+For logcompaction it counts delta commits since the last log compaction or compaction
+(either leaves the slices' log blocks merged). For metadata-compaction it counts the metadata
+table's delta commits (every data table commit makes one), as Hudi's
+`hoodie.metadata.compact.max.delta.commits` does.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ __all__ = ["DeltaCommits"]
 class DeltaCommits(Threshold):
     """Due after `threshold` delta commits since the action last ran."""
 
-    actions = frozenset({ServiceAction.COMPACTION, ServiceAction.METADATA_COMPACTION})
+    actions = frozenset(
+        {
+            ServiceAction.COMPACTION,
+            ServiceAction.LOG_COMPACTION,
+            ServiceAction.METADATA_COMPACTION,
+        }
+    )
     unit = "delta commits"
 
     def figure(self, table: CountedTable) -> tuple[int, str]:

@@ -26,7 +26,7 @@ class Elapsed(Strategy):
     action: ServiceAction
     hours: float
 
-    # Metadata compaction keeps no clock of its last run.
+    # Metadata compaction and log compaction keep no clock of their last run.
     actions = frozenset({ServiceAction.COMPACTION, ServiceAction.CLUSTERING, ServiceAction.CLEAN})
 
     @classmethod

@@ -23,6 +23,7 @@ from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.services.apache_hudi.options import lock_options, procedure_options, session_options
 from tms.services.apache_hudi.procedures import (
+    HudisCode,
     call,
     catalog_table,
     ensure_hudi,
@@ -135,14 +136,13 @@ _PROCEDURES: Mapping[str, tuple[tuple[Action, ...], Callable[[_Run, str], None]]
 
 
 @dataclass(frozen=True)
-class HudiExecutor:
+class HudiExecutor(HudisCode):
     """A `PlanExecutor` that runs the pending plan of `action` with Hudi's procedure."""
 
     action: str
 
     def refusals(self, table: HudiTable) -> list[str]:
-        """Why Hudi's code cannot serve `table` from a tms job; empty when it can."""
-        reasons = location_refusals(table.storage.base_path)
+        reasons = super().refusals(table)
         if self.action == CLEAN:
             reasons += clean_refusals(table)
         return reasons

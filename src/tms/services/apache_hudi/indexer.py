@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from tms.hudi.actions import INDEXING
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.files.fs_view import FileSystemView
-from tms.hudi.locks import POSTGRES_PROVIDER
 from tms.hudi.metadata.index_build import request_refusals
 from tms.hudi.metadata.indexing import (
     IndexPlan,
@@ -30,23 +29,16 @@ from tms.hudi.metadata.indexing import (
 )
 from tms.hudi.metadata.partitions import COLUMN_STATS, PARTITION_STATS, RECORD_INDEX
 from tms.hudi.metadata.reader import MetadataTableReader
-from tms.hudi.properties import CREATE_SCHEMA, TableConfig
+from tms.hudi.properties import TableConfig
 from tms.hudi.record_keys.table_keys import ambiguous_complex_keys
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
+from tms.services.apache_hudi.clients import table_write_client, write_configs
 from tms.services.apache_hudi.executor import HUDI_STAGE
 from tms.services.apache_hudi.options import (
     PARTITION_SWITCHES,
-    key_generator_options,
-    lock_options,
-    session_options,
 )
-from tms.services.apache_hudi.procedures import (
-    ensure_hudi,
-    hadoop_path,
-    location_refusals,
-    write_client,
-)
+from tms.services.apache_hudi.procedures import HudisCode
 from tms.services.execution import ServiceResult, pending_plan
 from tms.services.plan_executor import StageHook
 
@@ -66,38 +58,25 @@ _OCC = "optimistic_concurrency_control"
 
 
 def index_configs(table: HudiTable, partitions: Sequence[str]) -> dict[str, str]:
-    """The write configs of an index build of `partitions` on `table`: the table's own
-    properties and key generator, the switches of the partitions it has and of those to
-    build on (Hudi builds only what is switched on), the async indexer's, and the writers'
-    lock under optimistic concurrency (Hudi's indexer refuses to run without)."""
-    config = table.config
-    options = {**config.props, **key_generator_options(table), **session_options(table)}
+    """The write configs of an index build of `partitions` on `table` (`write_configs`), with
+    the switches of the partitions it has and of those to build on (Hudi builds only what is
+    switched on), the async indexer's, and optimistic concurrency (Hudi's indexer refuses to
+    run without)."""
+    options = write_configs(table)
     options["hoodie.metadata.enable"] = "true"
     for partition in partitions:
         for key in PARTITION_SWITCHES.get(partition, ()):
             options[key] = "true"
     options["hoodie.metadata.index.async"] = "true"
     options["hoodie.metadata.index.check.timeout.seconds"] = str(CATCH_UP_TIMEOUT_SECONDS)
-    options.update(lock_options(table, table.lock))
     options["hoodie.write.concurrency.mode"] = _OCC
-    options["hoodie.table.name"] = config.table_name
-    schema = table.timeline().latest_schema() or config.get(CREATE_SCHEMA)
-    if schema:  # Hudi reads the files it indexes with the writer's schema
-        options["hoodie.avro.schema"] = schema
     return options
 
 
 @contextmanager
 def _write_client(spark: Any, table: HudiTable, partitions: Sequence[str]) -> Iterator[Any]:
-    """Hudi's `SparkRDDWriteClient` for `table` with `index_configs`, closed after use, under
-    tms's hold of a `postgres` lock (Hudi locks in-process inside it)."""
-    ensure_hudi(spark)
-    refused = location_refusals(table.storage.base_path)
-    if refused:
-        raise UnsupportedTableError("; ".join(refused))
-    path, configs = hadoop_path(table.storage.base_path), index_configs(table, partitions)
-    held = table.lock.hold(table.storage) if table.lock.provider == POSTGRES_PROVIDER else None
-    with held or nullcontext(), write_client(spark, path, configs) as client:
+    """Hudi's write client for `table` with `index_configs`."""
+    with table_write_client(spark, table, index_configs(table, partitions)) as client:
         yield client
 
 
@@ -162,16 +141,12 @@ def hudi_refusals(table: HudiTable, partitions: Sequence[str]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class HudiIndexExecutor:
+class HudiIndexExecutor(HudisCode):
     """Runs a pending index plan with Hudi's write client (`index`): the build, the
     catch-up and the completion. A run that fails, or one a crash left inflight, is undone
     back to its plan, which stays for the retry."""
 
     action: str = INDEXING
-
-    def refusals(self, table: HudiTable) -> list[str]:
-        """Why Hudi's code cannot serve `table` from a tms job; empty when it can."""
-        return location_refusals(table.storage.base_path)
 
     def execute(
         self,

@@ -14,10 +14,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from tms.hudi.errors import UnsupportedTableError
+from tms.hudi.table import HudiTable
 from tms.spark_runtime.hudi_bundle import UNAVAILABLE_HINT
 
 __all__ = [
     "HUDI_EXTENSION",
+    "HudisCode",
     "call",
     "catalog_table",
     "hadoop_path",
@@ -68,6 +70,15 @@ def location_refusals(base_path: str) -> list[str]:
             "and credentials the job does not give it; tms's own executor serves them"
         ]
     return []
+
+
+class HudisCode:
+    """An executor that runs Hudi's code in the job's Spark: refused where that code cannot
+    reach the table (`location_refusals`), and where the executor adds reasons of its own."""
+
+    def refusals(self, table: HudiTable) -> list[str]:
+        """Why Hudi's code cannot serve `table` from a tms job; empty when it can."""
+        return location_refusals(table.storage.base_path)
 
 
 @contextmanager

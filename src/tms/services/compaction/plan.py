@@ -85,7 +85,7 @@ def schedule_compaction(
     ensure_compactable(table, timeline)
     if instant_time is None:
         instant_time = new_instant_time(timeline.instants)
-    _check_schedulable(timeline, instant_time)
+    check_schedulable(timeline, instant_time)
     view = table.file_system_view(timeline)
     busy = view.pending_compaction_file_ids() | view.pending_clustering_file_ids()
     candidates = [
@@ -96,22 +96,33 @@ def schedule_compaction(
     selected = chosen.select(candidates)
     if not selected:
         return None
+    extra = with_cancellable(None, cancellable) or None
+    request_plan(table, instant_time, Action.COMPACTION, selected, extra_metadata=extra)
+    return instant_time
+
+
+def request_plan(
+    table: HudiTable,
+    instant_time: str,
+    action: Action,
+    slices: list[FileSlice],
+    *,
+    extra_metadata: dict[str, str] | None = None,
+    strategy: dict[str, Any] | None = None,
+) -> None:
+    """Write `<instant_time>.<action>.requested` holding Hudi's `HoodieCompactionPlan` of
+    `slices` (a compaction's, or a log compaction's, which names its executor in
+    `strategy`)."""
     plan = {
-        "operations": [operation_of_slice(s).to_avro() for s in selected],
-        "extraMetadata": with_cancellable(None, cancellable) or None,
+        "operations": [operation_of_slice(s).to_avro() for s in slices],
+        "extraMetadata": extra_metadata,
         "version": PLAN_VERSION,
-        "strategy": None,
+        "strategy": strategy,
         "preserveHoodieMetadata": True,
         "missingSchedulePartitions": None,
     }
-    request(
-        table.storage,
-        table.config,
-        instant_time,
-        Action.COMPACTION,
-        avro_codec.encode("HoodieCompactionPlan", plan),
-    )
-    return instant_time
+    content = avro_codec.encode("HoodieCompactionPlan", plan)
+    request(table.storage, table.config, instant_time, action, content)
 
 
 def ensure_compactable(table: HudiTable, timeline: Timeline) -> None:
@@ -124,7 +135,10 @@ def ensure_compactable(table: HudiTable, timeline: Timeline) -> None:
     ensure_supported(table, timeline)
 
 
-def _check_schedulable(timeline: Timeline, instant_time: str) -> None:
+def check_schedulable(timeline: Timeline, instant_time: str, what: str = "compaction") -> None:
+    """Hudi's rule for a compaction's (or a log compaction's) instant: new, later than every
+    completed instant and pending compaction, and no write pending whose log files the plan
+    could miss; `CompactionConflictError` otherwise."""
     if not is_instant_time(instant_time):
         raise ValueError(f"{instant_time!r} is not an instant time (yyyyMMddHHmmssSSS)")
     if timeline.get(instant_time) is not None:
@@ -136,13 +150,13 @@ def _check_schedulable(timeline: Timeline, instant_time: str) -> None:
     ]
     if later:
         raise CompactionConflictError(
-            f"cannot schedule a compaction at {instant_time}: completed instants and pending "
+            f"cannot schedule a {what} at {instant_time}: completed instants and pending "
             f"compactions must be earlier, but these are not: {', '.join(map(str, later))}"
         )
     writes = timeline.pending(PENDING_WRITE_ACTIONS)
     if writes:
         raise CompactionConflictError(
-            f"cannot schedule a compaction at {instant_time} while writes are pending (their "
+            f"cannot schedule a {what} at {instant_time} while writes are pending (their "
             f"log files would be missed): {', '.join(map(str, writes))}; let them complete or "
             "roll them back first"
         )
