@@ -307,6 +307,8 @@ def run_one(
         "rows_per_second": round(result.records_written / seconds) if seconds else None,
         "file_groups": result.file_groups,
         "files_written": result.files_written,
+        "bytes_written": result.bytes_written,
+        "log_records_merged": result.log_records_compacted,
         "peak_driver_mb": round(memory.driver_mb),
         "driver_mb_at_start": round(memory.start_driver_mb),
         "peak_python_workers_mb": round(memory.workers_mb),

@@ -20,8 +20,9 @@ from tms.spark_runtime.hudi_bundle import HUDI_ARTIFACT, HUDI_VERSION
 
 pytestmark = [pytest.mark.spark, pytest.mark.hudi_java]
 
-FEATURE = next(f for f in FEATURES if f.name == "bloom_filters_v9")
-"""A version 9 table with a `bloom_filters` metadata partition, which tms's own code declines."""
+FEATURE = next(f for f in FEATURES if f.name == "custom_merge_mode_v8")
+"""A version 8 table whose writer merges by a payload class of its own (merge mode CUSTOM),
+which tms's own code declines."""
 
 
 def test_auto_fetches_hudis_bundle_into_an_empty_cache_and_hudis_code_completes_it(

@@ -34,10 +34,6 @@ def set_property(root: Path, key: str, value: str) -> None:
     properties.write_text("\n".join(lines) + "\n")
 
 
-def bloom_filters(root: Path) -> None:
-    set_property(root, "hoodie.table.metadata.partitions", PARTITIONS + ",bloom_filters")
-
-
 def partitioned_record_index(root: Path) -> None:
     path = root / ".hoodie" / ".index_defs" / "index.json"
     definitions = json.loads(path.read_text())
@@ -58,7 +54,6 @@ def table_version_6(root: Path) -> None:
 
 
 CASES: dict[str, tuple[Callable[[Path], None], str]] = {
-    "bloom_filters": (bloom_filters, "partition bloom_filters is not kept"),
     "partitioned_record_index": (partitioned_record_index, "partitioned record index"),
     "partition_stats_alone": (partition_stats_alone, "partition_stats without column_stats"),
     "no_metadata_folder": (no_metadata_folder, ".hoodie/metadata is missing"),
@@ -82,7 +77,7 @@ def test_a_metadata_table_we_cannot_keep_is_refused_with_its_reason(
     assert any(reason in r for r in reasons), reasons
 
 
-@pytest.mark.parametrize("case", ["bloom_filters", "partitioned_record_index"])
+@pytest.mark.parametrize("case", ["partition_stats_alone", "partitioned_record_index"])
 def test_tms_run_refuses_it_untouched(tmp_path: Path, case: str) -> None:
     root = unzip_fixture(FIXTURE, tmp_path)
     change, reason = CASES[case]

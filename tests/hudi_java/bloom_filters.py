@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tests.hudi_java.metadata_check import hudi_metadata
 from tms.hudi.files.bloom import DYNAMIC_V0, FPP, MAX_ENTRIES, NUM_ENTRIES
 
 
@@ -38,3 +39,20 @@ def in_file(spark: Any, path: str, keys: Sequence[str]) -> list[bool]:
     if bloom is None:
         return [False] * len(keys)
     return [bool(bloom.mightContain(key)) for key in keys]
+
+
+def in_metadata_table(
+    spark: Any, base_path: str, files: Sequence[tuple[str, str, Sequence[str]]]
+) -> list[str | None]:
+    """Per (partition, base file name, its keys): the serialized filter Hudi's metadata reader
+    (`HoodieBackedTableMetadata.getBloomFilter`) returns for the file, or None when it has
+    none or the filter misses one of the keys."""
+    _, metadata = hudi_metadata(spark, base_path)
+    found: list[str | None] = []
+    for partition, name, keys in files:
+        bloom = metadata.getBloomFilter(partition, name)
+        if not bloom.isPresent() or not all(bloom.get().mightContain(k) for k in keys):
+            found.append(None)
+        else:
+            found.append(str(bloom.get().serializeToString()))
+    return found

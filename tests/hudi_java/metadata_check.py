@@ -37,16 +37,10 @@ Location = tuple[str, str]
 """(partition path, file id) of a record."""
 
 
-def compare(
-    spark: Any,
-    base_path: str,
-    stats_columns: Sequence[str] = (),
-    deleted_keys: Sequence[str] = (),
-) -> dict[str, Any]:
-    """What differs between the metadata table's view and the file system's (`problems`,
-    empty when none) and how much was compared (counts, so a check of nothing shows)."""
-    jvm = spark._jvm
-    hudi = jvm.org.apache.hudi
+def hudi_metadata(spark: Any, base_path: str) -> tuple[Any, Any]:
+    """Hudi's meta client of the table and its `HoodieBackedTableMetadata` (the metadata
+    table as Hudi's readers read it)."""
+    hudi = spark._jvm.org.apache.hudi
     storage_conf = hudi.hadoop.fs.HadoopFSUtils.getStorageConfWithCopy(
         spark._jsc.hadoopConfiguration()
     )
@@ -57,10 +51,28 @@ def compare(
         .build()
     )
     context = hudi.client.common.HoodieSparkEngineContext(spark._jsc)
+    enabled = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).build()
+    metadata = hudi.metadata.HoodieBackedTableMetadata(
+        context, meta_client.getStorage(), enabled, base_path
+    )
+    return meta_client, metadata
+
+
+def compare(
+    spark: Any,
+    base_path: str,
+    stats_columns: Sequence[str] = (),
+    deleted_keys: Sequence[str] = (),
+) -> dict[str, Any]:
+    """What differs between the metadata table's view and the file system's (`problems`,
+    empty when none) and how much was compared (counts, so a check of nothing shows)."""
+    jvm = spark._jvm
+    hudi = jvm.org.apache.hudi
+    meta_client, metadata = hudi_metadata(spark, base_path)
+    context = hudi.client.common.HoodieSparkEngineContext(spark._jsc)
     storage = meta_client.getStorage()
     enabled = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(True).build()
     listing_config = hudi.common.config.HoodieMetadataConfig.newBuilder().enable(False).build()
-    metadata = hudi.metadata.HoodieBackedTableMetadata(context, storage, enabled, base_path)
     listing = hudi.metadata.FileSystemBackedTableMetadata(context, storage, base_path)
     problems: Problems = []
     counts = {"partitions": 0, "files": 0, "slices": 0, "record_keys": 0, "column_stats": 0}

@@ -60,13 +60,6 @@ def larger_value(stored: Row, new: Row) -> Row:
 
 FEATURES = [
     Feature(
-        "bloom_filters_v9",
-        9,
-        "MERGE_ON_READ",
-        {"hoodie.metadata.index.bloom.filter.enable": "true"},
-        "bloom_filters",
-    ),
-    Feature(
         "partial_update_payload_v6",
         6,
         "MERGE_ON_READ",

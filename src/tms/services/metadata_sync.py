@@ -14,9 +14,11 @@ What each service writes (`HoodieTableMetadataUtil.convertMetadataToRecords` and
   position), as the fixture's clustering instant shows: its Spark tasks write those log files
   into the delta commit the driver began (`record_index_logs`), so no key reaches the driver.
   Replaced file groups stay in `files` until clean deletes them; secondary indexes do not
-  change (no record key or value moves).
-- clean: `files` deletions of every deleted file, `column_stats` deletion entries of each;
-  `partition_stats` unchanged, as Hudi leaves them.
+  change (no record key or value moves). `bloom_filters` gets the bloom filter each new base
+  file's footer holds (read back from the file, as Hudi's writer reads it).
+- clean: `files` deletions of every deleted file, `column_stats` deletion entries of each,
+  `bloom_filters` deletion entries of each deleted base file; `partition_stats` unchanged, as
+  Hudi leaves them.
 
 A data table rollback writes nothing to the metadata table: Hudi 1.x rolls back the metadata
 table's delta commit of the rolled-back instant (`services.rollback`), and so do we.
@@ -32,6 +34,8 @@ from typing import Any
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.errors import TableNotFoundError
+from tms.hudi.files.bloom import footer_bloom_filter
+from tms.hudi.files.data import read_footer
 from tms.hudi.files.fs_view import BaseFile, FileSlice, FileSystemView
 from tms.hudi.files.names import BaseFileName
 from tms.hudi.metadata.column_stats import (
@@ -47,7 +51,13 @@ from tms.hudi.metadata.partition_stats import (
     files_counted,
     partition_stats_entries,
 )
-from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, PARTITION_STATS, RECORD_INDEX
+from tms.hudi.metadata.partitions import (
+    BLOOM_FILTERS,
+    COLUMN_STATS,
+    FILES,
+    PARTITION_STATS,
+    RECORD_INDEX,
+)
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.metadata.records import (
     STATS_FIELD,
@@ -58,6 +68,8 @@ from tms.hudi.metadata.rollback import rollback_delta_commit
 from tms.hudi.metadata.stats_keys import column_stats_key
 from tms.hudi.metadata.updates import (
     MetadataUpdate,
+    bloom_filter_deletions,
+    bloom_filter_records,
     column_stats_records,
     commit_files_records,
     files_records,
@@ -168,6 +180,8 @@ class MetadataSync:
             update.records[COLUMN_STATS] = column_stats_records(
                 (w.partition, w.file_name, w.ranges) for w in written
             )
+        if self._has(BLOOM_FILTERS):
+            update.records[BLOOM_FILTERS] = self._bloom_filters(instant_time, written)
         if self._has(PARTITION_STATS) and self.columns:
             touched = sorted({w.partition for w in written})
             update.records[PARTITION_STATS] = self._partition_stats(
@@ -190,7 +204,22 @@ class MetadataSync:
                 for name in names
                 for key, payload in deletion_entries(partition, name, self.columns, self.version)
             ]
+        if self._has(BLOOM_FILTERS):
+            update.records[BLOOM_FILTERS] = bloom_filter_deletions(instant_time, gone)
         return update
+
+    def _bloom_filters(
+        self, instant_time: str, written: Sequence[WrittenFile]
+    ) -> list[MetadataRecord]:
+        """The `bloom_filters` records of the new base files, each filter read from the file's
+        footer (one ranged read of its end); a file without one gets none, as Hudi skips it."""
+        found = []
+        for w in written:
+            footer = read_footer(self.table.storage, w.stat.path or "").metadata
+            bloom = footer_bloom_filter(footer)
+            if bloom is not None:
+                found.append((w.partition, w.file_name, bloom))
+        return bloom_filter_records(instant_time, found)
 
     def _partition_stats(
         self,
@@ -283,7 +312,7 @@ class MetadataSync:
 
     def clustering_partitions(self) -> list[str]:
         """The metadata partitions a clustering updates."""
-        return [FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX]
+        return [FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX, BLOOM_FILTERS]
 
 
 def _with_new_base(piece: FileSlice, written: WrittenFile, instant_time: str) -> FileSlice:

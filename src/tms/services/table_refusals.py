@@ -57,8 +57,9 @@ KEPT_METADATA_PARTITIONS = (
     PartitionKind.PARTITION_STATS,
     PartitionKind.RECORD_INDEX,
     PartitionKind.SECONDARY_INDEX,
+    PartitionKind.BLOOM_FILTERS,
 )
-"""Metadata partitions the services keep true; bloom filters and expression indexes are not."""
+"""Metadata partitions the services keep true; expression indexes are not."""
 
 
 @runtime_checkable

@@ -22,12 +22,20 @@ from __future__ import annotations
 import base64
 import math
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["BLOOM_FILTER_KEY", "BLOOM_TYPE_KEY", "DYNAMIC_V0", "DynamicBloomFilter"]
+__all__ = [
+    "BLOOM_FILTER_KEY",
+    "BLOOM_TYPE_KEY",
+    "DYNAMIC_V0",
+    "DynamicBloomFilter",
+    "FooterBloomFilter",
+    "footer_bloom_filter",
+]
 
 BLOOM_FILTER_KEY = b"org.apache.hudi.bloomfilter"
 BLOOM_TYPE_KEY = b"hoodie_bloom_filter_type_code"
@@ -187,3 +195,22 @@ def _murmur(words: np.ndarray, tail: np.ndarray, length: int, seed: np.ndarray) 
         h = h * _M
         h ^= h >> np.uint32(15)
     return h
+
+
+@dataclass(frozen=True)
+class FooterBloomFilter:
+    """The bloom filter a base file's footer holds, as Hudi's readers take it."""
+
+    type_code: str
+    serialized: str
+    """`serializeToString`: Base64 text, which the metadata table stores as its UTF-8 bytes."""
+
+
+def footer_bloom_filter(footer: dict[bytes, bytes] | None) -> FooterBloomFilter | None:
+    """The filter of a Parquet footer's key-value metadata; None when it has none (a table
+    without meta fields gets none)."""
+    serialized = (footer or {}).get(BLOOM_FILTER_KEY)
+    if not serialized:
+        return None
+    type_code = (footer or {}).get(BLOOM_TYPE_KEY) or DYNAMIC_V0.encode()
+    return FooterBloomFilter(type_code.decode(), serialized.decode())

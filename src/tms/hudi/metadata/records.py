@@ -213,6 +213,11 @@ class MetadataRecord:
             str(raw["partitionName"]), file_id, int(raw["instantTime"]), raw.get("position")
         )
 
+    def bloom_filter(self) -> dict[str, Any] | None:
+        """The `HoodieMetadataBloomFilter` payload (type, timestamp, bloomFilter, isDeleted)."""
+        raw: dict[str, Any] | None = self.fields.get(BLOOM_FIELD)
+        return raw
+
     def secondary_is_deleted(self) -> bool:
         raw = self.fields.get(SECONDARY_FIELD)
         return bool(raw and raw.get("isDeleted"))
@@ -340,6 +345,20 @@ def stats_record(
     `HoodieMetadataColumnStats` payload (`column_stats_entries`, `partition_stats_entries`)."""
     record_type = RecordType.PARTITION_STATS if partition_stats else RecordType.COLUMN_STATS
     return _new(key, record_type, **{STATS_FIELD: payload})
+
+
+def bloom_filter_record(
+    key: str, instant_time: str, type_code: str, bloom_filter: bytes, *, is_deleted: bool = False
+) -> MetadataRecord:
+    """`createBloomFilterMetadataRecord` for an already built key: the filter as the UTF-8
+    bytes of its serialized text; a deleted file's with an empty type and no bytes."""
+    payload = {
+        "type": type_code,
+        "timestamp": instant_time,
+        "bloomFilter": bloom_filter,
+        "isDeleted": is_deleted,
+    }
+    return _new(key, RecordType.BLOOM_FILTERS, **{BLOOM_FIELD: payload})
 
 
 def secondary_index_record(key: str, is_deleted: bool = False) -> MetadataRecord:

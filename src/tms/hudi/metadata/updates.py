@@ -7,17 +7,28 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
+from tms.hudi.files.bloom import FooterBloomFilter
+from tms.hudi.files.names import BaseFileName
 from tms.hudi.metadata.column_stats import ColumnRange
+from tms.hudi.metadata.keys import bloom_filter_key
 from tms.hudi.metadata.partitions import FILES
 from tms.hudi.metadata.records import (
     MetadataRecord,
+    bloom_filter_record,
     files_record,
     partition_list_record,
     stats_record,
 )
 from tms.hudi.metadata.stats_keys import column_stats_key
 
-__all__ = ["MetadataUpdate", "column_stats_records", "commit_files_records", "files_records"]
+__all__ = [
+    "MetadataUpdate",
+    "bloom_filter_deletions",
+    "bloom_filter_records",
+    "column_stats_records",
+    "commit_files_records",
+    "files_records",
+]
 
 
 @dataclass(frozen=True)
@@ -76,4 +87,35 @@ def column_stats_records(
         stats_record(column_stats_key(partition, name, r.column_name), r.payload())
         for partition, name, ranges in new_files
         for r in ranges
+    ]
+
+
+def bloom_filter_records(
+    instant_time: str, new_files: Iterable[tuple[str, str, FooterBloomFilter]]
+) -> list[MetadataRecord]:
+    """`bloom_filters` records of new base files: (partition, file name, its footer's filter),
+    as Hudi's metadata writer reads them off the files it wrote."""
+    return [
+        bloom_filter_record(
+            bloom_filter_key(partition, name),
+            instant_time,
+            found.type_code,
+            found.serialized.encode(),
+        )
+        for partition, name, found in new_files
+    ]
+
+
+def bloom_filter_deletions(
+    instant_time: str, deleted: Mapping[str, Iterable[str]]
+) -> list[MetadataRecord]:
+    """A clean's `bloom_filters` deletion records: one per deleted base file (log files have
+    none), with an empty type and filter, as Hudi's clean writes them."""
+    return [
+        bloom_filter_record(
+            bloom_filter_key(partition, name), instant_time, "", b"", is_deleted=True
+        )
+        for partition, names in sorted(deleted.items())
+        for name in names
+        if BaseFileName.parse(name) is not None
     ]
