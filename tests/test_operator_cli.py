@@ -181,6 +181,28 @@ def test_tables_set_keeps_the_other_policy_overrides(cli: Cli, trips: str) -> No
     assert nothing.exit_code == 2 and nothing.stderr.startswith("error: nothing to change")
 
 
+def test_log_compaction_is_enabled_and_its_threshold_set_from_the_cli(cli: Cli, trips: str) -> None:
+    added = json.loads(
+        ok(
+            cli(
+                "tables", "add", trips, "--name", "lake.trips", "--actions",
+                "compaction,logcompaction", "--log-compaction-delta-commits", "2", "--json",
+            )
+        )
+    )  # fmt: skip
+    assert added["enabled_actions"] == ["compaction", "logcompaction"]
+    assert added["thresholds"]["log_compaction_delta_commits"] == 2
+    changed = json.loads(
+        ok(cli("tables", "set", "lake.trips", "--log-compaction-delta-commits", "6", "--json"))
+    )
+    assert changed["policy"] == {"log_compaction_delta_commits": 6}
+    refused = cli(
+        "tables", "add", trips, "--name", "lake.trips", "--log-compaction-delta-commits", "3"
+    )
+    assert refused.exit_code == 1
+    assert "--log-compaction-delta-commits 6 (not 3)" in refused.stderr
+
+
 def test_tables_add_takes_the_name_from_storage(cli: Cli, trips: str) -> None:
     table = json.loads(ok(cli("tables", "add", trips, "--paused", "--json")))
     assert (table["db_name"], table["table_name"], table["paused"]) == (

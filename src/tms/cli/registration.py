@@ -22,6 +22,7 @@ THRESHOLD_FLAGS = {
     "compaction_delta_commits": "--compaction-delta-commits",
     "clean_commits": "--clean-commits",
     "clustering_commits": "--clustering-commits",
+    "log_compaction_delta_commits": "--log-compaction-delta-commits",
 }
 """Policy thresholds the operator CLI sets, by their key in the API."""
 _SET_FLAGS = {"owner": "--owner", "queue": "--queue", "priority": "--priority"}

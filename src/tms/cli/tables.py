@@ -74,6 +74,14 @@ CleanCommitsOption = Annotated[
 ClusteringCommitsOption = Annotated[
     int | None, typer.Option(help="Policy: cluster after N commits (0 = never).", min=0)
 ]
+LogCompactionDeltaCommitsOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Policy: log-compact after N delta commits (0 = never; needs logcompaction in "
+        "--actions).",
+        min=0,
+    ),
+]
 """The options `tables add` registers with and `tables set` changes, written once."""
 
 
@@ -176,6 +184,7 @@ def tables_add(
     compaction_delta_commits: CompactionDeltaCommitsOption = None,
     clean_commits: CleanCommitsOption = None,
     clustering_commits: ClusteringCommitsOption = None,
+    log_compaction_delta_commits: LogCompactionDeltaCommitsOption = None,
     paused: Annotated[bool, typer.Option("--paused", help="Register it paused.")] = False,
     storage_options: OptionsFile = None,
     as_json: AsJson = False,
@@ -188,7 +197,9 @@ def tables_add(
     if name is None:
         name = _name_from_storage(base_path)
     db_name, table_name = split_name(name)
-    policy = _thresholds(compaction_delta_commits, clean_commits, clustering_commits)
+    policy = _thresholds(
+        compaction_delta_commits, clean_commits, clustering_commits, log_compaction_delta_commits
+    )
     body: dict[str, Any] = {
         "db_name": db_name,
         "table_name": table_name,
@@ -238,6 +249,7 @@ def tables_set(
     compaction_delta_commits: CompactionDeltaCommitsOption = None,
     clean_commits: CleanCommitsOption = None,
     clustering_commits: ClusteringCommitsOption = None,
+    log_compaction_delta_commits: LogCompactionDeltaCommitsOption = None,
     executor: ExecutorOption = None,
     as_json: AsJson = False,
     url: Url = None,
@@ -257,7 +269,7 @@ def tables_set(
         if v is not None
     }
     policy: dict[str, Any] = _thresholds(
-        compaction_delta_commits, clean_commits, clustering_commits
+        compaction_delta_commits, clean_commits, clustering_commits, log_compaction_delta_commits
     )
     if executor is not None:
         policy["executor"] = executor
@@ -351,12 +363,16 @@ def tables_storage_options(
 
 
 def _thresholds(
-    compaction_delta_commits: int | None, clean_commits: int | None, clustering_commits: int | None
+    compaction_delta_commits: int | None,
+    clean_commits: int | None,
+    clustering_commits: int | None,
+    log_compaction_delta_commits: int | None = None,
 ) -> dict[str, int]:
     """The policy thresholds given on the command line, by their policy keys."""
     given = {
         "compaction_delta_commits": compaction_delta_commits,
         "clean_commits": clean_commits,
         "clustering_commits": clustering_commits,
+        "log_compaction_delta_commits": log_compaction_delta_commits,
     }
     return {key: value for key, value in given.items() if value is not None}
