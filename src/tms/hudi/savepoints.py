@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import SavepointRefusedError
@@ -76,18 +77,16 @@ def create_savepoint(
         }
         inflight = Instant(instant_time, Action.SAVEPOINT, State.INFLIGHT)
         table.storage.write_bytes(instant_file(table.config, inflight), b"")
-        transition(
+        completed = transition(
             table.storage,
             table.config,
             inflight,
             State.COMPLETED,
             avro_codec.encode("HoodieSavepointMetadata", metadata),
         )
-    timeline = table.timeline()
-    made = _completed_savepoint(timeline, instant_time)
-    if made is None:  # the files were written: only a concurrent delete could take them
-        raise SavepointRefusedError(f"savepoint {instant_time} was removed while it was made")
-    return _savepoint(timeline, made), True
+    if table.config.timeline_layout_version < 2:  # layout 1 records no completion time
+        completed = completed.with_state(State.COMPLETED, None)
+    return _of_metadata(completed, metadata), True
 
 
 def delete_savepoint(table: HudiTable, instant_time: str) -> bool:
@@ -111,7 +110,11 @@ def _completed_savepoint(timeline: Timeline, instant_time: str) -> Instant | Non
 
 
 def _savepoint(timeline: Timeline, instant: Instant) -> Savepoint:
-    metadata = timeline.avro_details(instant, State.COMPLETED) or {}
+    return _of_metadata(instant, timeline.avro_details(instant, State.COMPLETED) or {})
+
+
+def _of_metadata(instant: Instant, metadata: dict[str, Any]) -> Savepoint:
+    """The savepoint a completed instant and its `HoodieSavepointMetadata` describe."""
     partitions = metadata.get("partitionMetadata") or {}
     return Savepoint(
         instant_time=instant.requested_time,
