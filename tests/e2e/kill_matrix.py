@@ -39,6 +39,7 @@ from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action
+from tms.services.apache_hudi.executor import HUDI_STAGE
 from tms.services.metadata.clean import METADATA_CLEANER_COMMITS_RETAINED
 from tms.services.metadata.clean import STAGE_PREFIX as METADATA_STAGES
 from tms.testing.sample_writer.new_table import create_table
@@ -91,6 +92,12 @@ class ServiceSpec:
                 "compaction committed, before the metadata clean": "cleaning",
                 "data committed, before the result": "committed",
             }
+        elif self.submit == "logcompact":  # Hudi's code runs it: its one stage, then the commit
+            points = {
+                "plan written": "starting Spark",
+                "Hudi's code about to run": HUDI_STAGE,
+                "data committed, before the result": "committed",
+            }
         elif self.submit == "index":
             points = {
                 "plan written": "starting Spark",
@@ -106,6 +113,9 @@ class ServiceSpec:
 
 SERVICES: dict[str, ServiceSpec] = {
     "compaction": ServiceSpec("compact", merge_on_read=True),
+    "log compaction": ServiceSpec(
+        "logcompact", merge_on_read=True, extra_params={"log_blocks_threshold": 2}
+    ),
     "clustering": ServiceSpec("cluster"),
     "clean": ServiceSpec("clean", extra_params={"retained": 1}),
     "metadata compaction": ServiceSpec(
@@ -197,6 +207,8 @@ def table_for(root: Path, case: Case) -> str:
     writer = HudiWriter(table, max_file_rows=10)
     writer.insert(trips(range(80), ts=1))
     writer.upsert(trips(range(0, 80, 3), ts=2))
+    if spec.submit == "logcompact":  # a second log block in each slice the first upsert wrote
+        writer.upsert(trips(range(0, 80, 3), ts=3))
     if spec.submit == "clean":
         writer.upsert(trips(range(80), ts=3))
         writer.upsert(trips(range(80), ts=4))
@@ -266,7 +278,8 @@ def run_case(services: Services, root: Path, case: Case, hudi: HudiSpark) -> Out
         assert attempts[0]["id"] == killed and attempts[0]["outcome"] in ("FAILED", "LOST")
     assert attempts[-1]["outcome"] == "SUCCEEDED"
     instant = operation["instant"]
-    assert oracle.snapshot(base).equals(before), "the rows read differently"
+    # rows, not schemas: a log compacted block's schema may say a meta field is not null
+    assert oracle.snapshot(base).to_pylist() == before.to_pylist(), "the rows read differently"
     assert hudi.read(base, COLUMNS) == read_by_hudi, "Hudi's reader reads differently"
     assert_nothing_left(Path(base), instant)
     if case.metadata_table:

@@ -71,9 +71,17 @@ class Job:
         operation with a plan has no planning parameters, so it asks for none."""
         return self.service.asks_direct_work(self.planning)
 
-    def run_direct(self, table: HudiTable) -> dict[str, Any]:
-        """Do the direct work the operation asks for; its figures."""
-        return self.service.run_direct_work(table, self.planning or {})
+    @property
+    def direct_on_spark(self) -> bool:
+        """Whether its direct work runs on Spark, started first with Hudi's bundle (archival:
+        Hudi's archiver)."""
+        direct = self.service.direct_work
+        return self.direct and direct is not None and direct.on_spark
+
+    def run_direct(self, table: HudiTable, spark: Any = None) -> dict[str, Any]:
+        """Do the direct work the operation asks for (on `spark` when it runs there); its
+        figures."""
+        return self.service.run_direct_work(table, self.planning or {}, spark)
 
     def open_table(self) -> HudiTable:
         """The table, with its storage options and its writers' lock."""
@@ -91,8 +99,12 @@ class Job:
 
     @property
     def plans_on_spark(self) -> bool:
-        """Whether planning needs Spark started first (Hudi's planner runs on it)."""
-        return self.executor == HUDI and self.planning is not None and not self.direct
+        """Whether planning needs Spark started first: Hudi's planner runs on it. A service
+        tms plans for Hudi's executor (log compaction) starts Spark once its plan is written."""
+        hudi_plans = self.service.hudi_planner is not None
+        return (
+            self.executor == HUDI and hudi_plans and self.planning is not None and not self.direct
+        )
 
     def with_spark(self, spark: Any) -> Job:
         return replace(self, spark=spark)
