@@ -18,6 +18,7 @@ from tms.executor_choice import HUDI, NATIVE
 from tms.hudi.actions import CLUSTERING
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import PlanNotFoundError, UnsupportedTableError
+from tms.hudi.files.codec import codec_of_footer
 from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.files.names import BaseFileName
 from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, PARTITION_PATH, RECORD_KEY
@@ -129,6 +130,9 @@ def test_clustering_keeps_every_record_in_fewer_file_groups(
     assert len(new) == result.files_written > 0
     assert all(not s["log_files"] for s in new)
     assert {s["partition"] for s in new} == {"eu", "us"}
+    for written in new:  # the codec of the files rewritten, as the table's writer chose it
+        footer = pq.read_metadata(Path(base) / written["partition"] / written["base_file"])
+        assert codec_of_footer(footer) == "snappy"
     assert (instant, "replacecommit") in oracle.completed_instants(base)
     assert result.state == "COMPLETED"
     assert result.file_groups == len(replaced)

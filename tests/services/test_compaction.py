@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from tests import oracle
 from tests.services.timeline_files import timeline_dir
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.errors import CompactionConflictError, PlanNotFoundError, UnsupportedTableError
+from tms.hudi.files.codec import codec_of_footer
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
 from tms.hudi.files.markers import TEMP_FOLDER
 from tms.hudi.files.names import BaseFileName, LogFileName
@@ -277,6 +279,8 @@ def test_compaction_keeps_the_snapshot_and_removes_log_files(
     for stat in stats:
         assert stat.path and stat.path.endswith(new_bases[stat.file_id]["base_file"])
         assert stat.prev_commit != instant and stat.total_log_files_compacted >= 1
+        # the codec of the base files compacted, as the table's writer chose it
+        assert codec_of_footer(pq.read_metadata(Path(base) / stat.path)) == "snappy"
     assert result.file_groups == result.files_written == len(compacted)
     assert result.records_written == sum(s.num_writes for s in stats)
     assert result.log_files_compacted == sum(len(s["log_files"]) for s in compacted)

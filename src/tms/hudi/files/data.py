@@ -101,6 +101,10 @@ def stored_rows(rows: pa.Table, file_name: str, meta_values: bool = True) -> pa.
     )
 
 
+ZLIB_DEFAULT_LEVEL = 6
+"""The gzip level of Hudi's Parquet writer (zlib's default); Arrow's own is slower and
+hardly smaller."""
+
 ROW_GROUP_BYTES = 64 * 1024 * 1024
 """Bytes of rows (in Arrow) a base file's row group holds at most when written part by
 part: small parts are held until they make a row group this large, so a file written from
@@ -127,7 +131,8 @@ class BaseFileWriter:
     The footer carries what `write_base_file` writes: the record key range (known at the
     end, so written last) and the Avro schema when one is given; with `bloom_filter`, Hudi's
     bloom filter of the record keys too (`tms.hudi.files.bloom`: a table with meta fields,
-    whose writers' bloom index reads it).
+    whose writers' bloom index reads it). `compression` is the Parquet codec, as Arrow names
+    it (`tms.hudi.files.codec` picks the table's).
     """
 
     def __init__(
@@ -140,6 +145,7 @@ class BaseFileWriter:
         row_group_bytes: int = ROW_GROUP_BYTES,
         *,
         bloom_filter: bool = False,
+        compression: str = "gzip",
     ) -> None:
         self._storage = storage
         self._path = path
@@ -148,7 +154,10 @@ class BaseFileWriter:
         if avro_schema is not None:
             metadata[AVRO_SCHEMA_KEY] = json.dumps(avro_schema).encode()
         self.schema = schema.with_metadata(metadata)
-        self._writer = pq.ParquetWriter(local, self.schema, compression="snappy")
+        level = ZLIB_DEFAULT_LEVEL if compression == "gzip" else None
+        self._writer = pq.ParquetWriter(
+            local, self.schema, compression=compression, compression_level=level
+        )
         self._min: str | None = None
         self._max: str | None = None
         self._bloom = DynamicBloomFilter() if bloom_filter else None

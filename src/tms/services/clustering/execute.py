@@ -24,6 +24,7 @@ from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import WriteStat
 from tms.hudi.errors import PlanNotFoundError
+from tms.hudi.files.codec import parquet_codec
 from tms.hudi.files.write_conflicts import FileGroupId
 from tms.hudi.merge_config import record_merging
 from tms.hudi.metadata.partitions import RECORD_INDEX
@@ -140,6 +141,11 @@ class ClusteringExecutor(CommitActionExecutor[_ClusteringPlan, GroupTask, GroupR
             cancellable=context.cancellable,
             conflicts=context.conflicts,
             memory_budget=context.memory_budget,
+            codec=parquet_codec(
+                context.table.storage,
+                context.table.config,
+                (s.base_file for group in plan.groups for s in group if s.base_file),
+            ),
         )
         return [
             replace(template, slices=slices, outputs=outputs)

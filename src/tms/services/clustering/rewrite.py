@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, WriteStat
+from tms.hudi.files.codec import HUDI_DEFAULT_CODEC
 from tms.hudi.files.data import BaseFileWriter, read_footer, stored_rows, task_row_group_bytes
 from tms.hudi.files.external_sort import ExternalSort
 from tms.hudi.files.fs_view import BaseFile, FileSlice, LogFile
@@ -89,6 +90,8 @@ class GroupTask:
     """Bytes of records the task holds at once; a larger group is sorted through local disk."""
     outputs: int = 1
     """The output file groups the plan asks for (`numOutputFileGroups`)."""
+    codec: str = HUDI_DEFAULT_CODEC
+    """The Parquet codec of the new base files (`tms.hudi.files.codec`)."""
 
     @property
     def order(self) -> list[str]:
@@ -328,6 +331,7 @@ class _NewFile:
             avro_schema,
             row_group_bytes=task_row_group_bytes(self.task.memory_budget),
             bloom_filter=self.task.keys is None,
+            compression=self.task.codec,
         )
 
     def write(self, rows: pa.Table) -> None:

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.avro.schema import arrow_schema_from_avro, with_meta_fields
 from tms.hudi.avro.write_stat import NULL_COMMIT, RuntimeStats, WriteStat
+from tms.hudi.files.codec import HUDI_DEFAULT_CODEC, parquet_codec
 from tms.hudi.files.compaction_operation import CompactionOperation
 from tms.hudi.files.data import BaseFileWriter, read_footer, stored_rows, task_row_group_bytes
 from tms.hudi.files.fs_view import FileSlice
@@ -83,6 +84,8 @@ class _Execution:
     """Other writers' conflicting writes, checked by each task of a cancellable plan."""
     memory_budget: int = DEFAULT_RECORDS
     """Bytes of records a task holds at once; a larger slice is merged through local disk."""
+    codec: str = HUDI_DEFAULT_CODEC
+    """The Parquet codec of the new base files (`tms.hudi.files.codec`)."""
 
     def is_committed(self, instant_time: str) -> bool:
         """Log blocks count when their instant completed before the compaction instant (later
@@ -152,6 +155,11 @@ class CompactionExecutor(
             cancellable=context.cancellable,
             conflicts=context.conflicts,
             memory_budget=context.memory_budget,
+            codec=parquet_codec(
+                context.table.storage,
+                context.table.config,
+                (op.path(op.data_file_name) for op in plan.operations if op.data_file_name),
+            ),
         )
         return functools.partial(_compact_slice, execution)
 
@@ -350,6 +358,7 @@ class _SliceWriting:
                 self.execution.avro_schema,
                 row_group_bytes=task_row_group_bytes(self.execution.memory_budget),
                 bloom_filter=self.execution.keys is None,
+                compression=self.execution.codec,
             )
         return self.writer
 
