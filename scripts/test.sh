@@ -33,4 +33,5 @@ workers="${TMS_TEST_WORKERS:-2}"
 if [ "$workers" = 0 ]; then
     exec .venv/bin/pytest "$@"
 fi
-exec .venv/bin/pytest -n "$workers" --dist worksteal "$@"
+# the slowest tests are listed at the end: what to look at when the suite grows past 30 minutes
+exec .venv/bin/pytest -n "$workers" --dist worksteal --durations=25 "$@"
