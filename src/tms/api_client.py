@@ -202,6 +202,31 @@ class ApiClient:
     def delete_savepoint(self, table_id: int, instant: str) -> None:
         self.request("DELETE", f"/v1/tables/{table_id}/savepoints/{instant}")
 
+    def archival_dry_run(
+        self, table_id: int, *, keep_min: int | None = None, keep_max: int | None = None
+    ) -> Json:
+        """What an archival of the table would archive now, and why it stops there."""
+        params = {k: v for k, v in {"keep_min": keep_min, "keep_max": keep_max}.items() if v}
+        result: Json = self._get(f"/v1/tables/{table_id}/archival", params=params or None)
+        return result
+
+    def partition_ttl_dry_run(
+        self,
+        table_id: int,
+        days: int,
+        *,
+        partitions: str | None = None,
+        max_partitions: int | None = None,
+    ) -> Json:
+        """The partitions a partition TTL of `days` days would delete now, and those it keeps."""
+        params: dict[str, Any] = {"days": days}
+        if partitions:
+            params["partitions"] = partitions
+        if max_partitions is not None:
+            params["max_partitions"] = max_partitions
+        result: Json = self._get(f"/v1/tables/{table_id}/partition-ttl", params=params)
+        return result
+
     # Operations --------------------------------------------------------------------------
 
     def operations(

@@ -5,7 +5,8 @@ The API refuses keys that are neither Spark settings nor planning parameters of 
 (a typo would otherwise do nothing), and values the operation's action cannot use. A key of
 another action is accepted and unused: Hudi's table-service-manager client sends one
 configured set of parameters to its compaction, clustering and clean calls alike. An action
-may require one: `indexing` cannot plan without the metadata `partitions` to build or drop.
+may require one: `indexing` cannot plan without the metadata `partitions` to build or drop,
+`partition_ttl` without its `ttl_days`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from tms.hudi.metadata.partitions import COLUMN_STATS, FILES, PARTITION_STATS, R
 
 __all__ = [
     "DEFAULT_LOG_BLOCKS_THRESHOLD",
+    "DEFAULT_TTL_MAX_PARTITIONS",
     "INDEX_PARTITIONS",
+    "MAX_TTL_DAYS",
     "PLANNING_KEYS",
     "BadJobInput",
     "index_partitions",
@@ -25,6 +28,8 @@ __all__ = [
     "planning_arguments",
     "planning_problems",
     "schedule_kwargs",
+    "ttl_days",
+    "ttl_patterns",
 ]
 
 INDEX_PARTITIONS: tuple[str, ...] = (FILES, COLUMN_STATS, PARTITION_STATS, RECORD_INDEX)
@@ -32,6 +37,11 @@ INDEX_PARTITIONS: tuple[str, ...] = (FILES, COLUMN_STATS, PARTITION_STATS, RECOR
 DEFAULT_LOG_BLOCKS_THRESHOLD = 5
 """Hudi's `hoodie.log.compaction.blocks.threshold`: a file slice is due for log compaction
 with this many log blocks."""
+DEFAULT_TTL_MAX_PARTITIONS = 1000
+"""Hudi's `hoodie.partition.ttl.strategy.max.delete.partitions`: the most partitions one
+partition TTL deletes."""
+MAX_TTL_DAYS = 36_500
+"""The longest partition TTL taken, in days (a hundred years)."""
 
 
 class BadJobInput(ValueError):
@@ -102,6 +112,29 @@ def _bool(name: str, value: Any) -> bool:
     raise BadJobInput(f"extra_params {name}: expected true or false (or 1 or 0), got {value!r}")
 
 
+def _days(name: str, value: Any) -> int:
+    days = _int(name, value)
+    if days > MAX_TTL_DAYS:
+        raise BadJobInput(f"extra_params {name}: must be at most {MAX_TTL_DAYS}, got {days}")
+    return days
+
+
+def _patterns(name: str, value: Any) -> tuple[str, ...]:
+    """Glob patterns over partition paths, comma-separated or a list (none: every partition)."""
+    return tuple(dict.fromkeys(_names(name, value, "glob patterns over partition paths")))
+
+
+def ttl_days(value: Any) -> int:
+    """A partition TTL in days, as the planning parameter takes it; `BadJobInput` otherwise."""
+    parsed: int = _days("ttl_days", value)
+    return parsed
+
+
+def ttl_patterns(value: Any) -> tuple[str, ...]:
+    """A partition TTL's partition filter, as the planning parameter takes it."""
+    return _patterns("ttl_partitions", value)
+
+
 def index_partitions(value: Any) -> tuple[str, ...]:
     """The metadata partitions an index request names (a comma-separated string or a list);
     `BadJobInput` for none or an unknown one."""
@@ -158,6 +191,21 @@ _PARAMS: dict[str, dict[str, tuple[_Parser, tuple[str, ...]]]] = {
             ("log_blocks_threshold", "hoodie.log.compaction.blocks.threshold"),
         ),
     },
+    "archival": {
+        "keep_min": (_int, ("keep_min", "hoodie.keep.min.commits")),
+        "keep_max": (_int, ("keep_max", "hoodie.keep.max.commits")),
+    },
+    "partition_ttl": {
+        "ttl_days": (_days, ("ttl_days", "hoodie.partition.ttl.strategy.days.retain")),
+        "ttl_partitions": (
+            _patterns,
+            ("ttl_partitions", "hoodie.partition.ttl.strategy.partition.selected"),
+        ),
+        "ttl_max_partitions": (
+            _int,
+            ("ttl_max_partitions", "hoodie.partition.ttl.strategy.max.delete.partitions"),
+        ),
+    },
 }
 
 _REQUIRED: dict[str, tuple[str, str]] = {
@@ -166,8 +214,19 @@ _REQUIRED: dict[str, tuple[str, str]] = {
         "partitions is required: the metadata partitions to build (or drop), one or more "
         f"of {', '.join(INDEX_PARTITIONS)}",
     ),
+    "partition_ttl": (
+        "ttl_days",
+        "ttl_days is required: partitions whose last commit is older than this many days "
+        "are deleted (or hoodie.partition.ttl.strategy.days.retain)",
+    ),
 }
 """Per action, the planning parameter it cannot plan without, and why."""
+
+
+def _missing(action: str, argument: str, extra_params: Mapping[str, Any]) -> bool:
+    """Whether none of the keys of the planning parameter `argument` is given."""
+    _, keys = _PARAMS[action][argument]
+    return all(extra_params.get(key) is None for key in keys)
 
 
 def _lock_folder(name: str, value: Any) -> str:
@@ -244,8 +303,10 @@ def planning_problems(action: str, extra_params: Mapping[str, Any]) -> dict[str,
             except BadJobInput as exc:
                 problems[key] = str(exc).removeprefix("extra_params ")
     required = _REQUIRED.get(action)
-    if required is not None and extra_params.get(required[0]) is None:
+    if required is not None and _missing(action, required[0], extra_params):
         problems[required[0]] = required[1]
+    if not problems:
+        problems.update(_keep_order(action, extra_params))
     return problems
 
 
@@ -254,7 +315,7 @@ def schedule_kwargs(action: str, extra_params: Mapping[str, Any]) -> dict[str, A
     ignored (the API refuses them; rows stored before it did are still read), values it
     cannot use and a missing required one raise `BadJobInput`."""
     required = _REQUIRED.get(action)
-    if required is not None and extra_params.get(required[0]) is None:
+    if required is not None and _missing(action, required[0], extra_params):
         raise BadJobInput(f"extra_params {required[1]}")
     kwargs: dict[str, Any] = {}
     for argument, (parse, keys) in _PARAMS.get(action, {}).items():
@@ -263,3 +324,17 @@ def schedule_kwargs(action: str, extra_params: Mapping[str, Any]) -> dict[str, A
                 kwargs[argument] = parse(key, extra_params[key])
                 break
     return kwargs
+
+
+def _keep_order(action: str, extra_params: Mapping[str, Any]) -> dict[str, str]:
+    """archival's keep_max must be above its keep_min when both are given (Hudi refuses the
+    pair otherwise); one given alone is compared with the table's other when the job runs."""
+    if action != "archival":
+        return {}
+    kwargs = schedule_kwargs(action, extra_params)
+    low, high = kwargs.get("keep_min"), kwargs.get("keep_max")
+    if low is None or high is None or high > low:
+        return {}
+    keys = _PARAMS[action]["keep_max"][1]
+    key = next(k for k in keys if extra_params.get(k) is not None)
+    return {key: f"{key}: must be greater than keep_min ({high} is not above {low})"}

@@ -32,6 +32,7 @@ def test_register_is_idempotent_and_conflicts_are_409(client: TestClient) -> Non
         "clustering_commits": 0,
         "metadata_compaction_delta_commits": 10,
         "log_compaction_delta_commits": 0,
+        "archival_commits": 11,
     }
     clash = client.post(url, json={**body, "base_path": "/elsewhere"})
     assert clash.status_code == 409

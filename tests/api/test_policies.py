@@ -45,9 +45,10 @@ def decide(
 ) -> list[ServiceAction]:
     """The actions the count thresholds make due for a table with no policy of its own, with
     `counters` (delta commits since compaction, commits since clean, since clustering and,
-    if given, since metadata table compaction and delta commits since log compaction)."""
+    if given, since metadata table compaction, delta commits since log compaction and commits
+    since archival)."""
     compaction, clean, clustering, *more = counters
-    metadata, log_compaction = (*more, 0, 0)[:2]
+    metadata, log_compaction, archival = (*more, 0, 0, 0)[:3]
     counted = counted_table(
         table_type=table_type,
         enabled_actions=list(enabled),
@@ -57,6 +58,7 @@ def decide(
         commits_since_clustering=clustering,
         commits_since_metadata_compaction=metadata,
         delta_commits_since_log_compaction=log_compaction,
+        commits_since_archival=archival,
         pending_actions=frozenset(pending),
     )
     return [t.action for t in due_triggers(counted, thresholds, NOW)]
@@ -271,13 +273,19 @@ def test_no_policy_ever_creates_an_index_operation() -> None:
     and every counter far past it, the policies create every other action, never indexing."""
     every = tuple(ServiceAction)
     due = decide(
-        (1000, 1000, 1000, 1000, 1000),
+        (1000, 1000, 1000, 1000, 1000, 1000),
         enabled=every,
         thresholds=Thresholds(
-            1, 1, 1, metadata_compaction_delta_commits=1, log_compaction_delta_commits=1
+            1,
+            1,
+            1,
+            metadata_compaction_delta_commits=1,
+            log_compaction_delta_commits=1,
+            archival_commits=1,
         ),
     )
-    assert set(due) == set(every) - {ServiceAction.INDEXING}
+    # a partition TTL deletes data: on request only too
+    assert set(due) == set(every) - {ServiceAction.INDEXING, ServiceAction.PARTITION_TTL}
 
 
 TABLE = {"db_name": "lake", "table_name": "other", "base_path": "/data/lake/other"}

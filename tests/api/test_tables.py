@@ -81,6 +81,7 @@ def test_patch_pause_resume_policy_and_actions(client: TestClient) -> None:
         "clustering_commits": 4,
         "metadata_compaction_delta_commits": 20,
         "log_compaction_delta_commits": 6,
+        "archival_commits": 11,
     }
     assert body["commits_since_metadata_compaction"] == 0
     assert body["delta_commits_since_log_compaction"] == 0

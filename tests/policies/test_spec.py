@@ -94,7 +94,7 @@ def test_a_full_spec_parses_into_conditions_per_action() -> None:
         (
             {"compaction": {"commits": 10}},
             ("compaction", "commits"),
-            "commits does not apply to compaction (only clustering, clean)",
+            "commits does not apply to compaction (only clustering, clean, archival)",
         ),
         (
             {"metadata-compaction": {"elapsed_hours": 1}},

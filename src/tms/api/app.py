@@ -27,6 +27,7 @@ from tms.api.http_metrics import HttpMetricsMiddleware
 from tms.api.listeners import ListenerSplit
 from tms.api.routes import (
     alerts,
+    archival,
     attempt_logs,
     console,
     health,
@@ -36,6 +37,7 @@ from tms.api.routes import (
     jobs,
     operations,
     overview,
+    partition_ttl,
     savepoints,
     table_storage,
     tables,
@@ -160,6 +162,8 @@ def create_app(
         tables,
         table_storage,
         savepoints,
+        archival,
+        partition_ttl,
         operations,
         attempt_logs,
         alerts,

@@ -117,6 +117,19 @@ def error_responses(*statuses: int, **descriptions: str) -> Responses:
     }
 
 
+def table_read_errors(conflict: str) -> Responses:
+    """OpenAPI `responses=` of a route that reads a registered table on storage: no table
+    (404), `conflict` (409), storage failed or timed out (502, 504)."""
+    return error_responses(
+        404,
+        409,
+        502,
+        504,
+        _404="no table with this id, or none on storage",
+        _409=conflict,
+    )
+
+
 def _json(
     status: int,
     code: str,

@@ -33,6 +33,7 @@ def table_out(table: Tbl, settings: Settings, *, created: bool | None = None) ->
             clustering_commits=effective.clustering_commits,
             metadata_compaction_delta_commits=effective.metadata_compaction_delta_commits,
             log_compaction_delta_commits=effective.log_compaction_delta_commits,
+            archival_commits=effective.archival_commits,
         ),
         table_type=table.table_type,
         table_version=table.table_version,
@@ -42,6 +43,7 @@ def table_out(table: Tbl, settings: Settings, *, created: bool | None = None) ->
         commits_since_clustering=table.commits_since_clustering,
         commits_since_metadata_compaction=table.commits_since_metadata_compaction,
         delta_commits_since_log_compaction=table.delta_commits_since_log_compaction,
+        commits_since_archival=table.commits_since_archival,
         log_bytes_since_compaction=table.log_bytes_since_compaction,
         log_files_since_compaction=table.log_files_since_compaction,
         small_files_since_clustering={

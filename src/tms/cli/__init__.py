@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import typer
 
-from tms.cli import demo, operations, savepoints, serve, table_layer, tables, workers
+from tms.cli import (
+    archival,
+    demo,
+    operations,
+    partition_ttl,
+    savepoints,
+    serve,
+    table_layer,
+    tables,
+    workers,
+)
 
 __all__ = ["app", "main"]
 
@@ -23,6 +33,8 @@ app.add_typer(serve.db_app, name="db")
 app.add_typer(tables.tables_app, name="tables")
 app.add_typer(operations.ops_app, name="ops")
 app.add_typer(savepoints.savepoints_app, name="savepoints")
+app.add_typer(archival.archival_app, name="archival")
+app.add_typer(partition_ttl.ttl_app, name="ttl")
 app.command()(workers.worker)
 app.add_typer(workers.workers_app, name="workers")
 app.command(cls=demo.DemoCommand)(demo.demo)

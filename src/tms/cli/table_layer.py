@@ -17,7 +17,7 @@ from tms.cli.service_names import ServiceName, service_names
 from tms.config import load_settings
 from tms.engines.hudi_bundle import bundle_fetcher
 from tms.executor_choice import AUTO, HUDI, NATIVE
-from tms.hudi.actions import INDEXING
+from tms.hudi.actions import INDEXING, PARTITION_TTL
 from tms.hudi.errors import HudiError
 from tms.hudi.metadata.reader import MetadataTableReader
 from tms.hudi.properties import DATABASE_NAME
@@ -27,9 +27,11 @@ from tms.jobs.local import LocalSpark, run_here
 from tms.jobs.runner import Report
 from tms.planning import (
     DEFAULT_LOG_BLOCKS_THRESHOLD,
+    MAX_TTL_DAYS,
     BadJobInput,
     index_partitions,
     planning_arguments,
+    ttl_patterns,
 )
 
 __all__ = ["files", "metadata", "run", "timeline"]
@@ -159,8 +161,12 @@ def _index_options(
     """The partitions `tms run indexing` builds or drops; exit 2 when they are missing,
     unknown, or given to another service."""
     if service.action != INDEXING:
-        if partitions or drop:
-            typer.echo("error: --partitions and --drop are options of indexing only", err=True)
+        if (partitions and service.action != PARTITION_TTL) or drop:
+            typer.echo(
+                "error: --partitions and --drop are options of indexing only (--partitions "
+                "also of partition_ttl)",
+                err=True,
+            )
             raise typer.Exit(2)
         return ()
     if drop and instant is not None:
@@ -180,6 +186,31 @@ def _index_options(
         typer.echo(
             f"error: --partitions: {str(exc).removeprefix('extra_params partitions: ')}", err=True
         )
+        raise typer.Exit(2) from exc
+
+
+def _ttl_options(
+    service: Service, instant: str | None, ttl_days: int | None, partitions: str
+) -> list[str]:
+    """The glob patterns `tms run partition_ttl` selects partitions by; exit 2 when
+    --ttl-days is missing (no --instant) or given to another service."""
+    if service.action != PARTITION_TTL:
+        if ttl_days is not None:
+            typer.echo("error: --ttl-days is an option of partition_ttl only", err=True)
+            raise typer.Exit(2)
+        return []
+    if ttl_days is None and instant is None:
+        typer.echo(
+            "error: partition_ttl needs --ttl-days: partitions whose last commit is older "
+            "than this many days are deleted",
+            err=True,
+        )
+        raise typer.Exit(2)
+    try:
+        return list(ttl_patterns(partitions))
+    except BadJobInput as exc:
+        message = str(exc).removeprefix("extra_params ttl_partitions: ")
+        typer.echo(f"error: --partitions: {message}", err=True)
         raise typer.Exit(2) from exc
 
 
@@ -219,7 +250,9 @@ def run(
         str,
         typer.Option(
             help="Indexing: comma-separated metadata partitions to build (files, column_stats, "
-            "partition_stats, record_index); required unless --instant runs a pending plan."
+            "partition_stats, record_index); required unless --instant runs a pending plan. "
+            "Partition TTL: comma-separated glob patterns over partition paths (* matches "
+            "any characters, / included) choosing the partitions considered; default all."
         ),
     ] = "",
     drop: Annotated[
@@ -230,6 +263,32 @@ def run(
             "Spark); dropping files drops the whole metadata table.",
         ),
     ] = False,
+    keep_min: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Archival: completed commits kept (hoodie.keep.min.commits; default the "
+            "table's, else Hudi's 20).",
+        ),
+    ] = None,
+    keep_max: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Archival: archive once there are more completed commits than this "
+            "(hoodie.keep.max.commits; default the table's, else Hudi's 30).",
+        ),
+    ] = None,
+    ttl_days: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            max=MAX_TTL_DAYS,
+            help="Partition TTL: partitions whose last commit is older than this many days "
+            "are deleted (hoodie.partition.ttl.strategy.days.retain); required unless "
+            "--instant runs a pending plan.",
+        ),
+    ] = None,
     heartbeat_interval: Annotated[
         float, typer.Option(help="Seconds between heartbeats of the running instant.")
     ] = 60.0,
@@ -260,9 +319,14 @@ def run(
     run rather than planning a new one. executed_by says whose code ran (native or hudi),
     native_declined why tms's own code declined the table (--executor auto).
 
-    indexing: builds the metadata partitions --partitions names (drops them with --drop)."""
+    indexing: builds the metadata partitions --partitions names (drops them with --drop).
+    archival: Hudi's archiver moves old completed instants out of the active timeline (no
+    plan; Hudi's Spark bundle needed), if the dry run finds any due.
+    partition_ttl: deletes the partitions whose last commit is older than --ttl-days days
+    (among those --partitions selects): tms plans, Hudi's code deletes."""
     started = time.monotonic()
     index_partitions = _index_options(service, instant, partitions, drop)
+    ttl_partitions = _ttl_options(service, instant, ttl_days, partitions)
     table = _open(base_path)
     log_path = (log_file or default_log_file(service.value)).absolute()
     planning = {
@@ -275,6 +339,10 @@ def run(
         "log_blocks_threshold": log_blocks_threshold,
         "partitions": list(index_partitions),
         "drop": drop,
+        "keep_min": keep_min,
+        "keep_max": keep_max,
+        "ttl_days": ttl_days,
+        "ttl_partitions": ttl_partitions,
     }
     spec = JobSpec(
         attempt_id=0,
@@ -303,7 +371,7 @@ def run(
 def _planning_of(action: str, given: dict[str, Any]) -> dict[str, Any]:
     """The planning parameters of `action` the command line gives (an empty list: none)."""
     wanted = planning_arguments(action)
-    return {k: v for k, v in given.items() if k in wanted and v != []}
+    return {k: v for k, v in given.items() if k in wanted and v != [] and v is not None}
 
 
 def _print_report(
@@ -329,8 +397,14 @@ def _print_report(
         _print_outcome(outcome, f"{service}: dropped {', '.join(dropped)}", as_json)
         return
     if figures.get("nothing_to_do"):
+        reason = figures.get("reason")
         outcome = {"service": service, "state": "NOTHING_TO_DO", **decided}
-        _print_outcome(outcome, f"{service}: nothing to schedule", as_json)
+        if reason:
+            outcome["reason"] = reason
+        line = (
+            f"{service}: nothing to do: {reason}" if reason else f"{service}: nothing to schedule"
+        )
+        _print_outcome(outcome, line, as_json)
         return
     adopted = figures.pop("adopted_pending_plan", False)
     result: dict[str, Any] = {

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 __all__ = [
     "ACTION_ALIASES",
+    "ARCHIVAL",
     "CLEAN",
     "CLUSTERING",
     "COMPACTION",
     "INDEXING",
     "LOG_COMPACTION",
     "METADATA_COMPACTION",
+    "PARTITION_TTL",
     "PLANNED_ACTIONS",
     "TABLE_SERVICE_ACTIONS",
     "action_named",
@@ -29,6 +31,14 @@ INDEXING = "indexing"
 LOG_COMPACTION = "logcompaction"
 """Merging a file slice's log blocks into one new log file (Hudi's `logcompaction`, RFC-48):
 the slice keeps its base file, and readers merge fewer blocks."""
+ARCHIVAL = "archival"
+"""Moving old completed instants out of the active timeline (Hudi's archiver,
+`TableServiceType.ARCHIVE`): a service name, not an action on the timeline (archival writes
+no instant)."""
+PARTITION_TTL = "partition_ttl"
+"""Deleting the partitions whose last commit is older than a number of days (Hudi 1.x's
+partition TTL): a service name; on the timeline a `replacecommit` of operation
+`DELETE_PARTITION`, whose replaced file groups the cleaner removes afterwards."""
 
 TABLE_SERVICE_ACTIONS: tuple[str, ...] = (
     COMPACTION,
@@ -37,6 +47,8 @@ TABLE_SERVICE_ACTIONS: tuple[str, ...] = (
     METADATA_COMPACTION,
     INDEXING,
     LOG_COMPACTION,
+    ARCHIVAL,
+    PARTITION_TTL,
 )
 """The table services tms runs, in the order they are listed everywhere."""
 

@@ -68,7 +68,8 @@ class Job:
     def direct(self) -> bool:
         """Whether the operation asks for its service's direct work (an index's drop): done
         at once, with no plan to adopt, write or run (`TableService.direct_work`). An
-        operation with a plan has no planning parameters, so it asks for none."""
+        operation with a plan has no planning parameters, so it asks for none, but of a
+        service whose every operation is direct work (archival)."""
         return self.service.asks_direct_work(self.planning)
 
     @property

@@ -232,10 +232,11 @@ class JobRunner:
             if decision.native_declined:
                 log.info("native declined the table: %s", decision.native_declined)
             adopted = False
+            if job.direct:  # no plan to adopt or run, whatever the operation names
+                scheduling = True
+                return self._direct_work(job, table)
             if instant is None:
                 scheduling = True
-                if job.direct:
-                    return self._direct_work(job, table)
                 if job.plans_on_spark:
                     spark = self._start_spark(job, "planning")
                     job = job.with_spark(spark)
@@ -271,12 +272,15 @@ class JobRunner:
         return Report("SUCCEEDED", figures=figures, spark_app_id=_app_id(spark))
 
     def _direct_work(self, job: Job, table: HudiTable) -> Report:
-        """The work an operation asks its service to do at once, with no plan."""
+        """The work an operation asks its service to do at once, with no plan: on Spark
+        started for it first when the work runs there (Hudi's archiver)."""
+        spark = self._start_spark(job, "direct") if job.direct_on_spark else None
         self.control.progress.enter("working without a plan")
         self.control.check()
-        figures = job.run_direct(table)
+        figures = job.run_direct(table, spark)
         log.info("%s done without a plan: %s", job.action, figures)
-        return Report("SUCCEEDED", figures=figures)
+        app_id = _app_id(spark) if spark is not None else None
+        return Report("SUCCEEDED", figures=figures, spark_app_id=app_id)
 
     def _start_spark(self, job: Job, instant: str) -> Any:
         """Spark for the work, started for the spec as decided: its `executor` is the one

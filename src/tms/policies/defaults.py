@@ -15,7 +15,23 @@ from tms.store import ServiceAction
 if TYPE_CHECKING:
     from tms.config import Settings
 
-__all__ = ["COUNT_KEYS", "POLICY_KEYS", "Thresholds", "default_conditions", "thresholds_for"]
+__all__ = [
+    "ARCHIVAL_COMMITS",
+    "COUNT_KEYS",
+    "POLICY_KEYS",
+    "Thresholds",
+    "default_conditions",
+    "thresholds_for",
+]
+
+HUDI_KEEP_MIN = 20
+HUDI_KEEP_MAX = 30
+"""Hudi's `hoodie.keep.min.commits` and `hoodie.keep.max.commits`."""
+ARCHIVAL_COMMITS = HUDI_KEEP_MAX - HUDI_KEEP_MIN + 1
+"""Writes after which an archival is due for a table that enables it: Hudi archives once the
+active timeline holds more than keep.max completed commits, down to keep.min, so the next is
+due keep.max - keep.min + 1 commits after one (of the table policy's `archival_keep_min` and
+`archival_keep_max`, else Hudi's)."""
 
 POLICY_KEYS = (
     "compaction_delta_commits",
@@ -23,6 +39,7 @@ POLICY_KEYS = (
     "clustering_commits",
     "metadata_compaction_delta_commits",
     "log_compaction_delta_commits",
+    "archival_commits",
 )
 """Per-table overrides `tbl.policy` may hold; each is a commit count, 0 turns it off."""
 
@@ -32,6 +49,7 @@ COUNT_KEYS = {
     ServiceAction.CLEAN: "clean_commits",
     ServiceAction.METADATA_COMPACTION: "metadata_compaction_delta_commits",
     ServiceAction.LOG_COMPACTION: "log_compaction_delta_commits",
+    ServiceAction.ARCHIVAL: "archival_commits",
 }
 """The policy key of each action's count threshold, which a `triggers` entry replaces."""
 
@@ -45,6 +63,7 @@ class Thresholds:
     clustering_commits: int
     metadata_compaction_delta_commits: int = 0
     log_compaction_delta_commits: int = 0
+    archival_commits: int = ARCHIVAL_COMMITS
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Thresholds:
@@ -71,7 +90,19 @@ def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Threshold
         pick("clustering_commits", defaults.clustering_commits),
         pick("metadata_compaction_delta_commits", defaults.metadata_compaction_delta_commits),
         pick("log_compaction_delta_commits", defaults.log_compaction_delta_commits),
+        pick("archival_commits", _archival_commits(policy, defaults.archival_commits)),
     )
+
+
+def _archival_commits(policy: Mapping[str, Any], default: int) -> int:
+    """keep.max - keep.min + 1 of the policy's archival keep settings (Hudi's for the one it
+    does not set); `default` when it sets neither."""
+    low, high = policy.get("archival_keep_min"), policy.get("archival_keep_max")
+    if not isinstance(low, int) and not isinstance(high, int):
+        return default
+    low = low if isinstance(low, int) else HUDI_KEEP_MIN
+    high = high if isinstance(high, int) else HUDI_KEEP_MAX
+    return max(high - low + 1, 1)
 
 
 def default_conditions(thresholds: Thresholds) -> dict[ServiceAction, Condition]:
@@ -88,4 +119,5 @@ def default_conditions(thresholds: Thresholds) -> dict[ServiceAction, Condition]
         ServiceAction.LOG_COMPACTION: DeltaCommits(
             ServiceAction.LOG_COMPACTION, thresholds.log_compaction_delta_commits
         ),
+        ServiceAction.ARCHIVAL: Commits(ServiceAction.ARCHIVAL, thresholds.archival_commits),
     }

@@ -41,6 +41,10 @@ POLICY_PARAMS: dict[ServiceAction, dict[str, str]] = {
     ServiceAction.LOG_COMPACTION: {
         "log_compaction_blocks_threshold": "log_blocks_threshold",
     },
+    ServiceAction.ARCHIVAL: {
+        "archival_keep_min": "keep_min",
+        "archival_keep_max": "keep_max",
+    },
 }
 """Per action, the table policy keys that become the job's planning parameters."""
 

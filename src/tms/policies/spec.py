@@ -3,7 +3,7 @@
 The grammar, chosen so that a spec reads as what it means and every mistake has one place::
 
     triggers  := {<action>: condition, ...}     compaction, logcompaction, clustering,
-                                                clean, metadata-compaction
+                                                clean, metadata-compaction, archival
     condition := {"any": [condition, ...]}      due when one part is
                | {"all": [condition, ...]}      due when every part is
                | {<strategy>: <parameters>}     a name of `registry.STRATEGIES`
@@ -33,6 +33,7 @@ TRIGGER_ACTIONS = (
     ServiceAction.CLUSTERING,
     ServiceAction.CLEAN,
     ServiceAction.METADATA_COMPACTION,
+    ServiceAction.ARCHIVAL,
 )
 """The actions triggers create, in the order they are created (indexing only on request)."""
 

@@ -74,6 +74,7 @@ _COUNTERS = {
     ServiceAction.CLEAN: "commits_since_clean",
     ServiceAction.METADATA_COMPACTION: "commits_since_metadata_compaction",
     ServiceAction.LOG_COMPACTION: "delta_commits_since_log_compaction",
+    ServiceAction.ARCHIVAL: "commits_since_archival",
 }
 
 SINCE = {
@@ -82,13 +83,15 @@ SINCE = {
     ServiceAction.CLEAN: "since the last clean",
     ServiceAction.METADATA_COMPACTION: "since the last metadata compaction",
     ServiceAction.LOG_COMPACTION: "since the last log compaction or compaction",
+    ServiceAction.ARCHIVAL: "since the policy's last archival",
 }
 """How reasons name the point each action's counters restart from."""
 
 
 def commits_since(table: CountedTable, action: ServiceAction) -> int:
     """The action's own commit counter: delta commits for compaction and log compaction,
-    writes for clean and clustering, metadata table delta commits for metadata compaction."""
+    writes for clean, clustering and archival, metadata table delta commits for metadata
+    compaction."""
     value: int = getattr(table, _COUNTERS[action])
     return value
 

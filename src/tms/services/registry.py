@@ -8,14 +8,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tms.executor_choice import HUDI, NATIVE, parse_executor
+from tms.executor_choice import AUTO, HUDI, NATIVE, parse_executor
 from tms.hudi.actions import (
+    ARCHIVAL,
     CLEAN,
     CLUSTERING,
     COMPACTION,
     INDEXING,
     LOG_COMPACTION,
     METADATA_COMPACTION,
+    PARTITION_TTL,
 )
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.table import HudiTable
@@ -23,9 +25,11 @@ from tms.hudi.timeline import cancel_requests
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.planning import planning_arguments
+from tms.services.apache_hudi.archiver import HUDI_ARCHIVER, archive
 from tms.services.apache_hudi.executor import HudiExecutor, HudiPlanner
 from tms.services.apache_hudi.indexer import HudiIndexExecutor, HudiIndexPlanner
 from tms.services.apache_hudi.log_compactor import HudiLogCompactionExecutor
+from tms.services.apache_hudi.partition_ttl import HudiPartitionTtlExecutor
 from tms.services.apache_hudi.procedures import HudisCode
 from tms.services.clean import execute as clean
 from tms.services.clean import plan as clean_plan
@@ -37,6 +41,7 @@ from tms.services.execution import ServiceResult
 from tms.services.index import build as index
 from tms.services.log_compaction import plan as log_compaction_plan
 from tms.services.metadata import compaction as metadata_compaction
+from tms.services.partition_ttl import plan as partition_ttl_plan
 from tms.services.plan_cancel import execute_cancel, request_cancel
 from tms.services.plan_executor import FunctionExecutor, PlanExecutor, StageHook
 from tms.services.rollback import rollback_inflight
@@ -75,13 +80,25 @@ Declines = tuple[list[str], list[str]]
 @dataclass(frozen=True, kw_only=True)
 class DirectWork:
     """Work an operation of a service may ask for that is done at once: no plan on the
-    timeline, no Spark, no executor to choose (tms's own code does it, whoever was asked).
-    An index's drop is one: its partitions go, and nothing is left to run or to adopt."""
+    timeline to adopt, write or run. An index's drop is one: tms's own code drops its
+    partitions, with no Spark and no executor to choose (whoever was asked). Archival is
+    another, every operation of it: Hudi's code archives, on Spark started with Hudi's bundle."""
 
-    flag: str
-    """The planning parameter that asks for it (true: the direct work, not a plan)."""
+    flag: str | None
+    """The planning parameter that asks for it (true: the direct work, not a plan); None:
+    every operation of the service is its direct work."""
     run: Callable[..., dict[str, Any]]
-    """Does it on the table, taking the service's other planning arguments; its figures."""
+    """Does it on the table, taking the service's other planning arguments (and the job's
+    Spark as `spark` when `by_hudi`); its figures."""
+    by_hudi: HudisCode | None = None
+    """Set when Apache Hudi's code does it: on Spark with Hudi's bundle, refused where that
+    code cannot reach the table, and `native` declined (tms's own code has none). None: tms's
+    own code does it at once, without Spark."""
+
+    @property
+    def on_spark(self) -> bool:
+        """Whether the job starts Spark (with Hudi's bundle) before the work."""
+        return self.by_hudi is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,9 +107,10 @@ class TableService:
     here (see docs/architecture.md, "Adding a table service")."""
 
     action: str
-    planner: Callable[..., str | None]
+    planner: Callable[..., str | None] | None
     """Writes a plan (its instant, or None when nothing is due), taking the keyword
-    arguments `tms.planning` lists for `action`."""
+    arguments `tms.planning` lists for `action`; None for a service with no plans (every
+    operation its `direct_work`)."""
     executors: Mapping[str, PlanExecutor]
     """Who may run its plans, by name (`tms.executor_choice`): `NATIVE` (tms's own Spark
     tasks) and `HUDI` (Hudi's own code), each where it has one."""
@@ -124,15 +142,24 @@ class TableService:
         return planning_arguments(self.action)
 
     def asks_direct_work(self, planning: Mapping[str, Any] | None) -> bool:
-        """Whether an operation's planning parameters ask for the service's direct work."""
+        """Whether an operation's planning parameters ask for the service's direct work (any
+        operation does, of a service whose every operation is)."""
         direct = self.direct_work
-        return direct is not None and planning is not None and bool(planning.get(direct.flag))
+        if direct is None or direct.flag is None:
+            return direct is not None
+        return planning is not None and bool(planning.get(direct.flag))
 
-    def run_direct_work(self, table: HudiTable, planning: Mapping[str, Any]) -> dict[str, Any]:
-        """Do the direct work `planning` asks for (`asks_direct_work`); its figures."""
-        if self.direct_work is None or not self.asks_direct_work(planning):
+    def run_direct_work(
+        self, table: HudiTable, planning: Mapping[str, Any], spark: Any = None
+    ) -> dict[str, Any]:
+        """Do the direct work `planning` asks for (`asks_direct_work`), on `spark` when it
+        runs there (`DirectWork.on_spark`); its figures."""
+        direct = self.direct_work
+        if direct is None or not self.asks_direct_work(planning):
             raise ValueError(f"{self.action} was not asked for work without a plan")
-        return self.direct_work.run(table, **self._arguments(planning))
+        if direct.on_spark:
+            return direct.run(table, spark=spark, **self._arguments(planning))
+        return direct.run(table, **self._arguments(planning))
 
     def _arguments(self, planning: Mapping[str, Any]) -> dict[str, Any]:
         """The planning arguments `planning` gives, but the one asking for direct work."""
@@ -172,7 +199,7 @@ class TableService:
         one, cannot."""
         choice = parse_executor(requested)
         if work is not None and self.asks_direct_work(work.planning):
-            return ExecutorDecision(NATIVE)  # tms does it itself, whoever was asked
+            return self._decide_direct(table, choice)
         where = f"cannot run {self.action} on {table.storage.base_path}"
         if choice == NATIVE:
             if NATIVE not in self.executors:
@@ -190,6 +217,20 @@ class TableService:
             return ExecutorDecision(HUDI, "; ".join(reasons))
         declined, hudi_declined = "; ".join(reasons), "; ".join(hudi_refusals)
         raise UnsupportedTableError(f"{where}: {declined} (Hudi's code: {hudi_declined})")
+
+    def _decide_direct(self, table: HudiTable, choice: str) -> ExecutorDecision:
+        """Who does the direct work: tms's own code, whoever was asked, or Hudi's code, which
+        `native` cannot be given."""
+        hudi = self.direct_work.by_hudi if self.direct_work is not None else None
+        if hudi is None:
+            return ExecutorDecision(NATIVE)  # tms does it itself, whoever was asked
+        where = f"cannot run {self.action} on {table.storage.base_path}"
+        if choice == NATIVE:
+            raise UnsupportedTableError(f"{where}: {self._no_native()}")
+        refused = hudi.refusals(table)
+        if refused:
+            raise UnsupportedTableError(f"{where} with Hudi's code: {'; '.join(refused)}")
+        return ExecutorDecision(HUDI, self._no_native() if choice == AUTO else None)
 
     def _no_native(self) -> str:
         return (
@@ -217,11 +258,14 @@ class TableService:
         kwargs = self._arguments(params)
         if executor == HUDI and self.hudi_planner is not None:
             return self.hudi_planner.schedule(spark, table, kwargs)
+        planner = self.planner
+        if planner is None:
+            raise ValueError(f"{self.action} has no plans")
         locked = self.plans_under_table_lock
         if not (self.checks_data_table if locked is None else locked):
-            return self.planner(table, **kwargs)
+            return planner(table, **kwargs)
         with table.lock.hold(table.storage):
-            return self.planner(table, **kwargs)
+            return planner(table, **kwargs)
 
     def executor(self, name: str = NATIVE) -> PlanExecutor:
         """The executor `name` of this service's plans; ValueError for one it has not."""
@@ -290,6 +334,10 @@ def _leave_inflight(table: HudiTable, instant: str, heartbeat_interval: float) -
     return None
 
 
+def _no_plans(table: HudiTable) -> list[str]:
+    return []
+
+
 SERVICES: Mapping[str, TableService] = {
     COMPACTION: TableService(
         action=COMPACTION,
@@ -346,6 +394,24 @@ SERVICES: Mapping[str, TableService] = {
         executors={HUDI: HudiLogCompactionExecutor()},
         find_pending=_pending_on_timeline(_pending_log_compactions),
         # tms plans as Hudi does; tms's own data table checks are for its own executors
+        checks_data_table=False,
+        plans_under_table_lock=True,
+    ),
+    ARCHIVAL: TableService(
+        action=ARCHIVAL,
+        planner=None,
+        executors={},
+        find_pending=_no_plans,
+        # Hudi's archiver decides what it may archive on any table it reads
+        checks_data_table=False,
+        direct_work=DirectWork(flag=None, run=archive, by_hudi=HUDI_ARCHIVER),
+    ),
+    PARTITION_TTL: TableService(
+        action=PARTITION_TTL,
+        planner=partition_ttl_plan.schedule_partition_ttl,
+        executors={HUDI: HudiPartitionTtlExecutor()},
+        find_pending=_pending_on_timeline(partition_ttl_plan.pending_partition_ttls),
+        # tms plans as Hudi's KEEP_BY_TIME does; Hudi's code deletes on any table it reads
         checks_data_table=False,
         plans_under_table_lock=True,
     ),

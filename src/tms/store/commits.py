@@ -101,6 +101,8 @@ class CountedTable:
     """When compaction, clustering and clean last ran (their counters restarted)."""
     created_at: datetime | None = None
     """When the table was registered: the time-based triggers' clock before a first run."""
+    commits_since_archival: int = 0
+    """Writes since the policy last created an archival."""
 
     @classmethod
     def of_row(cls, row: Sequence[Any]) -> CountedTable:
@@ -123,6 +125,7 @@ class CountedTable:
             last_clustering_at,
             last_clean_at,
             created_at,
+            since_archival,
         ) = row
         last_run_at = {
             action: at
@@ -150,6 +153,7 @@ class CountedTable:
             {str(k): int(v) for k, v in (small_files or {}).items()},
             last_run_at,
             created_at,
+            since_archival,
         )
 
 
@@ -208,6 +212,7 @@ COUNTED: tuple[ColumnElement[Any] | InstrumentedAttribute[Any], ...] = (
     Tbl.last_clustering_at,
     Tbl.last_clean_at,
     Tbl.created_at,
+    Tbl.commits_since_archival,
 )
 """What `CountedTable.of_row` reads, in order, of a `tbl` row (`_COUNT` returns the same)."""
 
@@ -270,6 +275,7 @@ UPDATE tbl SET
   last_clustering_at = CASE WHEN u.clustered THEN now() ELSE tbl.last_clustering_at END,
   last_clean_at = CASE WHEN u.cleaned THEN now() ELSE tbl.last_clean_at END,
   commits_since_metadata_compaction = tbl.commits_since_metadata_compaction + u.commits,
+  commits_since_archival = tbl.commits_since_archival + u.writes,
   last_commit_instant = greatest(tbl.last_commit_instant, u.last_instant),
   last_notification_at = CASE WHEN u.pulled THEN tbl.last_notification_at ELSE now() END,
   last_commit_seen_at = now(),
@@ -289,7 +295,7 @@ RETURNING
         WHERE o.tbl_id = tbl.id AND o.status IN ('SCHEDULED', 'RUNNING') AND NOT o.is_deleted),
   tbl.log_bytes_since_compaction, tbl.log_files_since_compaction,
   tbl.small_files_since_clustering, tbl.last_compaction_at, tbl.last_clustering_at,
-  tbl.last_clean_at, tbl.created_at
+  tbl.last_clean_at, tbl.created_at, tbl.commits_since_archival
 """
 
 

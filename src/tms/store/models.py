@@ -63,6 +63,8 @@ class ServiceAction(enum.StrEnum):
     METADATA_COMPACTION = "metadata-compaction"
     INDEXING = "indexing"
     LOG_COMPACTION = "logcompaction"
+    ARCHIVAL = "archival"
+    PARTITION_TTL = "partition_ttl"
 
 
 class OperationStatus(enum.StrEnum):
@@ -185,7 +187,7 @@ class Tbl(Base):
         CheckConstraint(
             "delta_commits_since_compaction >= 0 AND commits_since_clean >= 0 "
             "AND commits_since_clustering >= 0 AND commits_since_metadata_compaction >= 0 "
-            "AND delta_commits_since_log_compaction >= 0",
+            "AND delta_commits_since_log_compaction >= 0 AND commits_since_archival >= 0",
             name="counters",
         ),
     )
@@ -211,6 +213,9 @@ class Tbl(Base):
     delta_commits_since_log_compaction: Mapped[int] = mapped_column(server_default="0")
     """Delta commits since the last log compaction or compaction (either leaves the slices'
     log blocks merged)."""
+    commits_since_archival: Mapped[int] = mapped_column(server_default="0")
+    """Writes since the policy last created an archival (archival leaves no instant on the
+    timeline to recount from)."""
     last_notification_at: Mapped[datetime | None]
     last_commit_seen_at: Mapped[datetime | None]
     """When a commit new to the store (notified or pulled) was last recorded."""

@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Response
 
 from tms.api.deps import SessionDep, StorageCallsDep, TableAccessDep, require
-from tms.api.errors import ApiError, error_responses
+from tms.api.errors import ApiError, error_responses, table_read_errors
 from tms.api.routes.tables import TableId
 from tms.api.schemas.common import Instant
 from tms.api.schemas.savepoints import SavepointIn, SavepointOut, SavepointPage, SavepointWritten
@@ -24,13 +24,8 @@ router = APIRouter(
     prefix="/v1/tables", tags=["savepoints"], responses=error_responses(401, 403, 422, 503)
 )
 
-_STORAGE = error_responses(
-    404,
-    409,
-    502,
-    504,
-    _404="no table with this id, or none on storage",
-    _409="a table tms does not read, a savepoint refused, or the writers' lock held",
+_STORAGE = table_read_errors(
+    "a table tms does not read, a savepoint refused, or the writers' lock held"
 )
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from tms.api.deps import SessionDep, StorageCallsDep, require
-from tms.api.errors import error_responses
+from tms.api.errors import error_responses, table_read_errors
 from tms.api.routes.tables import TableId
 from tms.api.schemas.overview import FileGroupOut, FileGroupsOut
 from tms.api.table_reads import read_registered_table
@@ -25,14 +25,7 @@ router = APIRouter(
     "/{table_id}/file-groups",
     response_model=FileGroupsOut,
     dependencies=[require(Role.VIEWER)],
-    responses=error_responses(
-        404,
-        409,
-        502,
-        504,
-        _404="no table with this id, or none on storage",
-        _409="a table version or feature tms does not read",
-    ),
+    responses=table_read_errors("a table version or feature tms does not read"),
 )
 def file_groups_route(
     table_id: TableId,

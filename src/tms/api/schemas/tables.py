@@ -15,6 +15,7 @@ from pydantic import (
     StrictInt,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError, ValidationError
 
@@ -61,6 +62,9 @@ class PolicyIn(Strict):
     clean_commits: Count | None = None
     clustering_commits: Count | None = None
     metadata_compaction_delta_commits: Count | None = None
+    archival_commits: Count | None = None
+    """Writes after which an archival is due, for a table that enables `archival` (default:
+    keep.max - keep.min + 1 of its archival keep settings, else Hudi's 11)."""
     compaction_strategy: Literal["all", "log-size"] | None = None
     clean_policy: Literal["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"] | None = None
     clean_retained: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
@@ -69,6 +73,10 @@ class PolicyIn(Strict):
     )
     clustering_target_file_size: Annotated[StrictInt, Field(ge=1024, le=1 << 40)] | None = None
     log_compaction_blocks_threshold: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
+    archival_keep_min: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
+    """hoodie.keep.min.commits of the table's archival operations (and its dry run)."""
+    archival_keep_max: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
+    """hoodie.keep.max.commits of the table's archival operations (and its dry run)."""
     compaction_cancellable: bool | None = None
     clustering_cancellable: bool | None = None
     clean_cancel_plans_after_hours: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
@@ -101,11 +109,19 @@ class PolicyIn(Strict):
     triggers: dict[str, Any] | None = Field(
         None,
         description="per action (compaction, logcompaction, clustering, clean, "
-        "metadata-compaction), what "
+        "metadata-compaction, archival), what "
         'makes it due: a strategy with its threshold, e.g. {"delta_commits": 5}, or '
         '{"any": [...]} / {"all": [...]} of them; an action without one keeps its commit '
         "count threshold",
     )
+
+    @model_validator(mode="after")
+    def _archival_keep(self) -> PolicyIn:
+        """Hudi refuses keep.max not above keep.min: so is the pair here (422)."""
+        low, high = self.archival_keep_min, self.archival_keep_max
+        if low is not None and high is not None and high <= low:
+            raise ValueError("archival_keep_max must be greater than archival_keep_min")
+        return self
 
     @field_validator("lock_provider")
     @classmethod
@@ -283,6 +299,7 @@ class Thresholds(BaseModel):
     clustering_commits: int
     metadata_compaction_delta_commits: int
     log_compaction_delta_commits: int
+    archival_commits: int
 
 
 class TableOut(BaseModel):
@@ -305,6 +322,9 @@ class TableOut(BaseModel):
     commits_since_metadata_compaction: int
     delta_commits_since_log_compaction: int = Field(
         description="delta commits since the last log compaction or compaction"
+    )
+    commits_since_archival: int = Field(
+        description="writes since the policy last created an archival"
     )
     log_bytes_since_compaction: int
     log_files_since_compaction: int

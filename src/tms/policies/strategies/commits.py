@@ -1,5 +1,5 @@
 """`commits`: writes (commits, delta commits, replace commits) since the last clean or
-clustering, whichever action the spec is for."""
+clustering, or since the policy's last archival, whichever action the spec is for."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["Commits"]
 class Commits(Threshold):
     """Due after `threshold` writes since the action last ran."""
 
-    actions = frozenset({ServiceAction.CLEAN, ServiceAction.CLUSTERING})
+    actions = frozenset({ServiceAction.CLEAN, ServiceAction.CLUSTERING, ServiceAction.ARCHIVAL})
     unit = "commits"
 
     def figure(self, table: CountedTable) -> tuple[int, str]:
