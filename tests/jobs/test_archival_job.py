@@ -1,6 +1,6 @@
 """An archival attempt is direct work Hudi's code does: the job starts Spark with Hudi's
 executor decided (its bundle) before the work, reports who ran it and why native declined;
-with nothing due it reports so without calling Hudi; `native` is refused before Spark
+with nothing due it reports so without starting Spark; `native` is refused before Spark
 starts, and keep settings Hudi refuses fail the attempt for good."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 from tests.jobs.stub_api import spec_json, stub_api
 from tests.jobs.test_job import _job
 from tests.jobs.test_runner import FakeSpark, no_spark, results, routes, run
+from tests.services.test_archival_plan import Hand, T
 from tms.hudi.actions import ARCHIVAL
 from tms.jobs.client import JobSpec
 from tms.jobs.runner import EXIT_FAILED, EXIT_OK
@@ -30,25 +31,36 @@ def test_an_archival_job_is_direct_work_on_spark_whatever_its_planning() -> None
     assert _job(action=ARCHIVAL).direct
 
 
-def test_spark_starts_with_hudis_executor_and_nothing_due_is_reported(tmp_path: Path) -> None:
-    started: list[JobSpec] = []
-
-    def spark(spec: JobSpec, instant: str) -> Any:
-        started.append(spec)
-        return FakeSpark()
-
+def test_nothing_due_is_reported_without_starting_spark(tmp_path: Path) -> None:
     spec = spec_json(action=ARCHIVAL, base_path=table(tmp_path))
     with stub_api(routes(spec)) as api:
-        code, _ = run(api, spark_factory=spark)
+        code, _ = run(api, spark_factory=no_spark)
         (result,) = results(api)
     assert code == EXIT_OK and result["outcome"] == "SUCCEEDED", result
-    assert [s.executor for s in started] == ["hudi"]  # Hudi's bundle on its Spark
     figures = result["figures"]
     assert figures["executor"] == "hudi"
     assert "no archival executor" in figures["native_declined"]
     assert figures["nothing_to_do"] is True and figures["stopped_by"] == "keep_max"
     assert "0 completed commits" in figures["reason"]
-    assert result["spark_app_id"] == "local-123"
+    assert result["spark_app_id"] is None
+
+
+def test_with_instants_due_spark_starts_with_hudis_executor(tmp_path: Path) -> None:
+    hand = Hand(tmp_path, table_version=9)
+    hand.commits(T[:15])  # past keep.max, as the cleaner's retention raises it (13)
+    started: list[JobSpec] = []
+
+    def spark(spec: JobSpec, instant: str) -> Any:
+        started.append(spec)
+        return FakeSpark()  # no Hudi in it: the archive call itself fails
+
+    extra = {"keep_min": "3", "keep_max": "5"}
+    spec = spec_json(action=ARCHIVAL, base_path=hand.base, extra_params=extra)
+    with stub_api(routes(spec)) as api:
+        run(api, spark_factory=spark)
+        (result,) = results(api)
+    assert [s.executor for s in started] == ["hudi"], result  # Hudi's bundle on its Spark
+    assert result["outcome"] == "FAILED" and result["spark_app_id"] is None
 
 
 def test_native_is_refused_before_spark_starts(tmp_path: Path) -> None:

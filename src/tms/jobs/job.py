@@ -79,6 +79,11 @@ class Job:
         direct = self.service.direct_work
         return self.direct and direct is not None and direct.on_spark
 
+    def direct_idle(self, table: HudiTable) -> dict[str, Any] | None:
+        """The figures of its direct work when the table shows nothing is due (no Spark to
+        start); None when work is due (`TableService.direct_work_idle`)."""
+        return self.service.direct_work_idle(table, self.planning or {})
+
     def run_direct(self, table: HudiTable, spark: Any = None) -> dict[str, Any]:
         """Do the direct work the operation asks for (on `spark` when it runs there); its
         figures."""

@@ -274,6 +274,10 @@ class JobRunner:
     def _direct_work(self, job: Job, table: HudiTable) -> Report:
         """The work an operation asks its service to do at once, with no plan: on Spark
         started for it first when the work runs there (Hudi's archiver)."""
+        idle = job.direct_idle(table)
+        if idle is not None:
+            log.info("%s: nothing due, no Spark started: %s", job.action, idle)
+            return Report("SUCCEEDED", figures=idle)
         spark = self._start_spark(job, "direct") if job.direct_on_spark else None
         self.control.progress.enter("working without a plan")
         self.control.check()

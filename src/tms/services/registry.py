@@ -25,7 +25,7 @@ from tms.hudi.timeline import cancel_requests
 from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 from tms.planning import planning_arguments
-from tms.services.apache_hudi.archiver import HUDI_ARCHIVER, archive
+from tms.services.apache_hudi.archiver import HUDI_ARCHIVER, archive, nothing_to_archive
 from tms.services.apache_hudi.executor import HudiExecutor, HudiPlanner
 from tms.services.apache_hudi.indexer import HudiIndexExecutor, HudiIndexPlanner
 from tms.services.apache_hudi.log_compactor import HudiLogCompactionExecutor
@@ -95,6 +95,11 @@ class DirectWork:
     code cannot reach the table, and `native` declined (tms's own code has none). None: tms's
     own code does it at once, without Spark."""
 
+    nothing_due: Callable[..., dict[str, Any] | None] | None = None
+    """Its figures when nothing is due, found from the table before Spark starts (taking the
+    service's other planning arguments); None from it: work is due. A job finding nothing
+    due starts no Spark."""
+
     @property
     def on_spark(self) -> bool:
         """Whether the job starts Spark (with Hudi's bundle) before the work."""
@@ -160,6 +165,16 @@ class TableService:
         if direct.on_spark:
             return direct.run(table, spark=spark, **self._arguments(planning))
         return direct.run(table, **self._arguments(planning))
+
+    def direct_work_idle(
+        self, table: HudiTable, planning: Mapping[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """The figures of the direct work `planning` asks for when nothing is due (nothing to
+        start Spark for); None when work is due, or the service cannot tell beforehand."""
+        direct = self.direct_work
+        if direct is None or direct.nothing_due is None or not self.asks_direct_work(planning):
+            return None
+        return direct.nothing_due(table, **self._arguments(planning or {}))
 
     def _arguments(self, planning: Mapping[str, Any]) -> dict[str, Any]:
         """The planning arguments `planning` gives, but the one asking for direct work."""
@@ -404,7 +419,9 @@ SERVICES: Mapping[str, TableService] = {
         find_pending=_no_plans,
         # Hudi's archiver decides what it may archive on any table it reads
         checks_data_table=False,
-        direct_work=DirectWork(flag=None, run=archive, by_hudi=HUDI_ARCHIVER),
+        direct_work=DirectWork(
+            flag=None, run=archive, by_hudi=HUDI_ARCHIVER, nothing_due=nothing_to_archive
+        ),
     ),
     PARTITION_TTL: TableService(
         action=PARTITION_TTL,

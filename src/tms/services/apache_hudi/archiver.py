@@ -18,7 +18,7 @@ from tms.services.apache_hudi.clients import table_write_client, write_configs
 from tms.services.apache_hudi.procedures import HudisCode
 from tms.services.archival.plan import KEEP_MAX_KEY, KEEP_MIN_KEY, ArchivalPlan, plan_archival
 
-__all__ = ["HUDI_ARCHIVER", "archival_configs", "archive"]
+__all__ = ["HUDI_ARCHIVER", "archival_configs", "archive", "nothing_to_archive"]
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +37,19 @@ def archival_configs(table: HudiTable, plan: ArchivalPlan) -> dict[str, str]:
     }
 
 
+def nothing_to_archive(
+    table: HudiTable, *, keep_min: int | None = None, keep_max: int | None = None
+) -> dict[str, Any] | None:
+    """The figures of an archival with nothing due, from the dry run before any Spark starts;
+    None when something is (Hudi's archiver decides again as it runs)."""
+    plan = plan_archival(table, keep_min=keep_min, keep_max=keep_max)
+    return None if plan.due else _nothing_due(plan)
+
+
+def _nothing_due(plan: ArchivalPlan) -> dict[str, Any]:
+    return {"nothing_to_do": True, "reason": plan.reason, "stopped_by": plan.stopped_by}
+
+
 def archive(
     table: HudiTable,
     *,
@@ -50,7 +63,7 @@ def archive(
     plan = plan_archival(table, keep_min=keep_min, keep_max=keep_max)
     if not plan.due:
         log.info("nothing to archive: %s", plan.reason)
-        return {"nothing_to_do": True, "reason": plan.reason, "stopped_by": plan.stopped_by}
+        return _nothing_due(plan)
     before = _active(table)
     with table_write_client(spark, table, archival_configs(table, plan)) as client:
         client.archive()
