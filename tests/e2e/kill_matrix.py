@@ -24,12 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
 
 from tests import oracle
 from tests.e2e.conftest import Service, Services, kill_job_processes
 from tests.hudi.test_fixture_views import rows_of, without_metadata_table
 from tests.hudi.test_metadata_reader import committed_files_on_storage
 from tests.hudi_java.support import HudiSpark
+from tests.services.test_partition_ttl import Clock, frozen_clock
 from tms.hudi.metadata.compaction import (
     execute_metadata_compaction,
     schedule_metadata_compaction,
@@ -70,6 +73,9 @@ class ServiceSpec:
     cleans_metadata_table: bool = False
     """The case is the metadata table's clean, which follows its compaction in one job: the
     table has slices of an older metadata compaction old enough to go."""
+    deletes_city: str | None = None
+    """The partition whose rows the service deletes (a partition TTL); the others read the
+    same after it."""
 
     def steps(self, metadata_table: bool) -> dict[str, str]:
         """Kill point → step, for this service (the points it has)."""
@@ -92,7 +98,7 @@ class ServiceSpec:
                 "compaction committed, before the metadata clean": "cleaning",
                 "data committed, before the result": "committed",
             }
-        elif self.submit == "logcompact":  # Hudi's code runs it: its one stage, then the commit
+        elif self.submit in ("partition_ttl", "logcompact"):  # tms plans, Hudi's code runs it
             points = {
                 "plan written": "starting Spark",
                 "Hudi's code about to run": HUDI_STAGE,
@@ -116,6 +122,7 @@ SERVICES: dict[str, ServiceSpec] = {
     "log compaction": ServiceSpec(
         "logcompact", merge_on_read=True, extra_params={"log_blocks_threshold": 2}
     ),
+    "partition ttl": ServiceSpec("partition_ttl", extra_params={"ttl_days": 1}, deletes_city="sf"),
     "clustering": ServiceSpec("cluster"),
     "clean": ServiceSpec("clean", extra_params={"retained": 1}),
     "metadata compaction": ServiceSpec(
@@ -177,13 +184,17 @@ class Outcome:
         return {**asdict(self.case), **{k: v for k, v in asdict(self).items() if k != "case"}}
 
 
-def trips(ids: range, ts: int) -> pa.Table:
+def _city(i: int) -> str:
+    return ("sf", "nyc")[i % 2]
+
+
+def trips(ids: range | list[int], ts: int) -> pa.Table:
     ids_list = list(ids)
     return pa.table(
         {
             "id": pa.array([f"id{i:04d}" for i in ids_list]),
             "ts": pa.array([ts] * len(ids_list), pa.int64()),
-            "city": pa.array([("sf", "nyc")[i % 2] for i in ids_list]),
+            "city": pa.array([_city(i) for i in ids_list]),
             "fare": pa.array([float(i * 7 % 100) + ts for i in ids_list]),
         }
     )
@@ -194,17 +205,25 @@ def table_for(root: Path, case: Case) -> str:
     metadata table's), small files to cluster, older file versions to clean, a metadata
     partition to build."""
     spec = SERVICES[case.service]
-    table = create_table(
-        str(root / case.name),
-        "trips",
-        table_type="MERGE_ON_READ" if spec.merge_on_read else "COPY_ON_WRITE",
-        record_key_fields=["id"],
-        ordering_field="ts",
-        partition_fields=["city"],
-        table_version=case.table_version,
-        metadata_partitions=spec.metadata_partitions if case.metadata_table else (),
-    )
-    writer = HudiWriter(table, max_file_rows=10)
+    with pytest.MonkeyPatch.context() as patched:
+        if spec.deletes_city:  # the table made and every city written in 2020
+            frozen_clock(patched, Clock.at("2020-01-01"))
+        table = create_table(
+            str(root / case.name),
+            "trips",
+            table_type="MERGE_ON_READ" if spec.merge_on_read else "COPY_ON_WRITE",
+            record_key_fields=["id"],
+            ordering_field="ts",
+            partition_fields=["city"],
+            table_version=case.table_version,
+            metadata_partitions=spec.metadata_partitions if case.metadata_table else (),
+        )
+        writer = HudiWriter(table, max_file_rows=10)
+        if spec.deletes_city:
+            writer.insert(trips(range(80), ts=1))
+    if spec.deletes_city:  # the other cities written again now
+        writer.upsert(trips([i for i in range(80) if _city(i) != spec.deletes_city], ts=2))
+        return table.base_path
     writer.insert(trips(range(80), ts=1))
     writer.upsert(trips(range(0, 80, 3), ts=2))
     if spec.submit == "logcompact":  # a second log block in each slice the first upsert wrote
@@ -245,6 +264,10 @@ def run_case(services: Services, root: Path, case: Case, hudi: HudiSpark) -> Out
     by_hudi_rs = sorted(zip(*(before.column(c).to_pylist() for c in COLUMNS), strict=True))
     assert read_by_hudi == by_hudi_rs, "Hudi's reader and hudi-rs differ before the service"
     spec = SERVICES[case.service]
+    if spec.deletes_city:  # what must read the same afterwards: the other partitions
+        before = before.filter(pc.not_equal(before.column("city"), spec.deletes_city))
+        read_by_hudi = [row for row in read_by_hudi if row[2] != spec.deletes_city]
+        assert before.num_rows == len(read_by_hudi) > 0
     step = None if case.kill_point == NO_KILL else spec.steps(case.metadata_table)[case.kill_point]
     hold = {} if step is None else {"fault_pause_at": step}
     service = services.start(
