@@ -73,7 +73,7 @@ def console() -> Iterator[Service]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _batch(ids: range, ts: int, regions: tuple[str, ...]) -> pa.Table:
+def batch(ids: range, ts: int, regions: tuple[str, ...]) -> pa.Table:
     items = list(ids)
     return pa.table(
         {
@@ -104,8 +104,8 @@ def write_table(
     )
     writer = HudiWriter(table)
     regions = ("eu", "us", "apac")
-    instants = [writer.insert(_batch(range(30), 1, regions))]
-    instants += [writer.upsert(_batch(range(0, 30, 3), 2 + n, regions)) for n in range(upserts)]
+    instants = [writer.insert(batch(range(30), 1, regions))]
+    instants += [writer.upsert(batch(range(0, 30, 3), 2 + n, regions)) for n in range(upserts)]
     for instant in instants:
         payload = callback_payload(table.base_path, name, instant)
         response = console.http.post(CALLBACK_PATH, json=payload, headers=bearer(WRITER))

@@ -1,16 +1,18 @@
 """The operator console in a real browser: sign in, find a table, open its timeline, retry a
 failed operation, cancel a running one, filter by the service's own list of table services,
-see the viewer role refused a retry, and make, be refused and remove savepoints by role, each
-checked on the page and against the API. With `TMS_SCREENSHOTS=1` the pages are saved to
-`docs/console/` (the README's pictures)."""
+see the viewer role refused a retry, make, be refused and remove savepoints by role, and see
+what a partition TTL would delete, what completed ones deleted and what an archival would
+move, bad input refused naming the field, each checked on the page and against the API. With
+`TMS_SCREENSHOTS=1` the pages are saved to `docs/console/` (the README's pictures)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import TypeVar
 
+import httpx
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
@@ -26,10 +28,12 @@ from tests.browser.conftest import (
     VIEWER,
     WRITER,
     Scenario,
+    batch,
     bearer,
     write_table,
 )
 from tests.e2e.conftest import Service
+from tests.services.test_partition_ttl import Clock, frozen_clock
 from tms.hudi.actions import TABLE_SERVICE_ACTIONS
 
 pytestmark = pytest.mark.browser
@@ -437,5 +441,203 @@ def test_savepoints_are_made_refused_and_removed_as_the_role_allows(
         wait(driver, "none", lambda d: d.find_element(By.ID, "savepoints").text == "none")
         assert status_text(driver, "info") == f"Removed the savepoint at {first}"
         assert console.get(f"/v1/tables/{table_id}/savepoints")["items"] == []
+    finally:  # not asserted: a failure above is the one to report
+        console.http.delete(f"/v1/tables/{table_id}")
+
+
+TTL_QUEUE = "console-ttl"
+ODD_PARTITION = "region=<img src=x onerror=alert(1)>"
+
+
+def completed_partition_ttl(console: Service, name: str, figures: Mapping[str, object]) -> int:
+    """A partition TTL of `lake.<name>` that a resident worker of its own queue claimed and
+    reported done with `figures` as its result."""
+    worker = "console-ttl-worker"
+    made = console.post(
+        "/v1/hoodie/service/partition_ttl/submit",
+        {
+            "db_name": "lake",
+            "table_name": name,
+            "queue": TTL_QUEUE,
+            "max_retries": 0,
+            "execution_engine": "spark-worker",
+            "extra_params": {"ttl_days": "30"},
+        },
+    )
+    console.post(
+        "/v1/workers",
+        {
+            "id": worker,
+            "host": "console-test",
+            "pid": os.getpid(),
+            "spark_master": "local[1]",
+            "queues": [TTL_QUEUE],
+            "slots": 1,
+        },
+    )
+    claimed = console.post(
+        f"/v1/workers/{worker}/claim", {"free": 1, "busy": 0, "wait_seconds": 5}
+    )["attempts"]
+    assert [c["operation_id"] for c in claimed] == [made["id"]], claimed
+    done = httpx.post(
+        f"{console.url}/v1/jobs/attempts/{claimed[0]['attempt_id']}/result",
+        json={"outcome": "SUCCEEDED", "figures": figures},
+        headers=bearer(claimed[0]["token"]),
+    )
+    assert done.status_code == 200 and done.json()["operation_status"] == "COMPLETED", done.text
+    operation_id: int = made["id"]
+    return operation_id
+
+
+def panel_status(driver: WebDriver, panel: str, kind: str) -> WebElement | None:
+    """What a dry-run panel (`ttl`, `archival`) says under its form, when shown and of `kind`."""
+    found = css(driver, f'#{panel}-status[data-kind="{kind}"]:not([hidden])')
+    return found[0] if found else None
+
+
+def dry_run(driver: WebDriver, panel: str, **fields: str) -> None:
+    """Type `fields` (input id suffix: value; the rest emptied) and press the panel's Dry run."""
+    for element in css(driver, f"#{panel}-form input"):
+        element.clear()
+    for name, value in fields.items():
+        driver.find_element(By.ID, f"{panel}-{name}").send_keys(value)
+    driver.find_element(By.CSS_SELECTOR, f"#{panel}-form button[type=submit]").click()
+
+
+def shown_partitions(driver: WebDriver) -> list[list[str]]:
+    """The TTL dry run's rows as shown: partition, verdict, last commit, reason."""
+    rows = css(driver, "#ttl-verdicts tbody tr")
+    return [[c.text for c in r.find_elements(By.TAG_NAME, "td")] for r in rows]
+
+
+def shown_instant(instant: str) -> str:
+    """An instant time as the console writes it under the instant (UTC, milliseconds)."""
+    at = datetime.strptime(instant[:14], "%Y%m%d%H%M%S")
+    return f"{at:%Y-%m-%d %H:%M:%S}.{instant[14:17] or '000'}"
+
+
+def test_a_viewer_sees_what_a_partition_ttl_would_delete_and_what_went(
+    browser: WebDriver, console: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A table written on 2020-01-01 (regions eu, us and apac) and into eu again now: a
+    viewer's dry run of 30 days marks apac and us to delete and keeps eu, patterns narrow it,
+    a days value of 0 is refused naming the field, and the partitions a completed partition
+    TTL deleted are listed as text, whatever their names."""
+    with monkeypatch.context() as patched:
+        frozen_clock(patched, Clock.at("2020-01-01"))
+        table_id, writer = write_table(
+            console, console.data_dir.parent / "lake", "lake", "aged", "COPY_ON_WRITE", upserts=0
+        )
+    writer.insert(batch(range(40, 46), 5, ("eu",)))
+    try:
+        figures = {
+            "partitions_deleted": ["apac", ODD_PARTITION],
+            "file_groups_by_partition": {"apac": 2, ODD_PARTITION: 1},
+        }
+        operation_id = completed_partition_ttl(console, "aged", figures)
+        finished = datetime.fromisoformat(console.operation(operation_id)["finished_at"])
+        driver = browser
+        sign_in(driver, console, VIEWER)
+        open_view(driver, console, f"/tables/{table_id}", "#ttl-form")
+        went = driver.find_element(
+            By.CSS_SELECTOR, f'#ttl-history tr[data-operation-id="{operation_id}"]'
+        )
+        cells = went.find_elements(By.TAG_NAME, "td")
+        assert cells[1].text == finished.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+        assert [li.text for li in cells[3].find_elements(By.TAG_NAME, "li")] == [
+            "apac (2 file groups)",
+            f"{ODD_PARTITION} (1 file group)",
+        ]
+        assert not css(driver, "#ttl-panel img"), "a partition's name is text, never markup"
+
+        dry_run(driver, "ttl", days="30")
+        wait(driver, "the verdicts", lambda d: len(shown_partitions(d)) == 3)
+        rows = shown_partitions(driver)
+        expected = console.get(f"/v1/tables/{table_id}/partition-ttl", days=30)
+        old = {v["partition"]: v["last_commit_time"] for v in expected["expired"]}
+        assert sorted(old) == ["apac", "us"] and all(t.startswith("20200101") for t in old.values())
+        assert rows[:2] == [
+            [
+                v["partition"],
+                "would delete",
+                f"{old[v['partition']]}\n{shown_instant(old[v['partition']])}",
+                "expired",
+            ]
+            for v in expected["expired"]
+        ], rows
+        assert rows[2][:2] == ["eu", "kept"] and rows[2][3] == "last commit within 30 days"
+        marked = [
+            r.get_attribute("data-partition") for r in css(driver, "#ttl-verdicts tr.would-delete")
+        ]
+        assert marked == [v["partition"] for v in expected["expired"]]
+        summary = driver.find_element(By.ID, "ttl-summary").text
+        assert summary.startswith("A partition TTL of 30 days as of ")
+        assert summary.endswith(" would delete 2 partitions and keep 1."), summary
+
+        dry_run(driver, "ttl", days="30", partitions="a*")
+        wait(driver, "apac alone", lambda d: [r[0] for r in shown_partitions(d)] == ["apac"])
+        assert driver.find_element(By.ID, "ttl-summary").text.endswith(
+            " would delete 1 partition and keep 0 among the partitions a* select (2 not selected)."
+        )
+
+        dry_run(driver, "ttl", days="0")
+        refusal = wait(driver, "the refusal", lambda d: panel_status(d, "ttl", "error"))
+        assert refusal is not None
+        error = console.http.get(
+            f"/v1/tables/{table_id}/partition-ttl", params={"days": "0"}, headers=bearer(VIEWER)
+        ).json()["error"]
+        assert error["field"] == "query.days"
+        assert refusal.text == f"Refused: {error['message']} (HTTP 422)"
+        assert refusal.text.startswith("Refused: query.days: "), refusal.text
+        days = driver.find_element(By.ID, "ttl-days")
+        assert days.get_attribute("aria-invalid") == "true" and days.get_attribute("value") == "0"
+        assert not css(driver, "#ttl-verdicts"), "no verdicts shown for a refused request"
+        assert not messages(driver, "error"), "shown in the panel, not on top of the page"
+    finally:  # not asserted: a failure above is the one to report
+        console.http.delete(f"/v1/tables/{table_id}")
+
+
+def test_the_archival_panel_shows_what_an_archival_would_move_and_where_it_stops(
+    browser: WebDriver, console: Service
+) -> None:
+    """A merge-on-read table of seven delta commits: with Hudi's keep settings nothing is due;
+    with keep.min 1 and keep.max 2 the two oldest would go, the compaction rule keeping the
+    five a compaction counts; keep.max not above keep.min is refused naming keep_max."""
+    table_id, _ = write_table(
+        console, console.data_dir.parent / "lake", "lake", "busy", "MERGE_ON_READ", upserts=6
+    )
+    try:
+        commits = [i["instant"] for i in console.get(f"/v1/tables/{table_id}/timeline")["instants"]]
+        assert len(commits) == 7
+        driver = browser
+        sign_in(driver, console, VIEWER)
+        open_view(driver, console, f"/tables/{table_id}", "#archival-facts")
+        summary = driver.find_element(By.ID, "archival-summary").text
+        assert summary == "Nothing to archive now (7 completed commits on the active timeline)."
+        assert driver.find_element(By.ID, "archival-stop").text.startswith("keep_max: ")
+        assert not css(driver, "#archival-instants")
+
+        dry_run(driver, "archival", **{"keep-min": "1", "keep-max": "2"})
+        rows = wait(driver, "the instants", lambda d: css(d, "#archival-instants tbody tr"))
+        plan = console.get(f"/v1/tables/{table_id}/archival", keep_min=1, keep_max=2)
+        assert [r.get_attribute("data-instant") for r in rows] == commits[:2]
+        assert [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows] == ["deltacommit"] * 2
+        assert driver.find_element(By.ID, "archival-summary").text == (
+            f"Would archive 2 instants ({plan['commits_archived']} of the 7 completed commits)."
+        )
+        facts = driver.find_element(By.ID, "archival-facts").text.splitlines()
+        assert facts[facts.index("Earliest kept") + 1] == commits[2]
+        assert facts[facts.index("Stops at") + 1] == f"compaction: {plan['reason']}"
+        limits = css(driver, "#archival-limits tbody tr")
+        assert [r.get_attribute("data-rule") for r in limits] == ["compaction"]
+
+        dry_run(driver, "archival", **{"keep-min": "5", "keep-max": "5"})
+        refusal = wait(driver, "the refusal", lambda d: panel_status(d, "archival", "error"))
+        assert refusal is not None
+        assert refusal.text == "Refused: keep_max: must be greater than keep_min (5) (HTTP 422)"
+        keep_max = driver.find_element(By.ID, "archival-keep-max")
+        assert keep_max.get_attribute("aria-invalid") == "true"
+        assert driver.find_element(By.ID, "archival-keep-min").get_attribute("aria-invalid") is None
+        assert not css(driver, "#archival-instants") and not messages(driver, "error")
     finally:  # not asserted: a failure above is the one to report
         console.http.delete(f"/v1/tables/{table_id}")

@@ -117,9 +117,11 @@
   // ---- the API ------------------------------------------------------------------------
 
   class ApiFailure extends Error {
-    constructor(status, message) {
+    /** `field`: where a 422 says the request is wrong (`query.days`), else null. */
+    constructor(status, message, field) {
       super(message);
       this.status = status;
+      this.field = field || null;
     }
   }
 
@@ -145,13 +147,15 @@
     const text = await response.text();
     if (!response.ok) {
       let message = `${response.status} ${response.statusText}`;
+      let field = null;
       try {
         const body = JSON.parse(text);
         if (body && body.error && body.error.message) message = body.error.message;
+        if (body && body.error && typeof body.error.field === "string") field = body.error.field;
       } catch (_) {
         /* not JSON: keep the status line */
       }
-      throw new ApiFailure(response.status, message);
+      throw new ApiFailure(response.status, message, field);
     }
     const type = response.headers.get("content-type") || "";
     return type.includes("application/json") ? JSON.parse(text) : text;
@@ -478,7 +482,7 @@
     fillTimeline(t.id, timeline);
     fillFiles(t.id, files);
     fillSavepoints(t.id, savepoints);
-    return [...head, h("div", { class: "grid" }, facts, policy), timeline, files, savepoints, operations];
+    return [...head, h("div", { class: "grid" }, facts, policy), timeline, files, savepoints, ttlPanel(t.id, ops), archivalPanel(t.id), operations];
   }
 
   function fact(name, value) {
@@ -608,29 +612,39 @@
     }
   }
 
+  /** A line under a panel's form saying what the last request did or why it failed: `say`
+   * sets its text and kind (`info`, `error`); empty text hides it. */
+  function statusLine(id) {
+    const el = h("p", { id, hidden: true });
+    const say = (text, kind) => {
+      el.className = `message ${kind}`;
+      el.dataset.kind = kind;
+      el.textContent = text;
+      el.hidden = !text;
+    };
+    return { el, say };
+  }
+
+  /** A failed call shown on its panel's status line after `what` (a 401 goes back to sign
+   * in, as elsewhere). */
+  function sayFailure(say, err, what) {
+    if (err instanceof ApiFailure && err.status === 401) {
+      report(err);
+      return;
+    }
+    const code = err instanceof ApiFailure && err.status ? ` (HTTP ${err.status})` : "";
+    say(`${what}: ${err.message}${code}`, "error");
+  }
+
   /** The table's savepoints; a writer also gets a form that makes one, an admin a button
    * per savepoint that removes it. Either redraws the panel with what the table has then;
    * a refusal is shown next to the form, its typed values kept. `note` is what the last
    * change did, shown with the redrawn list. */
   async function fillSavepoints(id, panel, note) {
     const url = `/v1/tables/${id}/savepoints`;
-    const status = h("p", { id: "savepoint-status", hidden: !note });
-    const say = (text, kind) => {
-      status.className = `message ${kind}`;
-      status.dataset.kind = kind;
-      status.textContent = text;
-      status.hidden = !text;
-    };
+    const { el: status, say } = statusLine("savepoint-status");
     if (note) say(note, "info");
-    /* A refusal next to the form (a 401 goes back to sign in, as elsewhere). */
-    const refused = (err) => {
-      if (err instanceof ApiFailure && err.status === 401) {
-        report(err);
-        return;
-      }
-      const code = err instanceof ApiFailure && err.status ? ` (HTTP ${err.status})` : "";
-      say(`Refused: ${err.message}${code}`, "error");
-    };
+    const refused = (err) => sayFailure(say, err, "Refused");
     let data;
     try {
       data = await api(url);
@@ -696,6 +710,159 @@
       ? `Removing a savepoint needs the admin role (you are ${state.role}).`
       : `Making a savepoint needs the writer role (you are ${state.role}).`);
     panel.replaceChildren(...[h("h2", {}, `Savepoints (${data.items.length})`), list, form, status, needs].filter((x) => x instanceof Node));
+  }
+
+  /** The non-empty values of a form's inputs as a query, each named as its input: the service
+   * checks them, and a 422 names the input at fault. */
+  function queryOf(form) {
+    const query = new URLSearchParams();
+    for (const input of form.querySelectorAll("input")) {
+      const value = input.value.trim();
+      if (value) query.set(input.name, value);
+    }
+    return query;
+  }
+
+  /** Marks the input a 422 names (`query.days` is the input named `days`); clears the rest. */
+  function markInvalid(form, err) {
+    const named = err instanceof ApiFailure && err.status === 422 && err.field ? err.field.replace(/^query\./, "") : null;
+    for (const input of form.querySelectorAll("input")) {
+      const bad = input.name === named;
+      input.classList.toggle("invalid", bad);
+      if (bad) input.setAttribute("aria-invalid", "true");
+      else input.removeAttribute("aria-invalid");
+    }
+  }
+
+  /** A form whose submit reads `path?query` and draws the answer in `result` with `draw`; a
+   * failure is said on `status`, the input it names marked, what the last answer drew gone. */
+  function dryRunForm(formId, path, status, result, draw, ...fields) {
+    const submit = h("button", { type: "submit" }, "Dry run");
+    const form = h("form", { class: "filters", id: formId }, ...fields, submit);
+    const run = async () => {
+      submit.disabled = true;
+      status.say("", "info");
+      markInvalid(form, null);
+      try {
+        const query = queryOf(form).toString();
+        const answer = await api(query ? `${path}?${query}` : path);
+        result.replaceChildren(...draw(answer).filter((x) => x instanceof Node));
+      } catch (err) {
+        result.replaceChildren();
+        markInvalid(form, err);
+        const refused = err instanceof ApiFailure && [403, 409, 422].includes(err.status);
+        sayFailure(status.say, err, refused ? "Refused" : "The dry run failed");
+      } finally {
+        submit.disabled = false;
+      }
+    };
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      run();
+    });
+    return { form, run };
+  }
+
+  function plural(count, one, many) {
+    return `${count} ${count === 1 ? one : many}`;
+  }
+
+  function instantCell(instant) {
+    return instant ? h("td", {}, h("code", {}, instant), h("div", { class: "muted" }, fmtInstant(instant))) : h("td", {}, "—");
+  }
+
+  /** Partition TTL: the dry run of the days and patterns asked (a viewer may; nothing is
+   * written), and what the table's completed partition TTLs among `ops` deleted. */
+  function ttlPanel(id, ops) {
+    const status = statusLine("ttl-status");
+    const result = h("div", { id: "ttl-result" });
+    const { form } = dryRunForm("ttl-form", `/v1/tables/${id}/partition-ttl`, status, result, ttlReport,
+      h("label", {}, "Days", h("input", { name: "days", id: "ttl-days", required: true, size: 6, inputmode: "numeric", placeholder: "e.g. 90" })),
+      h("label", {}, "Partitions (glob patterns, comma-separated)", h("input", { name: "partitions", id: "ttl-partitions", size: 32, placeholder: "every partition" })),
+      h("label", {}, "Max partitions", h("input", { name: "max_partitions", id: "ttl-max-partitions", size: 8, inputmode: "numeric", placeholder: "1000" })));
+    return h("section", { class: "panel", id: "ttl-panel" }, h("h2", {}, "Partition TTL"),
+      h("p", { class: "muted" }, "What a partition TTL would delete now: the partitions whose last commit is older than the days. A dry run writes nothing."),
+      form, status.el, result, ...ttlHistory(id, ops));
+  }
+
+  function ttlReport(r) {
+    const selected = r.partitions_selected.length
+      ? ` among the partitions ${r.partitions_selected.join(", ")} select (${r.not_selected} not selected)`
+      : "";
+    const row = (v, expired) => h("tr", { "data-partition": v.partition, "data-verdict": expired ? "delete" : "keep", class: expired ? "would-delete" : null },
+      h("td", {}, v.partition || "(none)"),
+      h("td", {}, expired ? badge("delete", "would delete") : badge("keep", "kept")),
+      instantCell(v.last_commit_time),
+      h("td", {}, v.reason));
+    const rows = [...r.expired.map((v) => row(v, true)), ...r.kept.map((v) => row(v, false))];
+    return [
+      h("p", { id: "ttl-summary" }, `A partition TTL of ${plural(r.ttl_days, "day", "days")} as of ${fmtInstant(r.as_of)} would delete ${plural(r.expired.length, "partition", "partitions")} and keep ${r.kept.length}${selected}.`),
+      ...r.notes.map((note) => h("p", { class: "muted ttl-note" }, note)),
+      rows.length ? table(["Partition", "Verdict", "Last commit", "Reason"], rows, { id: "ttl-verdicts" }) : null,
+    ];
+  }
+
+  /** "What went": the partitions each completed partition TTL deleted (its result's
+   * `partitions_deleted`, with the file groups replaced in each), newest first. */
+  function ttlHistory(id, ops) {
+    const done = ops.items.filter((op) => op.action === "partition_ttl" && op.status === "COMPLETED");
+    const rows = done.map((op) => {
+      const result = op.result && typeof op.result === "object" ? op.result : {};
+      const deleted = Array.isArray(result.partitions_deleted) ? result.partitions_deleted.map(String) : [];
+      const groups = result.file_groups_by_partition && typeof result.file_groups_by_partition === "object" ? result.file_groups_by_partition : {};
+      const count = (p) => (Object.prototype.hasOwnProperty.call(groups, p) && typeof groups[p] === "number"
+        ? h("span", { class: "muted" }, ` (${plural(groups[p], "file group", "file groups")})`) : null);
+      return h("tr", { "data-operation-id": op.id },
+        h("td", {}, h("a", { href: `#/operations/${op.id}` }, `#${op.id}`)),
+        h("td", {}, fmtTime(op.finished_at)),
+        h("td", {}, h("code", {}, op.instant || "—")),
+        h("td", {}, deleted.length ? h("ul", { class: "plain" }, deleted.map((p) => h("li", {}, p || "(none)", count(p)))) : "none"));
+    });
+    const none = ops.next_cursor ? "No partition TTL completed among the table's latest 50 operations." : "No partition TTL has completed on this table.";
+    return [
+      h("h3", {}, "What went"),
+      rows.length ? table(["Operation", "Finished", "Instant", "Partitions deleted"], rows, { id: "ttl-history" }) : h("p", { class: "muted", id: "ttl-history" }, none),
+      h("p", {}, h("a", { href: `#/operations?table_id=${id}&action=partition_ttl` }, "All partition TTL operations of this table")),
+    ];
+  }
+
+  /** Archival: the dry run with the table's keep settings, drawn when the page opens, and
+   * again with the keep.min and keep.max asked (nothing is written). */
+  function archivalPanel(id) {
+    const status = statusLine("archival-status");
+    const result = h("div", { id: "archival-result" }, h("p", { class: "muted" }, "Reading storage…"));
+    const { form, run } = dryRunForm("archival-form", `/v1/tables/${id}/archival`, status, result, archivalReport,
+      h("label", {}, "keep.min (hoodie.keep.min.commits)", h("input", { name: "keep_min", id: "archival-keep-min", size: 6, inputmode: "numeric", placeholder: "the table's" })),
+      h("label", {}, "keep.max (hoodie.keep.max.commits)", h("input", { name: "keep_max", id: "archival-keep-max", size: 6, inputmode: "numeric", placeholder: "the table's" })));
+    run();
+    return h("section", { class: "panel", id: "archival-panel" }, h("h2", {}, "Archival"),
+      h("p", { class: "muted" }, "What an archival would move out of the active timeline now, and the rule it stops at. A dry run writes nothing; empty fields take the table's settings."),
+      form, status.el, result);
+  }
+
+  function archivalReport(p) {
+    const commits = plural(p.completed_commits, "completed commit", "completed commits");
+    const raised = p.keep_min !== p.configured_keep_min || p.keep_max !== p.configured_keep_max
+      ? ` (asked ${p.configured_keep_min} and ${p.configured_keep_max}, raised to what the cleaner retains)` : "";
+    const facts = h("dl", { class: "facts", id: "archival-facts" },
+      ...fact("Earliest kept", p.earliest_kept ? h("code", {}, p.earliest_kept) : "—"),
+      ...fact("Stops at", h("span", { id: "archival-stop" }, `${p.stopped_by}: ${p.reason}`)),
+      ...fact("Keep", `keep.min ${p.keep_min}, keep.max ${p.keep_max}${raised}`));
+    const instants = p.instants.map((i) => h("tr", { "data-instant": i.instant },
+      h("td", {}, h("code", {}, i.instant)), h("td", {}, i.action), h("td", {}, fmtInstant(i.instant)),
+      h("td", {}, i.completion_time ? fmtInstant(i.completion_time) : "—")));
+    const limits = p.limits.map((l) => h("tr", { "data-rule": l.rule },
+      h("td", {}, l.rule), h("td", {}, h("code", {}, l.instant)), h("td", {}, l.reason)));
+    return [
+      h("p", { id: "archival-summary" }, p.due
+        ? `Would archive ${plural(p.instants.length, "instant", "instants")} (${p.commits_archived} of the ${commits}).`
+        : `Nothing to archive now (${commits} on the active timeline).`),
+      facts,
+      instants.length ? h("h3", {}, "What it would archive") : null,
+      instants.length ? table(["Instant", "Action", "Requested", "Completed"], instants, { id: "archival-instants" }) : null,
+      limits.length ? h("h3", {}, "Rules that keep commits") : null,
+      limits.length ? table(["Rule", "Keeps from", "Reason"], limits, { id: "archival-limits" }) : null,
+    ];
   }
 
   // ---- operations -----------------------------------------------------------------------
