@@ -33,6 +33,7 @@ def test_register_is_idempotent_and_conflicts_are_409(client: TestClient) -> Non
         "metadata_compaction_delta_commits": 10,
         "log_compaction_delta_commits": 0,
         "archival_commits": 11,
+        "ttl_interval_hours": 24.0,
     }
     clash = client.post(url, json={**body, "base_path": "/elsewhere"})
     assert clash.status_code == 409

@@ -284,7 +284,7 @@ def test_no_policy_ever_creates_an_index_operation() -> None:
             archival_commits=1,
         ),
     )
-    # a partition TTL deletes data: on request only too
+    # a partition TTL only for a table whose policy sets its ttl_days (this one does not)
     assert set(due) == set(every) - {ServiceAction.INDEXING, ServiceAction.PARTITION_TTL}
 
 

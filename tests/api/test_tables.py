@@ -82,7 +82,9 @@ def test_patch_pause_resume_policy_and_actions(client: TestClient) -> None:
         "metadata_compaction_delta_commits": 20,
         "log_compaction_delta_commits": 6,
         "archival_commits": 11,
+        "ttl_interval_hours": 24.0,
     }
+    assert body["last_partition_ttl_at"] is None
     assert body["commits_since_metadata_compaction"] == 0
     assert body["delta_commits_since_log_compaction"] == 0
     assert body["enabled_actions"] == ["compaction", "clustering", "clean"]

@@ -16,15 +16,27 @@ from typing import Any
 from tms.api_client import Json
 from tms.hudi.actions import action_named
 
-__all__ = ["THRESHOLD_FLAGS", "Difference", "differences", "refusal"]
+__all__ = ["POLICY_FLAGS", "THRESHOLD_FLAGS", "Difference", "differences", "refusal"]
 
 THRESHOLD_FLAGS = {
     "compaction_delta_commits": "--compaction-delta-commits",
     "clean_commits": "--clean-commits",
     "clustering_commits": "--clustering-commits",
     "log_compaction_delta_commits": "--log-compaction-delta-commits",
+    "archival_commits": "--archival-commits",
+    "ttl_interval_hours": "--ttl-interval-hours",
 }
-"""Policy thresholds the operator CLI sets, by their key in the API."""
+"""Policy thresholds the operator CLI sets, by their key in the API (compared with the
+thresholds in effect)."""
+POLICY_FLAGS = {
+    "archival_keep_min": "--archival-keep-min",
+    "archival_keep_max": "--archival-keep-max",
+    "ttl_days": "--ttl-days",
+    "ttl_partitions": "--ttl-partitions",
+    "ttl_max_partitions": "--ttl-max-partitions",
+}
+"""Other table policy settings the operator CLI sets, by their policy key (compared with
+the table's policy: unset is not the default)."""
 _SET_FLAGS = {"owner": "--owner", "queue": "--queue", "priority": "--priority"}
 
 
@@ -44,6 +56,17 @@ def _actions(value: Any) -> str:
     return ",".join(sorted({action_named(n) or n.strip() for n in names if n.strip()}))
 
 
+def _shown(value: Any) -> str:
+    """A setting as its flag takes it: `unset`, a list comma-separated, 24.0 as 24."""
+    if value is None:
+        return "unset"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 def differences(table: Json, requested: dict[str, Any]) -> list[Difference]:
     """What `requested` (the settings given, by API key; `storage_options` as names) asks
     for that `table`, as the API answered, does not have."""
@@ -58,7 +81,11 @@ def differences(table: Json, requested: dict[str, Any]) -> list[Difference]:
     for key, flag in THRESHOLD_FLAGS.items():
         have = table["thresholds"][key]
         if key in requested and requested[key] != have:
-            found.append(Difference(flag, str(have), str(requested[key]), "set"))
+            found.append(Difference(flag, _shown(have), _shown(requested[key]), "set"))
+    for key, flag in POLICY_FLAGS.items():
+        have = table["policy"].get(key)
+        if key in requested and requested[key] != have:
+            found.append(Difference(flag, _shown(have), _shown(requested[key]), "set"))
     if requested.get("paused") and not table["paused"]:
         found.append(Difference("--paused", "active", "paused", "pause"))
     if "storage_options" in requested:

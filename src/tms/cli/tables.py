@@ -29,6 +29,7 @@ from tms.cli.remote import (
 from tms.cli.render import echo_json, print_rows
 from tms.hudi.errors import HudiError
 from tms.hudi.table import HudiTable
+from tms.planning import MAX_TTL_DAYS
 
 __all__ = ["tables_app"]
 
@@ -80,6 +81,57 @@ LogCompactionDeltaCommitsOption = Annotated[
         help="Policy: log-compact after N delta commits (0 = never; needs logcompaction in "
         "--actions).",
         min=0,
+    ),
+]
+ArchivalCommitsOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Policy: archive the timeline after N writes (0 = never; default keep-max - "
+        "keep-min + 1; needs archival in --actions).",
+        min=0,
+    ),
+]
+ArchivalKeepMinOption = Annotated[
+    int | None,
+    typer.Option(help="Policy: the archival's hoodie.keep.min.commits.", min=1, max=100_000),
+]
+ArchivalKeepMaxOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Policy: the archival's hoodie.keep.max.commits (above keep-min).", min=1, max=100_000
+    ),
+]
+TtlDaysOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Policy: a partition TTL deletes the partitions whose last commit is older than N "
+        "days (needs partition_ttl in --actions).",
+        min=1,
+        max=MAX_TTL_DAYS,
+    ),
+]
+TtlPartitionsOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Policy: comma-separated glob patterns over the partition paths the partition TTL "
+        "considers (default every partition; needs --ttl-days).",
+    ),
+]
+TtlMaxPartitionsOption = Annotated[
+    int | None,
+    typer.Option(
+        help="Policy: the most partitions one partition TTL deletes (default 1000; needs "
+        "--ttl-days).",
+        min=1,
+        max=1_000_000,
+    ),
+]
+TtlIntervalHoursOption = Annotated[
+    float | None,
+    typer.Option(
+        help="Policy: hours between partition TTLs (default 24; 0 = never; needs --ttl-days).",
+        min=0,
+        max=100_000,
     ),
 ]
 """The options `tables add` registers with and `tables set` changes, written once."""
@@ -185,6 +237,13 @@ def tables_add(
     clean_commits: CleanCommitsOption = None,
     clustering_commits: ClusteringCommitsOption = None,
     log_compaction_delta_commits: LogCompactionDeltaCommitsOption = None,
+    archival_commits: ArchivalCommitsOption = None,
+    archival_keep_min: ArchivalKeepMinOption = None,
+    archival_keep_max: ArchivalKeepMaxOption = None,
+    ttl_days: TtlDaysOption = None,
+    ttl_partitions: TtlPartitionsOption = None,
+    ttl_max_partitions: TtlMaxPartitionsOption = None,
+    ttl_interval_hours: TtlIntervalHoursOption = None,
     paused: Annotated[bool, typer.Option("--paused", help="Register it paused.")] = False,
     storage_options: OptionsFile = None,
     as_json: AsJson = False,
@@ -197,8 +256,18 @@ def tables_add(
     if name is None:
         name = _name_from_storage(base_path)
     db_name, table_name = split_name(name)
-    policy = _thresholds(
-        compaction_delta_commits, clean_commits, clustering_commits, log_compaction_delta_commits
+    policy = _policy(
+        compaction_delta_commits=compaction_delta_commits,
+        clean_commits=clean_commits,
+        clustering_commits=clustering_commits,
+        log_compaction_delta_commits=log_compaction_delta_commits,
+        archival_commits=archival_commits,
+        archival_keep_min=archival_keep_min,
+        archival_keep_max=archival_keep_max,
+        ttl_days=ttl_days,
+        ttl_partitions=_patterns(ttl_partitions),
+        ttl_max_partitions=ttl_max_partitions,
+        ttl_interval_hours=ttl_interval_hours,
     )
     body: dict[str, Any] = {
         "db_name": db_name,
@@ -235,8 +304,18 @@ def _settings(table: Json) -> str:
     kind = table.get("table_type") or "type unknown"
     return (
         f"{kind}, compaction every {thresholds['compaction_delta_commits']} delta commits, "
-        f"clean every {thresholds['clean_commits']} commits"
+        f"clean every {thresholds['clean_commits']} commits{_ttl(table)}"
     )
+
+
+def _ttl(table: Json) -> str:
+    """The table's partition TTL as its settings line names it (nothing without one)."""
+    days = table["policy"].get("ttl_days")
+    if days is None:
+        return ""
+    hours = table["thresholds"]["ttl_interval_hours"]
+    off = "" if "partition_ttl" in table["enabled_actions"] else " (partition_ttl not enabled)"
+    return f", partition TTL {days} days every {hours:g} hours{off}"
 
 
 @tables_app.command("set")
@@ -250,14 +329,21 @@ def tables_set(
     clean_commits: CleanCommitsOption = None,
     clustering_commits: ClusteringCommitsOption = None,
     log_compaction_delta_commits: LogCompactionDeltaCommitsOption = None,
+    archival_commits: ArchivalCommitsOption = None,
+    archival_keep_min: ArchivalKeepMinOption = None,
+    archival_keep_max: ArchivalKeepMaxOption = None,
+    ttl_days: TtlDaysOption = None,
+    ttl_partitions: TtlPartitionsOption = None,
+    ttl_max_partitions: TtlMaxPartitionsOption = None,
+    ttl_interval_hours: TtlIntervalHoursOption = None,
     executor: ExecutorOption = None,
     as_json: AsJson = False,
     url: Url = None,
     token: Token = None,
 ) -> None:
-    """Change a registered table's owner, queue, priority, actions, policy thresholds or
-    executor (admin); what is not given stays as it is, the table's other policy overrides
-    too."""
+    """Change a registered table's owner, queue, priority, actions, policy thresholds,
+    archival or partition TTL settings, or executor (admin); what is not given stays as it
+    is, the table's other policy overrides too."""
     changes: dict[str, Any] = {
         k: v
         for k, v in {
@@ -268,8 +354,18 @@ def tables_set(
         }.items()
         if v is not None
     }
-    policy: dict[str, Any] = _thresholds(
-        compaction_delta_commits, clean_commits, clustering_commits, log_compaction_delta_commits
+    policy = _policy(
+        compaction_delta_commits=compaction_delta_commits,
+        clean_commits=clean_commits,
+        clustering_commits=clustering_commits,
+        log_compaction_delta_commits=log_compaction_delta_commits,
+        archival_commits=archival_commits,
+        archival_keep_min=archival_keep_min,
+        archival_keep_max=archival_keep_max,
+        ttl_days=ttl_days,
+        ttl_partitions=_patterns(ttl_partitions),
+        ttl_max_partitions=ttl_max_partitions,
+        ttl_interval_hours=ttl_interval_hours,
     )
     if executor is not None:
         policy["executor"] = executor
@@ -362,17 +458,17 @@ def tables_storage_options(
     typer.echo(f"{qualified(changed)} (table {changed['id']}) storage options: {names}")
 
 
-def _thresholds(
-    compaction_delta_commits: int | None,
-    clean_commits: int | None,
-    clustering_commits: int | None,
-    log_compaction_delta_commits: int | None = None,
-) -> dict[str, int]:
-    """The policy thresholds given on the command line, by their policy keys."""
-    given = {
-        "compaction_delta_commits": compaction_delta_commits,
-        "clean_commits": clean_commits,
-        "clustering_commits": clustering_commits,
-        "log_compaction_delta_commits": log_compaction_delta_commits,
-    }
+def _policy(**given: Any) -> dict[str, Any]:
+    """The policy settings given on the command line, by their policy keys."""
     return {key: value for key, value in given.items() if value is not None}
+
+
+def _patterns(value: str | None) -> list[str] | None:
+    """`--ttl-partitions`'s glob patterns, in the order given, each once."""
+    if value is None:
+        return None
+    patterns = list(dict.fromkeys(p.strip() for p in value.split(",") if p.strip()))
+    if not patterns:
+        typer.echo("error: --ttl-partitions: give one or more glob patterns", err=True)
+        raise typer.Exit(2)
+    return patterns

@@ -6,7 +6,14 @@ action is due; `tms.application.triggers` creates the operations that are.
 """
 
 from tms.policies.combinators import AllOf, AnyOf
-from tms.policies.defaults import COUNT_KEYS, POLICY_KEYS, Thresholds, thresholds_for
+from tms.policies.defaults import (
+    COUNT_KEYS,
+    POLICY_KEYS,
+    TRIGGER_KEYS,
+    TTL_INTERVAL_HOURS,
+    Thresholds,
+    thresholds_for,
+)
 from tms.policies.spec import TRIGGER_ACTIONS, parse_condition, parse_triggers
 from tms.policies.strategy import Condition, SpecError, Strategy
 from tms.policies.strategy_names import STRATEGIES
@@ -17,6 +24,8 @@ __all__ = [
     "POLICY_KEYS",
     "STRATEGIES",
     "TRIGGER_ACTIONS",
+    "TRIGGER_KEYS",
+    "TTL_INTERVAL_HOURS",
     "AllOf",
     "AnyOf",
     "Condition",

@@ -1,5 +1,6 @@
 """What a table without a `triggers` entry for an action gets: the commit count threshold
-of its old policy key, else the service's setting (0 = never), as before strategies."""
+of its old policy key, else the service's setting (0 = never), as before strategies; for
+partition TTL, the interval of its `ttl_interval_hours`, else a day."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from tms.policies.strategies.commits import Commits
 from tms.policies.strategies.delta_commits import DeltaCommits
+from tms.policies.strategies.interval import Interval
 from tms.policies.strategy import Condition
 from tms.store import ServiceAction
 
@@ -19,6 +21,8 @@ __all__ = [
     "ARCHIVAL_COMMITS",
     "COUNT_KEYS",
     "POLICY_KEYS",
+    "TRIGGER_KEYS",
+    "TTL_INTERVAL_HOURS",
     "Thresholds",
     "default_conditions",
     "thresholds_for",
@@ -32,6 +36,9 @@ ARCHIVAL_COMMITS = HUDI_KEEP_MAX - HUDI_KEEP_MIN + 1
 active timeline holds more than keep.max completed commits, down to keep.min, so the next is
 due keep.max - keep.min + 1 commits after one (of the table policy's `archival_keep_min` and
 `archival_keep_max`, else Hudi's)."""
+TTL_INTERVAL_HOURS = 24.0
+"""Hours between the partition TTLs the policy creates for a table that sets its `ttl_days`
+(unless it sets `ttl_interval_hours`): partitions age by the day."""
 
 POLICY_KEYS = (
     "compaction_delta_commits",
@@ -53,10 +60,15 @@ COUNT_KEYS = {
 }
 """The policy key of each action's count threshold, which a `triggers` entry replaces."""
 
+TRIGGER_KEYS = {**COUNT_KEYS, ServiceAction.PARTITION_TTL: "ttl_interval_hours"}
+"""The policy key of each action's default condition (a count threshold, or partition
+TTL's interval in hours), which a `triggers` entry replaces."""
+
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Commits after which each action is due; 0 means never."""
+    """Commits after which each action is due, and hours between the partition TTLs of
+    tables that set one; 0 means never."""
 
     compaction_delta_commits: int
     clean_commits: int
@@ -64,6 +76,7 @@ class Thresholds:
     metadata_compaction_delta_commits: int = 0
     log_compaction_delta_commits: int = 0
     archival_commits: int = ARCHIVAL_COMMITS
+    ttl_interval_hours: float = TTL_INTERVAL_HOURS
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Thresholds:
@@ -91,7 +104,15 @@ def thresholds_for(policy: Mapping[str, Any], defaults: Thresholds) -> Threshold
         pick("metadata_compaction_delta_commits", defaults.metadata_compaction_delta_commits),
         pick("log_compaction_delta_commits", defaults.log_compaction_delta_commits),
         pick("archival_commits", _archival_commits(policy, defaults.archival_commits)),
+        _hours(policy.get("ttl_interval_hours"), defaults.ttl_interval_hours),
     )
+
+
+def _hours(value: Any, default: float) -> float:
+    """A policy's hours (a whole number or a fraction), else `default`."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return default
 
 
 def _archival_commits(policy: Mapping[str, Any], default: int) -> int:
@@ -106,7 +127,8 @@ def _archival_commits(policy: Mapping[str, Any], default: int) -> int:
 
 
 def default_conditions(thresholds: Thresholds) -> dict[ServiceAction, Condition]:
-    """The count strategies the thresholds stand for, one per action."""
+    """The count strategies the thresholds stand for, one per action (partition TTL's
+    interval)."""
     return {
         ServiceAction.COMPACTION: DeltaCommits(
             ServiceAction.COMPACTION, thresholds.compaction_delta_commits
@@ -120,4 +142,7 @@ def default_conditions(thresholds: Thresholds) -> dict[ServiceAction, Condition]
             ServiceAction.LOG_COMPACTION, thresholds.log_compaction_delta_commits
         ),
         ServiceAction.ARCHIVAL: Commits(ServiceAction.ARCHIVAL, thresholds.archival_commits),
+        ServiceAction.PARTITION_TTL: Interval(
+            ServiceAction.PARTITION_TTL, thresholds.ttl_interval_hours
+        ),
     }

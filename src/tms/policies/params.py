@@ -45,6 +45,11 @@ POLICY_PARAMS: dict[ServiceAction, dict[str, str]] = {
         "archival_keep_min": "keep_min",
         "archival_keep_max": "keep_max",
     },
+    ServiceAction.PARTITION_TTL: {
+        "ttl_days": "ttl_days",
+        "ttl_partitions": "ttl_partitions",
+        "ttl_max_partitions": "ttl_max_partitions",
+    },
 }
 """Per action, the table policy keys that become the job's planning parameters."""
 

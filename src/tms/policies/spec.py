@@ -3,7 +3,8 @@
 The grammar, chosen so that a spec reads as what it means and every mistake has one place::
 
     triggers  := {<action>: condition, ...}     compaction, logcompaction, clustering,
-                                                clean, metadata-compaction, archival
+                                                clean, metadata-compaction, archival,
+                                                partition_ttl
     condition := {"any": [condition, ...]}      due when one part is
                | {"all": [condition, ...]}      due when every part is
                | {<strategy>: <parameters>}     a name of `registry.STRATEGIES`
@@ -34,8 +35,10 @@ TRIGGER_ACTIONS = (
     ServiceAction.CLEAN,
     ServiceAction.METADATA_COMPACTION,
     ServiceAction.ARCHIVAL,
+    ServiceAction.PARTITION_TTL,
 )
-"""The actions triggers create, in the order they are created (indexing only on request)."""
+"""The actions triggers create, in the order they are created (indexing only on request;
+partition TTL only for a table whose policy sets its `ttl_days`)."""
 
 MAX_DEPTH = 4
 """Combinators nest at most this deep."""

@@ -84,6 +84,7 @@ SINCE = {
     ServiceAction.METADATA_COMPACTION: "since the last metadata compaction",
     ServiceAction.LOG_COMPACTION: "since the last log compaction or compaction",
     ServiceAction.ARCHIVAL: "since the policy's last archival",
+    ServiceAction.PARTITION_TTL: "since the last partition TTL",
 }
 """How reasons name the point each action's counters restart from."""
 

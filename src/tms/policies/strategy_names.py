@@ -9,6 +9,7 @@ from __future__ import annotations
 from tms.policies.strategies.commits import Commits
 from tms.policies.strategies.delta_commits import DeltaCommits
 from tms.policies.strategies.elapsed import Elapsed
+from tms.policies.strategies.interval import Interval
 from tms.policies.strategies.log_bytes import LogBytes
 from tms.policies.strategies.log_files import LogFiles
 from tms.policies.strategies.small_files import SmallFiles
@@ -20,6 +21,7 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "delta_commits": DeltaCommits,
     "commits": Commits,
     "elapsed_hours": Elapsed,
+    "interval_hours": Interval,
     "log_bytes": LogBytes,
     "log_files": LogFiles,
     "small_files": SmallFiles,

@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 
 _MERGE_ON_READ_ONLY = frozenset({ServiceAction.COMPACTION, ServiceAction.LOG_COMPACTION})
 """Actions that merge log files, which only merge-on-read tables have."""
+_NEEDS_POLICY_KEY = {ServiceAction.PARTITION_TTL: "ttl_days"}
+"""Actions whose policy-made operations cannot plan without a setting of the table's policy
+(a partition TTL without its days): off for a table that does not set it."""
 
 
 @dataclass(frozen=True)
@@ -73,11 +76,12 @@ def conditions_for(
 
 def due_triggers(table: CountedTable, defaults: Thresholds, now: datetime) -> list[Trigger]:
     """The actions to create for `table` now, in a fixed order (compaction, log compaction,
-    clustering, clean, metadata compaction), each with its reason.
+    clustering, clean, metadata compaction, archival, partition TTL), each with its reason.
 
     Nothing for a paused table, nothing for an action that is not enabled or already
     pending. Compaction and log compaction only for merge-on-read tables; a table whose type
     is still unknown counts as one, since only merge-on-read tables make delta commits.
+    Partition TTL only for a table whose policy sets its `ttl_days`.
     """
     if table.paused:
         return []
@@ -87,6 +91,9 @@ def due_triggers(table: CountedTable, defaults: Thresholds, now: datetime) -> li
         if action not in table.enabled_actions or action in table.pending_actions:
             continue
         if action in _MERGE_ON_READ_ONLY and table.table_type is TableType.COPY_ON_WRITE:
+            continue
+        needed = _NEEDS_POLICY_KEY.get(action)
+        if needed is not None and table.policy.get(needed) is None:
             continue
         reason = conditions[action].evaluate(table, now)
         if reason:

@@ -98,7 +98,8 @@ class CountedTable:
     small_files_since_clustering: dict[str, int] = field(default_factory=dict)
     """Small base files written since the last clustering, per partition path."""
     last_run_at: dict[ServiceAction, datetime] = field(default_factory=dict)
-    """When compaction, clustering and clean last ran (their counters restarted)."""
+    """When compaction, clustering and clean last ran (their counters restarted), and when
+    the policy last created a partition TTL."""
     created_at: datetime | None = None
     """When the table was registered: the time-based triggers' clock before a first run."""
     commits_since_archival: int = 0
@@ -126,6 +127,7 @@ class CountedTable:
             last_clean_at,
             created_at,
             since_archival,
+            last_partition_ttl_at,
         ) = row
         last_run_at = {
             action: at
@@ -133,6 +135,7 @@ class CountedTable:
                 (ServiceAction.COMPACTION, last_compaction_at),
                 (ServiceAction.CLUSTERING, last_clustering_at),
                 (ServiceAction.CLEAN, last_clean_at),
+                (ServiceAction.PARTITION_TTL, last_partition_ttl_at),
             )
             if at is not None
         }
@@ -213,6 +216,7 @@ COUNTED: tuple[ColumnElement[Any] | InstrumentedAttribute[Any], ...] = (
     Tbl.last_clean_at,
     Tbl.created_at,
     Tbl.commits_since_archival,
+    Tbl.last_partition_ttl_at,
 )
 """What `CountedTable.of_row` reads, in order, of a `tbl` row (`_COUNT` returns the same)."""
 
@@ -295,7 +299,7 @@ RETURNING
         WHERE o.tbl_id = tbl.id AND o.status IN ('SCHEDULED', 'RUNNING') AND NOT o.is_deleted),
   tbl.log_bytes_since_compaction, tbl.log_files_since_compaction,
   tbl.small_files_since_clustering, tbl.last_compaction_at, tbl.last_clustering_at,
-  tbl.last_clean_at, tbl.created_at, tbl.commits_since_archival
+  tbl.last_clean_at, tbl.created_at, tbl.commits_since_archival, tbl.last_partition_ttl_at
 """
 
 

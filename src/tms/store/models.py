@@ -234,6 +234,8 @@ class Tbl(Base):
     last_clustering_at: Mapped[datetime | None]
     last_clean_at: Mapped[datetime | None]
     """When each action last ran (its counter restarted): the time-based triggers' clock."""
+    last_partition_ttl_at: Mapped[datetime | None]
+    """When the policy last created a partition TTL: its interval's clock."""
     paused: Mapped[bool] = mapped_column(server_default="false")
     storage_options: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     """Options of the table's filesystem (credentials, endpoint), set by an admin. Secrets:

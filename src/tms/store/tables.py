@@ -58,6 +58,7 @@ _RESET: dict[ServiceAction, dict[Any, Any]] = {
     ServiceAction.METADATA_COMPACTION: {Tbl.commits_since_metadata_compaction: 0},
     ServiceAction.LOG_COMPACTION: {Tbl.delta_commits_since_log_compaction: 0},
     ServiceAction.ARCHIVAL: {Tbl.commits_since_archival: 0},
+    ServiceAction.PARTITION_TTL: {Tbl.last_partition_ttl_at: func.now()},
 }
 """What restarts when an action is scheduled: its counters, and the clock of its last run."""
 _UPDATABLE = frozenset(

@@ -34,8 +34,8 @@ from tms.api.schemas.common import (
 )
 from tms.hudi.errors import UnsupportedTableError
 from tms.hudi.locks import PROVIDER_ALIASES, LockSpec
-from tms.planning import BadJobInput, lock_settings
-from tms.policies import COUNT_KEYS, SpecError, parse_triggers
+from tms.planning import MAX_TTL_DAYS, BadJobInput, lock_settings
+from tms.policies import TRIGGER_KEYS, SpecError, parse_triggers
 from tms.store import ServiceAction, TableType
 
 __all__ = [
@@ -77,6 +77,18 @@ class PolicyIn(Strict):
     """hoodie.keep.min.commits of the table's archival operations (and its dry run)."""
     archival_keep_max: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     """hoodie.keep.max.commits of the table's archival operations (and its dry run)."""
+    ttl_days: Annotated[StrictInt, Field(ge=1, le=MAX_TTL_DAYS)] | None = None
+    """The table's partition TTL: the policy deletes the partitions whose last commit is older
+    than this many days, for a table that enables `partition_ttl` (unset: never)."""
+    ttl_partitions: (
+        Annotated[list[Annotated[Text, Field(min_length=1, max_length=200)]], Field(max_length=100)]
+        | None
+    ) = None
+    """Glob patterns over partition paths the table's partition TTL considers (unset: all)."""
+    ttl_max_partitions: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
+    """The most partitions one of the table's partition TTLs deletes (default 1000)."""
+    ttl_interval_hours: Annotated[StrictFloat, Field(ge=0, le=100_000)] | None = None
+    """Hours between the partition TTLs the policy creates (default 24; 0 = never)."""
     compaction_cancellable: bool | None = None
     clustering_cancellable: bool | None = None
     clean_cancel_plans_after_hours: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
@@ -109,10 +121,10 @@ class PolicyIn(Strict):
     triggers: dict[str, Any] | None = Field(
         None,
         description="per action (compaction, logcompaction, clustering, clean, "
-        "metadata-compaction, archival), what "
+        "metadata-compaction, archival, partition_ttl), what "
         'makes it due: a strategy with its threshold, e.g. {"delta_commits": 5}, or '
         '{"any": [...]} / {"all": [...]} of them; an action without one keeps its commit '
-        "count threshold",
+        "count threshold (partition_ttl: its ttl_interval_hours)",
     )
 
     @model_validator(mode="after")
@@ -121,6 +133,22 @@ class PolicyIn(Strict):
         low, high = self.archival_keep_min, self.archival_keep_max
         if low is not None and high is not None and high <= low:
             raise ValueError("archival_keep_max must be greater than archival_keep_min")
+        return self
+
+    @model_validator(mode="after")
+    def _ttl_needs_days(self) -> PolicyIn:
+        """The partition TTL's other settings say nothing without its days: refused (422)."""
+        if self.ttl_days is not None:
+            return self
+        given = [
+            name
+            for name in ("ttl_partitions", "ttl_max_partitions", "ttl_interval_hours")
+            if getattr(self, name) is not None
+        ]
+        if self.triggers is not None and ServiceAction.PARTITION_TTL.value in self.triggers:
+            given.append("triggers.partition_ttl")
+        if given:
+            raise ValueError(f"{', '.join(given)} need ttl_days (the partition TTL's days)")
         return self
 
     @field_validator("lock_provider")
@@ -164,7 +192,7 @@ class PolicyIn(Strict):
         except SpecError as exc:
             raise error(exc.path, exc.problem, exc.value) from None
         for action in conditions:
-            key = COUNT_KEYS[action]
+            key = TRIGGER_KEYS[action]
             if info.data.get(key) is not None:
                 problem = f"set either {key} or triggers.{action.value}, not both"
                 raise error((action.value,), problem, value[action.value])
@@ -300,6 +328,10 @@ class Thresholds(BaseModel):
     metadata_compaction_delta_commits: int
     log_compaction_delta_commits: int
     archival_commits: int
+    ttl_interval_hours: float = Field(
+        description="hours between the partition TTLs the policy creates, for a table that "
+        "sets ttl_days and enables partition_ttl"
+    )
 
 
 class TableOut(BaseModel):
@@ -334,6 +366,9 @@ class TableOut(BaseModel):
     last_compaction_at: datetime | None
     last_clustering_at: datetime | None
     last_clean_at: datetime | None
+    last_partition_ttl_at: datetime | None = Field(
+        description="when the policy last created a partition TTL (its interval's clock)"
+    )
     last_notification_at: datetime | None
     last_commit_seen_at: datetime | None = Field(
         description="when a commit new to the service was last recorded, notified or pulled"
