@@ -213,13 +213,16 @@ class ApiClient:
     def partition_ttl_dry_run(
         self,
         table_id: int,
-        days: int,
+        days: int | None,
         *,
         partitions: str | None = None,
         max_partitions: int | None = None,
     ) -> Json:
-        """The partitions a partition TTL of `days` days would delete now, and those it keeps."""
-        params: dict[str, Any] = {"days": days}
+        """The partitions a partition TTL of `days` days (None: the table policy's) would
+        delete now, and those it keeps."""
+        params: dict[str, Any] = {}
+        if days is not None:
+            params["days"] = days
         if partitions:
             params["partitions"] = partitions
         if max_partitions is not None:

@@ -74,6 +74,29 @@ def test_the_dry_run_says_what_would_go_and_writes_nothing(
     assert HudiTable.open(base).timeline().instants == before
 
 
+def test_the_dry_run_takes_the_table_policys_ttl_where_the_query_gives_none(
+    make_client: MakeClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = make_client(auth_tokens=AUTH_TOKENS)
+    base = aged(tmp_path, monkeypatch)
+    body = {
+        "db_name": "lake",
+        "table_name": "trips",
+        "base_path": base,
+        "policy": {"ttl_days": 30, "ttl_partitions": ["s*"], "ttl_max_partitions": 5},
+    }
+    made = client.post("/v1/tables", json=body, headers=bearer(ADMIN))
+    assert made.status_code == 201, made.text
+    url = f"/v1/tables/{made.json()['id']}/partition-ttl"
+
+    policy = client.get(url, headers=bearer(VIEWER)).json()
+    assert policy["ttl_days"] == 30 and policy["partitions_selected"] == ["s*"]
+    assert [v["partition"] for v in policy["expired"]] == ["sf"]
+    asked = client.get(url, params={"days": 3, "partitions": ""}, headers=bearer(VIEWER)).json()
+    assert asked["ttl_days"] == 3 and asked["partitions_selected"] == []
+    assert [v["partition"] for v in asked["expired"]] == ["nyc", "sf"]
+
+
 @pytest.mark.parametrize(
     ("params", "field"),
     [

@@ -5,7 +5,7 @@ read from storage only."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -25,6 +25,24 @@ class TtlTable:
     base_path: str
     options: dict[str, Any]
     name: str
+    policy: dict[str, Any] = field(default_factory=dict)
+    """The table's policy: its `ttl_days`, `ttl_partitions` and `ttl_max_partitions` stand
+    for what a dry run does not say."""
+
+    def settings(
+        self, days: int | None, patterns: Sequence[str] | None, max_partitions: int | None
+    ) -> tuple[int | None, Sequence[str], int]:
+        """The dry run's days, patterns and max partitions: those asked for, else the table
+        policy's, else (patterns, max partitions) the defaults; days None when neither
+        says."""
+        policy = self.policy
+        policy_days = policy.get("ttl_days")
+        chosen_days = days if days is not None else policy_days
+        if patterns is None:
+            patterns = tuple(policy.get("ttl_partitions") or ())
+        if max_partitions is None:
+            max_partitions = int(policy.get("ttl_max_partitions") or DEFAULT_TTL_MAX_PARTITIONS)
+        return (int(chosen_days) if chosen_days is not None else None), patterns, max_partitions
 
     def dry_run(
         self,
@@ -46,6 +64,11 @@ class TtlTable:
 def ttl_table(session: Session, table_id: int) -> TtlTable:
     """The registered table `table_id` (`NotFound` otherwise), its transaction ended."""
     found = get_table(session, table_id)
-    target = TtlTable(found.base_path, dict(found.storage_options or {}), found.qualified_name)
+    target = TtlTable(
+        found.base_path,
+        dict(found.storage_options or {}),
+        found.qualified_name,
+        dict(found.policy or {}),
+    )
     session.rollback()
     return target

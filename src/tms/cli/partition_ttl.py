@@ -21,24 +21,28 @@ ttl_app = typer.Typer(
 
 TableRef = Annotated[str, typer.Argument(help="Table id, or db.table (db defaults to 'default').")]
 Days = Annotated[
-    int,
+    int | None,
     typer.Option(
         min=1,
         max=MAX_TTL_DAYS,
         help="Partitions whose last commit is older than this many days go "
-        "(hoodie.partition.ttl.strategy.days.retain).",
+        "(hoodie.partition.ttl.strategy.days.retain); default the table policy's ttl_days.",
     ),
 ]
 Partitions = Annotated[
     str | None,
     typer.Option(
         help="Comma-separated glob patterns over partition paths (* matches any characters, "
-        "/ included); default every partition."
+        "/ included); default the table policy's ttl_partitions, else every partition."
     ),
 ]
 MaxPartitions = Annotated[
     int | None,
-    typer.Option(min=1, help="The most partitions one run deletes (Hudi's default 1000)."),
+    typer.Option(
+        min=1,
+        help="The most partitions one run deletes; default the table policy's "
+        "ttl_max_partitions, else Hudi's 1000.",
+    ),
 ]
 COLUMNS = ["partition", "last_commit_time", "reason"]
 
@@ -46,15 +50,16 @@ COLUMNS = ["partition", "last_commit_time", "reason"]
 @ttl_app.command("dry-run")
 def ttl_dry_run(
     table: TableRef,
-    days: Days,
+    days: Days = None,
     partitions: Partitions = None,
     max_partitions: MaxPartitions = None,
     as_json: AsJson = False,
     url: Url = None,
     token: Token = None,
 ) -> None:
-    """The partitions a partition TTL of --days days would delete now (oldest last commit
-    first) and the selected ones it keeps, each with why; nothing is written."""
+    """The partitions a partition TTL of --days days (default the table policy's) would
+    delete now (oldest last commit first) and the selected ones it keeps, each with why;
+    nothing is written."""
     with connect(url, token) as client:
         found = resolve_table(client, table)
         report = client.partition_ttl_dry_run(
@@ -71,7 +76,8 @@ def ttl_dry_run(
     expired, kept = report["expired"], report["kept"]
     others = f"; {report['not_selected']} not selected" if report["not_selected"] else ""
     typer.echo(
-        f"partition TTL of {days} days on {name} as of {report['as_of']}: would delete "
+        f"partition TTL of {report['ttl_days']} days on {name} as of {report['as_of']}: "
+        "would delete "
         f"{len(expired)} partitions, keep {len(kept)}{others}"
     )
     if expired or kept:

@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from tms.api.deps import SessionDep, StorageCallsDep, require
-from tms.api.errors import error_responses, table_read_errors
+from tms.api.errors import ApiError, error_responses, table_read_errors
 from tms.api.routes.tables import TableId
 from tms.api.schemas.partition_ttl import PartitionTtlOut
 from tms.api.table_reads import read_table
@@ -38,26 +38,43 @@ def dry_run_route(
     session: SessionDep,
     calls: StorageCallsDep,
     days: Annotated[
-        int,
-        Query(ge=1, le=MAX_TTL_DAYS, description="partitions whose last commit is older go"),
-    ],
+        int | None,
+        Query(
+            ge=1,
+            le=MAX_TTL_DAYS,
+            description="partitions whose last commit is older go; default the table "
+            "policy's ttl_days",
+        ),
+    ] = None,
     partitions: Annotated[
         str | None,
         Query(
             max_length=4000,
             description="comma-separated glob patterns over partition paths (* matches any "
-            "characters, / included); default every partition",
+            "characters, / included); default the table policy's ttl_partitions, else every "
+            "partition",
         ),
     ] = None,
     max_partitions: Annotated[
-        int, Query(ge=1, le=1_000_000, description="the most partitions one run deletes")
-    ] = DEFAULT_TTL_MAX_PARTITIONS,
+        int | None,
+        Query(
+            ge=1,
+            le=1_000_000,
+            description="the most partitions one run deletes; default the table policy's "
+            f"ttl_max_partitions, else {DEFAULT_TTL_MAX_PARTITIONS}",
+        ),
+    ] = None,
 ) -> PartitionTtlOut:
     """What a partition TTL would delete now (nothing is written): the expired partitions,
-    and the selected ones it keeps with why (not expired, or pending work holds them). 422
-    names the query parameter at fault (`query.days`)."""
+    and the selected ones it keeps with why (not expired, or pending work holds them), with
+    the table policy's TTL settings where the query gives none. 422 names the query parameter
+    at fault (`query.days`: none given and none in the policy)."""
     target = ttl_table(session, table_id)
-    read = target.dry_run(days, ttl_patterns(partitions or ""), max_partitions)
+    asked = ttl_patterns(partitions) if partitions is not None else None
+    chosen, patterns, most = target.settings(days, asked, max_partitions)
+    if chosen is None:
+        raise ApiError.invalid("query.days", "required: the table's policy sets no ttl_days")
+    read = target.dry_run(chosen, patterns, most)
     found = call_storage(
         calls,
         partial(read_table, target.base_path, target.options, target.name, "partition_ttl", read),
