@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
 from tms.hudi.files.names import PARTITION_METADATA, BaseFileName, LogFileName
 from tms.hudi.storage import FileInfo, Storage
-from tms.hudi.timeline.instant import Action, State
+from tms.hudi.timeline.instant import Action, Instant, State
 from tms.hudi.timeline.timeline import Timeline
 
 
@@ -205,22 +205,40 @@ class FileSystemView:
         return merged
 
     def pending_compaction_file_ids(self) -> set[tuple[str, str]]:
-        ids: set[tuple[str, str]] = set()
-        for instant in self.timeline.pending_compactions():
-            for op in self.timeline.compaction_plan(instant).get("operations") or []:
-                ids.add((op.get("partitionPath") or "", op["fileId"]))
-        return ids
+        pending = self.timeline.pending_compactions()
+        return {(p, f) for _, p, f in compaction_plan_file_groups(self.timeline, pending)}
+
+    def pending_log_compaction_file_ids(self) -> set[tuple[str, str]]:
+        pending = self.timeline.pending((Action.LOG_COMPACTION,))
+        return {(p, f) for _, p, f in compaction_plan_file_groups(self.timeline, pending)}
 
     def pending_clustering_file_ids(self) -> set[tuple[str, str]]:
-        ids: set[tuple[str, str]] = set()
-        for instant in self.timeline.pending_clusterings():
-            for group in self.timeline.clustering_plan(instant).get("inputGroups") or []:
-                for piece in group.get("slices") or []:
-                    ids.add((piece.get("partitionPath") or "", piece["fileId"]))
-        return ids
+        return {(p, f) for _, p, f in clustering_plan_file_groups(self.timeline)}
 
     def describe(self) -> list[dict[str, Any]]:
         return [s.describe() for s in self.latest_file_slices()]
+
+
+PlannedFileGroup = tuple[Instant, str, str]
+"""A file group a pending plan names: (the plan's instant, partition path, file id)."""
+
+
+def compaction_plan_file_groups(
+    timeline: Timeline, instants: Iterable[Instant]
+) -> Iterator[PlannedFileGroup]:
+    """The file groups the compaction plans at `instants` name (a compaction's or a log
+    compaction's: the same plan)."""
+    for instant in instants:
+        for op in timeline.compaction_plan(instant).get("operations") or []:
+            yield instant, op.get("partitionPath") or "", op["fileId"]
+
+
+def clustering_plan_file_groups(timeline: Timeline) -> Iterator[PlannedFileGroup]:
+    """The file groups every pending clustering plan names."""
+    for instant in timeline.pending_clusterings():
+        for group in timeline.clustering_plan(instant).get("inputGroups") or []:
+            for piece in group.get("slices") or []:
+                yield instant, piece.get("partitionPath") or "", piece["fileId"]
 
 
 def list_partitions(storage: Storage) -> list[str]:

@@ -25,7 +25,6 @@ from tms.services.compaction.plan import check_schedulable, request_plan
 __all__ = [
     "LOG_COMPACTION_EXECUTOR",
     "log_blocks",
-    "pending_log_compaction_file_ids",
     "schedule_log_compaction",
 ]
 
@@ -43,15 +42,6 @@ def log_blocks(storage: Storage, file_slice: FileSlice, is_committed: Callable[[
         with storage.open_ranged(log.path) as handle:
             headers += iter_log_file(cast(BinaryIO, handle), decode=False)
     return len(merge_order(headers, is_committed))
-
-
-def pending_log_compaction_file_ids(timeline: Timeline) -> set[tuple[str, str]]:
-    """(partition, file id) of every file group a pending log compaction plans."""
-    ids: set[tuple[str, str]] = set()
-    for instant in timeline.pending((Action.LOG_COMPACTION,)):
-        for op in timeline.compaction_plan(instant).get("operations") or []:
-            ids.add((op.get("partitionPath") or "", op["fileId"]))
-    return ids
 
 
 def schedule_log_compaction(
@@ -99,7 +89,7 @@ def _due_slices(table: HudiTable, timeline: Timeline, threshold: int) -> list[Fi
     busy = (
         view.pending_compaction_file_ids()
         | view.pending_clustering_file_ids()
-        | pending_log_compaction_file_ids(timeline)
+        | view.pending_log_compaction_file_ids()
     )
     return [
         s

@@ -28,6 +28,7 @@ from typing import Any
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.errors import HudiError
+from tms.hudi.files.fs_view import clustering_plan_file_groups, compaction_plan_file_groups
 from tms.hudi.files.markers import list_markers
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State
@@ -107,19 +108,17 @@ def pending_work(table: HudiTable, timeline: Timeline, *, ignore: str = "") -> P
 def _table_service_plans(timeline: Timeline) -> Iterator[tuple[str, str]]:
     """(partition, reason) of every file group a pending compaction, log compaction or
     clustering plans, as Hudi's delete-partition executor checks them."""
-    for action, instants in (
-        ("compaction", timeline.pending_compactions()),
-        ("log compaction", timeline.pending((Action.LOG_COMPACTION,))),
-    ):
-        for instant in instants:
-            for op in timeline.compaction_plan(instant).get("operations") or []:
-                reason = f"{action} {instant.requested_time} is pending on it"
-                yield op.get("partitionPath") or "", reason
-    for instant in timeline.pending_clusterings():
-        for group in timeline.clustering_plan(instant).get("inputGroups") or []:
-            for piece in group.get("slices") or []:
-                reason = f"clustering {instant.requested_time} is pending on it"
-                yield piece.get("partitionPath") or "", reason
+    planned = (
+        ("compaction", compaction_plan_file_groups(timeline, timeline.pending_compactions())),
+        (
+            "log compaction",
+            compaction_plan_file_groups(timeline, timeline.pending((Action.LOG_COMPACTION,))),
+        ),
+        ("clustering", clustering_plan_file_groups(timeline)),
+    )
+    for action, groups in planned:
+        for instant, partition, _ in groups:
+            yield partition, f"{action} {instant.requested_time} is pending on it"
 
 
 def _write_partitions(
