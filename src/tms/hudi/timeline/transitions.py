@@ -10,7 +10,7 @@ time generator guarantees under its lock.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 
 from tms.hudi.avro.commit_metadata import CommitMetadata
@@ -21,6 +21,7 @@ from tms.hudi.timeline.instant import (
     Instant,
     State,
     format_instant_time,
+    is_instant_time,
     parse_instant_file,
 )
 from tms.hudi.timeline.layout import TimelineLayout
@@ -48,6 +49,19 @@ def next_time(after: str) -> str:
 def new_instant_time(existing: Iterable[Instant]) -> str:
     """A new instant time after every instant on the timeline, requested or completed."""
     return next_time(latest_time(existing))
+
+
+def plan_instant_time(existing: Sequence[Instant], wanted: str | None) -> str:
+    """The instant of a new plan: `wanted`, which must be an instant time later than every
+    instant requested on the timeline (`ValueError` otherwise), or a new one when None."""
+    if wanted is None:
+        return new_instant_time(existing)
+    if not is_instant_time(wanted):
+        raise ValueError(f"instant time {wanted!r} is not yyyyMMddHHmmss[SSS]")
+    latest = max((i.requested_time for i in existing), default="")
+    if wanted <= latest:
+        raise ValueError(f"instant time {wanted} must be after the latest instant {latest}")
+    return wanted
 
 
 def instant_file(config: TableConfig, instant: Instant) -> str:

@@ -26,10 +26,10 @@ from tms.hudi.meta_fields import META_FIELDS
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.cancel_requests import with_cancellable
-from tms.hudi.timeline.instant import Action, is_instant_time
+from tms.hudi.timeline.instant import Action
 from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.timeline import CLUSTER_OPERATION, Timeline
-from tms.hudi.timeline.transitions import new_instant_time, request
+from tms.hudi.timeline.transitions import plan_instant_time, request
 from tms.services.table_refusals import ensure_supported
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def schedule_clustering(
         groups += _partition_groups(table.storage, candidates, group_limit, target_file_size)
     if not groups:
         return None
-    instant = _instant_time(timeline, instant_time)
+    instant = plan_instant_time(timeline.instants, instant_time)
     requested = _requested_replace(groups, target_file_size, columns, cancellable)
     content = avro_codec.encode("HoodieRequestedReplaceMetadata", requested)
     action = TimelineLayout.of(table.config).clustering_action
@@ -293,14 +293,3 @@ def _file_groups_being_written(table: HudiTable, timeline: Timeline) -> set[tupl
             if name is not None:
                 busy.add((marker.partition_path, name.file_id))
     return busy
-
-
-def _instant_time(timeline: Timeline, wanted: str | None) -> str:
-    if wanted is None:
-        return new_instant_time(timeline.instants)
-    if not is_instant_time(wanted):
-        raise ValueError(f"instant time {wanted!r} is not yyyyMMddHHmmss[SSS]")
-    latest = max((i.requested_time for i in timeline.instants), default="")
-    if wanted <= latest:
-        raise ValueError(f"instant time {wanted} must be after the latest instant {latest}")
-    return wanted

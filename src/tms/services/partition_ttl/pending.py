@@ -41,6 +41,7 @@ __all__ = [
     "is_delete_partition",
     "pending_work",
     "recorded_partitions",
+    "requested_replace",
 ]
 
 DELETE_PARTITION = "DELETE_PARTITION"
@@ -127,7 +128,7 @@ def _write_partitions(
     """The partitions a pending write goes to and the reason it holds them; None with the
     reason when the table does not tell them."""
     ts = instant.requested_time
-    requested = _requested_replace(timeline, instant)
+    requested = requested_replace(timeline, instant)
     if is_delete_partition(requested):
         recorded = recorded_partitions(requested)
         if recorded is None:
@@ -151,7 +152,8 @@ def _write_partitions(
     return (profiled or set()) | marked, f"{what} is pending on it"
 
 
-def _requested_replace(timeline: Timeline, instant: Instant) -> dict[str, Any] | None:
+def requested_replace(timeline: Timeline, instant: Instant) -> dict[str, Any] | None:
+    """A replacecommit's requested metadata; None for another action or one unreadable."""
     if instant.action is not Action.REPLACE_COMMIT:
         return None
     try:

@@ -41,7 +41,7 @@ from tms.hudi.timeline.instant import (
     is_instant_time,
 )
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
-from tms.hudi.timeline.transitions import new_instant_time, request
+from tms.hudi.timeline.transitions import plan_instant_time, request
 from tms.planning import DEFAULT_TTL_MAX_PARTITIONS, ttl_patterns
 from tms.services.partition_ttl.pending import (
     DELETE_PARTITION,
@@ -50,6 +50,7 @@ from tms.services.partition_ttl.pending import (
     is_delete_partition,
     pending_work,
     recorded_partitions,
+    requested_replace,
 )
 
 __all__ = [
@@ -183,7 +184,7 @@ def schedule_partition_ttl(
     None, as Hudi takes it); its instant, or None when none is expired (or every expired one
     is held). `instant_time` must be later than every instant on the timeline."""
     timeline = table.timeline()
-    instant = _instant_time(timeline, instant_time)
+    instant = plan_instant_time(timeline.instants, instant_time)
     report = dry_run(
         table,
         ttl_days=ttl_days,
@@ -224,7 +225,7 @@ def pending_partition_ttls(timeline: Timeline) -> list[Instant]:
 def planned_partitions(timeline: Timeline, instant: Instant) -> list[str] | None:
     """The partitions the partition TTL plan at `instant` deletes; None when the instant is
     no partition TTL plan of tms."""
-    requested = _requested(timeline, instant)
+    requested = requested_replace(timeline, instant)
     if not is_delete_partition(requested):
         return None
     return recorded_partitions(requested)
@@ -265,13 +266,6 @@ def _partitions_written(timeline: Timeline, instant: Instant) -> set[str]:
     if isinstance(metadata, ReplaceCommitMetadata):
         written |= set(metadata.partition_to_replace_file_ids)
     return written
-
-
-def _requested(timeline: Timeline, instant: Instant) -> dict[str, Any] | None:
-    try:
-        return timeline.requested_replace_metadata(instant)
-    except (ValueError, OSError):
-        return None
 
 
 def _nothing_considered(table: HudiTable, timeline: Timeline) -> list[str]:
@@ -330,17 +324,6 @@ def _split(
             continue
         kept.append(PartitionVerdict(verdict.partition, verdict.last_commit_time, reason))
     return expired, kept
-
-
-def _instant_time(timeline: Timeline, wanted: str | None) -> str:
-    if wanted is None:
-        return new_instant_time(timeline.instants)
-    if not is_instant_time(wanted):
-        raise ValueError(f"instant time {wanted!r} is not yyyyMMddHHmmss[SSS]")
-    latest = max((i.requested_time for i in timeline.instants), default="")
-    if wanted <= latest:
-        raise ValueError(f"instant time {wanted} must be after the latest instant {latest}")
-    return wanted
 
 
 def _millis(instant_time: str) -> str:
