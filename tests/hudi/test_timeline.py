@@ -473,3 +473,18 @@ def test_a_savepoint_shares_its_commit_time_without_hiding_the_commit(tmp_path: 
     assert [i.requested_time for i in timeline.completed((Action.SAVEPOINT,))] == [instant]
     assert timeline.get(instant) is not None and timeline.get(instant).action is Action.DELTA_COMMIT
     assert timeline.commit_metadata(timeline.commits()[0]).operation_type == "INSERT"
+
+
+def test_an_instant_time_reads_back_as_the_moment_it_formats() -> None:
+    from datetime import UTC, datetime
+
+    import pytest
+
+    from tms.hudi.timeline.instant import format_instant_time, parse_instant_time
+
+    moment = datetime(2024, 2, 29, 23, 59, 58, 123000, tzinfo=UTC)
+    assert parse_instant_time(format_instant_time(moment)) == moment
+    assert parse_instant_time("20240229235958") == moment.replace(microsecond=0)
+    for bad in ("2024022923595", "20240229235958x", "2024-02-29"):
+        with pytest.raises(ValueError, match="not an instant time"):
+            parse_instant_time(bad)

@@ -273,3 +273,10 @@ def test_cleans_and_rollbacks_go_with_the_commits(tmp_path: Path, table_version:
         assert others == [(T[3], Action.CLEAN), (T[4], Action.ROLLBACK)]
     else:  # per action, only past keep.max of them
         assert others == []
+
+
+def test_the_cleaners_hours_are_counted_back_on_the_instant_clock() -> None:
+    from tms.services.archival.plan import _hours_before
+
+    assert _hours_before("20240101010000123", 2) == "20231231230000123"
+    assert _hours_before("20240101010000", 24) == "20231231010000000"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 
 class State(enum.IntEnum):
@@ -78,6 +78,15 @@ def format_instant_time(moment: datetime) -> str:
     """`yyyyMMddHHmmssSSS` in UTC."""
     moment = moment.astimezone(UTC)
     return moment.strftime(INSTANT_TIME_FORMAT) + f"{moment.microsecond // 1000:03d}"
+
+
+def parse_instant_time(value: str) -> datetime:
+    """An instant time (`yyyyMMddHHmmss[SSS]`, UTC) as a moment; `ValueError` for another
+    string."""
+    if not is_instant_time(value):
+        raise ValueError(f"{value!r} is not an instant time (yyyyMMddHHmmss[SSS])")
+    moment = datetime.strptime(value[:14], INSTANT_TIME_FORMAT).replace(tzinfo=UTC)
+    return moment + timedelta(milliseconds=int(value[14:17] or 0))
 
 
 @dataclass(frozen=True, order=True)

@@ -44,12 +44,12 @@ from tms.hudi.metadata.reader import metadata_storage
 from tms.hudi.properties import TableConfig
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import (
-    INSTANT_TIME_FORMAT,
     WRITE_ACTIONS,
     Action,
     Instant,
     State,
     format_instant_time,
+    parse_instant_time,
 )
 from tms.hudi.timeline.timeline import Timeline
 from tms.planning import BadJobInput
@@ -344,10 +344,8 @@ def _cleaner_retains_from(
 
 def _hours_before(instant_time: str, hours: int) -> str:
     """The instant time `hours` before `instant_time`, in the same clock."""
-    moment = datetime.strptime(instant_time[:14], INSTANT_TIME_FORMAT)
-    millis = instant_time[14:17] or "000"
-    earlier = moment - timedelta(hours=hours)
-    return earlier.strftime(INSTANT_TIME_FORMAT) + millis
+    earlier = parse_instant_time(instant_time[:17]) - timedelta(hours=hours)
+    return format_instant_time(earlier)
 
 
 def _limits(timeline: Timeline, commits: list[Instant], facts: TableFacts) -> list[Limit]:

@@ -34,11 +34,11 @@ from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
 from tms.hudi.files.fs_view import FileSystemView
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import (
-    INSTANT_TIME_FORMAT,
     Action,
     Instant,
     format_instant_time,
     is_instant_time,
+    parse_instant_time,
 )
 from tms.hudi.timeline.timeline import WRITE_COMMIT_ACTIONS, Timeline
 from tms.hudi.timeline.transitions import plan_instant_time, request
@@ -332,8 +332,4 @@ def _millis(instant_time: str) -> str:
 
 def _moment(instant_time: str) -> datetime:
     """An instant time as a UTC moment (14 digits: at 999 milliseconds)."""
-    text = _millis(instant_time)
-    if not is_instant_time(text) or len(text) != 17:
-        raise ValueError(f"{instant_time!r} is not an instant time")
-    moment = datetime.strptime(text[:14], INSTANT_TIME_FORMAT).replace(tzinfo=UTC)
-    return moment + timedelta(milliseconds=int(text[14:]))
+    return parse_instant_time(_millis(instant_time))
