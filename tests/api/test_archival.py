@@ -86,12 +86,12 @@ def test_refusals_name_the_field(make_client: MakeClient, tmp_path: Path) -> Non
     word = client.get(url, params={"keep_max": "many"}, headers=bearer(VIEWER))
     assert word.status_code == 422 and word.json()["error"]["field"] == "query.keep_max"
     order = client.get(url, params={"keep_min": 5, "keep_max": 5}, headers=bearer(VIEWER))
-    assert order.status_code == 422 and order.json()["error"]["field"] == "keep_max"
+    assert order.status_code == 422 and order.json()["error"]["field"] == "query.keep_max"
     # keep_max alone, not above the default keep.min (Hudi's 20)
     below = client.get(url, params={"keep_max": 3}, headers=bearer(VIEWER))
     assert below.status_code == 422, below.text
     error = below.json()["error"]
-    assert error["field"] == "keep_max" and "hoodie.keep.min.commits" in error["message"]
+    assert error["field"] == "query.keep_max" and "hoodie.keep.min.commits" in error["message"]
 
     assert client.get("/v1/tables/987654/archival", headers=bearer(VIEWER)).status_code == 404
 

@@ -30,10 +30,10 @@ _STORAGE = table_read_errors("a table tms does not read")
 
 
 def _invalid(exc: BadJobInput) -> ApiError:
-    """A keep.min/keep.max pair Hudi refuses, named by its parameter."""
+    """A keep.min/keep.max pair Hudi refuses, named by its query parameter."""
     text = str(exc).removeprefix("extra_params ")
     field, _, message = text.partition(": ")
-    return ApiError.invalid(field, message or text)
+    return ApiError.invalid(f"query.{field}", message or text)
 
 
 @router.get(
@@ -54,7 +54,7 @@ def dry_run_route(
     hoodie.keep.min.commits/hoodie.keep.max.commits (default: the table policy's, else the
     table's, else Hudi's 20 and 30); 422 names the one at fault."""
     if keep_min is not None and keep_max is not None and keep_max <= keep_min:
-        raise ApiError.invalid("keep_max", f"must be greater than keep_min ({keep_min})")
+        raise ApiError.invalid("query.keep_max", f"must be greater than keep_min ({keep_min})")
     target = archival_table(session, table_id)
     try:
         dry_run = target.dry_run(keep_min, keep_max)
