@@ -22,6 +22,23 @@ os.environ.setdefault("TMS_PULL_LISTINGS_PER_MINUTE", "0")
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 
 
+EXTENDED = "TMS_TEST_EXTENDED"
+"""Set to 1, the run includes the tests marked `extended` (further variants of scenarios the
+default run covers); unset, they are deselected, which keeps the default run within half an
+hour on two cores."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The extended variants left out unless asked for; then the tests that run Hudi's own
+    Spark first, so the longest ones start early and neither worker ends on one alone."""
+    if os.environ.get(EXTENDED) != "1":
+        extended = [item for item in items if item.get_closest_marker("extended")]
+        if extended:
+            config.hook.pytest_deselected(items=extended)
+            items[:] = [item for item in items if not item.get_closest_marker("extended")]
+    items.sort(key=lambda item: item.get_closest_marker("hudi_java") is None)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """One local SparkSession shared by every Spark test (starting one takes seconds)."""

@@ -296,7 +296,8 @@ def test_a_failing_job_is_retried_with_backoff_then_fails_with_its_reason(
 @pytest.mark.parametrize(
     "server_too",
     [
-        pytest.param(False, id="job-killed"),
+        # the job alone killed: the kill matrix's cases kill jobs too (extended run)
+        pytest.param(False, id="job-killed", marks=pytest.mark.extended),
         # The launching instance dies with its job: only the lease can tell the job is gone.
         pytest.param(True, id="job-and-server-killed"),
     ],

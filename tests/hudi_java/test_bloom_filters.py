@@ -169,7 +169,9 @@ def entries_match_the_files(hudi: HudiSpark, base: str) -> None:
     assert read == footers
 
 
-@pytest.mark.parametrize("table_version", [6, 9], ids=["v6", "v9"])
+@pytest.mark.parametrize(
+    "table_version", [pytest.param(6, marks=pytest.mark.extended), 9], ids=["v6", "v9"]
+)
 def test_the_bloom_filters_partition_is_kept_through_native_services(
     spark: Any, hudi_spark: Callable[[HudiRelease], HudiSpark], tmp_path: Path, table_version: int
 ) -> None:

@@ -62,7 +62,13 @@ def releases_and_versions(*cases: tuple[HudiRelease, int]) -> pytest.MarkDecorat
 # (1.2.0, 9) and (0.15.0, 6) pass both tests; these keep what differs: the table versions
 # of the newest release for the callback, the oldest client (whose actions differ) and the
 # newest layout for delegation.
-CALLBACK_CASES = releases_and_versions((HUDI_1_2, 6), (HUDI_1_2, 9))
+CALLBACK_CASES = pytest.mark.parametrize(
+    ("release", "table_version"),
+    [
+        pytest.param(HUDI_1_2, 6, id="hudi-1.2.0-v6", marks=pytest.mark.extended),
+        pytest.param(HUDI_1_2, 9, id="hudi-1.2.0-v9"),
+    ],
+)
 DELEGATION_CASES = releases_and_versions((HUDI_1_2, 9), (HUDI_0_15, 6))
 
 

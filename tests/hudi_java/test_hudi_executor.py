@@ -122,7 +122,9 @@ def agree(hudi: HudiSpark, by_hudi: Path, by_native: Path) -> None:
     metadata_agrees(hudi, by_native)
 
 
-@pytest.mark.parametrize("table_version", [6, 9])
+@pytest.mark.parametrize(
+    "table_version", [pytest.param(6, marks=pytest.mark.extended), 9], ids=["6", "9"]
+)
 def test_plans_cross_over_and_both_executors_agree(
     spark: Any,
     hudi_spark: Callable[..., HudiSpark],

@@ -298,7 +298,9 @@ def write_timeline_with_clean_and_rollback(hudi: HudiSpark, path: Path, table_ve
     hudi.write(path, [("k6", 60, "p0", 6.5)], SCHEMA, options)
 
 
-@pytest.mark.parametrize("table_version", [9, 6])
+@pytest.mark.parametrize(
+    "table_version", [9, pytest.param(6, marks=pytest.mark.extended)], ids=["9", "6"]
+)
 def test_the_view_timeline_answers_as_hudis_own_timeline_server(
     hudi_spark: Callable[[HudiRelease], HudiSpark],
     hudi_server: str,

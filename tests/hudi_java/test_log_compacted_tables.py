@@ -81,7 +81,9 @@ class Table:
         self.reads_right()
 
 
-@pytest.mark.parametrize("table_version", [6, 9], ids=["v6", "v9"])
+@pytest.mark.parametrize(
+    "table_version", [pytest.param(6, marks=pytest.mark.extended), 9], ids=["v6", "v9"]
+)
 def test_native_services_read_and_service_a_log_compacted_table_as_hudi_does(
     spark: Any, hudi_spark: Callable[[HudiRelease], HudiSpark], tmp_path: Path, table_version: int
 ) -> None:

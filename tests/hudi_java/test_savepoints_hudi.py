@@ -62,7 +62,9 @@ def hudi_clean(spark: Any, base_path: str) -> None:
         )  # fmt: skip
 
 
-@pytest.mark.parametrize("table_version", [6, 9], ids=["v6", "v9"])
+@pytest.mark.parametrize(
+    "table_version", [pytest.param(6, marks=pytest.mark.extended), 9], ids=["v6", "v9"]
+)
 def test_savepoints_hold_through_tms_and_hudis_services(
     spark: Any, hudi_spark: Callable[[HudiRelease], HudiSpark], tmp_path: Path, table_version: int
 ) -> None:

@@ -133,8 +133,10 @@ class Beside:
 
 @pytest.mark.parametrize(
     ("table_version", "lock_folder"),
-    [(6, None), (9, ".hoodie/.aux")],
-    ids=["v6-default-lock-folder", "v9-lock-folder-set"],
+    [
+        pytest.param(6, None, id="v6-default-lock-folder", marks=pytest.mark.extended),
+        pytest.param(9, ".hoodie/.aux", id="v9-lock-folder-set"),
+    ],
 )
 def test_hudi_writers_beside_tms_compaction_and_clustering(
     spark: Any,
