@@ -5,12 +5,13 @@ For each table of `--table-versions` (and `--metadata-versions` once more with a
 table), builds the merge-on-read table `compaction.py` builds (`--rows`, `--update-fraction`
 of them updated across `--delta-commits` delta commits: that many log blocks per file slice
 the updates touch), then, each on its own copy, in one Spark session carrying Hudi's bundle:
-tms plans a log compaction of the slices with at least `--log-blocks-threshold` blocks and
-Hudi's code runs it (tms's own code has no log compaction executor); tms plans a compaction
-and its own executor runs it; Hudi's code runs the same compaction plan. Prints each one's
-wall time, log records merged per second, rows and bytes written, peak memory, and the
-ratios of log compaction to each compaction. The best of `--repeat` runs counts; a warm-up
-table runs first, unreported.
+tms plans a log compaction of the slices with at least `--log-blocks-threshold` blocks, run
+by tms's own executor and by Hudi's code; tms plans a compaction and its own executor runs
+it; Hudi's code runs the same compaction plan. Prints each one's wall time, log records
+merged per second, rows and bytes written, peak memory, and the ratios of each log
+compaction to the other and to each compaction (a table tms's own log compaction declines,
+one whose metadata table has partitions beyond `files`, prints its reason instead). The best
+of `--repeat` runs counts; a warm-up table runs first, unreported.
 
     .venv/bin/python bench/log_compaction.py [--rows N] [--table-versions 6,9]
         [--metadata-versions 9] [--log-blocks-threshold 2]
@@ -37,6 +38,7 @@ from tms.hudi.table import HudiTable
 from tms.services.registry import table_service
 
 RUNS: tuple[tuple[str, str, str], ...] = (
+    ("log_compaction_native", LOG_COMPACTION, "native"),
     ("log_compaction_hudi", LOG_COMPACTION, "hudi"),
     ("compaction_native", COMPACTION, "native"),
     ("compaction_hudi", COMPACTION, "hudi"),
@@ -79,16 +81,18 @@ def measure_table(
             runs[name].append(run_one(spark, action, target, instant, executor))
             shutil.rmtree(target, ignore_errors=True)
     line = {name: best_of(found) for name, found in runs.items()}
-    log_compaction = line["log_compaction_hudi"]
-    for name in ("compaction_native", "compaction_hudi"):
-        other = line[name]
-        if "error" in other or "error" in log_compaction:
+    pairs = [
+        (lc, other)
+        for lc in ("log_compaction_native", "log_compaction_hudi")
+        for other in ("log_compaction_hudi", "compaction_native", "compaction_hudi")
+        if lc != other
+    ]
+    for lc, other in pairs:
+        if "error" in line[other] or "error" in line[lc]:
             continue
-        line[f"seconds_log_compaction_to_{name}"] = round(
-            log_compaction["seconds"] / other["seconds"], 3
-        )
-        line[f"bytes_log_compaction_to_{name}"] = round(
-            log_compaction["bytes_written"] / other["bytes_written"], 4
+        line[f"seconds_{lc}_to_{other}"] = round(line[lc]["seconds"] / line[other]["seconds"], 3)
+        line[f"bytes_{lc}_to_{other}"] = round(
+            line[lc]["bytes_written"] / line[other]["bytes_written"], 4
         )
     return line
 
@@ -126,7 +130,7 @@ def main() -> None:
     warm = str(work / "bench_trips_warm_up")
     shutil.rmtree(warm, ignore_errors=True)
     build_table(warm, WARM_UP_ROWS, args.update_fraction, args.delta_commits, 9)
-    measure_table(spark, warm, args.log_blocks_threshold, 1, lambda _: [0, 1, 2])
+    measure_table(spark, warm, args.log_blocks_threshold, 1, lambda _: list(range(len(RUNS))))
     per_table = {}
     for number, (name, (base, _)) in enumerate(built.items()):
         turn = number

@@ -7,8 +7,10 @@ ranges of its first sort column), `clean/` (`plan`, `execute`; `rollbacks`: what
 finishes before it plans: cancelled and stale plans, failed writes), `index/` (`build`,
 RFC-45: build, catch-up, complete; cancellable until catch-up), `metadata/` (the metadata
 table's `compaction` and the `clean` after it, on a `MetadataTable` that answers its own
-refusals). `log_compaction/` and `partition_ttl/` (its `plan`: the expired partitions,
-the `pending` work that holds some, the dry run) are planners whose plans Hudi's code runs.
+refusals), `log_compaction/` (`plan`, `execute`: its slices' log files merged into one
+new log file each, where tms writes what Hudi writes; `merge`: the merge of a slice's log
+blocks, deletes kept). `partition_ttl/` (its `plan`: the expired partitions, the `pending` work
+that holds some, the dry run) is a planner whose plans Hudi's code runs.
 `archival/` (`plan`) is the dry run of Hudi's archiver, which `apache_hudi.archiver` runs.
 `apache_hudi/` is Apache Hudi's own code as the second executor and planner: its
 Spark SQL procedures on a session of their own (`procedures`), with the write configs that

@@ -39,6 +39,7 @@ from tms.services.compaction import execute as compaction
 from tms.services.compaction import plan as compaction_plan
 from tms.services.execution import ServiceResult
 from tms.services.index import build as index
+from tms.services.log_compaction import execute as log_compaction
 from tms.services.log_compaction import plan as log_compaction_plan
 from tms.services.metadata import compaction as metadata_compaction
 from tms.services.partition_ttl import plan as partition_ttl_plan
@@ -220,6 +221,10 @@ class TableService:
             if NATIVE not in self.executors:
                 raise UnsupportedTableError(f"{where}: {self._no_native()}")
             self.ensure_supported(table)
+            if self.declines_work is not None:  # refused before a plan is written
+                native_work, _ = self.declines_work(table, work or Work())
+                if native_work:
+                    raise UnsupportedTableError(f"{where}: {'; '.join(native_work)}")
             return ExecutorDecision(NATIVE)
         reasons, hudi_refusals = self.declines(table, work)
         if choice == HUDI:
@@ -406,11 +411,16 @@ SERVICES: Mapping[str, TableService] = {
     LOG_COMPACTION: TableService(
         action=LOG_COMPACTION,
         planner=log_compaction_plan.schedule_log_compaction,
-        executors={HUDI: HudiLogCompactionExecutor()},
+        executors={
+            NATIVE: log_compaction.LogCompactionExecutor(),
+            HUDI: HudiLogCompactionExecutor(),
+        },
         find_pending=_pending_on_timeline(_pending_log_compactions),
-        # tms plans as Hudi does; tms's own data table checks are for its own executors
+        # tms plans as Hudi does on any table Hudi's code runs on; native declines by its own
+        # rules (pending log compactions do not hold it off), its executor refusing them too
         checks_data_table=False,
         plans_under_table_lock=True,
+        declines_work=lambda table, work: (log_compaction.declines(table), []),
     ),
     ARCHIVAL: TableService(
         action=ARCHIVAL,

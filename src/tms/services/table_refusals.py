@@ -46,6 +46,7 @@ __all__ = [
     "DataTableRefusals",
     "RefusingTable",
     "ensure_supported",
+    "refusals_beside_log_compactions",
     "refusals_of",
     "unsupported_features",
 ]
@@ -115,13 +116,7 @@ def unsupported_features(table: HudiTable, timeline: Timeline | None = None) -> 
 def _data_table_refusals(table: HudiTable, timeline: Timeline) -> list[str]:
     """The data table's rules: its metadata table, bootstrap, base files, merging, log
     compaction."""
-    config = table.config
-    reasons = metadata_table_refusals(table, timeline)
-    if config.get(BOOTSTRAP_BASE_PATH) or _has_bootstrap_index(table):
-        reasons.append("the table is bootstrapped from another table; bootstrap is not handled")
-    if config.base_file_format != "PARQUET":
-        reasons.append(f"base file format {config.base_file_format} is not handled")
-    reasons += merge_refusals(config)
+    reasons = refusals_beside_log_compactions(table, timeline)
     pending = [i.requested_time for i in timeline.pending((Action.LOG_COMPACTION,))]
     if pending:
         reasons.append(
@@ -129,6 +124,20 @@ def _data_table_refusals(table: HudiTable, timeline: Timeline) -> list[str]:
             "completes (the logcompaction service runs it; completed log compactions are read "
             "as Hudi reads them)"
         )
+    return reasons
+
+
+def refusals_beside_log_compactions(table: HudiTable, timeline: Timeline) -> list[str]:
+    """The data table's rules but its pending log compactions: what keeps tms's own log
+    compaction executor off a table (the plan it runs is one of them, and the planners leave
+    the file groups of the others out of each plan)."""
+    config = table.config
+    reasons = metadata_table_refusals(table, timeline)
+    if config.get(BOOTSTRAP_BASE_PATH) or _has_bootstrap_index(table):
+        reasons.append("the table is bootstrapped from another table; bootstrap is not handled")
+    if config.base_file_format != "PARQUET":
+        reasons.append(f"base file format {config.base_file_format} is not handled")
+    reasons += merge_refusals(config)
     return reasons
 
 

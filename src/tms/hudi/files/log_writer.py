@@ -93,14 +93,19 @@ def _schema_json(schema: Mapping[str, Any]) -> str:
 
 
 def encode_avro_data_block(
-    instant_time: str, schema: dict[str, Any], records: Iterable[Mapping[str, object]]
+    instant_time: str,
+    schema: dict[str, Any],
+    records: Iterable[Mapping[str, object]],
+    *,
+    extra_header: Mapping[HeaderKey, str] | None = None,
 ) -> bytes:
     """An AVRO_DATA block of ``records`` written by ``instant_time`` under ``schema``.
 
     ``schema`` is the full record schema including the meta columns (see
     ``tms.hudi.avro.schema.avro_record_schema``); records must carry the meta columns too,
     since readers take the record key and ordering value from them. Records may be rows as
-    Arrow gives them (maps as lists of key/value pairs).
+    Arrow gives them (maps as lists of key/value pairs). `extra_header` adds header entries
+    (a log compaction's `COMPACTED_BLOCK_TIMES`).
     """
     schema_json = _schema_json(schema)
     parsed = parsed_block_schema(schema_json)
@@ -121,6 +126,7 @@ def encode_avro_data_block(
         (_I32.pack(LOG_BLOCK_VERSION), _I32.pack(len(bodies)), *bodies),
     )
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema_json}
+    header.update(extra_header or {})
     return encode_log_block(BlockType.AVRO_DATA, header, content)
 
 
@@ -139,6 +145,7 @@ def encode_delete_block(
     deletes: Sequence[DeleteRecord],
     *,
     ordering_field: str | None = None,
+    extra_header: Mapping[HeaderKey, str] | None = None,
 ) -> bytes:
     """DELETE block bytes removing ``deletes``, written by ``instant_time``.
 
@@ -151,7 +158,8 @@ def encode_delete_block(
     hudi-rs (0.5) refuses a delete block whose ordering values use different wrapper types,
     and "no ordering value" is an Int 0; so deletes whose wrappers differ (typically some
     with and some without ordering values) are written as consecutive DELETE blocks of the
-    same instant, one per wrapper type, in order of first appearance.
+    same instant, one per wrapper type, in order of first appearance. `extra_header` adds
+    header entries to each (a log compaction's `COMPACTED_BLOCK_TIMES`).
     """
     kind = _field_kind(schema, ordering_field)
     groups: dict[str, list[dict[str, object]]] = {}
@@ -161,6 +169,7 @@ def encode_delete_block(
             {"recordKey": d.record_key, "partitionPath": d.partition_path, "orderingVal": wrapped}
         )
     header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: _schema_json(schema)}
+    header.update(extra_header or {})
     blocks = [
         encode_log_block(BlockType.DELETE, header, _delete_content(items))
         for items in (groups.values() if groups else [[]])
