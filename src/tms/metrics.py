@@ -139,6 +139,13 @@ PULL_CLAIM = Histogram(
     buckets=_LATENCY_BUCKETS,
     registry=REGISTRY,
 )
+MEASUREMENTS = Counter(
+    "tms_measurements_total",
+    "Turns of the measurement sweep on a table, by result (measured; skipped: paused; "
+    "failed: its storage failed or took too long).",
+    ["result"],
+    registry=REGISTRY,
+)
 EMBEDDED_DB_RESTARTS = Counter(
     "tms_embedded_db_restarts",
     "Restarts of the embedded PostgreSQL after it died, by result (restarted|failed).",
@@ -217,3 +224,95 @@ HUDI_EXECUTOR_AVAILABLE = Gauge(
     "1 when Hudi's Spark bundle is on this instance for the hudi executor, else 0.",
     registry=REGISTRY,
 )
+
+# Per-table measurements (`tms.scheduler.measure`), as last read from the database: one
+# series per registered table measured (its `db.table` name), a table's go with it.
+TABLE_MEASURED_AT = Gauge(
+    "tms_table_measured_timestamp_seconds",
+    "When the table's latest measurement with figures was taken (Unix time), by table.",
+    ["table"],
+    registry=REGISTRY,
+)
+TABLE_FILE_SLICES = Gauge(
+    "tms_table_file_slices",
+    "Latest file slices of the table (one per file group), by table.",
+    ["table"],
+    registry=REGISTRY,
+)
+TABLE_LOG_FILES_PER_SLICE = Gauge(
+    "tms_table_log_files_per_slice",
+    "Log files per latest file slice, by table and stat (p50|p95|max, nearest rank).",
+    ["table", "stat"],
+    registry=REGISTRY,
+)
+TABLE_LOG_BYTES_PER_SLICE = Gauge(
+    "tms_table_log_bytes_per_slice",
+    "Bytes of log files per latest file slice, by table and stat (p50|p95|max).",
+    ["table", "stat"],
+    registry=REGISTRY,
+)
+TABLE_BASE_FILE_BYTES = Gauge(
+    "tms_table_base_file_bytes",
+    "Sizes of the latest file slices' base files, by table and stat (p5|p50|p95|max).",
+    ["table", "stat"],
+    registry=REGISTRY,
+)
+TABLE_SMALL_FILES = Gauge(
+    "tms_table_small_files",
+    "Base files of the latest slices under the table's small-file limit (files a scan "
+    "opens beyond need), by table.",
+    ["table"],
+    registry=REGISTRY,
+)
+TABLE_READ_LOG_FILES = Gauge(
+    "tms_table_read_log_files",
+    "Log files a snapshot read of the latest file slices merges, by table.",
+    ["table"],
+    registry=REGISTRY,
+)
+TABLE_READ_LOG_BYTES = Gauge(
+    "tms_table_read_log_bytes",
+    "Bytes of log files a snapshot read of the latest file slices merges, by table.",
+    ["table"],
+    registry=REGISTRY,
+)
+TABLE_COMMITS_PER_HOUR = Gauge(
+    "tms_table_commits_per_hour",
+    "Writers' commits per hour over the last 24 hours, by table.",
+    ["table"],
+    registry=REGISTRY,
+)
+TABLE_WRITE_BYTES_PER_HOUR = Gauge(
+    "tms_table_write_bytes_per_hour",
+    "Bytes the writers' commits wrote per hour over the last 24 hours, by table.",
+    ["table"],
+    registry=REGISTRY,
+)
+TABLE_SERVICE_EXECUTOR_SECONDS = Gauge(
+    "tms_table_service_executor_seconds",
+    "Executor-seconds of a table service's attempts over the last 24 hours (reported, else "
+    "estimated), by table and action.",
+    ["table", "action"],
+    registry=REGISTRY,
+)
+TABLE_SERVICE_BYTES_WRITTEN = Gauge(
+    "tms_table_service_bytes_written",
+    "Bytes a table service's attempts wrote over the last 24 hours, by table and action.",
+    ["table", "action"],
+    registry=REGISTRY,
+)
+TABLE_MEASUREMENT_GAUGES = (
+    TABLE_MEASURED_AT,
+    TABLE_FILE_SLICES,
+    TABLE_LOG_FILES_PER_SLICE,
+    TABLE_LOG_BYTES_PER_SLICE,
+    TABLE_BASE_FILE_BYTES,
+    TABLE_SMALL_FILES,
+    TABLE_READ_LOG_FILES,
+    TABLE_READ_LOG_BYTES,
+    TABLE_COMMITS_PER_HOUR,
+    TABLE_WRITE_BYTES_PER_HOUR,
+    TABLE_SERVICE_EXECUTOR_SECONDS,
+    TABLE_SERVICE_BYTES_WRITTEN,
+)
+"""Cleared and set again from the database at each refresh."""

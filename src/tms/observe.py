@@ -17,7 +17,15 @@ from typing import Any
 
 from tms import metrics
 from tms.executor_choice import HUDI, NATIVE
-from tms.store import Attempt, Claim, Operation, OperationStatus, Worker
+from tms.store import (
+    Attempt,
+    Claim,
+    Operation,
+    OperationStatus,
+    ServiceAction,
+    TableMeasurement,
+    Worker,
+)
 
 __all__ = [
     "ClaimSeen",
@@ -25,6 +33,7 @@ __all__ = [
     "attempt_finished",
     "attempts_claimed",
     "commit_notified",
+    "measurements_seen",
     "operation_moved",
     "operations_created",
     "record_foreign_markers",
@@ -143,3 +152,49 @@ def record_foreign_markers(table: str, action: str, count: Any) -> None:
     `foreign_markers`); anything but a positive count is ignored."""
     if isinstance(count, int) and not isinstance(count, bool) and count > 0:
         metrics.FOREIGN_MARKERS.labels(table, action).inc(count)
+
+
+_ACTIONS = frozenset(a.value for a in ServiceAction)
+
+
+def measurements_seen(latest: Sequence[tuple[str, TableMeasurement]]) -> None:
+    """The per-table gauges set from each table's latest measurement (`db.table`, row);
+    tables without one, or removed, lose their series. Only known actions become labels."""
+    for gauge in metrics.TABLE_MEASUREMENT_GAUGES:
+        gauge.clear()
+    for table, row in latest:
+        metrics.TABLE_MEASURED_AT.labels(table).set(row.measured_at.timestamp())
+        _layout_seen(table, row.layout or {})
+        writes = row.writes or {}
+        metrics.TABLE_COMMITS_PER_HOUR.labels(table).set(_figure(writes, "commits_per_hour"))
+        metrics.TABLE_WRITE_BYTES_PER_HOUR.labels(table).set(_figure(writes, "bytes_per_hour"))
+        for action, cost in (row.services or {}).items():
+            if action in _ACTIONS and isinstance(cost, Mapping):
+                seconds = _figure(cost, "executor_seconds")
+                metrics.TABLE_SERVICE_EXECUTOR_SECONDS.labels(table, action).set(seconds)
+                written = _figure(cost, "bytes_written")
+                metrics.TABLE_SERVICE_BYTES_WRITTEN.labels(table, action).set(written)
+
+
+def _layout_seen(table: str, layout: Mapping[str, Any]) -> None:
+    metrics.TABLE_FILE_SLICES.labels(table).set(_figure(layout, "file_slices"))
+    metrics.TABLE_SMALL_FILES.labels(table).set(_figure(layout, "small_files"))
+    read = layout.get("read_amplification") or {}
+    metrics.TABLE_READ_LOG_FILES.labels(table).set(_figure(read, "log_files"))
+    metrics.TABLE_READ_LOG_BYTES.labels(table).set(_figure(read, "log_bytes"))
+    spreads = (
+        (metrics.TABLE_LOG_FILES_PER_SLICE, "log_files_per_slice", ("p50", "p95", "max")),
+        (metrics.TABLE_LOG_BYTES_PER_SLICE, "log_bytes_per_slice", ("p50", "p95", "max")),
+        (metrics.TABLE_BASE_FILE_BYTES, "base_file_bytes", ("p5", "p50", "p95", "max")),
+    )
+    for gauge, key, stats in spreads:
+        values = layout.get(key) or {}
+        for stat in stats:
+            gauge.labels(table, stat).set(_figure(values, stat))
+
+
+def _figure(values: Mapping[str, Any], key: str) -> float:
+    value = values.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0.0
+    return float(value)

@@ -98,6 +98,7 @@ def settings_for(tmp_path: Path, **overrides: Any) -> Settings:
         "retry_base_seconds": 30.0,
         "cancel_scan_interval_seconds": 0,  # tests that scan turn it on
         "pull_listings_per_minute": 0,  # tests that pull turn it on
+        "measure_tables_per_minute": 0,  # tests that measure turn it on
     }
     values.update(overrides)
     return load_settings(config_file=False, environ={}, **values)

@@ -72,7 +72,7 @@ def test_catalogs_are_identical(engine: Engine, models_engine: Engine) -> None:
 
 
 def test_revision_checks_and_downgrade_round_trip(engine: Engine, db_url: str) -> None:
-    assert current_revision(engine) == head_revision() == "0017"
+    assert current_revision(engine) == head_revision() == "0018"
     assert is_up_to_date(engine)
     engine.dispose()
     with engine.connect() as conn:

@@ -312,6 +312,32 @@ class Settings(BaseSettings):
         description="timeline listings one instance's pulls make per minute, spread evenly "
         "(0 = no pulls)",
     )
+    measure_interval_seconds: float = Field(
+        900.0,
+        ge=0,
+        description="each table's layout, write rate and table services' cost are measured "
+        "at least this far apart, oldest first, as `measure_tables_per_minute` allows (0 = "
+        "never)",
+    )
+    measure_tables_per_minute: int = Field(
+        20,
+        ge=0,
+        description="tables one instance measures per minute, spread evenly; each "
+        "measurement lists the table's partitions (0 = no measurements)",
+    )
+    measure_timeout_seconds: float = Field(
+        120.0,
+        gt=0,
+        description="longest one table's measurement may read its storage (its timeline "
+        "and every partition's listing); a table past it is recorded as failed",
+    )
+    measure_retention_days: float = Field(
+        7.0,
+        gt=0,
+        le=3650,
+        description="measurements are kept this long per table (and at most the newest "
+        "2000 of a table)",
+    )
     owner_limits: Annotated[dict[str, int], NoDecode] = Field(
         default_factory=dict,
         description="running operations per table owner over all instances, e.g. "

@@ -24,7 +24,8 @@ One tick:
    every `cancel_scan_interval_seconds`, in the background: cancel the waiting operations
    whose plans a writer asked to cancel on the table (`scheduler.cancel_scan`); and, as the
    listing budget allows, pull the tables whose writers went quiet or whose sweep is due
-   (`scheduler.pull`); and raise and deliver alerts (`alerts.delivery`).
+   (`scheduler.pull`); measure the tables whose measurement is due, as its budget allows
+   (`scheduler.measure`); and raise and deliver alerts (`alerts.delivery`).
 5. metrics: tick time, running jobs, scheduling delay per launch, queue depth (throttled).
 
 Shutdown stops claiming and leaves running jobs alone: they run in their own process
@@ -55,6 +56,7 @@ from tms.engines.process import tail_log
 from tms.scheduler.cancel_scan import CancelScan
 from tms.scheduler.cancelled_plans import CancelledPlans
 from tms.scheduler.launcher import RunningJob, exit_error, launch_spec
+from tms.scheduler.measure import MeasureSweep
 from tms.scheduler.pull import PullSweep
 from tms.scheduler.wakeup import Wakeup
 from tms.store import (
@@ -127,6 +129,7 @@ class Scheduler:
         self.alert_delivery = AlertDelivery(session_factory, settings, clock=clock)
         self.instance_id = instance_id
         self.pulls = PullSweep(session_factory, self._manager, instance_id, clock=clock)
+        self.measurements = MeasureSweep(session_factory, settings, instance_id, clock=clock)
         self._factory = session_factory
         self._engines = engine_registry
         # A job learns of a cancel at its next heartbeat, then needs time to roll back.
@@ -168,6 +171,7 @@ class Scheduler:
         self.cancelled_plans.join(self.settings.storage_timeout_seconds)
         self.alert_delivery.join()
         self.pulls.join(self.settings.storage_timeout_seconds)
+        self.measurements.join(self.settings.storage_timeout_seconds)
         log.info(
             "scheduler %s stopped; %d running job(s) left to their leases",
             self.instance_id,
@@ -186,6 +190,7 @@ class Scheduler:
                 self.cancelled_plans.maybe_start()
                 self.alert_delivery.maybe_start()
                 self.pulls.maybe_start()
+                self.measurements.maybe_start()
             self._observe_queue_depth()
         finally:
             metrics.RUNNING_OPERATIONS.set(len(self._running))

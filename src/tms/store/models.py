@@ -47,6 +47,7 @@ __all__ = [
     "OperationEvent",
     "OperationStatus",
     "ServiceAction",
+    "TableMeasurement",
     "TableType",
     "Tbl",
     "Worker",
@@ -237,6 +238,12 @@ class Tbl(Base):
     last_partition_ttl_at: Mapped[datetime | None]
     """When the policy last created a partition TTL: its interval's clock."""
     paused: Mapped[bool] = mapped_column(server_default="false")
+    last_measured_at: Mapped[datetime | None]
+    """When the measurement sweep last took its turn on the table (measured, skipped or
+    failed): its interval's clock."""
+    measure_lease_owner: Mapped[str | None]
+    measure_lease_expires_at: Mapped[datetime | None]
+    """The instance measuring the table now, and until when: one measurement at a time."""
     storage_options: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     """Options of the table's filesystem (credentials, endpoint), set by an admin. Secrets:
     read by the jobs' spec and the service's own storage reads, never returned or logged."""
@@ -477,6 +484,37 @@ class Alert(Base):
     last_error: Mapped[str | None]
     created_at: Mapped[datetime] = _now()
     delivered_at: Mapped[datetime | None]
+
+
+MEASUREMENT_STATUSES = ("measured", "skipped", "failed")
+"""A measurement row's status: figures taken, the table skipped (paused), or its storage
+failed (`reason` says why)."""
+
+
+class TableMeasurement(Base):
+    """One measurement of a table (`tms.measure` on its storage, its commits and its
+    attempts), kept for a while as its time series (`tms.store.measurements`)."""
+
+    __tablename__ = "table_measurement"
+    __table_args__ = (
+        Index("ix_table_measurement_tbl_id_measured_at", "tbl_id", "measured_at"),
+        CheckConstraint(
+            "status IN ({})".format(", ".join(f"'{s}'" for s in MEASUREMENT_STATUSES)),
+            name="status",
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    tbl_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tbl.id"))
+    measured_at: Mapped[datetime] = _now()
+    status: Mapped[str]
+    reason: Mapped[str | None]
+    layout: Mapped[dict[str, Any] | None]
+    """The latest file slices' figures (`tms.measure.LayoutMeasurement.to_dict`)."""
+    writes: Mapped[dict[str, Any] | None]
+    """The write rate over the window, from the stored commits."""
+    services: Mapped[dict[str, Any] | None]
+    """Each table service's cost over the window, from its attempts."""
 
 
 class Instance(Base):

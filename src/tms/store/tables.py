@@ -22,6 +22,7 @@ from tms.store.models import (
     OperationEvent,
     OperationStatus,
     ServiceAction,
+    TableMeasurement,
     TableType,
     Tbl,
 )
@@ -280,6 +281,7 @@ def delete_table(session: Session, tbl_id: int) -> None:
         delete(Attempt).where(Attempt.operation_id.in_(ops)),
         delete(Operation).where(Operation.tbl_id == tbl_id),
         delete(Commit).where(Commit.tbl_id == tbl_id),
+        delete(TableMeasurement).where(TableMeasurement.tbl_id == tbl_id),
         delete(Tbl).where(Tbl.id == tbl_id),
     ):
         session.execute(stmt.execution_options(synchronize_session=False))

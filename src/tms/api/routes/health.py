@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request, Response
@@ -13,7 +14,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session, sessionmaker
 
-from tms import metrics
+from tms import metrics, observe
 from tms.engines.hudi_bundle import bundle_fetcher
 from tms.store import (
     OperationStatus,
@@ -21,6 +22,7 @@ from tms.store import (
     check_ready,
     count_operations,
     head_revision,
+    latest_measurements,
     probe_engine,
     queue_depth,
 )
@@ -144,6 +146,26 @@ def _refresh_gauges(factory: sessionmaker[Session]) -> None:
         metrics.QUEUE_DEPTH.labels(queue).set(value)
 
 
+MEASUREMENT_REFRESH_SECONDS = 30.0
+"""The per-table measurement gauges are read from the database at most this often (a
+table is measured every `TMS_MEASURE_INTERVAL_SECONDS`; thousands of rows per scrape would
+be waste)."""
+
+
+def _refresh_measurement_gauges(request: Request) -> None:
+    """Each table's latest measurement into its gauges, unless read within the last
+    `MEASUREMENT_REFRESH_SECONDS` by this process."""
+    state = request.app.state
+    now = time.monotonic()
+    last: float | None = getattr(state, "measurement_gauges_at", None)
+    if last is not None and now - last < MEASUREMENT_REFRESH_SECONDS:
+        return
+    with _factory(request)() as session:
+        latest = latest_measurements(session)
+    observe.measurements_seen(latest)
+    state.measurement_gauges_at = now
+
+
 @router.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
 def metrics_route(request: Request) -> Response:
     """Prometheus text format. Gauges of operations are read from the database (shared by
@@ -152,4 +174,8 @@ def metrics_route(request: Request) -> Response:
         _refresh_gauges(_factory(request))
     except Exception as exc:
         log.warning("metrics: cannot refresh operation gauges: %s", exc)
+    try:
+        _refresh_measurement_gauges(request)
+    except Exception as exc:
+        log.warning("metrics: cannot refresh table measurement gauges: %s", exc)
     return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)

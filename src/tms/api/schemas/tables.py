@@ -73,6 +73,9 @@ class PolicyIn(Strict):
     )
     clustering_target_file_size: Annotated[StrictInt, Field(ge=1024, le=1 << 40)] | None = None
     log_compaction_blocks_threshold: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
+    small_file_limit: Annotated[StrictInt, Field(ge=1, le=1 << 40)] | None = None
+    """Base files smaller than this count as small in the table's measurements (Hudi's
+    hoodie.parquet.small.file.limit; unset: the table's own, else 104857600)."""
     archival_keep_min: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
     """hoodie.keep.min.commits of the table's archival operations (and its dry run)."""
     archival_keep_max: Annotated[StrictInt, Field(ge=1, le=100_000)] | None = None
