@@ -634,7 +634,9 @@ def test_the_archival_panel_shows_what_an_archival_would_move_and_where_it_stops
         dry_run(driver, "archival", **{"keep-min": "5", "keep-max": "5"})
         refusal = wait(driver, "the refusal", lambda d: panel_status(d, "archival", "error"))
         assert refusal is not None
-        assert refusal.text == "Refused: query.keep_max: must be greater than keep_min (5) (HTTP 422)"
+        assert (
+            refusal.text == "Refused: query.keep_max: must be greater than keep_min (5) (HTTP 422)"
+        )
         keep_max = driver.find_element(By.ID, "archival-keep-max")
         assert keep_max.get_attribute("aria-invalid") == "true"
         assert driver.find_element(By.ID, "archival-keep-min").get_attribute("aria-invalid") is None
