@@ -4,7 +4,9 @@ partition a pending compaction plans is left out), Hudi's write client deletes t
 (`deletePartitions` and the replacecommit's commit; `auto`: tms's own code has none). After it,
 Hudi's reader and hudi-rs read exactly the rows of the kept partitions, the metadata table
 agrees with the file system as Hudi's validator judges it, Hudi's writer writes on (into the
-deleted partition too), and tms's clean removes the deleted partition's files."""
+deleted partition too), and tms's clean removes the deleted partition: its files, its folder
+and, in the metadata table, its files record and its entry in the partition list, as Hudi's
+clean does (`partitionsToBeDeleted`, `isPartitionDeleted`)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,11 @@ from tests.hudi_java.test_hudi_writes_tms_reads import COLUMNS, hudi_rs_rows
 from tests.hudi_java.test_log_compacted_tables import Table as HudiWrittenTable
 from tms.hudi.actions import PARTITION_TTL
 from tms.hudi.avro.commit_metadata import ReplaceCommitMetadata
-from tms.hudi.timeline.instant import Action, format_instant_time
+from tms.hudi.metadata.keys import PARTITION_LIST_KEY
+from tms.hudi.metadata.partitions import FILES
+from tms.hudi.metadata.reader import MetadataTableReader
+from tms.hudi.storage import Storage
+from tms.hudi.timeline.instant import Action, Instant, State, format_instant_time
 from tms.services.clean.execute import execute_clean
 from tms.services.clean.plan import KEEP_LATEST_FILE_VERSIONS, schedule_clean
 from tms.services.compaction.plan import schedule_compaction
@@ -52,10 +58,27 @@ class Table(HudiWrittenTable):
         problems: list[str] = report["problems"]
         return problems
 
-    def files_of(self, partition: str, file_ids: set[str]) -> list[str]:
-        return sorted(
-            p.name for p in (self.path / partition).iterdir() if any(f in p.name for f in file_ids)
+    def listed_partitions(self) -> list[str]:
+        """The partitions the metadata table's partition list holds (live entries)."""
+        reader = MetadataTableReader.open(Storage(str(self.path)))
+        listed = reader.read_partition(FILES)[PARTITION_LIST_KEY].live_files()
+        return sorted(listed)
+
+    def clean_plan(self, instant: str) -> dict[str, Any]:
+        timeline = self.open().timeline()
+        plan = timeline.avro_details(
+            Instant(instant, Action.CLEAN, State.REQUESTED), State.REQUESTED
         )
+        assert plan is not None
+        return plan
+
+    def clean_metadata(self, instant: str) -> dict[str, Any]:
+        timeline = self.open().timeline()
+        done = timeline.get(instant)
+        assert done is not None and done.is_completed
+        metadata = timeline.avro_details(done, State.COMPLETED)
+        assert metadata is not None
+        return metadata
 
 
 def test_tms_plans_a_partition_ttl_and_hudis_code_deletes_the_partitions(
@@ -109,12 +132,28 @@ def test_tms_plans_a_partition_ttl_and_hudis_code_deletes_the_partitions(
     # Hudi's metadata writer keeps p0 listed with its files until the clean: as listed
     assert table.metadata_problems() == []
 
-    # Hudi's writer writes on, into the deleted partition too (new file groups)
-    table.write("upsert", [("k2", 40, "p2", 2.5), ("k30", 40, "p0", 30.0)])
+    assert "p0" in table.listed_partitions()
+
+    # tms's clean past the retention: p0's files go, then its folder, then the metadata
+    # table's record of it (p1's slices stay for its pending compaction)
     clean = schedule_clean(table.open(), policy=KEEP_LATEST_FILE_VERSIONS, retained=1)
     assert clean is not None
+    assert table.clean_plan(clean)["partitionsToBeDeleted"] == ["p0"]
     cleaned = execute_clean(spark, table.open(), clean)
     assert cleaned.files_deleted >= len(p0_groups)
-    assert table.files_of("p0", p0_groups) == []
+    assert not (table.path / "p0").exists()
+    deleted = table.clean_metadata(clean)["partitionMetadata"]
+    assert {p: m["isPartitionDeleted"] for p, m in deleted.items()} == {"p0": True}
+    assert table.listed_partitions() == ["p1", "p2"]
+    assert table.hudi.read(table.path, COLUMNS) == expected
+    assert hudi_rs_rows(str(table.path)) == expected
+    report = table.hudi.run("tests.hudi_java.metadata_check:compare", str(table.path))
+    assert report["problems"] == [] and report["partitions"] == 2, report
+
+    # Hudi's writer writes on, into the deleted partition too (a new folder, a new file group)
+    table.write("upsert", [("k2", 40, "p2", 2.5), ("k30", 40, "p0", 30.0)])
     table.reads_right()
     assert {row[0] for row in table.model.values() if row[2] == "p0"} == {"k30"}
+    assert table.listed_partitions() == ["p0", "p1", "p2"]
+    # a partition with a live file group again is no clean's to delete
+    assert schedule_clean(table.open(), policy=KEEP_LATEST_FILE_VERSIONS, retained=1) is None

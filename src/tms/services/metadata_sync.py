@@ -16,9 +16,12 @@ What each service writes (`HoodieTableMetadataUtil.convertMetadataToRecords` and
   Replaced file groups stay in `files` until clean deletes them; secondary indexes do not
   change (no record key or value moves). `bloom_filters` gets the bloom filter each new base
   file's footer holds (read back from the file, as Hudi's writer reads it).
-- clean: `files` deletions of every deleted file, `column_stats` deletion entries of each,
-  `bloom_filters` deletion entries of each deleted base file; `partition_stats` unchanged, as
-  Hudi leaves them.
+- clean: `files` deletions of every deleted file, and for a partition the clean deleted
+  (`isPartitionDeleted`) the delete of its files record and its entry in the partition list
+  marked deleted instead (`updates.clean_files_update`); `column_stats` deletion entries of
+  each deleted file, `bloom_filters` deletion entries of each deleted base file;
+  `partition_stats` unchanged, as Hudi leaves them (a `DELETE_PARTITION` replacecommit's
+  writer drops a partition's stats).
 
 A data table rollback writes nothing to the metadata table: Hudi 1.x rolls back the metadata
 table's delta commit of the rolled-back instant (`services.rollback`), and so do we.
@@ -27,7 +30,7 @@ table's delta commit of the rolled-back instant (`services.rollback`), and so do
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,9 +73,9 @@ from tms.hudi.metadata.updates import (
     MetadataUpdate,
     bloom_filter_deletions,
     bloom_filter_records,
+    clean_files_update,
     column_stats_records,
     commit_files_records,
-    files_records,
 )
 from tms.hudi.metadata.writer import (
     PendingDeltaCommit,
@@ -190,13 +193,17 @@ class MetadataSync:
         return update
 
     def clean_update(
-        self, instant_time: str, deleted: Mapping[str, Sequence[str]]
+        self,
+        instant_time: str,
+        deleted: Mapping[str, Sequence[str]],
+        partitions_deleted: Collection[str] = (),
     ) -> MetadataUpdate:
-        """The update of a clean: deleted file names by partition. Partition stats are left as
-        they are, as Hudi leaves them (`HoodieTableMetadataUtil.convertMetadataToRecords` of a
-        clean writes `files`, `bloom_filters`, `column_stats` and expression indexes only)."""
+        """The update of a clean: deleted file names by partition, and the partitions it
+        deleted (their files records and partition list entries go). Partition stats are left
+        as they are, as Hudi leaves them (the indexers' `buildClean` of a clean write `files`,
+        `bloom_filters`, `column_stats` and expression indexes only)."""
         gone = {p: list(names) for p, names in deleted.items() if names}
-        update = MetadataUpdate(records={FILES: files_records({}, gone)})
+        update = clean_files_update(gone, partitions_deleted)
         if self._has(COLUMN_STATS) and self.columns:
             update.records[COLUMN_STATS] = [
                 stats_record(key, payload)

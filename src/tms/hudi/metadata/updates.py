@@ -10,7 +10,7 @@ from tms.hudi.avro.commit_metadata import CommitMetadata
 from tms.hudi.files.bloom import FooterBloomFilter
 from tms.hudi.files.names import BaseFileName
 from tms.hudi.metadata.column_stats import ColumnRange
-from tms.hudi.metadata.keys import bloom_filter_key
+from tms.hudi.metadata.keys import bloom_filter_key, partition_identifier
 from tms.hudi.metadata.partitions import FILES
 from tms.hudi.metadata.records import (
     MetadataRecord,
@@ -25,6 +25,7 @@ __all__ = [
     "MetadataUpdate",
     "bloom_filter_deletions",
     "bloom_filter_records",
+    "clean_files_update",
     "column_stats_records",
     "commit_files_records",
     "files_records",
@@ -63,6 +64,26 @@ def files_records(
     for partition in sorted(set(added) | set(gone)):
         records.append(files_record(partition, added.get(partition, {}), gone.get(partition, [])))
     return records
+
+
+def clean_files_update(
+    deleted: Mapping[str, Iterable[str]], partitions_deleted: Iterable[str] = ()
+) -> MetadataUpdate:
+    """The `files` update of a clean (`convertMetadataToFilesPartitionRecords` of Hudi 1.1+):
+    a files record of the deleted names per partition, but for a partition the clean deleted
+    (`isPartitionDeleted`) a delete of its whole files record (`createPartitionFilesRecord`
+    with `isPartitionDeleted`: an empty payload, written as a delete block's key), and the
+    partition list record marking those partitions deleted."""
+    dropped = sorted(set(partitions_deleted))
+    records = [
+        files_record(partition, {}, names)
+        for partition, names in sorted(deleted.items())
+        if partition not in dropped
+    ]
+    if dropped:
+        records.append(partition_list_record(dropped, deleted=True))
+    keys = [partition_identifier(partition) for partition in dropped]
+    return MetadataUpdate(records={FILES: records}, deletes={FILES: keys} if keys else {})
 
 
 def commit_files_records(metadata: CommitMetadata) -> list[MetadataRecord]:

@@ -5,6 +5,18 @@ paths per partition, as `CleanPlanActionExecutor` writes them). Planning only re
 timeline, the file-system view and savepoints, on the driver. Whatever the policy, the latest
 file slice of a live file group stays, and so do slices a pending compaction or clustering
 reads and files a savepoint pins. Execution lives in `tms.services.clean.execute`.
+
+A partition a replacecommit emptied (partition TTL's or `delete_partition`'s
+`DELETE_PARTITION`) goes too once its replaced file groups go: the plan lists it in
+`partitionsToBeDeleted`, as Hudi 1.x's `CleanPlanner` marks it (the `Boolean` of
+`getFilesToCleanKeepingLatestCommits` / `KeepingLatestVersions`): no live file group left,
+no pending files under it (`hasPendingFiles`: a data file of a file group no completed
+replacecommit replaced, committed or not), and, by commits, no file group of it replaced at
+or after the earliest retained commit (`noSubsequentReplaceCommit`). Stricter than Hudi, so
+that deleting the folder never takes a file this clean spares: every file of its replaced
+file groups must be in this plan (none pinned by a savepoint, read by a pending compaction or
+log compaction, or in a pending clustering), and no other partition may lie below it. Only a
+partitioned table's partitions are planned: Hudi's executor deletes none of another table.
 """
 
 from __future__ import annotations
@@ -19,6 +31,8 @@ from typing import Any
 
 from tms.hudi.avro import codec as avro_codec
 from tms.hudi.files.fs_view import FileGroup, FileSlice
+from tms.hudi.files.names import BaseFileName, LogFileName
+from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.timeline.instant import Action, Instant, State, is_instant_time
 from tms.hudi.timeline.timeline import Timeline
@@ -76,10 +90,11 @@ def schedule_clean(
     _check_new_instant_time(timeline, instant_time)
     planner = CleanPlanner.build(table, timeline)
     earliest, files = _files_to_delete(planner, timeline, policy, retained)
-    if not any(files.values()):
+    partitions = _partitions_to_delete(table, planner, policy, earliest, files)
+    if not any(files.values()) and not partitions:
         return None
     instant_time = instant_time or new_instant_time(timeline.instants)
-    plan = _cleaner_plan(table, timeline, planner, policy, earliest, files)
+    plan = _cleaner_plan(table, timeline, planner, policy, earliest, files, partitions)
     request(
         table.storage,
         table.config,
@@ -141,6 +156,48 @@ def _files_to_delete(
     return None, planner.keep_latest_file_versions(retained)
 
 
+def _partitions_to_delete(
+    table: HudiTable,
+    planner: CleanPlanner,
+    policy: str,
+    earliest: Instant | None,
+    files: dict[str, list[str]],
+) -> list[str]:
+    """The partitions the plan deletes (`partitionsToBeDeleted`); none of a non-partitioned
+    table, nor by commits before there is an earliest commit to retain (Hudi's planner
+    marks none until the table has more commits than it retains)."""
+    if not table.config.partition_fields:
+        return []
+    if policy == KEEP_LATEST_COMMITS and earliest is None:
+        return []
+    floor = earliest.requested_time if earliest is not None else None  # by commits only
+    return [
+        partition
+        for partition in planner.emptied_partitions(floor, files)
+        if not has_pending_files(table.storage, partition, planner.replaced_ids)
+    ]
+
+
+def has_pending_files(
+    storage: Storage, partition: str, replaced: frozenset[tuple[str, str]]
+) -> bool:
+    """Whether a data file of `partition` belongs to a file group no completed replacecommit
+    replaced (Hudi's `hasPendingFiles`: a listing, since the view counts committed files only
+    and a pending write's files may yet commit). A failed listing counts as pending files."""
+    try:
+        entries = storage.list_dir(partition)
+    except OSError:
+        log.warning("listing %r failed: its pending files are assumed", partition, exc_info=True)
+        return True
+    for entry in entries:
+        if entry.is_dir:
+            continue
+        name = BaseFileName.parse(entry.name) or LogFileName.parse(entry.name)
+        if name is not None and (partition, name.file_id) not in replaced:
+            return True
+    return False
+
+
 def _cleaner_plan(
     table: HudiTable,
     timeline: Timeline,
@@ -148,6 +205,7 @@ def _cleaner_plan(
     policy: str,
     earliest: Instant | None,
     files: dict[str, list[str]],
+    partitions: list[str],
 ) -> dict[str, Any]:
     """The `HoodieCleanerPlan` record (version 2: absolute paths per partition)."""
     commits = timeline.commits()
@@ -173,7 +231,7 @@ def _cleaner_plan(
             for partition, paths in sorted(files.items())
             if paths
         },
-        "partitionsToBeDeleted": [],
+        "partitionsToBeDeleted": partitions,
         "extraMetadata": (
             {SAVEPOINTED_TIMESTAMPS: ",".join(planner.savepoint_times)}
             if planner.savepoint_times
@@ -212,8 +270,14 @@ class CleanPlanner:
     savepointed_files: frozenset[str]
     """File names listed by savepoints (Hudi lists names, we also accept paths)."""
     compaction_base_times: dict[tuple[str, str], str]
-    """Per (partition, file id) in a pending compaction, the base instant its plan reads."""
+    """Per (partition, file id) in a pending compaction or log compaction, the earliest base
+    instant their plans read (Hudi's `isFileSliceNeededForPendingMajorOrMinorCompaction`)."""
     clustering_groups: frozenset[tuple[str, str]]
+    partitions: tuple[str, ...] = ()
+    """Every partition the view listed."""
+    replaced_ids: frozenset[tuple[str, str]] = frozenset()
+    """(partition, file id) of every file group a completed replacecommit names, with files
+    on storage or not."""
 
     @classmethod
     def build(cls, table: HudiTable, timeline: Timeline) -> CleanPlanner:
@@ -237,7 +301,7 @@ class CleanPlanner:
         view = table.file_system_view(unreplaced)
         savepoints = _savepoints(table)
         compaction: dict[tuple[str, str], str] = {}
-        for instant in timeline.pending_compactions():
+        for instant in timeline.pending((Action.COMPACTION, Action.LOG_COMPACTION)):
             for op in timeline.compaction_plan(instant).get("operations") or []:
                 key = (op.get("partitionPath") or "", op["fileId"])
                 base = op.get("baseInstantTime") or ""
@@ -253,6 +317,8 @@ class CleanPlanner:
             frozenset(name for names in savepoints.values() for name in names),
             compaction,
             frozenset(view.pending_clustering_file_ids()),
+            tuple(view.partitions),
+            frozenset(replaced_at),
         )
 
     def keep_latest_commits(self, earliest: Instant | None) -> dict[str, list[str]]:
@@ -279,6 +345,30 @@ class CleanPlanner:
             keep = versions - (1 if self._key(group) in self.compaction_base_times else 0)
             self._delete(files, group, free[max(keep, 0) :])
         return files
+
+    def emptied_partitions(self, floor: str | None, files: dict[str, list[str]]) -> list[str]:
+        """Partitions with no live file group whose replaced file groups all go with `files`;
+        by commits (`floor`, the earliest retained commit), none replaced at or after it
+        (Hudi's `noSubsequentReplaceCommit`). Pending files are `has_pending_files`' to tell."""
+        live = {g.partition_path for g in self.file_groups}
+        replaced: dict[str, list[tuple[str, FileGroup]]] = defaultdict(list)
+        for at, group in self.replaced_groups:
+            replaced[group.partition_path].append((at, group))
+        found = []
+        for partition in self.partitions:
+            if not partition or partition in live or self._holds_partitions(partition):
+                continue
+            groups = replaced.get(partition, [])
+            if floor is not None and any(at >= floor for at, _ in groups):
+                continue
+            going = set(files.get(partition, ()))
+            if all(set(s.paths) <= going for _, g in groups for s in g.slices):
+                found.append(partition)
+        return found
+
+    def _holds_partitions(self, partition: str) -> bool:
+        """Whether another partition lies below this one's folder (deleting it would take it)."""
+        return any(p.startswith(partition + "/") for p in self.partitions)
 
     def _delete(
         self,

@@ -43,7 +43,12 @@ from tms.hudi.metadata.partitions import FILES
 from tms.hudi.metadata.reader import MetadataTableReader, metadata_storage
 from tms.hudi.metadata.schema import writer_schema
 from tms.hudi.metadata.table_config import create_metadata_table
-from tms.hudi.metadata.updates import MetadataUpdate, commit_files_records, files_records
+from tms.hudi.metadata.updates import (
+    MetadataUpdate,
+    clean_files_update,
+    commit_files_records,
+    files_records,
+)
 from tms.hudi.metadata.writer import write_delta_commit
 from tms.hudi.properties import PROPERTIES_PATH, TableConfig
 from tms.hudi.timeline.instant import Action, Instant
@@ -125,7 +130,12 @@ def _files_update(timeline: Timeline, instant: Instant) -> MetadataUpdate:
             ]
             for partition, cleaned in (metadata.get("partitionMetadata") or {}).items()
         }
-        return MetadataUpdate(records={FILES: files_records({}, deleted)})
+        dropped = [
+            str(partition)
+            for partition, cleaned in (metadata.get("partitionMetadata") or {}).items()
+            if cleaned.get("isPartitionDeleted")
+        ]
+        return clean_files_update(deleted, dropped)
     return MetadataUpdate(records={FILES: commit_files_records(timeline.commit_metadata(instant))})
 
 
