@@ -246,7 +246,7 @@ def write_log_file(
     """Write a new log file holding a data block and/or a delete block; returns its size."""
     data = b""
     if records is not None and records.num_rows:
-        data += encode_avro_data_block(instant_time, avro_schema, records.to_pylist())
+        data += encode_avro_data_block(instant_time, avro_schema, records)
     if deletes:
         data += encode_delete_block(
             instant_time, avro_schema, list(deletes), ordering_field=ordering_field

@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import fastavro
+import pyarrow as pa
 
+from tms.hudi.avro.columnar_encoder import framed_records
 from tms.hudi.avro.delete_records import PARSED_DELETE_SCHEMA, avro_kind, wrap_ordering_value
 from tms.hudi.avro.schema import avro_datum_converter
 from tms.hudi.errors import LogFormatError
@@ -95,7 +97,7 @@ def _schema_json(schema: Mapping[str, Any]) -> str:
 def encode_avro_data_block(
     instant_time: str,
     schema: dict[str, Any],
-    records: Iterable[Mapping[str, object]],
+    records: Iterable[Mapping[str, object]] | pa.Table,
     *,
     extra_header: Mapping[HeaderKey, str] | None = None,
 ) -> bytes:
@@ -104,11 +106,29 @@ def encode_avro_data_block(
     ``schema`` is the full record schema including the meta columns (see
     ``tms.hudi.avro.schema.avro_record_schema``); records must carry the meta columns too,
     since readers take the record key and ordering value from them. Records may be rows as
-    Arrow gives them (maps as lists of key/value pairs). `extra_header` adds header entries
-    (a log compaction's `COMPACTED_BLOCK_TIMES`).
+    Arrow gives them (maps as lists of key/value pairs), or a table: its columns are encoded
+    whole where the schema is flat (`tms.hudi.avro.columnar_encoder`), the same bytes as
+    row by row. `extra_header` adds header entries (a log compaction's
+    `COMPACTED_BLOCK_TIMES`).
     """
     schema_json = _schema_json(schema)
-    parsed = parsed_block_schema(schema_json)
+    framed = framed_records(records, schema) if isinstance(records, pa.Table) else None
+    if framed is not None:
+        count = records.num_rows if isinstance(records, pa.Table) else 0
+    else:
+        rows = records.to_pylist() if isinstance(records, pa.Table) else records
+        bodies = _encoded_rows(parsed_block_schema(schema_json), schema, rows)
+        count, framed = len(bodies), b"".join(bodies)
+    content = b"".join((_I32.pack(LOG_BLOCK_VERSION), _I32.pack(count), framed))
+    header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema_json}
+    header.update(extra_header or {})
+    return encode_log_block(BlockType.AVRO_DATA, header, content)
+
+
+def _encoded_rows(
+    parsed: Any, schema: dict[str, Any], records: Iterable[Mapping[str, object]]
+) -> list[bytes]:
+    """Each record encoded by fastavro, preceded by its length."""
     convert = avro_datum_converter(schema)
     bodies: list[bytes] = []
     buf = io.BytesIO()
@@ -122,12 +142,7 @@ def encode_avro_data_block(
             raise LogFormatError(f"record does not fit the block schema: {exc}") from exc
         body = buf.getvalue()
         bodies.append(_I32.pack(len(body)) + body)
-    content = b"".join(
-        (_I32.pack(LOG_BLOCK_VERSION), _I32.pack(len(bodies)), *bodies),
-    )
-    header = {HeaderKey.INSTANT_TIME: instant_time, HeaderKey.SCHEMA: schema_json}
-    header.update(extra_header or {})
-    return encode_log_block(BlockType.AVRO_DATA, header, content)
+    return bodies
 
 
 def _field_kind(schema: Mapping[str, Any], field_name: str | None) -> str | None:

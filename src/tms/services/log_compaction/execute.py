@@ -415,9 +415,7 @@ def log_file_content(
             rows = rows.set_column(
                 rows.schema.get_field_index(field), field, pa.array(values, pa.string())
             )
-        content += encode_avro_data_block(
-            instant, execution.avro_schema, rows.to_pylist(), extra_header=header
-        )
+        content += encode_avro_data_block(instant, execution.avro_schema, rows, extra_header=header)
     if merged.deletes:
         ordering = execution.ordering_fields[0] if execution.ordering_fields else None
         content += encode_delete_block(
