@@ -28,7 +28,9 @@ from tms.hudi.files.new_log_file import next_log_file_name
 from tms.hudi.files.reader import committed_blocks, merge_slice_records
 from tms.hudi.meta_fields import COMMIT_TIME, FILE_NAME, META_FIELDS, RECORD_KEY
 from tms.hudi.table import HudiTable
+from tms.hudi.timeline.instant import State
 from tms.hudi.timeline.layout import TimelineLayout
+from tms.hudi.timeline.transitions import transition
 from tms.services.log_compaction.execute import (
     CDC_ENABLED,
     LOG_COMPACT_OPERATION,
@@ -42,6 +44,7 @@ from tms.services.log_compaction.execute import (
 from tms.services.log_compaction.merge import merge_log_blocks, valid_block_instants
 from tms.services.log_compaction.plan import schedule_log_compaction
 from tms.services.registry import table_service
+from tms.services.rollback import rollback_inflight
 from tms.services.table_refusals import unsupported_features
 from tms.testing.sample_writer.new_table import create_table
 from tms.testing.sample_writer.writer import HudiWriter
@@ -289,3 +292,23 @@ def test_native_declines_cdc_and_a_pending_log_compaction_does_not_hold_it_off(
     assert any("is pending" in r for r in unsupported_features(plain))  # the other services
     assert declines(plain) == []
     assert table_service(LOG_COMPACTION).decide(plain, AUTO).executor == NATIVE
+
+
+@pytest.mark.parametrize("keep_plan", [False, True], ids=["hudis-way", "tms-native"])
+def test_a_rolled_back_log_compaction_keeps_its_plan_only_for_tms_own_executor(
+    tmp_path: Path, keep_plan: bool
+) -> None:
+    """Hudi's code rolls a log compaction back with its plan; tms's own executor rolls it back
+    to its plan and runs it again (its rollback deletes the files, voiding no instant)."""
+    table = sample_table(tmp_path)
+    planned = schedule_log_compaction(table, log_blocks_threshold=1)
+    assert planned is not None
+    requested = table.timeline().get(planned)
+    assert requested is not None
+    inflight = transition(table.storage, table.config, requested, State.INFLIGHT)
+    rollback_inflight(table, inflight, heartbeat_interval=0.01, keep_plan=keep_plan)
+    left = table.timeline().get(planned)
+    if keep_plan:
+        assert left is not None and left.state is State.REQUESTED
+    else:
+        assert left is None

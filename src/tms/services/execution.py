@@ -118,7 +118,9 @@ class PlanRun:
         moves to inflight once the heartbeat started, its file holding `plan` (a clean's
         inflight instant holds its plan again, as Hudi writes it)."""
         if instant.state is State.INFLIGHT and crashed is Inflight.ROLL_BACK:
-            rolled = rollback_inflight(table, instant, heartbeat_interval=self.heartbeat_interval)
+            rolled = rollback_inflight(
+                table, instant, heartbeat_interval=self.heartbeat_interval, keep_plan=True
+            )
             self.result.rolled_back.append(rolled.rollback_instant)
             instant = Instant(instant.requested_time, instant.action, State.REQUESTED)
         with self.heartbeating():

@@ -54,8 +54,12 @@ def rollback_inflight(
     heartbeat_interval: float = heartbeat.DEFAULT_INTERVAL_SECONDS,
     tolerable_misses: int = heartbeat.DEFAULT_TOLERABLE_MISSES,
     timeline: Timeline | None = None,
+    keep_plan: bool = False,
 ) -> RollbackResult:
-    """Undo an inflight instant; table services go back to requested, writes disappear."""
+    """Undo an inflight instant; table services go back to requested, writes disappear.
+    `keep_plan`: a log compaction goes back to requested too (tms's own executor runs it
+    again: the rollback deleted its files, no command block voids its instant), where by
+    default it goes, as Hudi's code rolls it back."""
     storage, config = table.storage, table.config
     ts = instant.requested_time
     if heartbeat.is_alive(storage, ts, heartbeat_interval, tolerable_misses):
@@ -77,7 +81,7 @@ def rollback_inflight(
     )
     rollback.start()
     rollback.delete_files()
-    if timeline.origin_action(instant) in KEEPS_PLAN:
+    if keep_plan or timeline.origin_action(instant) in KEEPS_PLAN:
         revert_to_requested(storage, config, instant)
     else:
         delete_pending(storage, config, instant)

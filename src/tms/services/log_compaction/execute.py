@@ -30,9 +30,12 @@ code.
 
 A task holds its slice's log records in memory: slices whose log files take more than the
 task's memory budget / `EXPANSION` stop the task with `TaskMemoryExceeded` before anything is
-written (the compaction's in-memory path; its bucketed spilling is not applied here). As with
-Hudi's code, a log compaction plan does not outlive a rollback: a failed run, or one a crash
-left inflight, is rolled back with its plan.
+written (the compaction's in-memory path; its bucketed spilling is not applied here). A run a crash
+or a failure left inflight is rolled back as a compaction is, back to its plan, and run again
+under its instant: tms's rollback deletes the files the run wrote (named by its markers) and
+writes no command block that would void blocks of that instant. Hudi's code instead rolls a
+log compaction back with its plan (`apache_hudi.log_compactor`): its rollback of a version 6
+table's log files appends such command blocks.
 """
 
 from __future__ import annotations
@@ -41,7 +44,6 @@ import functools
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -67,7 +69,7 @@ from tms.hudi.metadata.partitions import FILES
 from tms.hudi.storage import Storage
 from tms.hudi.table import HudiTable
 from tms.hudi.table_paths import TablePaths
-from tms.hudi.timeline.instant import Action, Instant, State
+from tms.hudi.timeline.instant import Action, Instant
 from tms.hudi.timeline.layout import TimelineLayout
 from tms.hudi.timeline.timeline import Timeline
 from tms.services.compaction.plan import operation_from_avro
@@ -77,12 +79,10 @@ from tms.services.execution import (
     ServiceResult,
     cancel_requested_in_task,
     conflict_in_task,
-    pending_plan,
 )
 from tms.services.log_compaction.merge import MergedLogs, merge_log_blocks, valid_block_instants
 from tms.services.metadata_sync import WrittenFile
-from tms.services.plan_executor import CommitActionExecutor, ExecutionContext, StageHook
-from tms.services.rollback import rollback_inflight
+from tms.services.plan_executor import CommitActionExecutor, ExecutionContext
 from tms.services.spark import TaskInfo
 from tms.services.table_refusals import refusals_beside_log_compactions
 from tms.spark_runtime.task_memory import DEFAULT_RECORDS, REMEDY
@@ -251,37 +251,6 @@ class LogCompactionExecutor(
         result.file_groups = len(plan.operations)
         result.log_files_compacted = sum(s.total_log_files_compacted for s in stats)
         result.log_records_compacted = sum(s.total_log_records for s in stats)
-
-    def execute(
-        self,
-        spark: Any,
-        table: HudiTable,
-        instant_time: str,
-        *,
-        heartbeat_interval: float = 60.0,
-        on_stage: StageHook | None = None,
-    ) -> ServiceResult:
-        """`CommitActionExecutor.execute`, but a plan left inflight, or one whose run fails,
-        is rolled back with its plan, as Hudi rolls back a log compaction: its blocks would
-        be written again under the instant a rollback voided."""
-        instant = pending_plan(table, instant_time, self.plan_actions)
-        if instant.state is State.INFLIGHT:
-            rollback_inflight(table, instant, heartbeat_interval=heartbeat_interval)
-            raise RuntimeError(
-                f"log compaction {instant_time} was left inflight by a run that ended: rolled "
-                "back with its plan, as Hudi rolls back a log compaction (its plan cannot run "
-                "again under the same instant); submit again"
-            )
-        try:
-            return super().execute(
-                spark, table, instant_time, heartbeat_interval=heartbeat_interval
-            )
-        except BaseException:
-            left = table.timeline().get(instant_time)
-            if left is not None and left.state is State.INFLIGHT:
-                with suppress(Exception):  # the failure is what the operation reports
-                    rollback_inflight(table, left, heartbeat_interval=heartbeat_interval)
-            raise
 
 
 def log_compaction_metadata(plan: Mapping[str, Any], schema: Mapping[str, str]) -> CommitMetadata:
