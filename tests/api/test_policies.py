@@ -337,6 +337,31 @@ def test_a_tables_trigger_spec_is_stored_and_returned(client: TestClient) -> Non
             "set either clean_commits or triggers.clean, not both",
         ),
         ("often", "body.policy.triggers", "valid dictionary"),
+        (
+            {"compaction": {"auto": {"max_log_files_per_slice": 2.5}}},
+            "body.policy.triggers.compaction.auto.max_log_files_per_slice",
+            "expected a whole number of log files per slice from 0 to 100000 (0 = off)",
+        ),
+        (
+            {"clustering": {"auto": {"max_small_file_share": 1.5}}},
+            "body.policy.triggers.clustering.auto.max_small_file_share",
+            "expected a number of small files per base file from 0 to 1 (0 = off)",
+        ),
+        (
+            {"compaction": {"auto": {"max_log_files": 6}}},
+            "body.policy.triggers.compaction.auto",
+            "unknown target 'max_log_files'; expected one of max_log_files_per_slice",
+        ),
+        (
+            {"compaction": {"auto": 6}},
+            "body.policy.triggers.compaction.auto",
+            "expected an object of targets",
+        ),
+        (
+            {"metadata-compaction": {"auto": {}}},
+            "body.policy.triggers.metadata-compaction.auto",
+            "auto does not apply to metadata-compaction",
+        ),
     ],
 )
 def test_a_bad_trigger_spec_is_a_422_naming_the_value_at_fault(

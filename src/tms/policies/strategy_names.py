@@ -6,6 +6,7 @@ here (then a row in the README's table of triggers).
 
 from __future__ import annotations
 
+from tms.policies.strategies.auto import Auto
 from tms.policies.strategies.commits import Commits
 from tms.policies.strategies.delta_commits import DeltaCommits
 from tms.policies.strategies.elapsed import Elapsed
@@ -25,4 +26,5 @@ STRATEGIES: dict[str, type[Strategy]] = {
     "log_bytes": LogBytes,
     "log_files": LogFiles,
     "small_files": SmallFiles,
+    "auto": Auto,
 }

@@ -76,6 +76,7 @@ from tms.store.instances import (
 )
 from tms.store.leases import expired_lease_attempts, holds_lease, lock_attempt_operation
 from tms.store.measure_sources import ServiceCost, service_costs, write_rate
+from tms.store.measured import Measured
 from tms.store.measurements import (
     MeasurementIn,
     MeasureTarget,
@@ -178,6 +179,7 @@ __all__ = [
     "CountedTable",
     "Instance",
     "MeasureTarget",
+    "Measured",
     "MeasurementIn",
     "NotFound",
     "Operation",

@@ -22,6 +22,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.orm.util import identity_key
 
 from tms.store.errors import NotFound
+from tms.store.measured import LATEST_MEASURED, LATEST_MEASURED_SQL, Measured, measured_of
 from tms.store.models import Commit, Operation, OperationStatus, ServiceAction, TableType, Tbl
 from tms.store.tables import normalize_base_path
 
@@ -104,6 +105,9 @@ class CountedTable:
     """When the table was registered: the time-based triggers' clock before a first run."""
     commits_since_archival: int = 0
     """Writes since the policy last created an archival."""
+    measurement: Measured | None = None
+    """The table's latest measurement with figures (None before its first), for the
+    `auto` trigger."""
 
     @classmethod
     def of_row(cls, row: Sequence[Any]) -> CountedTable:
@@ -128,6 +132,7 @@ class CountedTable:
             created_at,
             since_archival,
             last_partition_ttl_at,
+            latest_measured,
         ) = row
         last_run_at = {
             action: at
@@ -157,6 +162,7 @@ class CountedTable:
             last_run_at,
             created_at,
             since_archival,
+            measured_of(latest_measured),
         )
 
 
@@ -217,6 +223,7 @@ COUNTED: tuple[ColumnElement[Any] | InstrumentedAttribute[Any], ...] = (
     Tbl.created_at,
     Tbl.commits_since_archival,
     Tbl.last_partition_ttl_at,
+    LATEST_MEASURED,
 )
 """What `CountedTable.of_row` reads, in order, of a `tbl` row (`_COUNT` returns the same)."""
 
@@ -227,7 +234,8 @@ COUNTED: tuple[ColumnElement[Any] | InstrumentedAttribute[Any], ...] = (
 # counters are right whatever order the commits were heard in (a pull may bring a
 # compaction after the delta commits that followed it were notified). The small-files map
 # keeps its 1000 largest partitions. RETURNING lists `COUNTED`'s columns, in its order.
-_COUNT = """
+_COUNT = (
+    """
 UPDATE tbl SET
   delta_commits_since_compaction = CASE WHEN u.compacted
     THEN (SELECT count(*) FROM commit c WHERE c.tbl_id = tbl.id
@@ -299,8 +307,10 @@ RETURNING
         WHERE o.tbl_id = tbl.id AND o.status IN ('SCHEDULED', 'RUNNING') AND NOT o.is_deleted),
   tbl.log_bytes_since_compaction, tbl.log_files_since_compaction,
   tbl.small_files_since_clustering, tbl.last_compaction_at, tbl.last_clustering_at,
-  tbl.last_clean_at, tbl.created_at, tbl.commits_since_archival, tbl.last_partition_ttl_at
-"""
+  tbl.last_clean_at, tbl.created_at, tbl.commits_since_archival, tbl.last_partition_ttl_at,
+  """
+    + LATEST_MEASURED_SQL
+)
 
 
 def _cursor(session: Session) -> psycopg.Cursor[Any]:
