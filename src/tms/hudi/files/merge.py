@@ -90,7 +90,7 @@ def merge_versions(
     touched_rows = pc.indices_nonzero(touched).to_pylist()
     position_list = positions.to_pylist() if isinstance(positions, pa.Array) else list(positions)
     keys = pc.take(data.column(RECORD_KEY), touched_rows).to_pylist() if touched_rows else []
-    orderings = _ordering_values(data, touched_rows, fields)
+    orderings = ordering_values(data, touched_rows, fields)
     events: dict[str, list[tuple[int, int, object | None, int | None]]] = defaultdict(list)
     for seq, (row, key, value) in enumerate(zip(touched_rows, keys, orderings, strict=True)):
         events[key].append((position_list[row], seq, value, row))
@@ -119,14 +119,14 @@ def _fold(versions: list[tuple[int, int, object | None, int | None]]) -> int | N
             current_ordering is None
             or natural_delete
             or ordering is None
-            or not _less(ordering, current_ordering)
+            or not ordering_less(ordering, current_ordering)
         )
         if replaces:
             current_row, current_ordering, natural_delete = row, ordering, False
     return current_row
 
 
-def _ordering_values(data: pa.Table, rows: list[int], fields: tuple[str, ...]) -> list[object]:
+def ordering_values(data: pa.Table, rows: list[int], fields: tuple[str, ...]) -> list[object]:
     """The ordering value of each row: a scalar for one field, a tuple for several."""
     if not fields or not rows:
         return [None] * len(rows)
@@ -138,7 +138,9 @@ def _ordering_values(data: pa.Table, rows: list[int], fields: tuple[str, ...]) -
     ]
 
 
-def _less(left: object, right: object) -> bool:
+def ordering_less(left: object, right: object) -> bool:
+    """Whether ordering value `left` is lower than `right` (tuples field by field), as the
+    merges of compaction and log compaction compare them."""
     if isinstance(left, tuple) != isinstance(right, tuple):
         # a delete records one ordering value; it meets a tuple at the tuple's first field
         left = left[0] if isinstance(left, tuple) else left
@@ -149,7 +151,7 @@ def _less(left: object, right: object) -> bool:
                 continue
             if a is None or b is None:
                 return b is None  # a missing value sorts last, as in `latest_by_key`
-            return _less(a, b)
+            return ordering_less(a, b)
         return len(left) < len(right)
     try:
         return bool(left < right)  # type: ignore[operator]

@@ -24,8 +24,9 @@ from tms.hudi.files.merge import (
     is_natural_order,
     latest_by_key,
     ordering_fields,
+    ordering_less,
+    ordering_values,
 )
-from tms.hudi.files.merge import _less as _less  # the comparison the compaction's fold makes
 from tms.hudi.files.reader import DATA_AND_DELETE_BLOCKS, conform_table, merge_order
 from tms.hudi.meta_fields import RECORD_KEY
 
@@ -132,7 +133,7 @@ def _last_words(
     untouched = latest_by_key(data.filter(pc.invert(touched)), fields)
     rows = pc.indices_nonzero(touched).to_pylist()
     keys = pc.take(data.column(RECORD_KEY), rows).to_pylist() if rows else []
-    values = _ordering_values(data, rows, fields)
+    values = ordering_values(data, rows, fields)
     versions: dict[str, list[tuple[int, int, object | None, int | DeleteVersion]]] = {}
     for seq, (row, key, value) in enumerate(zip(rows, keys, values, strict=True)):
         versions.setdefault(key, []).append((positions[row], seq, value, row))
@@ -170,22 +171,9 @@ def _fold(
             or current_ordering is None
             or natural_delete
             or value is None
-            or not _less(value, current_ordering)
+            or not ordering_less(value, current_ordering)
         )
         if replaces:
             current, current_ordering, natural_delete = version, value, False
     assert current is not None
     return current
-
-
-def _ordering_values(data: pa.Table, rows: list[int], fields: tuple[str, ...]) -> list[object]:
-    """The ordering value of each row: a scalar for one field, a tuple for several."""
-    if not fields or not rows:
-        return [None] * len(rows)
-    columns: list[list[object]] = [pc.take(data.column(name), rows).to_pylist() for name in fields]
-    if len(columns) == 1:
-        return columns[0]
-    return [
-        None if all(v is None for v in values) else tuple(values)
-        for values in zip(*columns, strict=True)
-    ]
